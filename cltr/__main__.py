@@ -1,0 +1,3 @@
+from cltr.cli import main
+
+main()
