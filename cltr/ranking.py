@@ -1,0 +1,136 @@
+"""Scores to rankings, test-set metrics and counterfactual (IPS / SNIPS) estimates.
+
+Legend (paper Sec. 3):
+    rank(y | pi_f(x))      -> ``ranks[doc]``, 1-based, from ``rank_documents``
+    rel(y)                 -> ``relevant[doc]`` (binarized labels)
+    q_i = Q(o_i(y_i) = 1)  -> ``propensity[i]`` of click i
+    Delta_IPS (Eq. lossips) -> ``ips_estimate`` over a click log
+
+Conventions (DESIGN.md): scores sort descending; ties are broken by a seeded random
+permutation, never by file order, so a constant scorer gets a random ranking's value.
+Avg DCG and Avg Rank average over all relevant (query, document) pairs, so queries
+without a relevant document contribute nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "rank_documents",
+    "dcg_gain",
+    "avg_dcg",
+    "avg_rank",
+    "ndcg_at_k",
+    "ips_estimate",
+    "snips_estimate",
+    "snips_avg_dcg",
+]
+
+
+def rank_documents(scores: np.ndarray, offsets: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Rank every query's documents by descending score, ties broken at random.
+
+    Parameters
+    ----------
+    scores : ndarray, shape (n_docs,)
+    offsets : ndarray, shape (n_queries + 1,)
+    rng : numpy.random.Generator
+        Source of the tie-breaking permutation.
+
+    Returns
+    -------
+    ranks : ndarray of int64, shape (n_docs,)
+        1-based rank of each document within its query.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    if scores.ndim != 1 or len(scores) != offsets[-1]:
+        raise ValueError(f"scores must have shape ({offsets[-1]},), found {scores.shape}")
+    if not np.all(np.isfinite(scores)):
+        raise ValueError("scores must be finite; found NaN or infinity")
+    sizes = np.diff(offsets)
+    doc_query = np.repeat(np.arange(len(sizes)), sizes)
+    tie_break = rng.permutation(len(scores))
+    order = np.lexsort((tie_break, -scores, doc_query))
+    ranks = np.empty(len(scores), dtype=np.int64)
+    ranks[order] = np.arange(len(scores)) - np.repeat(offsets[:-1], sizes) + 1
+    return ranks
+
+
+def dcg_gain(ranks: np.ndarray) -> np.ndarray:
+    """The DCG contribution 1 / log2(1 + rank) of a result at each rank."""
+    return 1.0 / np.log2(1.0 + np.asarray(ranks, dtype=np.float64))
+
+
+def avg_dcg(ranks: np.ndarray, relevant: np.ndarray) -> float:
+    """Mean of 1/log2(1 + rank) over all relevant documents (the paper's Avg DCG)."""
+    relevant = np.asarray(relevant, dtype=bool)
+    if not relevant.any():
+        return float("nan")
+    return float(dcg_gain(ranks[relevant]).mean())
+
+
+def avg_rank(ranks: np.ndarray, relevant: np.ndarray) -> float:
+    """Mean rank of all relevant documents."""
+    relevant = np.asarray(relevant, dtype=bool)
+    if not relevant.any():
+        return float("nan")
+    return float(np.asarray(ranks, dtype=np.float64)[relevant].mean())
+
+
+def ndcg_at_k(ranks: np.ndarray, relevant: np.ndarray, offsets: np.ndarray, *, k: int = 10) -> float:
+    """Binary nDCG@k per query, averaged over queries with at least one relevant document.
+
+    Parameters
+    ----------
+    ranks : ndarray, shape (n_docs,)
+    relevant : ndarray of bool, shape (n_docs,)
+    offsets : ndarray, shape (n_queries + 1,)
+    k : int
+        Cut-off.
+    """
+    relevant = np.asarray(relevant, dtype=bool)
+    sizes = np.diff(offsets)
+    doc_query = np.repeat(np.arange(len(sizes)), sizes)
+    gain = np.where(relevant & (ranks <= k), dcg_gain(ranks), 0.0)
+    dcg = np.bincount(doc_query, weights=gain, minlength=len(sizes))
+    n_relevant = np.bincount(doc_query, weights=relevant, minlength=len(sizes)).astype(np.int64)
+    ideal_cumulative = np.concatenate([[0.0], np.cumsum(dcg_gain(np.arange(1, k + 1)))])
+    ideal = ideal_cumulative[np.minimum(n_relevant, k)]
+    has_relevant = n_relevant > 0
+    if not has_relevant.any():
+        return float("nan")
+    return float(np.mean(dcg[has_relevant] / ideal[has_relevant]))
+
+
+def ips_estimate(values: np.ndarray, propensity: np.ndarray, *, n_sessions: int) -> float:
+    """Inverse-propensity-scored estimate (paper Eq. riskips) of a per-session additive metric.
+
+    ``values[i]`` is the metric's contribution of clicked document i under the ranking
+    being evaluated (e.g. ``dcg_gain(rank)``); the estimate is
+    (1 / n_sessions) * sum_i values[i] / propensity[i], unbiased for the expected
+    per-session sum over relevant documents when clicks of relevant documents are
+    observed with these propensities and irrelevant documents are never clicked.
+    """
+    if n_sessions <= 0:
+        raise ValueError(f"n_sessions must be positive, found {n_sessions}")
+    return float(np.sum(np.asarray(values) / np.asarray(propensity)) / n_sessions)
+
+
+def snips_estimate(values: np.ndarray, propensity: np.ndarray) -> float:
+    """Self-normalised IPS: sum_i values[i] / q_i divided by sum_i 1 / q_i."""
+    inverse = 1.0 / np.asarray(propensity, dtype=np.float64)
+    total = inverse.sum()
+    if total == 0:
+        return float("nan")
+    return float(np.dot(np.asarray(values, dtype=np.float64), inverse) / total)
+
+
+def snips_avg_dcg(ranks: np.ndarray, click_doc: np.ndarray, propensity: np.ndarray) -> float:
+    """SNIPS estimate of Avg DCG from clicks, the model-selection criterion (DESIGN.md).
+
+    sum_i (1/q_i) / log2(1 + rank(y_i)) / sum_i (1/q_i), where ``ranks`` are the ranks
+    the evaluated model gives to every document and ``click_doc`` the clicked rows.
+    """
+    return snips_estimate(dcg_gain(np.asarray(ranks)[click_doc]), propensity)
