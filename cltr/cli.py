@@ -1,0 +1,416 @@
+"""The ``cltr`` command line: click commands only; the work is done in ``pipeline``/``methods``.
+
+Every stage reads what the stage before it wrote in the workspace. When an upstream
+artifact is missing, the stage builds it with default settings and says so, so that
+``cltr train svm-proprank`` works on a fresh machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+import click
+import numpy as np
+
+from cltr import __version__
+from cltr.clicks import ClickLog
+from cltr.datasets import Dataset, describe_split, load_dataset, load_letor, load_yahoo, make_synthetic, save_dataset
+from cltr.methods import METHODS, TrainingData, train
+from cltr.models import scorer_from_arrays, scorer_to_arrays
+from cltr.pipeline import ClickSettings, click_log_summary, evaluate, produce, simulate, stream, validation_estimate
+from cltr.selection import parse_grid
+from cltr.workspace import Workspace, atomic_write
+
+DEFAULT_DATASET = "synthetic"
+
+
+# -- printing ----------------------------------------------------------------------------
+
+def echo_table(rows: list[dict], columns: list[str] | None = None) -> None:
+    """Print rows as an aligned plain-text table."""
+    if not rows:
+        return
+    columns = columns or list(rows[0])
+
+    def cell(value):
+        if isinstance(value, float):
+            return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.3e}"
+        return str(value)
+
+    text = [[cell(row.get(c, "")) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in text)) for i, c in enumerate(columns)]
+    click.echo("  ".join(c.rjust(w) for c, w in zip(columns, widths)))
+    for r in text:
+        click.echo("  ".join(v.rjust(w) for v, w in zip(r, widths)))
+
+
+def progress_bar(total: int, description: str):
+    """A tqdm bar on stderr that stays silent when stderr is not a terminal."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=description, unit="pass", leave=False, file=sys.stderr,
+                disable=None)
+
+
+# -- the session: workspace plus the resolution of upstream artifacts -------------------
+
+class Session:
+    def __init__(self, workdir: Path):
+        self.workspace = Workspace(workdir)
+
+    # datasets
+    def write_dataset(self, name: str, dataset: Dataset) -> dict:
+        path = self.workspace.dataset_path(name)
+        save_dataset(dataset, path)
+        summary = {split: describe_split(q, dataset.relevant_from) for split, q in dataset.splits().items()}
+        record = {"name": name, "fingerprint": _sha256(path), "relevant_from": dataset.relevant_from,
+                  "summary": summary, "meta": dataset.meta, "cltr_version": __version__,
+                  "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        with atomic_write(path.with_suffix(".json"), "w") as stream_:
+            json.dump(record, stream_, indent=2, sort_keys=True, default=str)
+        return record
+
+    def dataset(self, name: str) -> tuple[Dataset, str]:
+        """The prepared dataset and its fingerprint; the synthetic default is made on demand."""
+        path = self.workspace.dataset_path(name)
+        if not path.exists():
+            if name != DEFAULT_DATASET:
+                raise click.ClickException(
+                    f"dataset {name!r} is not prepared in {self.workspace.root}; run "
+                    f"`cltr prepare {name} ...` first (see `cltr prepare --help`)")
+            click.echo(f"dataset {name!r} is not prepared yet: generating it with default settings")
+            self.write_dataset(name, make_synthetic())
+        record = json.loads(path.with_suffix(".json").read_text())
+        return load_dataset(path), record["fingerprint"]
+
+    def upstream(self, dataset_name: str, stage: str, key: str | None, make_default):
+        """The artifact of ``stage`` named by ``key``, or the current one, or a default one."""
+        key = key or self.workspace.current(dataset_name).get(stage)
+        if key is not None:
+            artifact = self.workspace.load(dataset_name, stage, key)
+            if artifact is None:
+                raise click.ClickException(
+                    f"no {stage} artifact {key!r} for dataset {dataset_name!r} in {self.workspace.root}; "
+                    f"known: {', '.join(self.workspace.keys(dataset_name, stage)) or 'none'}")
+            return artifact
+        click.echo(f"no {stage} artifact for dataset {dataset_name!r} yet: making one with default settings")
+        return make_default()
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream_:
+        for block in iter(lambda: stream_.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _default_passes(dataset_name: str, dataset: Dataset) -> int:
+    return int(dataset.meta.get("default_passes", 10 if dataset_name.startswith("yahoo") else 100))
+
+
+def _log_from(arrays, split: str) -> ClickLog:
+    prefix = f"{split}/"
+    return ClickLog.from_arrays({k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)})
+
+
+def _errors_as_usage(function):
+    """Turn the library's ValueErrors (bad input) into clean one-line CLI errors."""
+    import functools
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except (ValueError, FileNotFoundError) as error:
+            raise click.ClickException(str(error)) from error
+
+    return wrapper
+
+
+# -- commands ------------------------------------------------------------------------
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
+@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), envvar="CLTR_WORKDIR",
+              default="cltr-work", help="Workspace directory holding every artifact ($CLTR_WORKDIR).")
+@click.version_option(__version__, prog_name="cltr")
+@click.pass_context
+def main(ctx: click.Context, workdir: Path) -> None:
+    """Counterfactual learning-to-rank from simulated clicks (Agarwal et al., SIGIR 2019).
+
+    \b
+    The pipeline, each stage reusing what the one before wrote in the workspace:
+      cltr prepare   synthetic | letor | yahoo
+      cltr produce   the production ranker (Ranking SVM on 1% of training queries)
+      cltr simulate  position-biased clicks on its rankings
+      cltr train     svm-rank | svm-proprank
+      cltr evaluate  Avg DCG, Avg Rank, nDCG@10 on the test set
+    `cltr run` does all of it on the embedded synthetic dataset.
+    """
+    ctx.obj = Session(workdir)
+
+
+dataset_option = click.option("--dataset", default=DEFAULT_DATASET,
+                              help="Name of a prepared dataset in the workspace.")
+seed_option = click.option("--seed", type=int, default=0, help="Seed of every random draw of this stage.")
+
+
+@main.group()
+def prepare() -> None:
+    """Load or generate a dataset and store it, checked, in the workspace."""
+
+
+def _report_prepared(record: dict) -> None:
+    click.echo(f"prepared {record['name']!r} (relevant = label >= {record['relevant_from']})")
+    rows = [{"split": split, **values} for split, values in record["summary"].items()]
+    echo_table(rows)
+    for note in record["meta"].get("notes", []):
+        click.echo(f"note: {note}")
+
+
+@prepare.command("synthetic")
+@click.option("--queries", "n_queries", type=click.IntRange(min=3), default=None,
+              help="Number of queries over all splits [default: the generator's].")
+@click.option("--features", "n_features", type=click.IntRange(min=1), default=None,
+              help="Number of features [default: the generator's, LETOR's 46].")
+@click.option("--seed", type=int, default=0, help="Seed of the generator.")
+@click.option("--name", default=DEFAULT_DATASET, help="Name to store it under.")
+@click.pass_obj
+@_errors_as_usage
+def prepare_synthetic(session: Session, n_queries, n_features, seed, name) -> None:
+    """The embedded default: a seeded LETOR-shaped dataset with partly non-linear relevance."""
+    options = {k: v for k, v in {"n_queries": n_queries, "n_features": n_features}.items() if v is not None}
+    _report_prepared(session.write_dataset(name, make_synthetic(seed=seed, **options)))
+
+
+@prepare.command("letor")
+@click.option("--mq2008", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
+              help="MQ2008 directory holding Fold1..Fold5 (plain, .gz, .bz2 or .xz files).")
+@click.option("--mq2007", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="MQ2007 directory; its FoldK train split is added to the training set.")
+@click.option("--fold", type=click.IntRange(1, 5), default=1, help="Which fold.")
+@click.option("--relevant-from", type=int, default=1, help="Labels at least this are relevant.")
+@click.option("--name", default="letor", help="Name to store it under.")
+@click.pass_obj
+@_errors_as_usage
+def prepare_letor(session: Session, mq2008, mq2007, fold, relevant_from, name) -> None:
+    """LETOR 4.0 as in the paper: MQ2007+MQ2008 train, MQ2008 vali and test."""
+    dataset = load_letor(mq2008, mq2007_dir=mq2007, fold=fold, relevant_from=relevant_from)
+    _report_prepared(session.write_dataset(name, dataset))
+
+
+@prepare.command("yahoo")
+@click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
+              help="Directory holding set1.train.txt, set1.valid.txt, set1.test.txt.")
+@click.option("--relevant-from", type=int, default=3, help="Labels at least this are relevant.")
+@click.option("--name", default="yahoo", help="Name to store it under.")
+@click.pass_obj
+@_errors_as_usage
+def prepare_yahoo(session: Session, root, relevant_from, name) -> None:
+    """Yahoo! Learning to Rank Challenge, set 1 (700 features, labels 0-4)."""
+    _report_prepared(session.write_dataset(name, load_yahoo(root, relevant_from=relevant_from)))
+
+
+def _produce(session: Session, dataset_name: str, *, fraction=0.01, C=1.0, seed=0):
+    dataset, fingerprint = session.dataset(dataset_name)
+    config = {"dataset": fingerprint, "fraction": fraction, "C": C, "seed": seed}
+
+    def compute():
+        scorer, info = produce(dataset, fraction=fraction, C=C, seed=seed)
+        info["test"] = evaluate(scorer, dataset.test, dataset.test.relevant(dataset.relevant_from),
+                                rng=stream(seed, "evaluate"))
+        return scorer_to_arrays(scorer), info
+
+    artifact, reused = session.workspace.cached(dataset_name, "production", config, compute)
+    session.workspace.set_current(dataset_name, "production", artifact.key)
+    return artifact, reused
+
+
+@main.command("produce")
+@dataset_option
+@click.option("--fraction", type=click.FloatRange(0, 1, min_open=True), default=0.01,
+              help="Share of training queries with labels the production ranker sees.")
+@click.option("-C", "C", type=click.FloatRange(0, min_open=True), default=1.0,
+              help="Regularisation constant of the production Ranking SVM.")
+@seed_option
+@click.pass_obj
+@_errors_as_usage
+def produce_command(session: Session, dataset, fraction, C, seed) -> None:
+    """Train the production ranker: a Ranking SVM on a seeded FRACTION of the training queries."""
+    artifact, reused = _produce(session, dataset, fraction=fraction, C=C, seed=seed)
+    info = artifact.info
+    click.echo(f"production ranker {artifact.key}{' (reused)' if reused else ''}: "
+               f"{info['n_queries']} training queries, {info['n_relevant']} relevant documents, "
+               f"solver gap {info['gap']:.1e} after {info['iterations']} iterations")
+    click.echo(f"test Avg DCG {info['test']['avg_dcg']:.4f}  Avg Rank {info['test']['avg_rank']:.2f}  "
+               f"nDCG@10 {info['test']['ndcg@10']:.4f}")
+
+
+def _simulate(session: Session, dataset_name: str, *, production_key=None, settings: ClickSettings | None = None,
+              seed=0):
+    dataset, _ = session.dataset(dataset_name)
+    production = session.upstream(dataset_name, "production", production_key,
+                                  lambda: _produce(session, dataset_name)[0])
+    settings = settings or ClickSettings(passes=_default_passes(dataset_name, dataset))
+    config = {"production": production.key, **settings.__dict__, "seed": seed}
+    scorer = scorer_from_arrays(production.arrays)
+
+    def compute():
+        arrays, info = {}, {}
+        for split in ("train", "vali"):
+            queries = getattr(dataset, split)
+            relevant = queries.relevant(dataset.relevant_from)
+            with progress_bar(settings.passes, f"clicks on {split}") as bar:
+                log = simulate(queries, relevant, scorer, settings,
+                               rng_presentation=stream(seed, "presentation", split),
+                               rng_clicks=stream(seed, "clicks", split),
+                               progress=lambda done: bar.update(done - bar.n))
+            arrays.update({f"{split}/{k}": v for k, v in log.arrays().items()})
+            info[split] = click_log_summary(log, relevant)
+        return arrays, info
+
+    artifact, reused = session.workspace.cached(dataset_name, "clicks", config, compute)
+    session.workspace.set_current(dataset_name, "clicks", artifact.key)
+    return artifact, reused
+
+
+@main.command("simulate")
+@dataset_option
+@click.option("--eta", type=click.FloatRange(min=0), default=1.0,
+              help="Severity of position bias: rank r is observed with probability (1/r)^eta.")
+@click.option("--eps-neg", type=click.FloatRange(0, 1), default=0.1,
+              help="Click probability of an observed irrelevant document (noise).")
+@click.option("--eps-pos", type=click.FloatRange(0, 1), default=1.0,
+              help="Click probability of an observed relevant document.")
+@click.option("--passes", type=click.IntRange(min=1), default=None,
+              help="Sessions per query [default: 10 for Yahoo, 100 otherwise].")
+@click.option("--eta-model", type=click.FloatRange(min=0), default=None,
+              help="The eta of the logged propensities, if it differs from the true one (misspecification).")
+@click.option("--production", "production_key", default=None,
+              help="Key of the production ranker to present [default: the last produced].")
+@seed_option
+@click.pass_obj
+@_errors_as_usage
+def simulate_command(session: Session, dataset, eta, eps_neg, eps_pos, passes, eta_model, production_key,
+                     seed) -> None:
+    """Simulate position-based-model clicks on the production ranker's rankings of train and vali."""
+    dataset_obj, _ = session.dataset(dataset)
+    settings = ClickSettings(eta=eta, eps_pos=eps_pos, eps_neg=eps_neg,
+                             passes=passes or _default_passes(dataset, dataset_obj), eta_model=eta_model)
+    artifact, reused = _simulate(session, dataset, production_key=production_key, settings=settings, seed=seed)
+    click.echo(f"click log {artifact.key}{' (reused)' if reused else ''} "
+               f"(production ranker {artifact.config['production']}, {settings.passes} passes)")
+    echo_table([{"split": split, **artifact.info[split]} for split in ("train", "vali")],
+               ["split", "sessions", "clicks", "irrelevant_click_share", "clicks_per_query",
+                "mean_propensity", "min_propensity"])
+
+
+def _train(session: Session, dataset_name: str, method: str, options: dict, *, clicks_key=None, seed=0,
+           verbose=True):
+    dataset, _ = session.dataset(dataset_name)
+    clicks = session.upstream(dataset_name, "clicks", clicks_key, lambda: _simulate(session, dataset_name)[0])
+    config = {"clicks": clicks.key, "method": method, "options": options, "seed": seed}
+
+    def compute():
+        data = TrainingData(dataset, _log_from(clicks.arrays, "train"), _log_from(clicks.arrays, "vali"), seed)
+
+        def report(row):
+            if verbose:
+                echo_table([row], [c for c in row if c not in ("lower_bound", "solver_seconds")])
+
+        scorer, info = train(method, data, options, progress=report)
+        return scorer_to_arrays(scorer), info
+
+    artifact, reused = session.workspace.cached(dataset_name, "models", config, compute)
+    session.workspace.set_current(dataset_name, "models", artifact.key)
+    return artifact, reused
+
+
+@main.command("train")
+@click.argument("method", type=click.Choice(sorted(METHODS)))
+@dataset_option
+@click.option("-C", "C", type=click.FloatRange(0, min_open=True), default=None,
+              help="Regularisation constant; without it, C is chosen on validation clicks over --grid.")
+@click.option("--grid", default=None,
+              help="C grid as 'a,b,c' or 'low:high:count' (log spaced) [default: 1e-3 ... 1e3, 7 values].")
+@click.option("--tol", type=click.FloatRange(0, min_open=True), default=1e-3,
+              help="Relative duality gap the SVM solver must certify.")
+@click.option("--clicks", "clicks_key", default=None, help="Key of the click log [default: the last simulated].")
+@seed_option
+@click.pass_obj
+@_errors_as_usage
+def train_command(session: Session, method, dataset, C, grid, tol, clicks_key, seed) -> None:
+    """Train METHOD on the training clicks; hyperparameters are selected on validation clicks.
+
+    \b
+    svm-rank      linear Ranking SVM on clicks, every click weighted 1 (biased)
+    svm-proprank  propensity-weighted Ranking SVM: unbiased bound on Avg Rank
+    """
+    options = {"C": C, "grid": parse_grid(grid) if grid else None, "tol": tol}
+    artifact, reused = _train(session, dataset, method, options, clicks_key=clicks_key, seed=seed)
+    info = artifact.info
+    click.echo(f"model {artifact.key}{' (reused)' if reused else ''}: {method}, C = {info['C']:g}, "
+               f"validation SNIPS Avg DCG {info['validation_snips_avg_dcg']:.4f}")
+
+
+def _evaluate(session: Session, dataset_name: str, model_key=None, seed=0):
+    dataset, _ = session.dataset(dataset_name)
+    model = session.upstream(dataset_name, "models", model_key,
+                             lambda: _train(session, dataset_name, "svm-proprank", {})[0])
+    clicks = session.workspace.load(dataset_name, "clicks", model.config["clicks"])
+    config = {"model": model.key, "seed": seed}
+
+    def compute():
+        scorer = scorer_from_arrays(model.arrays)
+        info = evaluate(scorer, dataset.test, dataset.test.relevant(dataset.relevant_from),
+                        rng=stream(seed, "evaluate"))
+        info["validation_snips_avg_dcg"] = validation_estimate(
+            scorer, dataset.vali, _log_from(clicks.arrays, "vali"), rng=stream(seed, "selection"))
+        info["method"] = model.config["method"]
+        return {}, info
+
+    artifact, reused = session.workspace.cached(dataset_name, "evaluations", config, compute)
+    return artifact, model, reused
+
+
+@main.command("evaluate")
+@dataset_option
+@click.option("--model", "model_key", default=None, help="Key of the model [default: the last trained].")
+@seed_option
+@click.pass_obj
+@_errors_as_usage
+def evaluate_command(session: Session, dataset, model_key, seed) -> None:
+    """Avg DCG, Avg Rank and nDCG@10 on the test set, and the SNIPS Avg DCG on validation clicks."""
+    artifact, model, _ = _evaluate(session, dataset, model_key, seed)
+    info = artifact.info
+    click.echo(f"model {model.key} ({info['method']}, C = {model.info.get('C', float('nan')):g}) on {dataset!r}:")
+    echo_table([{"test Avg DCG": info["avg_dcg"], "test Avg Rank": info["avg_rank"],
+                 "test nDCG@10": info["ndcg@10"], "vali SNIPS Avg DCG": info["validation_snips_avg_dcg"]}])
+
+
+@main.command("run")
+@dataset_option
+@click.option("--method", "methods", multiple=True, type=click.Choice(sorted(METHODS)),
+              default=("svm-rank", "svm-proprank"), help="Methods to train (repeat the option).")
+@seed_option
+@click.pass_obj
+@_errors_as_usage
+def run_command(session: Session, dataset, methods, seed) -> None:
+    """The whole path with default settings: produce, simulate, train, evaluate."""
+    start = time.perf_counter()
+    production, _ = _produce(session, dataset, seed=seed)
+    clicks, _ = _simulate(session, dataset, production_key=production.key, seed=seed)
+    rows = [{"method": "production", "C": production.config["C"], **production.info["test"]}]
+    for method in methods:
+        click.echo(f"training {method} (C selected on validation clicks)")
+        model, _ = _train(session, dataset, method, {}, clicks_key=clicks.key, seed=seed, verbose=False)
+        evaluation, _, _ = _evaluate(session, dataset, model.key, seed)
+        rows.append({"method": method, "C": model.info["C"],
+                     **{k: evaluation.info[k] for k in ("avg_dcg", "avg_rank", "ndcg@10")}})
+    click.echo(f"test metrics on {dataset!r} ({clicks.info['train']['clicks']} training clicks, "
+               f"{time.perf_counter() - start:.1f} s):")
+    echo_table(rows, ["method", "C", "avg_dcg", "avg_rank", "ndcg@10"])
