@@ -6,13 +6,240 @@ Legend (paper Sec. 3, Table 1, and Sec. 4, Eq. riskhinge):
     q_i, propensity of the click      -> ``propensity[i]``
     lambda(r), rank weighting         -> a ``RankWeight``
     f(x_i, y), score                  -> ``scores[doc]``
+    1 + Σ_y max(0, 1 - (f(y_i) - f(y)))  -> ``hinge_rank_bound(...)[i]``
+    R_IPS^hinge(f)                    -> ``risk(...)``
+
+    R(f) = (1/n) Σ_i (1/q_i) · lambda(1 + Σ_{y in Y_i, y != y_i} max(0, 1 - (f(y_i) - f(y))))
+
+Because rank(y_i) - 1 = Σ_y 1[f(y) > f(y_i)] is at most the sum of hinges (a tie counts 1
+in the hinge and 0 in the rank), and lambda is non-decreasing, R(f) bounds the IPS estimate
+of the metric from above for every scorer. Everything here works on flat arrays plus query
+offsets; the (example, other candidate) pairs are expanded once by ``click_pairs`` and may
+be passed back in to skip the expansion on repeated calls.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Callable
+
 import numpy as np
 
-__all__ = ["click_pairs"]
+__all__ = [
+    "RankWeight",
+    "average_rank",
+    "dcg",
+    "rbp",
+    "precision_at_k",
+    "rank_weight",
+    "click_pairs",
+    "hinge_rank_bound",
+    "risk",
+    "risk_gradient",
+]
+
+
+# --------------------------------------------------------------------------- rank weights
+
+
+@dataclass(frozen=True)
+class RankWeight:
+    """A rank weighting function lambda(r) of an additive metric, written as a loss.
+
+    Parameters
+    ----------
+    name : str
+        Its spec; ``rank_weight(w.name)`` gives ``w`` back for the trainable weights.
+        Two weights are equal when their names are.
+    value : callable
+        ``value(r) -> lambda(r)``, elementwise on a float ndarray of real ranks r >= 1
+        (the hinge bound is real-valued), same shape out.
+    derivative : callable
+        ``derivative(r) -> lambda'(r)``, elementwise, same shape out.
+    concave : bool
+        Whether lambda is concave on r >= 1 (DCG, RBP; average rank, being linear, is
+        both concave and convex). A concave lambda makes the SVM objective a difference
+        of convex functions, which CCP solves (paper Sec. 4.1).
+    differentiable : bool, default True
+        False for step weights (Prec@k), which serve evaluation only: ``risk_gradient``
+        refuses them.
+
+    Notes
+    -----
+    Every weight is non-decreasing in r (a lower rank is a smaller loss); the hinge
+    upper bound on the risk needs exactly that (paper Sec. 4).
+    """
+
+    name: str
+    value: Callable[[np.ndarray], np.ndarray] = field(compare=False, repr=False)
+    derivative: Callable[[np.ndarray], np.ndarray] = field(compare=False, repr=False)
+    concave: bool
+    differentiable: bool = True
+
+
+# Module-level functions (and partials of them) rather than lambdas, so that a RankWeight
+# pickles with the standard library as well as with cloudpickle.
+
+
+def _identity(r):
+    return np.asarray(r, dtype=np.float64) * 1.0
+
+
+def _ones(r):
+    return np.ones_like(np.asarray(r, dtype=np.float64))
+
+
+def _dcg_value(r):
+    return -1.0 / np.log1p(np.asarray(r, dtype=np.float64))
+
+
+def _dcg_derivative(r):
+    r = np.asarray(r, dtype=np.float64)
+    log = np.log1p(r)
+    return 1.0 / ((1.0 + r) * log * log)
+
+
+def _rbp_value(r, *, p):
+    return -(1.0 - p) * np.power(p, np.asarray(r, dtype=np.float64) - 1.0)
+
+
+def _rbp_derivative(r, *, p):
+    return -(1.0 - p) * np.log(p) * np.power(p, np.asarray(r, dtype=np.float64) - 1.0)
+
+
+def _precision_value(r, *, k):
+    return np.where(np.asarray(r, dtype=np.float64) <= k, -1.0 / k, 0.0)
+
+
+def _precision_derivative(r, *, k):
+    return np.zeros_like(np.asarray(r, dtype=np.float64))
+
+
+def average_rank() -> RankWeight:
+    """Average rank, lambda(r) = r (paper Table 1); lambda'(r) = 1.
+
+    Returns
+    -------
+    RankWeight
+        Named ``"avgrank"``; linear, so ``concave`` is True (and it is convex too): a
+        single propensity-weighted Ranking SVM solve minimises it (SVM PropRank).
+    """
+    return RankWeight("avgrank", _identity, _ones, concave=True)
+
+
+def dcg() -> RankWeight:
+    """DCG, lambda(r) = -1/log(1 + r) with the natural log (paper Table 1).
+
+    The base of the logarithm only scales the loss (-1/log_b(1+r) = -log(b)/log(1+r)), so
+    the minimiser is the same for log2 (the reported Avg DCG) and ln.
+    lambda'(r) = 1 / ((1 + r) log²(1 + r)) > 0, and lambda is concave on r >= 1.
+
+    Returns
+    -------
+    RankWeight
+        Named ``"dcg"``.
+    """
+    return RankWeight("dcg", _dcg_value, _dcg_derivative, concave=True)
+
+
+def rbp(p: float) -> RankWeight:
+    """Rank-biased precision RBP-p as a loss, lambda(r) = -(1 - p) · p^(r - 1).
+
+    The paper's Table 1 prints -(1-p)/p^rank, which *decreases* in the rank and so is no
+    loss the hinge bound can serve (its bound needs lambda non-decreasing). RBP's own rank
+    weight (Moffat and Zobel, 2008) is (1 - p) p^(r - 1); its negative is what we use. It
+    increases in r, lambda'(r) = -(1 - p) log(p) p^(r - 1) > 0, and it is concave:
+    lambda''(r) = -(1 - p) log²(p) p^(r - 1) < 0.
+
+    Parameters
+    ----------
+    p : float
+        Persistence, 0 < p < 1.
+
+    Returns
+    -------
+    RankWeight
+        Named ``"rbp:<p>"``.
+    """
+    p = _check_persistence(p, "rbp(p)")
+    return RankWeight(f"rbp:{p!r}", partial(_rbp_value, p=p), partial(_rbp_derivative, p=p),
+                      concave=True)
+
+
+def precision_at_k(k: int) -> RankWeight:
+    """Precision at k as a loss, lambda(r) = -1[r <= k] / k (paper Table 1). Evaluation only.
+
+    It is non-decreasing, so ``risk`` still bounds its IPS estimate from above, but it is a
+    step function whose derivative is zero almost everywhere: ``risk_gradient`` refuses it
+    and ``rank_weight`` does not parse it.
+
+    Parameters
+    ----------
+    k : int
+        Cut-off, k >= 1.
+
+    Returns
+    -------
+    RankWeight
+        Named ``"prec@<k>"``, ``concave=False``, ``differentiable=False``.
+    """
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"precision_at_k(k): k must be an integer >= 1, got {k!r}")
+    k = int(k)
+    return RankWeight(f"prec@{k}", partial(_precision_value, k=k),
+                      partial(_precision_derivative, k=k), concave=False, differentiable=False)
+
+
+def _check_persistence(p, where: str) -> float:
+    try:
+        p = float(p)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: the persistence p must be a number in (0, 1), got {p!r}") from None
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"{where}: the persistence p must lie strictly between 0 and 1, got {p!r}")
+    return p
+
+
+def rank_weight(spec: str | RankWeight) -> RankWeight:
+    """The trainable rank weight named by ``spec``.
+
+    Parameters
+    ----------
+    spec : str or RankWeight
+        ``"avgrank"``, ``"dcg"`` or ``"rbp:<p>"`` with 0 < p < 1 (e.g. ``"rbp:0.8"``);
+        case and surrounding blanks are ignored. A ``RankWeight`` is returned as is.
+
+    Returns
+    -------
+    RankWeight
+
+    Raises
+    ------
+    ValueError
+        For any other spec, saying which are accepted.
+    """
+    if isinstance(spec, RankWeight):
+        return spec
+    accepted = "accepted: 'avgrank', 'dcg', 'rbp:<p>' with 0 < p < 1 (e.g. 'rbp:0.8')"
+    if not isinstance(spec, str):
+        raise ValueError(f"rank weight spec must be a string, got {spec!r}; {accepted}")
+    key = spec.strip().lower()
+    if key == "avgrank":
+        return average_rank()
+    if key == "dcg":
+        return dcg()
+    if key.startswith("rbp:"):
+        return rbp(_check_persistence(key[4:], f"rank weight {spec!r}"))
+    hint = ""
+    if key.startswith("prec"):
+        hint = " (Prec@k is a step function, for evaluation only: see precision_at_k)"
+    elif key == "rbp":
+        hint = " (RBP needs its persistence, e.g. 'rbp:0.8')"
+    raise ValueError(f"unknown rank weight {spec!r}{hint}; {accepted}")
+
+
+# --------------------------------------------------------------------------- hinge bound and risk
 
 
 def click_pairs(
@@ -56,3 +283,237 @@ def click_pairs(
     if candidate is not None:
         keep &= np.asarray(candidate, dtype=bool)[pair_doc]
     return pair_example[keep], pair_doc[keep]
+
+
+def _pairs(offsets, click_query, click_doc, candidate, pairs):
+    """Expand the pairs, or check and return the ones given."""
+    if pairs is None:
+        return click_pairs(offsets, click_query, click_doc, candidate)
+    if candidate is not None:
+        raise ValueError("pass either candidate or precomputed pairs, not both: the pairs "
+                         "already encode the candidate sets")
+    try:
+        pair_example, pair_doc = pairs
+    except (TypeError, ValueError):
+        raise ValueError("pairs must be a tuple (pair_example, pair_doc) as click_pairs "
+                         "returns it") from None
+    pair_example = np.asarray(pair_example, dtype=np.int64)
+    pair_doc = np.asarray(pair_doc, dtype=np.int64)
+    if pair_example.shape != pair_doc.shape or pair_example.ndim != 1:
+        raise ValueError(f"pairs: pair_example and pair_doc must be 1-D of one length, got "
+                         f"shapes {pair_example.shape} and {pair_doc.shape}")
+    return pair_example, pair_doc
+
+
+def _check_examples(scores, offsets, click_query, click_doc):
+    scores = np.asarray(scores, dtype=np.float64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    click_query = np.asarray(click_query, dtype=np.int64)
+    click_doc = np.asarray(click_doc, dtype=np.int64)
+    if scores.ndim != 1:
+        raise ValueError(f"scores must be 1-D (one per document), got shape {scores.shape}")
+    if offsets.ndim != 1 or len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(scores):
+        raise ValueError(f"offsets must run from 0 to the number of documents ({len(scores)}), "
+                         f"got {offsets[:1].tolist()}...{offsets[-1:].tolist()}")
+    if click_query.shape != click_doc.shape or click_query.ndim != 1:
+        raise ValueError(f"click_query and click_doc must be 1-D of one length, got shapes "
+                         f"{click_query.shape} and {click_doc.shape}")
+    if len(click_query):
+        n_queries = len(offsets) - 1
+        bad = (click_query < 0) | (click_query >= n_queries)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"example {i}: query {int(click_query[i])} is outside the "
+                             f"{n_queries} queries of offsets")
+        bad = (click_doc < offsets[click_query]) | (click_doc >= offsets[click_query + 1])
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            q = int(click_query[i])
+            raise ValueError(f"example {i}: clicked document {int(click_doc[i])} is not a row "
+                             f"of its query {q} (rows {int(offsets[q])}..{int(offsets[q + 1]) - 1})")
+    return scores, offsets, click_query, click_doc
+
+
+def _check_propensity(propensity, n_examples):
+    propensity = np.asarray(propensity, dtype=np.float64)
+    if propensity.shape != (n_examples,):
+        raise ValueError(f"propensity must have one entry per example, shape ({n_examples},), "
+                         f"got {propensity.shape}")
+    bad = ~(np.isfinite(propensity) & (propensity > 0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"example {i}: propensity must be finite and > 0, got {propensity[i]!r}")
+    return propensity
+
+
+def _normaliser(n, n_examples) -> float:
+    if n is None:
+        if n_examples == 0:
+            raise ValueError("no examples: the risk (1/n) Σ_i is undefined; pass n explicitly "
+                             "for an empty minibatch")
+        return float(n_examples)
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be an integer >= 1 (the number of examples R is averaged "
+                         f"over), got {n!r}")
+    return float(n)
+
+
+def _margins(scores, click_doc, pair_example, pair_doc):
+    """Hinge 1 - (f(y_i) - f(y)) of every pair, before the max with 0."""
+    return 1.0 - (scores[click_doc[pair_example]] - scores[pair_doc])
+
+
+def hinge_rank_bound(
+    scores: np.ndarray,
+    offsets: np.ndarray,
+    click_query: np.ndarray,
+    click_doc: np.ndarray,
+    *,
+    candidate: np.ndarray | None = None,
+    pairs: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """Hinge upper bound on the rank of each example's clicked document (paper Sec. 4).
+
+    bound_i = 1 + Σ_{y in Y_i, y != y_i} max(0, 1 - (f(y_i) - f(y))) >= rank(y_i).
+
+    Parameters
+    ----------
+    scores : ndarray, shape (n_docs,)
+        f(x, y) of every document of the split.
+    offsets : ndarray, shape (n_queries + 1,)
+        Query offsets of the split.
+    click_query : ndarray, shape (n_examples,)
+        Query index of each example.
+    click_doc : ndarray, shape (n_examples,)
+        Row of each example's clicked document y_i, within its query's rows.
+    candidate : ndarray of bool, shape (n_docs,), optional
+        Which documents may be y in Y_i (see ``click_pairs``); ``None``: all of the query.
+    pairs : tuple of ndarray, optional
+        ``(pair_example, pair_doc)`` from ``click_pairs`` on the same examples, to skip the
+        expansion on repeated calls. Exclusive with ``candidate``.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_examples,)
+        The bound, >= 1; a tie counts a full 1.
+    """
+    scores, offsets, click_query, click_doc = _check_examples(scores, offsets, click_query, click_doc)
+    pair_example, pair_doc = _pairs(offsets, click_query, click_doc, candidate, pairs)
+    hinge = np.maximum(_margins(scores, click_doc, pair_example, pair_doc), 0.0)
+    return 1.0 + np.bincount(pair_example, weights=hinge, minlength=len(click_doc))
+
+
+def _weight(weight) -> RankWeight:
+    if isinstance(weight, str):
+        return rank_weight(weight)
+    if not isinstance(weight, RankWeight):
+        raise ValueError(f"weight must be a RankWeight or a spec such as 'dcg', got {weight!r}")
+    return weight
+
+
+def risk(
+    scores: np.ndarray,
+    offsets: np.ndarray,
+    click_query: np.ndarray,
+    click_doc: np.ndarray,
+    propensity: np.ndarray,
+    weight: RankWeight | str,
+    *,
+    n: int | None = None,
+    candidate: np.ndarray | None = None,
+    pairs: tuple[np.ndarray, np.ndarray] | None = None,
+) -> float:
+    """Propensity-weighted hinge bound on the risk, R(f) (paper Eq. riskhinge).
+
+    R(f) = (1/n) Σ_i (1/q_i) · lambda(bound_i), with bound_i from ``hinge_rank_bound``.
+    It is at least the IPS estimate (1/n) Σ_i (1/q_i) lambda(rank_f(y_i)) whenever lambda is
+    non-decreasing, which every ``RankWeight`` here is (Prec@k included).
+
+    Parameters
+    ----------
+    scores, offsets, click_query, click_doc
+        As in ``hinge_rank_bound``: shapes (n_docs,), (n_queries + 1,), (n_examples,),
+        (n_examples,).
+    propensity : ndarray, shape (n_examples,)
+        q_i > 0 of each click.
+    weight : RankWeight or str
+        lambda; a string is parsed by ``rank_weight``.
+    n : int, optional
+        Normaliser; default the number of examples. A minibatch passes the full data's n so
+        that its risks add up to the full risk.
+    candidate : ndarray of bool, shape (n_docs,), optional
+        See ``hinge_rank_bound``.
+    pairs : tuple of ndarray, optional
+        See ``hinge_rank_bound``.
+
+    Returns
+    -------
+    float
+    """
+    weight = _weight(weight)
+    bound = hinge_rank_bound(scores, offsets, click_query, click_doc, candidate=candidate,
+                             pairs=pairs)
+    propensity = _check_propensity(propensity, len(bound))
+    scale = _normaliser(n, len(bound))
+    return float(np.sum(weight.value(bound) / propensity) / scale)
+
+
+def risk_gradient(
+    scores: np.ndarray,
+    offsets: np.ndarray,
+    click_query: np.ndarray,
+    click_doc: np.ndarray,
+    propensity: np.ndarray,
+    weight: RankWeight | str,
+    *,
+    n: int | None = None,
+    candidate: np.ndarray | None = None,
+    pairs: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[float, np.ndarray]:
+    """R(f) and its (sub)gradient with respect to the scores, for any scorer.
+
+    With c_i = lambda'(bound_i) / (n q_i) and the active pairs A_i = {y : 1 - (f(y_i) - f(y))
+    > 0} (a hinge exactly at its kink counts as inactive: the zero subgradient),
+
+        dR/df(y)   = Σ_{i : y in A_i} c_i            (for y != y_i)
+        dR/df(y_i) = -c_i |A_i|                      (summed over the examples clicking y_i)
+
+    A linear scorer takes ``X.T @ grad``, an MLP backpropagates ``grad`` from its output, a
+    gradient-boosted model uses it as its custom objective's gradient.
+
+    Parameters
+    ----------
+    scores, offsets, click_query, click_doc, propensity, weight, n, candidate, pairs
+        As in ``risk``. ``weight`` must be differentiable (not Prec@k).
+
+    Returns
+    -------
+    value : float
+        R(f), equal to ``risk(...)``.
+    grad : ndarray of float64, shape (n_docs,)
+        dR/d scores; zero for documents in no pair.
+    """
+    weight = _weight(weight)
+    if not weight.differentiable:
+        raise ValueError(f"rank weight {weight.name!r} is a step function, for evaluation only; "
+                         f"train on 'avgrank', 'dcg' or 'rbp:<p>'")
+    scores, offsets, click_query, click_doc = _check_examples(scores, offsets, click_query, click_doc)
+    pair_example, pair_doc = _pairs(offsets, click_query, click_doc, candidate, pairs)
+    n_examples = len(click_doc)
+    propensity = _check_propensity(propensity, n_examples)
+    scale = _normaliser(n, n_examples)
+
+    margin = _margins(scores, click_doc, pair_example, pair_doc)
+    active = margin > 0.0
+    hinge = np.where(active, margin, 0.0)
+    bound = 1.0 + np.bincount(pair_example, weights=hinge, minlength=n_examples)
+    value = float(np.sum(weight.value(bound) / propensity) / scale)
+
+    coef = weight.derivative(bound) / (propensity * scale)
+    active_example = pair_example[active]
+    n_active = np.bincount(active_example, minlength=n_examples)
+    # bincount returns int64 when no pair is active; the scatter needs float64
+    grad = np.bincount(pair_doc[active], weights=coef[active_example],
+                       minlength=len(scores)).astype(np.float64, copy=False)
+    grad -= np.bincount(click_doc, weights=coef * n_active, minlength=len(scores))
+    return value, grad

@@ -1,0 +1,542 @@
+"""The weighted pairwise linear SVM behind SVM Rank, SVM PropRank and every CCP step of SVM PropDCG.
+
+Legend (paper Sec. 4.1, the propensity-weighted Ranking SVM; Joachims et al. 2017):
+    w                        -> ``w``, the linear scorer f(x, y) = w . phi(x, y)
+    phi(x_i, y)              -> ``X[y]`` (documents stored once, grouped by query via ``offsets``)
+    C, n                     -> ``C``, number of examples (clicks) ``len(click_doc)``
+    c_i (1, 1/q_i or 1/q'_i) -> ``cost[i]``
+    y_i                      -> ``click_doc[i]``
+    Y_i                      -> rows of query ``click_query[i]`` (where ``candidate``), minus y_i
+    xi_iy                    -> the hinge max(0, 1 - w.(x_{y_i} - x_y)) of pair (i, y)
+
+Primal and dual (a_i = C c_i / n, d_iy = x_{y_i} - x_y):
+
+    P(w) = ½‖w‖² + Σ_(i,y) a_i max(0, 1 - w.d_iy)
+    D(α) = Σ α_iy - ½‖Σ α_iy d_iy‖²,   0 <= α_iy <= a_i,   and D(α) <= min P <= P(w).
+
+Solver: OCAS (Franc & Sonnenburg, "Optimized cutting plane algorithm for large-scale risk
+minimization", JMLR 2009). The loss R(w) = Σ a_i max(0, 1 - w.d_iy) is convex and
+piecewise linear; a subgradient at any point gives a cutting plane R(w) >= b_t - g_t.w with
+b_t = Σ a_i δ_iy, g_t = Σ a_i δ_iy d_iy, δ_iy = [w_t.d_iy < 1]. Each iteration
+
+1. minimises ½‖w‖² + max(0, max_t b_t - g_t.w) over the planes so far: a tiny QP, solved
+   exactly in its dual max_{β in simplex} Σ β_t b_t - ½‖Σ β_t g_t‖² by an active-set method;
+   its solution is w_cp = Σ β_t g_t;
+2. moves the best point w_b to the exact minimiser of P on the ray w_b + k (w_cp - w_b), k >= 0
+   (P is piecewise quadratic along it: one pass over the pairs, no new matrix product);
+3. adds the plane at w_c = 0.9 w_b + 0.1 w_cp.
+
+The certificate: α_iy = a_i Σ_t β_t δ^t_iy lies in the dual box and D(α) equals the reduced
+dual value, so ``lower_bound`` is a dual value of the full problem and
+``(objective - lower_bound) / objective`` is a certified relative duality gap. Per
+iteration the oracle costs one ``X @ w``, one ``X.T @ coef`` (coef aggregates the pair
+coefficients per document, so each document's features are touched once) and a few
+vectorised passes over the pairs. Identical examples (same clicked document; the
+candidate set follows from it) are merged by adding their costs, which leaves P unchanged.
+
+With float32 ``X`` the products run in float32 (scores rounded to float32, the transposed
+product accumulated in float64 per block), so the certificate holds to float32 rounding of
+the scores; everything else is float64.
+
+This module imports only numpy and scipy; it never prints or reads files (progress is a
+callback).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from cltr.objectives import click_pairs
+
+__all__ = ["SVMResult", "pairwise_objective", "solve_pairwise_svm"]
+
+_TINY = 1e-12  # floor of |objective| in the relative gap
+_CUT_STEP = 0.1  # OCAS's mu: the new plane is taken a tenth of the way from w_b to w_cp
+_BLOCK_BYTES = 1 << 20  # rows per block of the float32 transposed product: about 1 MB of X
+
+
+@dataclass(frozen=True)
+class SVMResult:
+    """What ``solve_pairwise_svm`` returns.
+
+    Attributes
+    ----------
+    w : ndarray of float64, shape (n_features,)
+        The best primal point found.
+    objective : float
+        P(w), equal to ``pairwise_objective(w, ...)`` on the same data.
+    lower_bound : float
+        A dual value D(α) of a feasible α: min P >= lower_bound.
+    gap : float
+        ``(objective - lower_bound) / max(|objective|, 1e-12)``, certified.
+    iterations : int
+        Cutting planes added (each one ``X @ w`` and one ``X.T @ coef``).
+    seconds : float
+        Wall-clock time of the solve.
+    converged : bool
+        Whether ``gap <= tol``.
+    """
+
+    w: np.ndarray
+    objective: float
+    lower_bound: float
+    gap: float
+    iterations: int
+    seconds: float
+    converged: bool
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _check_inputs(X, offsets, click_query, click_doc, cost, C, candidate):
+    """Arrays in canonical dtypes, or a ValueError saying what must hold and what was found."""
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D, shape (n_docs, n_features), found shape {X.shape}")
+    if X.dtype != np.float32:
+        X = np.asarray(X, dtype=np.float64)
+    X = np.ascontiguousarray(X)
+    n_docs = X.shape[0]
+    offsets = np.asarray(offsets)
+    if offsets.ndim != 1 or len(offsets) < 1 or not np.issubdtype(offsets.dtype, np.integer):
+        raise ValueError(f"offsets must be a 1-D integer array (n_queries + 1,), found dtype "
+                         f"{offsets.dtype} and shape {offsets.shape}")
+    offsets = offsets.astype(np.int64)
+    if offsets[0] != 0 or offsets[-1] != n_docs or np.any(np.diff(offsets) < 0):
+        raise ValueError(f"offsets must rise from 0 to n_docs = {n_docs}, found "
+                         f"{offsets[:1].tolist()}...{offsets[-1:].tolist()}"
+                         + (" (decreasing somewhere)" if np.any(np.diff(offsets) < 0) else ""))
+    click_query = np.asarray(click_query)
+    click_doc = np.asarray(click_doc)
+    cost = np.asarray(cost, dtype=np.float64)
+    if click_query.ndim != 1 or click_doc.ndim != 1 or cost.ndim != 1:
+        raise ValueError(f"click_query, click_doc and cost must be 1-D, found shapes "
+                         f"{click_query.shape}, {click_doc.shape} and {cost.shape}")
+    n = len(click_doc)
+    if len(click_query) != n or len(cost) != n:
+        raise ValueError(f"click_query, click_doc and cost must have one entry per example; found "
+                         f"lengths {len(click_query)}, {n} and {len(cost)}")
+    for name, values in (("click_query", click_query), ("click_doc", click_doc)):
+        if n and not np.issubdtype(values.dtype, np.integer):
+            raise ValueError(f"{name} must hold integer indices, found dtype {values.dtype}")
+    click_query = click_query.astype(np.int64)
+    click_doc = click_doc.astype(np.int64)
+    if n:
+        bad = ~np.isfinite(cost) | (cost < 0)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"example {i}: cost must be finite and >= 0, found {cost[i]!r}")
+        n_queries = len(offsets) - 1
+        bad = (click_query < 0) | (click_query >= n_queries)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"example {i}: query {int(click_query[i])} is outside the "
+                             f"{n_queries} queries of offsets")
+        bad = (click_doc < offsets[click_query]) | (click_doc >= offsets[click_query + 1])
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            q = int(click_query[i])
+            raise ValueError(f"example {i}: clicked document {int(click_doc[i])} is not a row of "
+                             f"its query {q} (rows {int(offsets[q])}..{int(offsets[q + 1]) - 1})")
+    if isinstance(C, (bool, np.bool_)) or not np.isscalar(C) or not np.isfinite(C) or not C > 0:
+        raise ValueError(f"C must be a finite number > 0, found {C!r}")
+    if candidate is not None:
+        candidate = np.asarray(candidate)
+        if candidate.dtype != bool or candidate.shape != (n_docs,):
+            raise ValueError(f"candidate must be a boolean mask over the documents, shape "
+                             f"({n_docs},), found dtype {candidate.dtype} and shape {candidate.shape}")
+    return X, offsets, click_query, click_doc, cost, float(C), candidate
+
+
+def _check_point(w, n_features: int, name: str) -> np.ndarray:
+    w = np.asarray(w, dtype=np.float64)
+    if w.shape != (n_features,):
+        raise ValueError(f"{name} must have shape (n_features,) = ({n_features},), found {w.shape}")
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"{name} must be finite, found {np.count_nonzero(~np.isfinite(w))} "
+                         "non-finite entries")
+    return w
+
+
+# --------------------------------------------------------------------------- products with X
+
+
+def _scores(X: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """X @ w as float64, shape (n_docs,); float32 X is multiplied in float32 (no copy of X)."""
+    return np.asarray(X @ w.astype(X.dtype, copy=False), dtype=np.float64)
+
+
+def _transposed_product(X: np.ndarray, coef: np.ndarray) -> np.ndarray:
+    """X.T @ coef as float64, shape (n_features,).
+
+    float32 blocks are summed in float64: a single float32 accumulation over ~10^6 rows
+    would lose about three digits, enough to blur a 1e-3 certificate.
+    """
+    if X.dtype == np.float64:
+        return X.T @ coef
+    coef32 = coef.astype(np.float32)
+    rows = max(256, _BLOCK_BYTES // max(1, X.shape[1] * X.itemsize))
+    total = np.zeros(X.shape[1])
+    for start in range(0, X.shape[0], rows):
+        total += X[start:start + rows].T @ coef32[start:start + rows]
+    return total
+
+
+def _objective_from_scores(w, scores, click_doc, pair_example, pair_doc, weight) -> float:
+    """½‖w‖² + Σ_i weight_i Σ_pairs max(0, 1 - (s_{y_i} - s_y)): the one formula of P."""
+    hinge = np.maximum(0.0, 1.0 - (scores[click_doc[pair_example]] - scores[pair_doc]))
+    per_example = np.bincount(pair_example, weights=hinge, minlength=len(click_doc))
+    return float(0.5 * np.dot(w, w) + np.dot(weight, per_example))
+
+
+def pairwise_objective(w, X, offsets, click_query, click_doc, cost, C, *, candidate=None) -> float:
+    """The primal P(w) of the weighted pairwise SVM.
+
+    P(w) = ½‖w‖² + (C/n) Σ_i c_i Σ_{y in Y_i, y != y_i} max(0, 1 - w.(x_{y_i} - x_y)).
+
+    Parameters
+    ----------
+    w : ndarray, shape (n_features,)
+        The linear scorer.
+    X : ndarray, shape (n_docs, n_features)
+        Document features (float64 or float32), rows grouped by query.
+    offsets : ndarray of int, shape (n_queries + 1,)
+        Query q owns rows ``offsets[q]:offsets[q + 1]``.
+    click_query : ndarray of int, shape (n_examples,)
+        Query of each example.
+    click_doc : ndarray of int, shape (n_examples,)
+        Row of each example's clicked (positive) document y_i, inside its query.
+    cost : ndarray, shape (n_examples,)
+        c_i >= 0.
+    C : float
+        Regularisation trade-off, > 0.
+    candidate : ndarray of bool, shape (n_docs,), optional
+        Restricts Y_i to these documents (e.g. ``~relevant`` for a full-information Ranking
+        SVM); ``None``: every document of the query.
+
+    Returns
+    -------
+    float
+        P(w); ``½‖w‖²`` when there are no examples.
+    """
+    X, offsets, click_query, click_doc, cost, C, candidate = _check_inputs(
+        X, offsets, click_query, click_doc, cost, C, candidate)
+    w = _check_point(w, X.shape[1], "w")
+    n = len(click_doc)
+    if n == 0:
+        return float(0.5 * np.dot(w, w))
+    pair_example, pair_doc = click_pairs(offsets, click_query, click_doc, candidate)
+    return _objective_from_scores(w, _scores(X, w), click_doc, pair_example, pair_doc, (C / n) * cost)
+
+
+# --------------------------------------------------------------------------- the pairs, once
+
+
+class _Pairs:
+    """Every (example, candidate) pair of one problem, expanded once per solve.
+
+    Examples with the same clicked document are merged (costs added); pairs of zero weight
+    are dropped; if at most half of the rows of X occur in a pair, those rows are copied
+    (every later product then reads only them).
+    """
+
+    def __init__(self, X, offsets, click_query, click_doc, cost, C, candidate):
+        n = len(click_doc)
+        n_docs = X.shape[0]
+        weight = np.bincount(click_doc, weights=(C / n) * cost, minlength=n_docs)
+        doc = np.flatnonzero(weight > 0)
+        weight = weight[doc]
+        doc_query = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+        pair_example, negative = click_pairs(offsets, doc_query[doc], doc, candidate)
+        count = np.bincount(pair_example, minlength=len(doc))
+        has_pairs = count > 0
+        # pairs are grouped by example, so a segment sum gives each example's total
+        self.example_start = (np.cumsum(count) - count)[has_pairs]
+        self.example_doc = doc[has_pairs]
+        positive = np.repeat(self.example_doc, count[has_pairs])
+        self.weight = np.repeat(weight[has_pairs], count[has_pairs])
+        used = np.zeros(n_docs, dtype=bool)
+        used[positive] = True
+        used[negative] = True
+        rows = np.flatnonzero(used)
+        if 0 < len(rows) <= n_docs // 2:
+            position = np.zeros(n_docs, dtype=np.int64)
+            position[rows] = np.arange(len(rows))
+            X = X[rows]
+            positive, negative = position[positive], position[negative]
+            self.example_doc = position[self.example_doc]
+        self.X = X
+        self.positive, self.negative = positive, negative
+        self.n_rows = X.shape[0]
+        self.n_pairs = len(positive)
+        self._first = np.empty(self.n_pairs)
+        self._second = np.empty(self.n_pairs)
+
+    def margins(self, w: np.ndarray) -> np.ndarray:
+        """w.d_p of every pair, shape (n_pairs,) (a new array)."""
+        scores = _scores(self.X, w)
+        np.take(scores, self.positive, out=self._first)
+        np.take(scores, self.negative, out=self._second)
+        return np.subtract(self._first, self._second)
+
+    def loss(self, margins: np.ndarray) -> float:
+        """R = Σ_p a_p max(0, 1 - m_p)."""
+        hinge = np.subtract(1.0, margins, out=self._first)
+        np.maximum(hinge, 0.0, out=hinge)
+        return float(np.dot(self.weight, hinge))
+
+    def plane(self, margins: np.ndarray) -> tuple[float, np.ndarray]:
+        """The cutting plane (b, g) at margins m: R(w) >= b - g.w for every w."""
+        active = np.less(margins, 1.0, out=np.empty(self.n_pairs, dtype=bool))
+        coefficient = np.multiply(self.weight, active, out=self._first)
+        per_example = np.add.reduceat(coefficient, self.example_start) if self.n_pairs else coefficient
+        coef = np.bincount(self.example_doc, weights=per_example, minlength=self.n_rows)
+        coef -= np.bincount(self.negative, weights=coefficient, minlength=self.n_rows)
+        return float(coefficient.sum()), _transposed_product(self.X, coef)
+
+
+# --------------------------------------------------------------------------- OCAS pieces
+
+
+def _line_search(derivative_at_zero: float, curvature: float, slack: np.ndarray, slope: np.ndarray,
+                 weight: np.ndarray) -> float:
+    """Exact argmin over k >= 0 of φ(k) = ½‖w_b + kΔ‖² + Σ_p a_p max(0, slack_p - k slope_p).
+
+    φ is convex and piecewise quadratic; its right derivative is
+    φ'(k) = φ'(0+) + k‖Δ‖² + Σ_{p: 0 < k_p <= k} a_p |slope_p|, jumping at k_p = slack_p / slope_p
+    wherever slack_p and slope_p share a sign. The root lies below k_hi = -φ'(0+) / ‖Δ‖²;
+    breakpoints there are halved around sampled medians until few are left, which are
+    sorted: expected O(n_pairs), with no full sort.
+    """
+    if derivative_at_zero >= 0.0 or curvature <= 0.0:
+        return 0.0
+    upper = -derivative_at_zero / curvature
+    with np.errstate(divide="ignore", invalid="ignore"):
+        breaks = slack / slope
+    inside = np.flatnonzero((breaks > 0.0) & (breaks < upper))
+    breaks = breaks[inside]
+    jumps = np.abs(weight[inside] * slope[inside])
+    base = derivative_at_zero  # φ' just right of the lower end of the bracket, less k‖Δ‖²
+    while len(breaks) > 2048:
+        pivot = float(np.median(breaks[:: len(breaks) // 63]))
+        below = breaks <= pivot
+        passed = float(jumps[below].sum())
+        if base + pivot * curvature + passed >= 0.0:
+            if below.all():
+                break
+            breaks, jumps = breaks[below], jumps[below]
+        else:
+            base += passed
+            breaks, jumps = breaks[~below], jumps[~below]
+    order = np.argsort(breaks)
+    breaks, jumps = breaks[order], jumps[order]
+    after = base + np.cumsum(jumps)  # φ'(k_j+) - k_j ‖Δ‖²
+    crossed = np.flatnonzero(after + breaks * curvature >= 0.0)
+    if len(crossed) == 0:
+        return float(-(after[-1] if len(after) else base) / curvature)
+    j = int(crossed[0])
+    before = after[j] - jumps[j]
+    # the zero lies on the linear piece left of k_j, or φ' jumps across 0 at k_j
+    return float(min(breaks[j], max(-before / curvature, breaks[j - 1] if j else 0.0)))
+
+
+def _simplex_qp(G: np.ndarray, b: np.ndarray, beta: np.ndarray, tolerance: float) -> np.ndarray:
+    """min ½βᵀGβ - bᵀβ over the simplex (β >= 0, Σβ = 1): primal active set, warm-started.
+
+    G is a Gram matrix (positive semi-definite, often singular): the equality-constrained
+    step on the free set uses G + εI, and when a zero-curvature direction makes that step
+    huge the ratio test simply stops at the first bound, as the exact method would.
+    Returns a feasible β whose gap Σβ_j grad_j - min_j grad_j is at most ``tolerance``
+    (or the best after a bounded number of steps: any feasible β still certifies).
+    """
+    k = len(b)
+    beta = beta.copy()
+    free = beta > 0
+    ridge = 1e-11 * max(float(np.max(np.diag(G))), 1e-300)
+    for _ in range(4 * k + 20):
+        index = np.flatnonzero(free)
+        m = len(index)
+        kkt = np.empty((m + 1, m + 1))
+        kkt[:m, :m] = G[np.ix_(index, index)]
+        kkt[np.arange(m), np.arange(m)] += ridge
+        kkt[:m, m] = 1.0
+        kkt[m, :m] = 1.0
+        kkt[m, m] = 0.0
+        rhs = np.append(b[index], 1.0)
+        try:
+            target = np.linalg.solve(kkt, rhs)[:m]
+        except np.linalg.LinAlgError:
+            target = np.linalg.lstsq(kkt, rhs, rcond=None)[0][:m]
+        current = beta[index]
+        if np.all(target >= 0.0):
+            beta[index] = target / target.sum()
+            gradient = G @ beta - b
+            worst = int(np.argmin(gradient))
+            if float(beta @ gradient) - gradient[worst] <= tolerance or free[worst]:
+                return beta
+            free[worst] = True
+            continue
+        step = target - current
+        falling = step < 0.0
+        ratios = current[falling] / -step[falling]
+        tau = float(ratios.min())
+        blocked = index[falling][ratios <= tau]
+        beta[index] = current + tau * step
+        beta[blocked] = 0.0
+        free[blocked] = False
+        np.maximum(beta, 0.0, out=beta)
+        beta /= beta.sum()
+    return beta
+
+
+class _Planes:
+    """The cutting planes so far: offsets b (k,), normals g (k, d), Gram matrix G (k, k).
+
+    Plane 0 is R >= 0 (b = 0, g = 0), which turns Σβ <= 1 into the simplex.
+    """
+
+    def __init__(self, n_features: int, capacity: int = 64):
+        self.size = 1
+        self.b = np.zeros(capacity)
+        self.g = np.zeros((capacity, n_features))
+        self.G = np.zeros((capacity, capacity))
+        self.beta = np.zeros(capacity)
+        self.beta[0] = 1.0
+
+    def add(self, b: float, g: np.ndarray) -> None:
+        k = self.size
+        if k == len(self.b):
+            grown = _Planes(self.g.shape[1], 2 * k)
+            grown.b[:k], grown.g[:k], grown.G[:k, :k], grown.beta[:k] = self.b, self.g, self.G[:k, :k], self.beta
+            self.b, self.g, self.G, self.beta = grown.b, grown.g, grown.G, grown.beta
+        self.b[k] = b
+        self.g[k] = g
+        column = self.g[:k + 1] @ g
+        self.G[k, :k + 1] = column
+        self.G[:k + 1, k] = column
+        self.beta[k] = 0.0
+        self.size = k + 1
+
+    def solve(self, tolerance: float) -> tuple[np.ndarray, float]:
+        """w_cp = Σ β_t g_t and the reduced dual value b.β - ½‖w_cp‖² (a certified lower bound)."""
+        k = self.size
+        beta = _simplex_qp(self.G[:k, :k], self.b[:k], self.beta[:k], tolerance)
+        self.beta[:k] = beta
+        w = beta @ self.g[:k]
+        return w, float(beta @ self.b[:k] - 0.5 * np.dot(w, w))
+
+
+# --------------------------------------------------------------------------- the solver
+
+
+def solve_pairwise_svm(
+    X: np.ndarray,
+    offsets: np.ndarray,
+    click_query: np.ndarray,
+    click_doc: np.ndarray,
+    cost: np.ndarray,
+    C: float,
+    *,
+    candidate: np.ndarray | None = None,
+    w0: np.ndarray | None = None,
+    tol: float = 1e-3,
+    max_iter: int = 1000,
+    callback: Callable[[int, float, float], None] | None = None,
+) -> SVMResult:
+    """Minimise P(w) to a certified relative duality gap ``tol`` (OCAS; see the module doc).
+
+    Parameters
+    ----------
+    X : ndarray, shape (n_docs, n_features)
+        Document features, float64 or float32 (kept as is, not copied when C-contiguous),
+        rows grouped by query.
+    offsets : ndarray of int, shape (n_queries + 1,)
+        Query q owns rows ``offsets[q]:offsets[q + 1]``.
+    click_query : ndarray of int, shape (n_examples,)
+        Query of each example.
+    click_doc : ndarray of int, shape (n_examples,)
+        Row of each example's clicked (positive) document y_i, inside its query.
+    cost : ndarray, shape (n_examples,)
+        c_i >= 0 (1/q_i for PropRank, 1/q'_i in a CCP step, 1 for SVM Rank).
+    C : float
+        Regularisation trade-off, > 0; the loss is averaged over n = n_examples.
+    candidate : ndarray of bool, shape (n_docs,), optional
+        Restricts Y_i to these documents (``~relevant`` for a full-information Ranking SVM).
+    w0 : ndarray, shape (n_features,), optional
+        Warm start (default 0), e.g. the previous CCP step's solution.
+    tol : float
+        Stop when (P(w) - lower_bound) / P(w) <= tol.
+    max_iter : int
+        Largest number of cutting planes.
+    callback : callable (iteration, objective, lower_bound) -> None, optional
+        Called once per iteration with the best P so far and the best lower bound.
+
+    Returns
+    -------
+    SVMResult
+        ``w`` of shape (n_features,), its objective, the certified lower bound and gap,
+        iterations, seconds and whether ``gap <= tol``. With no examples (or no pair of
+        positive cost) the optimum w = 0 with objective 0.
+    """
+    start = time.perf_counter()
+    X, offsets, click_query, click_doc, cost, C, candidate = _check_inputs(
+        X, offsets, click_query, click_doc, cost, C, candidate)
+    if isinstance(tol, (bool, np.bool_)) or not np.isscalar(tol) or not tol > 0:
+        raise ValueError(f"tol must be a number > 0, found {tol!r}")
+    if isinstance(max_iter, (bool, np.bool_)) or int(max_iter) != max_iter or max_iter < 1:
+        raise ValueError(f"max_iter must be an integer >= 1, found {max_iter!r}")
+    n_features = X.shape[1]
+    w = np.zeros(n_features) if w0 is None else _check_point(w0, n_features, "w0").copy()
+    if callback is not None and not callable(callback):
+        raise ValueError(f"callback must be callable (iteration, objective, lower_bound), found {callback!r}")
+
+    pairs = _Pairs(X, offsets, click_query, click_doc, cost, C, candidate) if len(click_doc) else None
+    if pairs is None or pairs.n_pairs == 0:
+        return SVMResult(np.zeros(n_features), 0.0, 0.0, 0.0, 0, time.perf_counter() - start, True)
+
+    # Internal stop a hair inside tol: the returned objective is recomputed by
+    # pairwise_objective's formula, which may differ in the last float32 digits.
+    target = float(tol) * (1.0 - 1e-3)
+    margins = pairs.margins(w)
+    objective = 0.5 * float(np.dot(w, w)) + pairs.loss(margins)
+    planes = _Planes(n_features, capacity=min(int(max_iter), 63) + 1)
+    planes.add(*pairs.plane(margins))
+    lower_bound = 0.0  # P >= 0 always
+    iteration, converged = 1, False
+    while True:
+        w_cp, value = planes.solve(1e-2 * target * max(objective, _TINY))
+        lower_bound = max(lower_bound, value)
+        if objective - lower_bound <= target * max(objective, _TINY):
+            converged = True
+        if callback is not None:
+            callback(iteration, objective, lower_bound)
+        if converged or iteration >= max_iter:
+            break
+        margins_cp = pairs.margins(w_cp)
+        direction = w_cp - w
+        slope = margins_cp - margins
+        slack = 1.0 - margins
+        active = (slack > 0.0) | ((slack == 0.0) & (slope < 0.0))
+        derivative = float(np.dot(w, direction)) - float(np.dot(pairs.weight * slope, active))
+        k = _line_search(derivative, float(np.dot(direction, direction)), slack, slope, pairs.weight)
+        if k > 0.0:
+            w_new = w + k * direction
+            margins_new = margins + k * slope
+            value = 0.5 * float(np.dot(w_new, w_new)) + pairs.loss(margins_new)
+            if value < objective:  # exact in exact arithmetic; guards rounding
+                w, margins, objective = w_new, margins_new, value
+        margins_cut = (1.0 - _CUT_STEP) * margins + _CUT_STEP * margins_cp
+        planes.add(*pairs.plane(margins_cut))
+        iteration += 1
+
+    objective = _objective_from_scores(
+        w, _scores(X, w), click_doc, *click_pairs(offsets, click_query, click_doc, candidate),
+        (C / len(click_doc)) * cost)
+    gap = (objective - lower_bound) / max(abs(objective), _TINY)
+    return SVMResult(w, objective, lower_bound, gap, iteration, time.perf_counter() - start,
+                     bool(converged and gap <= tol))
