@@ -1,0 +1,63 @@
+"""The convex-concave procedure of SVM PropDCG (paper Sec. 4.1)."""
+
+import numpy as np
+import pytest
+
+from cltr.ccp import propdcg_ccp, slack_sums, surrogate_objective, true_objective
+from cltr.objectives import rank_weight
+from cltr.svm import solve_pairwise_svm
+
+
+def click_problem(seed, n_queries=25, size=10, n_features=6, n_clicks=60):
+    rng = np.random.default_rng(seed)
+    offsets = np.arange(0, n_queries * size + 1, size)
+    X = rng.random((n_queries * size, n_features))
+    click_doc = rng.choice(n_queries * size, n_clicks, replace=True)
+    propensity = 1.0 / (1 + click_doc % size)
+    return X, offsets, click_doc // size, click_doc, propensity
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("metric", ["dcg", "rbp:0.8"])
+def test_true_objective_never_increases(seed, metric):
+    X, offsets, click_query, click_doc, propensity = click_problem(seed)
+    result = propdcg_ccp(X, offsets, click_query, click_doc, propensity, 5.0, rank_weight(metric))
+    values = [result.initial_objective] + [step.objective for step in result.trace]
+    assert all(b <= a + 1e-12 for a, b in zip(values, values[1:]))
+    recomputed = true_objective(result.w, slack_sums(result.w, X, offsets, click_query, click_doc), propensity,
+                                rank_weight(metric), 5.0)
+    assert recomputed == pytest.approx(result.objective)
+
+
+def test_surrogate_touches_at_expansion_point_and_majorises():
+    X, offsets, click_query, click_doc, propensity = click_problem(1)
+    weight = rank_weight("dcg")
+    rng = np.random.default_rng(0)
+    w_at = rng.normal(size=X.shape[1])
+    at = slack_sums(w_at, X, offsets, click_query, click_doc)
+    assert surrogate_objective(w_at, at, at, propensity, weight, 2.0) == pytest.approx(
+        true_objective(w_at, at, propensity, weight, 2.0))
+    for _ in range(20):
+        w = w_at + rng.normal(size=X.shape[1])
+        slack = slack_sums(w, X, offsets, click_query, click_doc)
+        assert surrogate_objective(w, slack, at, propensity, weight, 2.0) >= true_objective(
+            w, slack, propensity, weight, 2.0) - 1e-12
+
+
+def test_average_rank_is_proprank():
+    X, offsets, click_query, click_doc, propensity = click_problem(2)
+    ccp = propdcg_ccp(X, offsets, click_query, click_doc, propensity, 3.0, rank_weight("avgrank"))
+    proprank = solve_pairwise_svm(X, offsets, click_query, click_doc, 1.0 / propensity, 3.0)
+    assert len(ccp.trace) == 1
+    assert np.allclose(ccp.w, proprank.w, atol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_ccp_at_least_as_good_as_proprank_and_zero(seed):
+    X, offsets, click_query, click_doc, propensity = click_problem(seed)
+    weight = rank_weight("dcg")
+    ccp = propdcg_ccp(X, offsets, click_query, click_doc, propensity, 5.0, weight)
+    proprank = solve_pairwise_svm(X, offsets, click_query, click_doc, 1.0 / propensity, 5.0).w
+    for w in (np.zeros(X.shape[1]), proprank):
+        other = true_objective(w, slack_sums(w, X, offsets, click_query, click_doc), propensity, weight, 5.0)
+        assert ccp.objective <= other + 1e-9
