@@ -21,6 +21,7 @@ from cltr.clicks import ClickLog
 from cltr.datasets import Dataset, describe_split, load_dataset, load_letor, load_yahoo, make_synthetic, save_dataset
 from cltr.methods import METHODS, TrainingData, train
 from cltr.models import scorer_from_arrays, scorer_to_arrays
+from cltr.objectives import rank_weight
 from cltr.pipeline import ClickSettings, click_log_summary, evaluate, produce, simulate, stream, validation_estimate
 from cltr.selection import parse_grid
 from cltr.workspace import Workspace, atomic_write
@@ -147,7 +148,7 @@ def main(ctx: click.Context, workdir: Path) -> None:
       cltr prepare   synthetic | letor | yahoo
       cltr produce   the production ranker (Ranking SVM on 1% of training queries)
       cltr simulate  position-biased clicks on its rankings
-      cltr train     svm-rank | svm-proprank
+      cltr train     svm-rank | svm-proprank | svm-propdcg
       cltr evaluate  Avg DCG, Avg Rank, nDCG@10 on the test set
     `cltr run` does all of it on the embedded synthetic dataset.
     """
@@ -320,7 +321,7 @@ def _train(session: Session, dataset_name: str, method: str, options: dict, *, c
 
         def report(row):
             if verbose:
-                echo_table([row], [c for c in row if c not in ("lower_bound", "solver_seconds")])
+                echo_table([row], [c for c in row if c not in ("lower_bound", "solver_seconds", "ccp_trace")])
 
         scorer, info = train(method, data, options, progress=report)
         return scorer_to_arrays(scorer), info
@@ -339,22 +340,41 @@ def _train(session: Session, dataset_name: str, method: str, options: dict, *, c
               help="C grid as 'a,b,c' or 'low:high:count' (log spaced) [default: 1e-3 ... 1e3, 7 values].")
 @click.option("--tol", type=click.FloatRange(0, min_open=True), default=1e-3,
               help="Relative duality gap the SVM solver must certify.")
+@click.option("--metric", default=None,
+              help="svm-propdcg's rank weight: dcg, rbp:P (e.g. rbp:0.8) or avgrank [default: dcg].")
+@click.option("--max-ccp-iter", type=click.IntRange(min=1), default=20, help="svm-propdcg: most CCP steps.")
+@click.option("--ccp-tol", type=click.FloatRange(0, min_open=True), default=1e-4,
+              help="svm-propdcg: stop when the objective improves by less than this, relatively.")
+@click.option("--init", type=click.Choice(["zero", "proprank"]), default="zero",
+              help="svm-propdcg: the CCP's starting point.")
 @click.option("--clicks", "clicks_key", default=None, help="Key of the click log [default: the last simulated].")
 @seed_option
 @click.pass_obj
 @_errors_as_usage
-def train_command(session: Session, method, dataset, C, grid, tol, clicks_key, seed) -> None:
+def train_command(session: Session, method, dataset, C, grid, tol, metric, max_ccp_iter, ccp_tol, init,
+                  clicks_key, seed) -> None:
     """Train METHOD on the training clicks; hyperparameters are selected on validation clicks.
 
     \b
     svm-rank      linear Ranking SVM on clicks, every click weighted 1 (biased)
     svm-proprank  propensity-weighted Ranking SVM: unbiased bound on Avg Rank
+    svm-propdcg   the DCG (or --metric) bound by the convex-concave procedure
     """
     options = {"C": C, "grid": parse_grid(grid) if grid else None, "tol": tol}
+    if method == "svm-propdcg":
+        rank_weight(metric or "dcg")  # a bad --metric fails before any work
+        options.update(metric=metric or "dcg", max_ccp_iter=max_ccp_iter, ccp_tol=ccp_tol, init=init)
+    elif metric is not None:
+        raise click.UsageError(f"--metric applies to svm-propdcg only (svm-proprank is --metric avgrank)")
     artifact, reused = _train(session, dataset, method, options, clicks_key=clicks_key, seed=seed)
     info = artifact.info
     click.echo(f"model {artifact.key}{' (reused)' if reused else ''}: {method}, C = {info['C']:g}, "
                f"validation SNIPS Avg DCG {info['validation_snips_avg_dcg']:.4f}")
+    chosen = next(row for row in info["selection"] if row["C"] == info["C"])
+    if "ccp_trace" in chosen:
+        click.echo(f"CCP trace at C = {info['C']:g}:")
+        echo_table(chosen["ccp_trace"], ["iteration", "objective", "surrogate", "train_snips_avg_dcg",
+                                         "inner_iterations", "inner_gap", "seconds"])
 
 
 def _evaluate(session: Session, dataset_name: str, model_key=None, seed=0):
@@ -395,7 +415,7 @@ def evaluate_command(session: Session, dataset, model_key, seed) -> None:
 @main.command("run")
 @dataset_option
 @click.option("--method", "methods", multiple=True, type=click.Choice(sorted(METHODS)),
-              default=("svm-rank", "svm-proprank"), help="Methods to train (repeat the option).")
+              default=("svm-rank", "svm-proprank", "svm-propdcg"), help="Methods to train (repeat the option).")
 @seed_option
 @click.pass_obj
 @_errors_as_usage

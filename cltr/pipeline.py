@@ -11,7 +11,6 @@ share or disturb each other's randomness and any one can be re-run alone.
 
 from __future__ import annotations
 
-import time
 import zlib
 from dataclasses import dataclass
 from typing import Callable
@@ -158,9 +157,3 @@ def validation_estimate(scorer, queries: Queries, log: ClickLog, *, rng: np.rand
     """SNIPS estimate of Avg DCG on (validation) clicks: the model-selection criterion."""
     ranks = rank_documents(scorer.scores(queries.X), queries.offsets, rng)
     return snips_avg_dcg(ranks, log.doc, log.propensity)
-
-
-def timed(function, *args, **kwargs):
-    start = time.perf_counter()
-    value = function(*args, **kwargs)
-    return value, time.perf_counter() - start

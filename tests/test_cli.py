@@ -84,3 +84,14 @@ def test_whole_path_on_mq2008_proprank_beats_production(tmp_path):
     production = space.load("letor", "production", pointers["production"]).info["test"]["avg_dcg"]
     evaluation = [space.load("letor", "evaluations", k).info for k in space.keys("letor", "evaluations")][0]
     assert evaluation["avg_dcg"] > production + 0.005, (evaluation, production, produced)
+
+
+def test_svm_propdcg_prints_ccp_trace_and_rejects_bad_metric(tmp_path):
+    invoke(tmp_path, "prepare", "synthetic", "--queries", "60")
+    invoke(tmp_path, "simulate", "--passes", "20")
+    out = invoke(tmp_path, "train", "svm-propdcg", "-C", "1", "--metric", "rbp:0.8")
+    assert "CCP trace at C = 1" in out and "train_snips_avg_dcg" in out
+    result = CliRunner().invoke(main, ["--workdir", str(tmp_path), "train", "svm-propdcg", "--metric", "ndcg"])
+    assert result.exit_code != 0 and "ndcg" in result.output
+    result = CliRunner().invoke(main, ["--workdir", str(tmp_path), "train", "svm-rank", "--metric", "dcg"])
+    assert result.exit_code != 0 and "svm-propdcg only" in result.output

@@ -1,142 +1,325 @@
-"""The pairwise linear SVM solver against brute force and a generic QP solver."""
+"""The exact pairwise SVM solver: brute-force objectives, a generic QP, the certificate, warm starts."""
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from cltr.svm import pairwise_objective, solve_pairwise_svm
+from cltr.svm import SVMResult, _line_search, _simplex_qp, pairwise_objective, solve_pairwise_svm
 
 
-def tiny_problem(seed, n_features=3, n_examples=5):
+def tiny_problem(seed, *, sizes=(3, 5, 4), n_features=3, n_examples=6, scale=1.0):
+    """Queries of 3-5 documents, a few examples (repeats allowed) with random costs."""
     rng = np.random.default_rng(seed)
-    sizes = rng.integers(3, 6, 3)
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    X = rng.random((offsets[-1], n_features))
-    click_query = rng.integers(0, 3, n_examples)
-    click_doc = offsets[click_query] + (rng.random(n_examples) * sizes[click_query]).astype(int)
-    cost = rng.random(n_examples) + 0.2
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    X = scale * rng.normal(size=(offsets[-1], n_features))
+    click_query = np.sort(rng.integers(0, len(sizes), n_examples))
+    click_doc = offsets[click_query] + rng.integers(0, np.asarray(sizes)[click_query])
+    cost = rng.uniform(0.2, 3.0, n_examples)
     return X, offsets, click_query, click_doc, cost
 
 
-def loop_objective(w, X, offsets, click_query, click_doc, cost, C, candidate=None):
+def brute_pairs(offsets, click_query, click_doc, candidate=None):
+    """(example, positive, negative) triples by plain loops."""
+    triples = []
+    for i, (q, positive) in enumerate(zip(click_query, click_doc)):
+        for y in range(offsets[q], offsets[q + 1]):
+            if y != positive and (candidate is None or candidate[y]):
+                triples.append((i, int(positive), y))
+    return triples
+
+
+def brute_objective(w, X, offsets, click_query, click_doc, cost, C, candidate=None):
     total = 0.0
-    for i in range(len(click_doc)):
-        for y in range(offsets[click_query[i]], offsets[click_query[i] + 1]):
-            if y == click_doc[i] or (candidate is not None and not candidate[y]):
-                continue
-            total += cost[i] * max(0.0, 1.0 - w @ (X[click_doc[i]] - X[y]))
-    return 0.5 * w @ w + C / len(click_doc) * total
+    for i, positive, y in brute_pairs(offsets, click_query, click_doc, candidate):
+        total += cost[i] * max(0.0, 1.0 - float(w @ (X[positive] - X[y])))
+    return 0.5 * float(w @ w) + C / len(click_doc) * total
 
 
-def generic_qp(X, offsets, click_query, click_doc, cost, C, candidate=None):
-    """min ½‖w‖² + Σ a ξ s.t. w.d >= 1 - ξ, ξ >= 0, with explicit slack variables."""
-    rows, weights = [], []
-    for i in range(len(click_doc)):
-        for y in range(offsets[click_query[i]], offsets[click_query[i] + 1]):
-            if y != click_doc[i] and (candidate is None or candidate[y]):
-                rows.append(X[click_doc[i]] - X[y])
-                weights.append(C / len(click_doc) * cost[i])
-    D, a, d = np.array(rows), np.array(weights), X.shape[1]
-    scale = 1.0 / (1.0 + C)  # keeps SLSQP's line search well conditioned at large C
-    result = minimize(
-        lambda z: scale * (0.5 * z[:d] @ z[:d] + a @ z[d:]), np.zeros(d + len(a)),
-        jac=lambda z: scale * np.concatenate([z[:d], a]), method="SLSQP",
-        constraints=[{"type": "ineq", "fun": lambda z: D @ z[:d] - 1 + z[d:],
-                      "jac": lambda z: np.hstack([D, np.eye(len(a))])},
-                     {"type": "ineq", "fun": lambda z: z[d:],
-                      "jac": lambda z: np.hstack([np.zeros((len(a), d)), np.eye(len(a))])}],
-        options={"ftol": 1e-13, "maxiter": 2000})
+def qp_optimum(X, offsets, click_query, click_doc, cost, C, candidate=None):
+    """min ½‖w‖² + Σ a_i ξ_iy s.t. ξ >= 0, ξ_iy >= 1 - w.(x_i - x_y): a generic SLSQP solve over (w, ξ)."""
+    triples = brute_pairs(offsets, click_query, click_doc, candidate)
+    d, m = X.shape[1], len(triples)
+    diffs = np.array([X[p] - X[y] for _, p, y in triples])
+    a = np.array([C / len(click_doc) * cost[i] for i, _, _ in triples])
+
+    scale = 1.0 + a.sum()  # SLSQP's line search dislikes large objective values
+
+    def objective(z):
+        return (0.5 * z[:d] @ z[:d] + a @ z[d:]) / scale, np.concatenate([z[:d], a]) / scale
+
+    margin_jac = np.hstack([diffs, np.eye(m)])
+    constraints = [{"type": "ineq", "fun": lambda z: z[d:] + diffs @ z[:d] - 1.0, "jac": lambda z: margin_jac}]
+    z0 = np.concatenate([np.zeros(d), np.ones(m)])
+    result = minimize(objective, z0, jac=True, method="SLSQP", constraints=constraints,
+                      bounds=[(None, None)] * d + [(0.0, None)] * m,
+                      options={"ftol": 1e-14, "maxiter": 2000})
     assert result.success, result.message
-    return result.fun / scale
+    w = result.x[:d]
+    # the exact primal at the QP's w: an upper bound on min P, tight to SLSQP's accuracy
+    return w, brute_objective(w, X, offsets, click_query, click_doc, cost, C, candidate)
 
 
-@pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("C", [0.1, 3.0, 30.0])
-def test_matches_generic_qp(seed, C):
-    problem = tiny_problem(seed)
-    reference = generic_qp(*problem, C)
-    result = solve_pairwise_svm(*problem, C, tol=1e-7)
-    assert result.converged and result.gap <= 1e-7
-    assert result.objective == pytest.approx(reference, rel=1e-4)
-    # The certificate is real: lower bound <= optimum <= objective.
-    assert result.lower_bound <= reference * (1 + 1e-6) + 1e-9
-    assert result.objective >= reference * (1 - 1e-6) - 1e-9
-    assert result.objective == pytest.approx(pairwise_objective(result.w, *problem, C), rel=1e-12)
-
-
-def test_candidate_mask_matches_generic_qp():
-    X, offsets, click_query, click_doc, cost = tiny_problem(11)
-    candidate = np.random.default_rng(1).random(len(X)) < 0.6
-    reference = generic_qp(X, offsets, click_query, click_doc, cost, 2.0, candidate)
-    result = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 2.0, candidate=candidate, tol=1e-7)
-    assert result.objective == pytest.approx(reference, rel=1e-4)
+# --------------------------------------------------------------------------- the objective
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_vectorised_objective_equals_double_loop(seed):
-    problem = tiny_problem(seed, n_examples=8)
-    w = np.random.default_rng(seed).normal(size=3)
-    candidate = np.random.default_rng(seed + 1).random(len(problem[0])) < 0.7
-    assert pairwise_objective(w, *problem, 1.7) == pytest.approx(loop_objective(w, *problem, 1.7))
-    assert pairwise_objective(w, *problem, 1.7, candidate=candidate) == pytest.approx(
-        loop_objective(w, *problem, 1.7, candidate))
+def test_objective_equals_double_loop(seed):
+    X, offsets, click_query, click_doc, cost = tiny_problem(seed)
+    w = np.random.default_rng(100 + seed).normal(size=X.shape[1])
+    candidate = np.random.default_rng(200 + seed).random(len(X)) < 0.6
+    for C in (0.3, 7.0):
+        assert pairwise_objective(w, X, offsets, click_query, click_doc, cost, C) == pytest.approx(
+            brute_objective(w, X, offsets, click_query, click_doc, cost, C), rel=1e-12)
+        assert pairwise_objective(w, X, offsets, click_query, click_doc, cost, C, candidate=candidate) == (
+            pytest.approx(brute_objective(w, X, offsets, click_query, click_doc, cost, C, candidate), rel=1e-12))
 
 
-def test_unit_weights_equal_full_information_ranking_svm():
-    rng = np.random.default_rng(4)
-    offsets = np.array([0, 4, 9, 12])
-    X = rng.random((12, 3))
-    relevant = np.array([1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 1, 0], dtype=bool)
-    doc_query = np.repeat(np.arange(3), np.diff(offsets))
-    w = rng.normal(size=3)
+def test_objective_by_hand():
+    # one query of 3 documents on a line, the middle one clicked: margins +1 and -1
+    X = np.array([[0.0], [1.0], [2.0]])
+    w = np.array([1.0])
+    value = pairwise_objective(w, X, [0, 3], [0], [1], [2.0], 3.0)
+    assert value == pytest.approx(0.5 + 3.0 * 2.0 * (0.0 + 2.0))
+
+
+def full_information_objective(w, X, offsets, relevant, C):
+    """Conventional Ranking SVM: (C / #relevant) Σ_q Σ_{i rel} Σ_{j irrel} max(0, 1 - w.(x_i - x_j))."""
+    total = 0.0
+    for q in range(len(offsets) - 1):
+        rows = range(offsets[q], offsets[q + 1])
+        for i in rows:
+            for j in rows:
+                if relevant[i] and not relevant[j]:
+                    total += max(0.0, 1.0 - float(w @ (X[i] - X[j])))
+    return 0.5 * float(w @ w) + C / relevant.sum() * total
+
+
+def test_full_information_ranking_svm_is_a_special_case():
+    rng = np.random.default_rng(5)
+    offsets = np.array([0, 4, 9, 12, 17])
+    X = rng.normal(size=(offsets[-1], 4))
+    relevant = rng.random(offsets[-1]) < 0.4
+    relevant[[0, 4, 9]] = True
+    relevant[[1, 5, 10]] = False
     click_doc = np.flatnonzero(relevant)
-    value = pairwise_objective(w, X, offsets, doc_query[click_doc], click_doc, np.ones(len(click_doc)), 2.0,
-                               candidate=~relevant)
-    # Written out directly: every relevant x irrelevant pair of each query.
-    hinge = sum(max(0.0, 1 - w @ (X[i] - X[j])) for q in range(3)
-                for i in range(offsets[q], offsets[q + 1]) for j in range(offsets[q], offsets[q + 1])
-                if relevant[i] and not relevant[j])
-    assert value == pytest.approx(0.5 * w @ w + 2.0 / len(click_doc) * hinge)
+    click_query = np.searchsorted(offsets, click_doc, side="right") - 1
+    ones = np.ones(len(click_doc))
+    for w in (rng.normal(size=4), np.zeros(4)):
+        assert pairwise_objective(w, X, offsets, click_query, click_doc, ones, 2.0, candidate=~relevant) == (
+            pytest.approx(full_information_objective(w, X, offsets, relevant, 2.0), rel=1e-12))
+    result = solve_pairwise_svm(X, offsets, click_query, click_doc, ones, 2.0, candidate=~relevant, tol=1e-6)
+    assert result.objective == pytest.approx(full_information_objective(result.w, X, offsets, relevant, 2.0),
+                                             rel=1e-12)
+    _, optimum = qp_optimum(X, offsets, click_query, click_doc, ones, 2.0, ~relevant)
+    assert result.objective == pytest.approx(optimum, rel=1e-5)
 
 
-def test_warm_start_from_optimum_is_quick_and_float32_works():
-    problem = tiny_problem(3, n_examples=20)
-    cold = solve_pairwise_svm(*problem, 5.0, tol=1e-6)
-    warm = solve_pairwise_svm(*problem, 5.0, tol=1e-6, w0=cold.w)
-    assert warm.iterations <= cold.iterations and warm.objective <= cold.objective * (1 + 1e-6)
-    X32 = problem[0].astype(np.float32)
-    single = solve_pairwise_svm(X32, *problem[1:], 5.0, tol=1e-4)
-    assert single.objective == pytest.approx(cold.objective, rel=1e-3)
+# --------------------------------------------------------------------------- the solver
 
 
-def test_larger_problem_certified_at_default_tolerance():
-    rng = np.random.default_rng(0)
+CASES = [(seed, C, masked) for seed in range(3) for C in (0.1, 1.0, 30.0) for masked in (False, True)]
+
+
+@pytest.mark.parametrize("seed,C,masked", CASES)
+def test_solver_matches_generic_qp_and_certificate_is_real(seed, C, masked):
+    X, offsets, click_query, click_doc, cost = tiny_problem(seed, scale=0.7)
+    candidate = None
+    if masked:
+        candidate = np.random.default_rng(300 + seed).random(len(X)) < 0.6
+    w_qp, optimum = qp_optimum(X, offsets, click_query, click_doc, cost, C, candidate)
+
+    exact = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, C, candidate=candidate, tol=1e-7)
+    assert exact.converged
+    assert exact.objective == pytest.approx(optimum, rel=1e-4)
+
+    result = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, C, candidate=candidate)
+    assert isinstance(result, SVMResult) and result.converged
+    assert result.gap <= 1e-3
+    assert result.lower_bound <= optimum + 1e-8
+    assert result.objective >= optimum - 1e-8 * max(1.0, optimum)
+    assert result.gap == pytest.approx((result.objective - result.lower_bound) / result.objective)
+    assert result.objective == pairwise_objective(result.w, X, offsets, click_query, click_doc, cost, C,
+                                                  candidate=candidate)
+    assert result.w.dtype == np.float64 and result.w.shape == (X.shape[1],)
+
+
+def test_larger_problem_certificate_and_tight_solve():
+    rng = np.random.default_rng(11)
     offsets = np.arange(0, 30 * 12 + 1, 12)
-    X = rng.random((360, 8))
-    click_doc = np.sort(rng.choice(360, 80, replace=False))
-    for C in (0.01, 1.0, 100.0):
-        result = solve_pairwise_svm(X, offsets, click_doc // 12, click_doc, 1 + rng.random(80), C)
-        assert result.converged and 0 <= result.gap <= 1e-3 + 1e-12
+    X = rng.random((offsets[-1], 8))
+    click_query = np.sort(rng.integers(0, 30, 70))
+    click_doc = offsets[click_query] + rng.integers(0, 12, 70)
+    cost = rng.uniform(1.0, 10.0, 70)
+    loose = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 50.0, tol=1e-2)
+    tight = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 50.0, tol=1e-8, max_iter=5000)
+    assert loose.converged and tight.converged and tight.gap <= 1e-8
+    # both certificates bound the one optimum
+    assert loose.lower_bound <= tight.objective + 1e-9 and tight.lower_bound <= loose.objective
+    assert loose.objective - tight.objective <= 1e-2 * loose.objective
 
 
-def test_no_examples():
-    X, offsets, *_ = tiny_problem(0)
-    empty = np.zeros(0, dtype=np.int64)
-    result = solve_pairwise_svm(X, offsets, empty, empty, np.zeros(0), 1.0)
-    assert result.converged and result.objective == 0 and not result.w.any()
+def test_callback_sees_every_iteration_and_a_valid_bracket():
+    X, offsets, click_query, click_doc, cost = tiny_problem(3, n_examples=9)
+    seen = []
+    result = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 20.0, tol=1e-6,
+                                callback=lambda *args: seen.append(args))
+    assert [s[0] for s in seen] == list(range(1, result.iterations + 1))
+    objectives = [s[1] for s in seen]
+    bounds = [s[2] for s in seen]
+    assert all(lb <= obj + 1e-12 for _, obj, lb in seen)
+    assert np.all(np.diff(objectives) <= 1e-12) and np.all(np.diff(bounds) >= -1e-12)
 
 
-def test_input_validation():
-    X, offsets, click_query, click_doc, cost = tiny_problem(0)
-    with pytest.raises(ValueError, match="C must be"):
-        solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 0.0)
-    with pytest.raises(ValueError, match="cost must be finite"):
-        solve_pairwise_svm(X, offsets, click_query, click_doc, -cost, 1.0)
-    with pytest.raises(ValueError, match="tol"):
-        solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 1.0, tol=0)
-    with pytest.raises(ValueError, match="one entry per example"):
-        solve_pairwise_svm(X, offsets, click_query, click_doc[:-1], cost, 1.0)
-    wrong = click_doc.copy()
-    wrong[0] = offsets[click_query[0] + 1] if click_query[0] < 2 else 0
-    with pytest.raises(ValueError, match="is not a row of its query"):
-        solve_pairwise_svm(X, offsets, click_query, wrong, cost, 1.0)
+def test_warm_start_from_the_optimum_needs_very_few_iterations():
+    rng = np.random.default_rng(2)
+    offsets = np.arange(0, 40 * 10 + 1, 10)
+    X = rng.random((offsets[-1], 6))
+    click_query = np.sort(rng.integers(0, 40, 90))
+    click_doc = offsets[click_query] + rng.integers(0, 10, 90)
+    cost = rng.uniform(1.0, 5.0, 90)
+    cold = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 10.0, tol=1e-8, max_iter=5000)
+    fresh = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 10.0)
+    warm = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 10.0, w0=cold.w)
+    assert warm.converged and warm.iterations <= 2 < fresh.iterations
+    assert warm.objective == pytest.approx(cold.objective, rel=1e-12)  # the optimum is kept
+
+
+def test_float32_features_work():
+    rng = np.random.default_rng(4)
+    offsets = np.arange(0, 20 * 8 + 1, 8)
+    X = rng.random((offsets[-1], 5))
+    click_query = np.sort(rng.integers(0, 20, 30))
+    click_doc = offsets[click_query] + rng.integers(0, 8, 30)
+    cost = rng.uniform(1.0, 4.0, 30)
+    result64 = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 3.0, tol=1e-6)
+    result32 = solve_pairwise_svm(X.astype(np.float32), offsets, click_query, click_doc, cost, 3.0, tol=1e-6)
+    assert result32.converged and result32.w.dtype == np.float64
+    assert result32.objective == pytest.approx(result64.objective, rel=1e-5)
+    assert result32.objective == pairwise_objective(result32.w, X.astype(np.float32), offsets, click_query,
+                                                    click_doc, cost, 3.0)
+
+
+def test_duplicate_examples_and_order_do_not_matter():
+    X, offsets, click_query, click_doc, cost = tiny_problem(6, n_examples=5)
+    # the same examples twice with half the cost, and n doubled: C doubles to compensate
+    doubled = solve_pairwise_svm(X, offsets, np.repeat(click_query, 2), np.repeat(click_doc, 2),
+                                 np.repeat(cost / 2, 2), 2 * 4.0, tol=1e-8)
+    once = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 4.0, tol=1e-8)
+    assert doubled.objective == pytest.approx(once.objective, rel=1e-7)
+    order = np.random.default_rng(0).permutation(len(click_doc))
+    shuffled = solve_pairwise_svm(X, offsets, click_query[order], click_doc[order], cost[order], 4.0, tol=1e-8)
+    assert shuffled.objective == pytest.approx(once.objective, rel=1e-7)
+
+
+def test_queries_without_examples_are_skipped_exactly():
+    # 3 clicked queries among 40 (so the solver works on a copy of few rows of X)
+    X, offsets, click_query, click_doc, cost = tiny_problem(8, n_examples=6)
+    rng = np.random.default_rng(8)
+    extra = rng.normal(size=(37 * 6, X.shape[1]))
+    big_X = np.vstack([extra[:100], X, extra[100:]])
+    big_offsets = np.concatenate([np.arange(0, 101, 5)[:-1], 100 + offsets,
+                                  100 + offsets[-1] + np.arange(6, len(extra) - 100 + 1, 6)])
+    big_offsets = np.concatenate([big_offsets[:-1], [len(big_X)]]) if big_offsets[-1] != len(big_X) else big_offsets
+    shift = 20  # 20 queries of 5 rows come first
+    small = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 2.0, tol=1e-8)
+    big = solve_pairwise_svm(big_X, big_offsets, click_query + shift, click_doc + 100, cost, 2.0, tol=1e-8)
+    assert big.objective == pytest.approx(small.objective, rel=1e-7)
+    np.testing.assert_allclose(big.w, small.w, atol=1e-4)
+
+
+def test_no_examples_or_no_cost_gives_zero():
+    X = np.random.default_rng(0).normal(size=(5, 3))
+    empty = np.array([], dtype=np.int64)
+    result = solve_pairwise_svm(X, [0, 2, 5], empty, empty, np.array([]), 1.0, w0=np.ones(3))
+    assert result.converged and result.objective == 0.0 and result.iterations == 0
+    np.testing.assert_array_equal(result.w, np.zeros(3))
+    zero_cost = solve_pairwise_svm(X, [0, 2, 5], [0, 1], [1, 3], [0.0, 0.0], 1.0)
+    assert zero_cost.converged and zero_cost.objective == 0.0
+    lonely = solve_pairwise_svm(X, [0, 1, 5], [0], [0], [1.0], 1.0)  # a query with one document: no pair
+    assert lonely.converged and lonely.objective == 0.0
+    assert pairwise_objective(np.ones(3), X, [0, 2, 5], empty, empty, np.array([]), 1.0) == 1.5
+
+
+def test_max_iter_stops_unconverged_with_an_honest_gap():
+    X, offsets, click_query, click_doc, cost = tiny_problem(9, n_examples=8)
+    result = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 100.0, tol=1e-9, max_iter=1)
+    assert result.iterations == 1 and not result.converged
+    assert result.gap == pytest.approx((result.objective - result.lower_bound) / result.objective)
+
+
+# --------------------------------------------------------------------------- the pieces
+
+
+def test_line_search_is_exact():
+    rng = np.random.default_rng(1)
+    for n in (7, 300, 20000):  # the last takes the selection path (more than 2048 breaks)
+        slack, slope, weight = rng.normal(size=n), rng.normal(size=n), rng.uniform(0.1, 1.0, n)
+        base, direction = rng.normal(size=3), rng.normal(size=3)
+        direction *= np.sqrt(weight.sum()) / np.linalg.norm(direction)
+
+        def phi(k):
+            w = base + k * direction
+            return 0.5 * w @ w + weight @ np.maximum(0.0, slack - k * slope)
+
+        active = (slack > 0) | ((slack == 0) & (slope < 0))
+        derivative = float(base @ direction - (weight * slope) @ active)
+        k = _line_search(derivative, float(direction @ direction), slack, slope, weight)
+        grid = np.linspace(0.0, 3.0 * k + 1.0, 4001)
+        assert phi(k) <= min(phi(g) for g in grid) + 1e-12 * abs(phi(k))
+        if derivative < 0:
+            assert phi(k) < phi(0.0)
+    assert _line_search(1.0, 1.0, slack, slope, weight) == 0.0  # ascent: stay
+
+
+def test_simplex_qp_matches_slsqp_on_singular_gram_matrices():
+    rng = np.random.default_rng(3)
+    for k, d in ((3, 5), (12, 4), (30, 2)):
+        g = rng.normal(size=(k, d))
+        g[0] = 0.0
+        G = g @ g.T
+        b = rng.uniform(0.0, 3.0, k)
+        b[0] = 0.0
+        start = np.zeros(k)
+        start[0] = 1.0
+        beta = _simplex_qp(G, b, start, 1e-12)
+        assert beta.min() >= 0 and beta.sum() == pytest.approx(1.0)
+        reference = minimize(lambda x: 0.5 * x @ G @ x - b @ x, np.full(k, 1.0 / k), jac=lambda x: G @ x - b,
+                             method="SLSQP", bounds=[(0, None)] * k,
+                             constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1.0}],
+                             options={"ftol": 1e-15, "maxiter": 1000})
+        value = 0.5 * beta @ G @ beta - b @ beta
+        assert value <= reference.fun + 1e-9
+
+
+# --------------------------------------------------------------------------- validation
+
+
+@pytest.mark.parametrize("change,message", [
+    (dict(cost=np.array([1.0, -1.0])), "cost must be finite and >= 0"),
+    (dict(cost=np.array([1.0, np.nan])), "cost must be finite and >= 0"),
+    (dict(cost=np.array([1.0])), "one entry per example"),
+    (dict(C=0.0), "C must be a finite number > 0"),
+    (dict(C=-1.0), "C must be a finite number > 0"),
+    (dict(tol=0.0), "tol must be a number > 0"),
+    (dict(max_iter=0), "max_iter must be an integer >= 1"),
+    (dict(X=np.ones(5)), "X must be 2-D"),
+    (dict(offsets=[0, 2, 4]), "offsets must rise from 0 to n_docs = 5"),
+    (dict(offsets=[0, 3, 2, 5]), "offsets must rise"),
+    (dict(click_doc=np.array([1, 1])), "example 1: clicked document 1 is not a row of its query 1"),
+    (dict(click_query=np.array([0, 2])), "example 1: query 2 is outside the 2 queries"),
+    (dict(candidate=np.ones(4, dtype=bool)), "candidate must be a boolean mask over the documents"),
+    (dict(w0=np.ones(2)), "w0 must have shape (n_features,) = (3,)"),
+    (dict(w0=np.array([1.0, np.inf, 0.0])), "w0 must be finite"),
+])
+def test_bad_inputs_are_refused_with_clear_messages(change, message):
+    arguments = dict(X=np.ones((5, 3)), offsets=[0, 2, 5], click_query=np.array([0, 1]),
+                     click_doc=np.array([1, 3]), cost=np.array([1.0, 2.0]), C=1.0)
+    arguments.update(change)
+    options = {key: arguments.pop(key) for key in ("tol", "max_iter", "candidate", "w0") if key in arguments}
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        solve_pairwise_svm(*arguments.values(), **options)
+
+
+def test_objective_refuses_a_wrong_shaped_w():
+    with pytest.raises(ValueError, match=r"w must have shape \(n_features,\) = \(3,\)"):
+        pairwise_objective(np.ones(4), np.ones((5, 3)), [0, 2, 5], [0], [1], [1.0], 1.0)
