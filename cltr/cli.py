@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import click
-import numpy as np
 
 from cltr import __version__
 from cltr.clicks import ClickLog
@@ -365,7 +364,7 @@ def train_command(session: Session, method, dataset, C, grid, tol, metric, max_c
         rank_weight(metric or "dcg")  # a bad --metric fails before any work
         options.update(metric=metric or "dcg", max_ccp_iter=max_ccp_iter, ccp_tol=ccp_tol, init=init)
     elif metric is not None:
-        raise click.UsageError(f"--metric applies to svm-propdcg only (svm-proprank is --metric avgrank)")
+        raise click.UsageError("--metric applies to svm-propdcg only (svm-proprank is --metric avgrank)")
     artifact, reused = _train(session, dataset, method, options, clicks_key=clicks_key, seed=seed)
     info = artifact.info
     click.echo(f"model {artifact.key}{' (reused)' if reused else ''}: {method}, C = {info['C']:g}, "

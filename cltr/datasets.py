@@ -26,7 +26,6 @@ import io
 import json
 import lzma
 import os
-import tempfile
 import zlib
 import zipfile
 from dataclasses import dataclass, field
@@ -34,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from cltr.workspace import atomic_write, jsonable
 
 __all__ = [
     "Queries",
@@ -241,20 +242,6 @@ def describe_split(queries: Queries, relevant_from: int) -> dict:
 def _label_counts(labels: np.ndarray) -> dict[str, int]:
     values, counts = np.unique(labels, return_counts=True)
     return {str(int(v)): int(c) for v, c in zip(values, counts)}
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, Path):
-        return str(value)
-    return value
 
 
 # -- SVMlight / LETOR files --------------------------------------------------------------
@@ -851,7 +838,7 @@ def make_synthetic(
             "relevant_share": float(relevant_share), "nonlinearity": float(nonlinearity),
             "noise": float(noise), "fractions": [float(f) for f in fractions],
         },
-        "seed": _jsonable(root.entropy),
+        "seed": jsonable(root.entropy),
         "relevant_from": int(relevant_from),
         "n_features": n_features,
         "label_counts": {split: _label_counts(q.labels) for split, q in splits.items()},
@@ -896,24 +883,14 @@ def save_dataset(dataset: Dataset, path: str | os.PathLike) -> Path:
         "format": np.array(_FORMAT),
         "name": np.array(dataset.name),
         "relevant_from": np.array(int(dataset.relevant_from), dtype=np.int64),
-        "meta": np.array(json.dumps(_jsonable(dataset.meta), sort_keys=True)),
+        "meta": np.array(json.dumps(jsonable(dataset.meta), sort_keys=True)),
     }
     for split, queries in dataset.splits().items():
         check_queries(queries, where=f"{split} split of dataset {dataset.name!r}")
         for field_name in _FIELDS:
             arrays[f"{split}/{field_name}"] = np.ascontiguousarray(getattr(queries, field_name))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            _write_npz(stream, arrays)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    with atomic_write(path) as stream:
+        _write_npz(stream, arrays)
     return path
 
 

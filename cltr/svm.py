@@ -242,7 +242,8 @@ class _Pairs:
 
     Examples with the same clicked document are merged (costs added); pairs of zero weight
     are dropped; if at most half of the rows of X occur in a pair, those rows are copied
-    (every later product then reads only them).
+    (every later product then reads only them). Pair-length scratch buffers are allocated
+    once: fresh temporaries of this size cost more in page faults than in arithmetic.
     """
 
     def __init__(self, X, offsets, click_query, click_doc, cost, C, candidate):
@@ -274,27 +275,28 @@ class _Pairs:
         self.positive, self.negative = positive, negative
         self.n_rows = X.shape[0]
         self.n_pairs = len(positive)
-        self._first = np.empty(self.n_pairs)
-        self._second = np.empty(self.n_pairs)
+        self.scratch = [np.empty(self.n_pairs) for _ in range(2)]
+        self.flags = [np.empty(self.n_pairs, dtype=bool) for _ in range(2)]
 
-    def margins(self, w: np.ndarray) -> np.ndarray:
-        """w.d_p of every pair, shape (n_pairs,) (a new array)."""
+    def margins(self, w: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """w.d_p of every pair into ``out``, shape (n_pairs,): one ``X @ w``."""
         scores = _scores(self.X, w)
-        np.take(scores, self.positive, out=self._first)
-        np.take(scores, self.negative, out=self._second)
-        return np.subtract(self._first, self._second)
+        first, second = self.scratch
+        np.take(scores, self.positive, out=first)
+        np.take(scores, self.negative, out=second)
+        return np.subtract(first, second, out=out)
 
     def loss(self, margins: np.ndarray) -> float:
         """R = Σ_p a_p max(0, 1 - m_p)."""
-        hinge = np.subtract(1.0, margins, out=self._first)
+        hinge = np.subtract(1.0, margins, out=self.scratch[0])
         np.maximum(hinge, 0.0, out=hinge)
         return float(np.dot(self.weight, hinge))
 
     def plane(self, margins: np.ndarray) -> tuple[float, np.ndarray]:
-        """The cutting plane (b, g) at margins m: R(w) >= b - g.w for every w."""
-        active = np.less(margins, 1.0, out=np.empty(self.n_pairs, dtype=bool))
-        coefficient = np.multiply(self.weight, active, out=self._first)
-        per_example = np.add.reduceat(coefficient, self.example_start) if self.n_pairs else coefficient
+        """The cutting plane (b, g) at margins m: R(w) >= b - g.w for every w; one ``X.T @ coef``."""
+        active = np.less(margins, 1.0, out=self.flags[0])
+        coefficient = np.multiply(self.weight, active, out=self.scratch[0])
+        per_example = np.add.reduceat(coefficient, self.example_start)
         coef = np.bincount(self.example_doc, weights=per_example, minlength=self.n_rows)
         coef -= np.bincount(self.negative, weights=coefficient, minlength=self.n_rows)
         return float(coefficient.sum()), _transposed_product(self.X, coef)
@@ -303,36 +305,66 @@ class _Pairs:
 # --------------------------------------------------------------------------- OCAS pieces
 
 
+_FEW_BREAKS = 2048  # below this many candidate breakpoints the line search simply sorts them
+
+
 def _line_search(derivative_at_zero: float, curvature: float, slack: np.ndarray, slope: np.ndarray,
-                 weight: np.ndarray) -> float:
+                 weight: np.ndarray, *, work: tuple[np.ndarray, np.ndarray] | None = None) -> float:
     """Exact argmin over k >= 0 of φ(k) = ½‖w_b + kΔ‖² + Σ_p a_p max(0, slack_p - k slope_p).
 
     φ is convex and piecewise quadratic; its right derivative is
     φ'(k) = φ'(0+) + k‖Δ‖² + Σ_{p: 0 < k_p <= k} a_p |slope_p|, jumping at k_p = slack_p / slope_p
-    wherever slack_p and slope_p share a sign. The root lies below k_hi = -φ'(0+) / ‖Δ‖²;
-    breakpoints there are halved around sampled medians until few are left, which are
-    sorted: expected O(n_pairs), with no full sort.
+    wherever slack_p and slope_p share a sign. The root lies below k_hi = -φ'(0+) / ‖Δ‖².
+    The breakpoints below k_hi are narrowed around the root that a sorted sample of them
+    predicts (each round one exact pass; usually one or two rounds) and the few left are
+    sorted: O(n_pairs), no full sort.
+
+    Parameters
+    ----------
+    derivative_at_zero, curvature : float
+        φ'(0+) and ‖Δ‖².
+    slack, slope, weight : ndarray, shape (n_pairs,)
+        1 - m_p at k = 0, the rate at which m_p grows with k, and a_p.
+    work : (ndarray of float, ndarray of bool), shape (n_pairs,) each, optional
+        Scratch buffers.
     """
     if derivative_at_zero >= 0.0 or curvature <= 0.0:
         return 0.0
     upper = -derivative_at_zero / curvature
+    breaks, inside = work if work is not None else (np.empty(len(slack)), np.empty(len(slack), dtype=bool))
     with np.errstate(divide="ignore", invalid="ignore"):
-        breaks = slack / slope
-    inside = np.flatnonzero((breaks > 0.0) & (breaks < upper))
-    breaks = breaks[inside]
-    jumps = np.abs(weight[inside] * slope[inside])
-    base = derivative_at_zero  # φ' just right of the lower end of the bracket, less k‖Δ‖²
-    while len(breaks) > 2048:
-        pivot = float(np.median(breaks[:: len(breaks) // 63]))
-        below = breaks <= pivot
-        passed = float(jumps[below].sum())
-        if base + pivot * curvature + passed >= 0.0:
-            if below.all():
-                break
-            breaks, jumps = breaks[below], jumps[below]
+        np.divide(slack, slope, out=breaks)
+    np.greater(breaks, 0.0, out=inside)  # false for NaN (0/0) and for breaks behind us
+    chosen = np.flatnonzero(inside)
+    kept = np.take(breaks, chosen)
+    below = np.flatnonzero(kept < upper)
+    chosen, breaks = chosen[below], kept[below]
+    jumps = np.abs(np.take(weight, chosen) * np.take(slope, chosen))
+    base = derivative_at_zero  # φ'(k+) - k‖Δ‖² - Σ_{remaining k_p <= k} jumps, for k in the bracket
+    while len(breaks) > _FEW_BREAKS:
+        stride = max(1, len(breaks) // 256)
+        sample_breaks, sample_jumps = breaks[::stride], jumps[::stride]
+        order = np.argsort(sample_breaks)
+        sample_breaks = sample_breaks[order]
+        predicted = base + sample_breaks * curvature + np.cumsum(sample_jumps[order]) * stride
+        j = int(np.searchsorted(predicted >= 0.0, True))  # first predicted crossing
+        low = float(sample_breaks[max(j - 2, 0)])
+        high = float(sample_breaks[min(j + 1, len(sample_breaks) - 1)])
+        at_low = breaks <= low
+        at_high = breaks <= high
+        passed_low = float(np.dot(jumps, at_low))
+        passed_high = float(np.dot(jumps, at_high))
+        if base + low * curvature + passed_low >= 0.0:
+            keep = np.flatnonzero(at_low)
+        elif base + high * curvature + passed_high >= 0.0:
+            base += passed_low
+            keep = np.flatnonzero(at_high & ~at_low)
         else:
-            base += passed
-            breaks, jumps = breaks[~below], jumps[~below]
+            base += passed_high
+            keep = np.flatnonzero(~at_high)
+        if len(keep) == len(breaks):
+            break  # ties everywhere: sorting settles it
+        breaks, jumps = breaks[keep], jumps[keep]
     order = np.argsort(breaks)
     breaks, jumps = breaks[order], jumps[order]
     after = base + np.cumsum(jumps)  # φ'(k_j+) - k_j ‖Δ‖²
@@ -342,7 +374,7 @@ def _line_search(derivative_at_zero: float, curvature: float, slack: np.ndarray,
     j = int(crossed[0])
     before = after[j] - jumps[j]
     # the zero lies on the linear piece left of k_j, or φ' jumps across 0 at k_j
-    return float(min(breaks[j], max(-before / curvature, breaks[j - 1] if j else 0.0)))
+    return float(min(breaks[j], -before / curvature))
 
 
 def _simplex_qp(G: np.ndarray, b: np.ndarray, beta: np.ndarray, tolerance: float) -> np.ndarray:
@@ -502,7 +534,8 @@ def solve_pairwise_svm(
     # Internal stop a hair inside tol: the returned objective is recomputed by
     # pairwise_objective's formula, which may differ in the last float32 digits.
     target = float(tol) * (1.0 - 1e-3)
-    margins = pairs.margins(w)
+    margins, margins_cp, slope, slack = (np.empty(pairs.n_pairs) for _ in range(4))
+    pairs.margins(w, out=margins)
     objective = 0.5 * float(np.dot(w, w)) + pairs.loss(margins)
     planes = _Planes(n_features, capacity=min(int(max_iter), 63) + 1)
     planes.add(*pairs.plane(margins))
@@ -517,20 +550,29 @@ def solve_pairwise_svm(
             callback(iteration, objective, lower_bound)
         if converged or iteration >= max_iter:
             break
-        margins_cp = pairs.margins(w_cp)
+        # exact line search from the best point w towards w_cp, all in margin space
+        pairs.margins(w_cp, out=margins_cp)
         direction = w_cp - w
-        slope = margins_cp - margins
-        slack = 1.0 - margins
-        active = (slack > 0.0) | ((slack == 0.0) & (slope < 0.0))
-        derivative = float(np.dot(w, direction)) - float(np.dot(pairs.weight * slope, active))
-        k = _line_search(derivative, float(np.dot(direction, direction)), slack, slope, pairs.weight)
+        np.subtract(margins_cp, margins, out=slope)
+        np.subtract(1.0, margins, out=slack)
+        active = np.greater(slack, 0.0, out=pairs.flags[0])
+        tied = np.flatnonzero(slack == 0.0)  # on the hinge's kink: active iff moving into it
+        active[tied] = slope[tied] < 0.0
+        weighted = np.multiply(pairs.weight, slope, out=pairs.scratch[0])
+        derivative = float(np.dot(w, direction)) - float(np.dot(weighted, active))
+        k = _line_search(derivative, float(np.dot(direction, direction)), slack, slope, pairs.weight,
+                         work=(pairs.scratch[1], pairs.flags[1]))
         if k > 0.0:
             w_new = w + k * direction
-            margins_new = margins + k * slope
+            margins_new = np.multiply(slope, k, out=slack)  # slack is free from here on
+            margins_new += margins
             value = 0.5 * float(np.dot(w_new, w_new)) + pairs.loss(margins_new)
             if value < objective:  # exact in exact arithmetic; guards rounding
-                w, margins, objective = w_new, margins_new, value
-        margins_cut = (1.0 - _CUT_STEP) * margins + _CUT_STEP * margins_cp
+                w, objective = w_new, value
+                margins, slack = margins_new, margins
+        # OCAS: the next plane is taken a little beyond the best point, towards w_cp
+        margins_cut = np.multiply(margins, 1.0 - _CUT_STEP, out=slope)
+        margins_cut += np.multiply(margins_cp, _CUT_STEP, out=margins_cp)
         planes.add(*pairs.plane(margins_cut))
         iteration += 1
 

@@ -31,18 +31,19 @@ import numpy as np
 
 from cltr import __version__
 
-__all__ = ["Workspace", "Artifact", "config_key", "atomic_write", "default_workdir"]
+__all__ = ["Workspace", "Artifact", "config_key", "atomic_write", "default_workdir", "jsonable"]
 
 
 def default_workdir() -> Path:
     return Path(os.environ.get("CLTR_WORKDIR", "cltr-work"))
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """``value`` with numpy scalars/arrays and paths turned into plain JSON types."""
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):
@@ -54,7 +55,7 @@ def _jsonable(value: Any) -> Any:
 
 def config_key(config: dict) -> str:
     """A short stable hash of a JSON-able config (key order does not matter)."""
-    text = json.dumps(_jsonable(config), sort_keys=True, separators=(",", ":"))
+    text = json.dumps(jsonable(config), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -132,8 +133,8 @@ class Workspace:
             "stage": stage,
             "dataset": dataset,
             "key": key,
-            "config": _jsonable(config),
-            "info": _jsonable(info or {}),
+            "config": jsonable(config),
+            "info": jsonable(info or {}),
             "seconds": seconds,
             "cltr_version": __version__,
             "numpy_version": np.__version__,

@@ -252,22 +252,31 @@ def test_max_iter_stops_unconverged_with_an_honest_gap():
 
 def test_line_search_is_exact():
     rng = np.random.default_rng(1)
-    for n in (7, 300, 20000):  # the last takes the selection path (more than 2048 breaks)
+    for n in (7, 300, 20000):  # the last takes the narrowing path (more than 2048 breaks)
         slack, slope, weight = rng.normal(size=n), rng.normal(size=n), rng.uniform(0.1, 1.0, n)
+        slack[:3] = 0.0  # pairs on the kink
         base, direction = rng.normal(size=3), rng.normal(size=3)
         direction *= np.sqrt(weight.sum()) / np.linalg.norm(direction)
+        curvature = float(direction @ direction)
+
+        def derivative(k, side):
+            # one-sided derivative of φ(k) = ½‖base + k direction‖² + Σ a max(0, slack - k slope)
+            remaining = slack - k * slope
+            active = (remaining > 0) | ((remaining == 0) & (side * slope < 0))
+            return float(base @ direction + k * curvature - (weight * slope) @ active)
 
         def phi(k):
             w = base + k * direction
             return 0.5 * w @ w + weight @ np.maximum(0.0, slack - k * slope)
 
-        active = (slack > 0) | ((slack == 0) & (slope < 0))
-        derivative = float(base @ direction - (weight * slope) @ active)
-        k = _line_search(derivative, float(direction @ direction), slack, slope, weight)
-        grid = np.linspace(0.0, 3.0 * k + 1.0, 4001)
-        assert phi(k) <= min(phi(g) for g in grid) + 1e-12 * abs(phi(k))
-        if derivative < 0:
+        k = _line_search(derivative(0.0, +1), curvature, slack, slope, weight)
+        scale = float(np.abs(weight * slope).sum())
+        assert derivative(k, +1) >= -1e-9 * scale  # a minimiser: 0 lies in [φ'(k-), φ'(k+)]
+        if k > 0:
+            assert derivative(k, -1) <= 1e-9 * scale
             assert phi(k) < phi(0.0)
+        grid = np.linspace(0.0, 3.0 * k + 1.0, 201)
+        assert phi(k) <= min(phi(g) for g in grid) + 1e-12 * abs(phi(k))
     assert _line_search(1.0, 1.0, slack, slope, weight) == 0.0  # ascent: stay
 
 
