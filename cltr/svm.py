@@ -389,7 +389,7 @@ def _simplex_qp(G: np.ndarray, b: np.ndarray, beta: np.ndarray, tolerance: float
     k = len(b)
     beta = beta.copy()
     free = beta > 0
-    ridge = 1e-11 * max(float(np.max(np.diag(G))), 1e-300)
+    ridge = 1e-11 * max(float(np.max(np.diag(G))), float(np.max(np.abs(b))), 1e-300)
     for _ in range(4 * k + 20):
         index = np.flatnonzero(free)
         m = len(index)
@@ -403,6 +403,8 @@ def _simplex_qp(G: np.ndarray, b: np.ndarray, beta: np.ndarray, tolerance: float
         try:
             target = np.linalg.solve(kkt, rhs)[:m]
         except np.linalg.LinAlgError:
+            target = np.full(m, np.nan)
+        if not np.all(np.isfinite(target)):
             target = np.linalg.lstsq(kkt, rhs, rcond=None)[0][:m]
         current = beta[index]
         if np.all(target >= 0.0):

@@ -252,11 +252,12 @@ def test_max_iter_stops_unconverged_with_an_honest_gap():
 
 def test_line_search_is_exact():
     rng = np.random.default_rng(1)
-    for n in (7, 300, 20000):  # the last takes the narrowing path (more than 2048 breaks)
-        slack, slope, weight = rng.normal(size=n), rng.normal(size=n), rng.uniform(0.1, 1.0, n)
+    for n, length in ((7, 1.0), (300, 10.0), (20000, 1.0), (50000, 30.0)):
+        # the last two take the narrowing path: thousands of breaks before the root
+        slack, slope, weight = rng.normal(0.5, 1.0, n), rng.normal(0.3, 1.0, n), rng.uniform(0.1, 1.0, n)
         slack[:3] = 0.0  # pairs on the kink
         base, direction = rng.normal(size=3), rng.normal(size=3)
-        direction *= np.sqrt(weight.sum()) / np.linalg.norm(direction)
+        direction *= length / np.linalg.norm(direction)
         curvature = float(direction @ direction)
 
         def derivative(k, side):
