@@ -1,7 +1,7 @@
 """Speed of the exact pairwise SVM solver (`cltr.svm.solve_pairwise_svm`) on click problems.
 
     python bench/solver.py [--C 0.1 1 10] [--threads 1 2] [--repeats 3]
-    python bench/solver.py --yahoo [--C 1] [--threads 2]
+    python bench/solver.py --yahoo [--C 1 10] [--threads 1 2]
 
 Default: 1,500 queries x 40 documents x 46 dense features in [0, 1] (LETOR-shaped), one
 pass of position-based clicks. ``--yahoo``: 20,000 queries x 24 documents x 700 features
@@ -78,7 +78,7 @@ def main() -> None:
     parser.add_argument("--features", type=int, help="features (default 46, yahoo 700)")
     parser.add_argument("--passes", type=int, help="click passes (default 1, yahoo 10)")
     parser.add_argument("--C", type=float, nargs="+", help="C values (default 0.1 1 10, yahoo 1)")
-    parser.add_argument("--threads", type=int, nargs="+", help="BLAS threads (default 1 2, yahoo 2)")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="BLAS threads (default 1 2)")
     parser.add_argument("--repeats", type=int, help="best of this many solves (default 3, yahoo 1)")
     parser.add_argument("--tol", type=float, default=1e-3)
     parser.add_argument("--relevant", type=float, default=0.1, help="share of relevant documents")
@@ -93,7 +93,7 @@ def main() -> None:
     features = args.features or (700 if yahoo else 46)
     passes = args.passes or (10 if yahoo else 1)
     Cs = args.C or ([1.0] if yahoo else [0.1, 1.0, 10.0])
-    threads = args.threads or ([2] if yahoo else [1, 2])
+    threads = args.threads
     repeats = args.repeats or (1 if yahoo else 3)
     dtype = np.float32 if yahoo else np.float64
 
@@ -103,9 +103,10 @@ def main() -> None:
                                  eps_neg=args.eps_neg, seed=args.seed)
     made = time.perf_counter() - start
     n = len(problem["click_doc"])
-    pairs = n * (docs - 1)
+    distinct = len(np.unique(problem["click_doc"]))
     print(f"{queries} queries x {docs} docs x {features} features ({np.dtype(dtype).name}), "
-          f"{passes} pass(es): {n:,} clicks, {pairs:,} pairs; generated in {made:.1f} s")
+          f"{passes} pass(es): {n:,} clicks ({distinct:,} distinct clicked documents), "
+          f"{n * (docs - 1):,} pairs; generated in {made:.1f} s")
     print(f"tol = {args.tol:g} (relative duality gap), best of {repeats}")
     print(f"{'C':>8} {'threads':>7} {'seconds':>9} {'iters':>6} {'objective':>14} {'gap':>10} {'conv':>5}")
     for C in Cs:

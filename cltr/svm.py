@@ -1,6 +1,6 @@
 """The weighted pairwise linear SVM behind SVM Rank, SVM PropRank and every CCP step of SVM PropDCG.
 
-Legend (paper Sec. 4.1, the propensity-weighted Ranking SVM; Joachims et al. 2017):
+Legend (paper Sec. 4.1, the propensity-weighted Ranking SVM of Joachims et al. 2017):
     w                        -> ``w``, the linear scorer f(x, y) = w . phi(x, y)
     phi(x_i, y)              -> ``X[y]`` (documents stored once, grouped by query via ``offsets``)
     C, n                     -> ``C``, number of examples (clicks) ``len(click_doc)``
@@ -15,28 +15,30 @@ Primal and dual (a_i = C c_i / n, d_iy = x_{y_i} - x_y):
     D(α) = Σ α_iy - ½‖Σ α_iy d_iy‖²,   0 <= α_iy <= a_i,   and D(α) <= min P <= P(w).
 
 Solver: OCAS (Franc & Sonnenburg, "Optimized cutting plane algorithm for large-scale risk
-minimization", JMLR 2009). The loss R(w) = Σ a_i max(0, 1 - w.d_iy) is convex and
-piecewise linear; a subgradient at any point gives a cutting plane R(w) >= b_t - g_t.w with
-b_t = Σ a_i δ_iy, g_t = Σ a_i δ_iy d_iy, δ_iy = [w_t.d_iy < 1]. Each iteration
+minimization", JMLR 2009). For any δ in [0, 1]^pairs, R(w) = Σ a_i max(0, 1 - w.d_iy) is
+at least the plane b - g.w with b = Σ a_i δ_iy and g = Σ a_i δ_iy d_iy; δ = [w_t.d_iy < 1]
+makes it touch R at w_t. Each iteration
 
 1. minimises ½‖w‖² + max(0, max_t b_t - g_t.w) over the planes so far: a tiny QP, solved
-   exactly in its dual max_{β in simplex} Σ β_t b_t - ½‖Σ β_t g_t‖² by an active-set method;
+   in its dual max_{β in simplex} Σ β_t b_t - ½‖Σ β_t g_t‖² by an active-set method;
    its solution is w_cp = Σ β_t g_t;
-2. moves the best point w_b to the exact minimiser of P on the ray w_b + k (w_cp - w_b), k >= 0
-   (P is piecewise quadratic along it: one pass over the pairs, no new matrix product);
-3. adds the plane at w_c = 0.9 w_b + 0.1 w_cp.
+2. moves the best point w_b to the exact minimiser of P on the ray w_b + k (w_cp - w_b),
+   k >= 0: P is piecewise quadratic along it, so with the margins at w_cp (one X @ w_cp)
+   the minimiser takes a few vectorised passes over the pairs;
+3. adds the plane at w_c = 0.9 w_b + 0.1 w_cp (one X.T @ coef, where coef aggregates the
+   pair coefficients per document, so each document's features are read once).
 
 The certificate: α_iy = a_i Σ_t β_t δ^t_iy lies in the dual box and D(α) equals the reduced
 dual value, so ``lower_bound`` is a dual value of the full problem and
-``(objective - lower_bound) / objective`` is a certified relative duality gap. Per
-iteration the oracle costs one ``X @ w``, one ``X.T @ coef`` (coef aggregates the pair
-coefficients per document, so each document's features are touched once) and a few
-vectorised passes over the pairs. Identical examples (same clicked document; the
-candidate set follows from it) are merged by adding their costs, which leaves P unchanged.
+``(objective - lower_bound) / objective`` a certified relative duality gap. Examples with
+the same clicked document (the candidate set follows from it) are merged by adding their
+costs, which leaves P unchanged; with many passes of clicks this shrinks the pairs a lot.
 
-With float32 ``X`` the products run in float32 (scores rounded to float32, the transposed
-product accumulated in float64 per block), so the certificate holds to float32 rounding of
-the scores; everything else is float64.
+float32 X is never copied whole. The planes, which carry the certificate, and the
+returned objective come from float64 products (blocks of rows widened in a small buffer;
+the float32 values are exact in float64). The scores that steer the search use float32
+products, about 2.5 times faster, until they fail to resolve the gap (no 1% progress in
+10 iterations, or a final check against exact scores fails); then exact scores take over.
 
 This module imports only numpy and scipy; it never prints or reads files (progress is a
 callback).
@@ -56,7 +58,9 @@ __all__ = ["SVMResult", "pairwise_objective", "solve_pairwise_svm"]
 
 _TINY = 1e-12  # floor of |objective| in the relative gap
 _CUT_STEP = 0.1  # OCAS's mu: the new plane is taken a tenth of the way from w_b to w_cp
-_BLOCK_BYTES = 1 << 20  # rows per block of the float32 transposed product: about 1 MB of X
+_WIDE_BLOCK_BYTES = 1 << 19  # float32 rows widened to float64 per block: a 512 KB buffer
+_NARROW_BLOCK_BYTES = 1 << 21  # float32 rows per float32 product block: about 1 MB of X
+_STALL = 10  # iterations without a 1% smaller gap after which float32 products give way
 
 
 @dataclass(frozen=True)
@@ -166,22 +170,54 @@ def _check_point(w, n_features: int, name: str) -> np.ndarray:
 # --------------------------------------------------------------------------- products with X
 
 
-def _scores(X: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """X @ w as float64, shape (n_docs,); float32 X is multiplied in float32 (no copy of X)."""
-    return np.asarray(X @ w.astype(X.dtype, copy=False), dtype=np.float64)
+def _block_rows(X: np.ndarray, block_bytes: int) -> int:
+    return max(16, block_bytes // max(1, 8 * X.shape[1]))
 
 
-def _transposed_product(X: np.ndarray, coef: np.ndarray) -> np.ndarray:
+def _scores(X: np.ndarray, w: np.ndarray, *, precise: bool = True) -> np.ndarray:
+    """X @ w as float64, shape (n_docs,).
+
+    float32 X: ``precise`` widens blocks of rows to float64 in a small buffer before the
+    product (the float32 values are exact in float64, so the scores carry only float64
+    rounding; about 2.5 times the time of the float32 product); otherwise the product runs
+    in float32.
+    """
+    if X.dtype == np.float64:
+        return X @ w
+    if not precise:
+        return np.asarray(X @ w.astype(np.float32), dtype=np.float64)
+    rows = _block_rows(X, _WIDE_BLOCK_BYTES)
+    buffer = np.empty((min(rows, X.shape[0]), X.shape[1]))
+    scores = np.empty(X.shape[0])
+    for start in range(0, X.shape[0], rows):
+        block = X[start:start + rows]
+        wide = buffer[:len(block)]
+        np.copyto(wide, block)
+        np.dot(wide, w, out=scores[start:start + len(block)])
+    return scores
+
+
+def _transposed_product(X: np.ndarray, coef: np.ndarray, *, precise: bool = True) -> np.ndarray:
     """X.T @ coef as float64, shape (n_features,).
 
-    float32 blocks are summed in float64: a single float32 accumulation over ~10^6 rows
-    would lose about three digits, enough to blur a 1e-3 certificate.
+    float32 X: ``precise`` widens blocks to float64 as ``_scores`` does; otherwise float32
+    products over blocks of rows are summed in float64 (one float32 accumulation over
+    ~10^6 rows would lose about three digits).
     """
     if X.dtype == np.float64:
         return X.T @ coef
-    coef32 = coef.astype(np.float32)
-    rows = max(256, _BLOCK_BYTES // max(1, X.shape[1] * X.itemsize))
     total = np.zeros(X.shape[1])
+    if precise:
+        rows = _block_rows(X, _WIDE_BLOCK_BYTES)
+        buffer = np.empty((min(rows, X.shape[0]), X.shape[1]))
+        for start in range(0, X.shape[0], rows):
+            block = X[start:start + rows]
+            wide = buffer[:len(block)]
+            np.copyto(wide, block)
+            total += coef[start:start + len(block)] @ wide
+        return total
+    coef32 = coef.astype(np.float32)
+    rows = _block_rows(X, _NARROW_BLOCK_BYTES)
     for start in range(0, X.shape[0], rows):
         total += X[start:start + rows].T @ coef32[start:start + rows]
     return total
@@ -265,7 +301,9 @@ class _Pairs:
         used[positive] = True
         used[negative] = True
         rows = np.flatnonzero(used)
+        self.rows = np.arange(n_docs)  # row of X behind each row of self.X
         if 0 < len(rows) <= n_docs // 2:
+            self.rows = rows
             position = np.zeros(n_docs, dtype=np.int64)
             position[rows] = np.arange(len(rows))
             X = X[rows]
@@ -275,12 +313,15 @@ class _Pairs:
         self.positive, self.negative = positive, negative
         self.n_rows = X.shape[0]
         self.n_pairs = len(positive)
+        # float32 X: scores by float32 products until they no longer resolve the gap (they
+        # only steer the search); planes always from widened products (they certify)
+        self.precise = X.dtype == np.float64
         self.scratch = [np.empty(self.n_pairs) for _ in range(2)]
         self.flags = [np.empty(self.n_pairs, dtype=bool) for _ in range(2)]
 
     def margins(self, w: np.ndarray, out: np.ndarray) -> np.ndarray:
         """w.d_p of every pair into ``out``, shape (n_pairs,): one ``X @ w``."""
-        scores = _scores(self.X, w)
+        scores = _scores(self.X, w, precise=self.precise)
         first, second = self.scratch
         np.take(scores, self.positive, out=first)
         np.take(scores, self.negative, out=second)
@@ -377,59 +418,85 @@ def _line_search(derivative_at_zero: float, curvature: float, slack: np.ndarray,
     return float(min(breaks[j], -before / curvature))
 
 
-def _simplex_qp(G: np.ndarray, b: np.ndarray, beta: np.ndarray, tolerance: float) -> np.ndarray:
-    """min ½βᵀGβ - bᵀβ over the simplex (β >= 0, Σβ = 1): primal active set, warm-started.
+def _simplex_qp(g: np.ndarray, b: np.ndarray, beta: np.ndarray, tolerance: float) -> np.ndarray:
+    """min ½‖gᵀβ‖² - bᵀβ over the simplex (β >= 0, Σβ = 1): primal active set, warm-started.
 
-    G is a Gram matrix (positive semi-definite, often singular): the equality-constrained
-    step on the free set uses G + εI, and when a zero-curvature direction makes that step
-    huge the ratio test simply stops at the first bound, as the exact method would.
-    Returns a feasible β whose gap Σβ_j grad_j - min_j grad_j is at most ``tolerance``
-    (or the best after a bounded number of steps: any feasible β still certifies).
+    The planes are often long and nearly parallel (‖g_t‖ >> ‖Σ β_t g_t‖), so the Gram matrix
+    g gᵀ would drown the gradient in rounding: gradients are always g (gᵀβ) - b, and the
+    step on the free set F solves its equality-constrained problem in null-space form,
+    β_F = β̄ + Z y with Z an orthonormal basis of {z: Σz = 0}, by an SVD of A = g_Fᵀ Z
+    (condition of A, not of AᵀA). A gradient component along the null space of A means the
+    subproblem is unbounded there: the step goes along it until the first bound, as the
+    exact method would.
+
+    Parameters
+    ----------
+    g : ndarray, shape (k, n_features)
+        Plane normals.
+    b : ndarray, shape (k,)
+        Plane offsets.
+    beta : ndarray, shape (k,)
+        A feasible start (copied).
+    tolerance : float
+        Stop when Σβ_j grad_j - min_j grad_j <= tolerance.
+
+    Returns
+    -------
+    ndarray, shape (k,)
+        Feasible β (the best reached after a bounded number of steps: any feasible β
+        certifies a lower bound).
     """
     k = len(b)
     beta = beta.copy()
     free = beta > 0
-    ridge = 1e-11 * max(float(np.max(np.diag(G))), float(np.max(np.abs(b))), 1e-300)
+    solved = False  # whether β minimises the subproblem on its free set F
     for _ in range(4 * k + 20):
         index = np.flatnonzero(free)
         m = len(index)
-        kkt = np.empty((m + 1, m + 1))
-        kkt[:m, :m] = G[np.ix_(index, index)]
-        kkt[np.arange(m), np.arange(m)] += ridge
-        kkt[:m, m] = 1.0
-        kkt[m, :m] = 1.0
-        kkt[m, m] = 0.0
-        rhs = np.append(b[index], 1.0)
-        try:
-            target = np.linalg.solve(kkt, rhs)[:m]
-        except np.linalg.LinAlgError:
-            target = np.full(m, np.nan)
-        if not np.all(np.isfinite(target)):
-            target = np.linalg.lstsq(kkt, rhs, rcond=None)[0][:m]
         current = beta[index]
-        if np.all(target >= 0.0):
-            beta[index] = target / target.sum()
-            gradient = G @ beta - b
+        gradient = g @ (beta @ g) - b
+        if solved or m == 1:
             worst = int(np.argmin(gradient))
             if float(beta @ gradient) - gradient[worst] <= tolerance or free[worst]:
                 return beta
             free[worst] = True
+            solved = False
             continue
-        step = target - current
+        # Householder reflection mapping e_1 to 1/√m: its other columns span {Σz = 0}
+        u = np.full(m, 1.0 / np.sqrt(m))
+        u[0] -= 1.0
+        Z = np.eye(m)[:, 1:] - (2.0 / (u @ u)) * np.outer(u, u[1:])
+        A = g[index].T @ Z  # (n_features, m - 1)
+        descent = -(Z.T @ gradient[index])
+        _, S, Vt = np.linalg.svd(A, full_matrices=A.shape[0] < m - 1)
+        S = np.concatenate([S, np.zeros(m - 1 - len(S))])
+        rank = S > 1e-10 * max(float(S[0]), 1e-300)
+        along = Vt @ descent
+        unbounded = np.abs(along[~rank])
+        if unbounded.size and unbounded.max() > 1e-9 * max(float(np.abs(descent).max()), 1e-300):
+            step = Z @ (Vt[~rank].T @ along[~rank])  # flat and descending: go to a bound
+            limit = np.inf
+        else:
+            step = Z @ (Vt[rank].T @ (along[rank] / S[rank] ** 2))  # Newton step on F
+            limit = 1.0
         falling = step < 0.0
         ratios = current[falling] / -step[falling]
-        tau = float(ratios.min())
-        blocked = index[falling][ratios <= tau]
+        tau = min(limit, float(ratios.min())) if ratios.size else limit
+        if not np.isfinite(tau):
+            return beta
         beta[index] = current + tau * step
-        beta[blocked] = 0.0
-        free[blocked] = False
+        solved = tau == limit
+        if not solved:
+            blocked = index[falling][ratios <= tau]
+            beta[blocked] = 0.0
+            free[blocked] = False
         np.maximum(beta, 0.0, out=beta)
         beta /= beta.sum()
     return beta
 
 
 class _Planes:
-    """The cutting planes so far: offsets b (k,), normals g (k, d), Gram matrix G (k, k).
+    """The cutting planes so far: offsets b (k,) and normals g (k, n_features).
 
     Plane 0 is R >= 0 (b = 0, g = 0), which turns Σβ <= 1 into the simplex.
     """
@@ -438,28 +505,24 @@ class _Planes:
         self.size = 1
         self.b = np.zeros(capacity)
         self.g = np.zeros((capacity, n_features))
-        self.G = np.zeros((capacity, capacity))
         self.beta = np.zeros(capacity)
         self.beta[0] = 1.0
 
     def add(self, b: float, g: np.ndarray) -> None:
         k = self.size
         if k == len(self.b):
-            grown = _Planes(self.g.shape[1], 2 * k)
-            grown.b[:k], grown.g[:k], grown.G[:k, :k], grown.beta[:k] = self.b, self.g, self.G[:k, :k], self.beta
-            self.b, self.g, self.G, self.beta = grown.b, grown.g, grown.G, grown.beta
+            self.b = np.concatenate([self.b, np.zeros(k)])
+            self.g = np.concatenate([self.g, np.zeros_like(self.g)])
+            self.beta = np.concatenate([self.beta, np.zeros(k)])
         self.b[k] = b
         self.g[k] = g
-        column = self.g[:k + 1] @ g
-        self.G[k, :k + 1] = column
-        self.G[:k + 1, k] = column
         self.beta[k] = 0.0
         self.size = k + 1
 
     def solve(self, tolerance: float) -> tuple[np.ndarray, float]:
         """w_cp = Σ β_t g_t and the reduced dual value b.β - ½‖w_cp‖² (a certified lower bound)."""
         k = self.size
-        beta = _simplex_qp(self.G[:k, :k], self.b[:k], self.beta[:k], tolerance)
+        beta = _simplex_qp(self.g[:k], self.b[:k], self.beta[:k], tolerance)
         self.beta[:k] = beta
         w = beta @ self.g[:k]
         return w, float(beta @ self.b[:k] - 0.5 * np.dot(w, w))
@@ -533,21 +596,44 @@ def solve_pairwise_svm(
     if pairs is None or pairs.n_pairs == 0:
         return SVMResult(np.zeros(n_features), 0.0, 0.0, 0.0, 0, time.perf_counter() - start, True)
 
-    # Internal stop a hair inside tol: the returned objective is recomputed by
-    # pairwise_objective's formula, which may differ in the last float32 digits.
+    # Stop a hair inside tol: the returned objective is recomputed by pairwise_objective's
+    # formula, whose rounding may differ in the last digits.
     target = float(tol) * (1.0 - 1e-3)
+    expansion = []
+
+    def canonical_objective(w):  # exactly pairwise_objective's arithmetic
+        if not expansion:
+            expansion.extend(click_pairs(offsets, click_query, click_doc, candidate))
+        return _objective_from_scores(w, _scores(X, w), click_doc, *expansion, (C / len(click_doc)) * cost)
+
+    final = None  # (w, canonical objective) when already computed
     margins, margins_cp, slope, slack = (np.empty(pairs.n_pairs) for _ in range(4))
     pairs.margins(w, out=margins)
     objective = 0.5 * float(np.dot(w, w)) + pairs.loss(margins)
+    if not np.isfinite(objective):
+        bad = np.flatnonzero(~np.isfinite(pairs.X).all(axis=1))
+        where = f"row {int(pairs.rows[bad[0]])}" if len(bad) else "a row"
+        raise ValueError(f"X must be finite in every row that takes part in a pair; {where} holds NaN or inf")
     planes = _Planes(n_features, capacity=min(int(max_iter), 63) + 1)
     planes.add(*pairs.plane(margins))
     lower_bound = 0.0  # P >= 0 always
-    iteration, converged = 1, False
+    iteration, converged, gaps = 1, False, []
     while True:
         w_cp, value = planes.solve(1e-2 * target * max(objective, _TINY))
         lower_bound = max(lower_bound, value)
-        if objective - lower_bound <= target * max(objective, _TINY):
-            converged = True
+        converged = objective - lower_bound <= target * max(objective, _TINY)
+        gaps.append(objective - lower_bound)
+        stalled = len(gaps) > _STALL and gaps[-1] > 0.99 * gaps[-1 - _STALL]
+        if not pairs.precise and (converged or stalled):
+            # float32 scores may no longer resolve the gap: check with exact ones, and
+            # if need be go on with them (the planes, always exact, stay)
+            final = (w, canonical_objective(w))
+            if stalled or final[1] - lower_bound > target * max(final[1], _TINY):
+                pairs.precise = True
+                pairs.margins(w, out=margins)
+                objective = 0.5 * float(np.dot(w, w)) + pairs.loss(margins)
+                converged = objective - lower_bound <= target * max(objective, _TINY)
+                gaps = [objective - lower_bound]
         if callback is not None:
             callback(iteration, objective, lower_bound)
         if converged or iteration >= max_iter:
@@ -558,10 +644,11 @@ def solve_pairwise_svm(
         np.subtract(margins_cp, margins, out=slope)
         np.subtract(1.0, margins, out=slack)
         active = np.greater(slack, 0.0, out=pairs.flags[0])
-        tied = np.flatnonzero(slack == 0.0)  # on the hinge's kink: active iff moving into it
-        active[tied] = slope[tied] < 0.0
+        tied = np.flatnonzero(np.equal(slack, 0.0, out=pairs.flags[1]))  # on the kink: active
+        active[tied] = slope[tied] < 0.0  # iff moving into the hinge
         weighted = np.multiply(pairs.weight, slope, out=pairs.scratch[0])
-        derivative = float(np.dot(w, direction)) - float(np.dot(weighted, active))
+        weighted *= active
+        derivative = float(np.dot(w, direction)) - float(weighted.sum())
         k = _line_search(derivative, float(np.dot(direction, direction)), slack, slope, pairs.weight,
                          work=(pairs.scratch[1], pairs.flags[1]))
         if k > 0.0:
@@ -578,9 +665,6 @@ def solve_pairwise_svm(
         planes.add(*pairs.plane(margins_cut))
         iteration += 1
 
-    objective = _objective_from_scores(
-        w, _scores(X, w), click_doc, *click_pairs(offsets, click_query, click_doc, candidate),
-        (C / len(click_doc)) * cost)
+    objective = final[1] if final is not None and final[0] is w else canonical_objective(w)
     gap = (objective - lower_bound) / max(abs(objective), _TINY)
-    return SVMResult(w, objective, lower_bound, gap, iteration, time.perf_counter() - start,
-                     bool(converged and gap <= tol))
+    return SVMResult(w, objective, lower_bound, gap, iteration, time.perf_counter() - start, bool(gap <= tol))

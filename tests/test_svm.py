@@ -199,6 +199,35 @@ def test_float32_features_work():
                                                     click_doc, cost, 3.0)
 
 
+def test_float32_scores_give_way_when_they_cannot_resolve_the_gap(monkeypatch):
+    # separable, features around 300: the optimum is all margin (P ~ 1e-4) and float32
+    # scores (error ~1e-5 per score) cannot certify 1e-3 of it; exact scores take over
+    import cltr.svm as svm
+
+    exact_scores = []
+    margins = svm._Pairs.margins
+
+    def watched(self, w, out):
+        exact_scores.append(self.precise)
+        return margins(self, w, out)
+
+    monkeypatch.setattr(svm._Pairs, "margins", watched)
+    rng = np.random.default_rng(1)
+    sizes = rng.integers(3, 15, 12)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    X = np.round(rng.normal(size=(offsets[-1], 7)) * 100 + 300).astype(np.float32)
+    click_query = np.arange(12)
+    click_doc = np.array([offsets[q] + np.argmax(X[offsets[q]:offsets[q + 1], 0]) for q in click_query])
+    cost = rng.uniform(0.5, 5.0, 12)
+    result = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 10.0)
+    reference = solve_pairwise_svm(X.astype(np.float64), offsets, click_query, click_doc, cost, 10.0, tol=1e-10)
+    assert not exact_scores[0] and exact_scores[-1]
+    assert result.converged and result.gap <= 1e-3
+    assert result.lower_bound <= reference.objective * (1 + 1e-12)
+    assert result.objective == pytest.approx(reference.objective, rel=1e-3)
+    assert result.objective == pairwise_objective(result.w, X, offsets, click_query, click_doc, cost, 10.0)
+
+
 def test_duplicate_examples_and_order_do_not_matter():
     X, offsets, click_query, click_doc, cost = tiny_problem(6, n_examples=5)
     # the same examples twice with half the cost, and n doubled: C doubles to compensate
@@ -212,19 +241,19 @@ def test_duplicate_examples_and_order_do_not_matter():
 
 
 def test_queries_without_examples_are_skipped_exactly():
-    # 3 clicked queries among 40 (so the solver works on a copy of few rows of X)
+    # the tiny problem's 3 queries between 20 and 20 unclicked ones: few rows of X are in
+    # a pair, so the solver works on a copy of those rows
     X, offsets, click_query, click_doc, cost = tiny_problem(8, n_examples=6)
     rng = np.random.default_rng(8)
-    extra = rng.normal(size=(37 * 6, X.shape[1]))
-    big_X = np.vstack([extra[:100], X, extra[100:]])
-    big_offsets = np.concatenate([np.arange(0, 101, 5)[:-1], 100 + offsets,
-                                  100 + offsets[-1] + np.arange(6, len(extra) - 100 + 1, 6)])
-    big_offsets = np.concatenate([big_offsets[:-1], [len(big_X)]]) if big_offsets[-1] != len(big_X) else big_offsets
-    shift = 20  # 20 queries of 5 rows come first
+    sizes = np.concatenate([np.full(20, 5), np.diff(offsets), np.full(20, 6)])
+    big_offsets = np.concatenate([[0], np.cumsum(sizes)])
+    big_X = np.vstack([rng.normal(size=(100, X.shape[1])), X, rng.normal(size=(120, X.shape[1]))])
     small = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 2.0, tol=1e-8)
-    big = solve_pairwise_svm(big_X, big_offsets, click_query + shift, click_doc + 100, cost, 2.0, tol=1e-8)
+    big = solve_pairwise_svm(big_X, big_offsets, click_query + 20, click_doc + 100, cost, 2.0, tol=1e-8)
     assert big.objective == pytest.approx(small.objective, rel=1e-7)
     np.testing.assert_allclose(big.w, small.w, atol=1e-4)
+    assert big.objective == pairwise_objective(big.w, big_X, big_offsets, click_query + 20, click_doc + 100,
+                                               cost, 2.0)
 
 
 def test_no_examples_or_no_cost_gives_zero():
@@ -291,7 +320,7 @@ def test_simplex_qp_matches_slsqp_on_singular_gram_matrices():
         b[0] = 0.0
         start = np.zeros(k)
         start[0] = 1.0
-        beta = _simplex_qp(G, b, start, 1e-12)
+        beta = _simplex_qp(g, b, start, 1e-12)
         assert beta.min() >= 0 and beta.sum() == pytest.approx(1.0)
         reference = minimize(lambda x: 0.5 * x @ G @ x - b @ x, np.full(k, 1.0 / k), jac=lambda x: G @ x - b,
                              method="SLSQP", bounds=[(0, None)] * k,
@@ -328,6 +357,13 @@ def test_bad_inputs_are_refused_with_clear_messages(change, message):
     options = {key: arguments.pop(key) for key in ("tol", "max_iter", "candidate", "w0") if key in arguments}
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         solve_pairwise_svm(*arguments.values(), **options)
+
+
+def test_non_finite_features_are_refused():
+    X = np.ones((5, 3))
+    X[3, 1] = np.nan
+    with pytest.raises(ValueError, match="X must be finite in every row that takes part in a pair; row 3"):
+        solve_pairwise_svm(X, [0, 2, 5], [0, 1], [1, 4], [1.0, 1.0], 1.0)
 
 
 def test_objective_refuses_a_wrong_shaped_w():
