@@ -147,7 +147,7 @@ def main(ctx: click.Context, workdir: Path) -> None:
       cltr prepare   synthetic | letor | yahoo
       cltr produce   the production ranker (Ranking SVM on 1% of training queries)
       cltr simulate  position-biased clicks on its rankings
-      cltr train     svm-rank | svm-proprank | svm-propdcg
+      cltr train     svm-rank | svm-proprank | svm-propdcg (see `cltr train --help`)
       cltr evaluate  Avg DCG, Avg Rank, nDCG@10 on the test set
     `cltr run` does all of it on the embedded synthetic dataset.
     """
@@ -330,50 +330,98 @@ def _train(session: Session, dataset_name: str, method: str, options: dict, *, c
     return artifact, reused
 
 
-@main.command("train")
-@click.argument("method", type=click.Choice(sorted(METHODS)))
-@dataset_option
-@click.option("-C", "C", type=click.FloatRange(0, min_open=True), default=None,
-              help="Regularisation constant; without it, C is chosen on validation clicks over --grid.")
-@click.option("--grid", default=None,
-              help="C grid as 'a,b,c' or 'low:high:count' (log spaced) [default: 1e-3 ... 1e3, 7 values].")
-@click.option("--tol", type=click.FloatRange(0, min_open=True), default=1e-3,
-              help="Relative duality gap the SVM solver must certify.")
-@click.option("--metric", default=None,
-              help="svm-propdcg's rank weight: dcg, rbp:P (e.g. rbp:0.8) or avgrank [default: dcg].")
-@click.option("--max-ccp-iter", type=click.IntRange(min=1), default=20, help="svm-propdcg: most CCP steps.")
-@click.option("--ccp-tol", type=click.FloatRange(0, min_open=True), default=1e-4,
-              help="svm-propdcg: stop when the objective improves by less than this, relatively.")
-@click.option("--init", type=click.Choice(["zero", "proprank"]), default="zero",
-              help="svm-propdcg: the CCP's starting point.")
-@click.option("--clicks", "clicks_key", default=None, help="Key of the click log [default: the last simulated].")
-@seed_option
-@click.pass_obj
-@_errors_as_usage
-def train_command(session: Session, method, dataset, C, grid, tol, metric, max_ccp_iter, ccp_tol, init,
-                  clicks_key, seed) -> None:
-    """Train METHOD on the training clicks; hyperparameters are selected on validation clicks.
+@main.group("train")
+def train_group() -> None:
+    """Train a method on the training clicks; hyperparameters not given are chosen on
+    validation clicks (SNIPS Avg DCG), never on test labels.
 
     \b
     svm-rank      linear Ranking SVM on clicks, every click weighted 1 (biased)
     svm-proprank  propensity-weighted Ranking SVM: unbiased bound on Avg Rank
     svm-propdcg   the DCG (or --metric) bound by the convex-concave procedure
+    Each method's own options: `cltr train METHOD --help`.
     """
-    options = {"C": C, "grid": parse_grid(grid) if grid else None, "tol": tol}
-    if method == "svm-propdcg":
-        rank_weight(metric or "dcg")  # a bad --metric fails before any work
-        options.update(metric=metric or "dcg", max_ccp_iter=max_ccp_iter, ccp_tol=ccp_tol, init=init)
-    elif metric is not None:
-        raise click.UsageError("--metric applies to svm-propdcg only (svm-proprank is --metric avgrank)")
+
+
+def method_command(name: str, **kwargs):
+    """A `cltr train NAME` subcommand with the options every method shares."""
+    def decorate(function):
+        function = click.option("--clicks", "clicks_key", default=None,
+                                help="Key of the click log [default: the last simulated].")(function)
+        function = seed_option(function)
+        function = dataset_option(function)
+        function = _errors_as_usage(function)
+        function = click.pass_obj(function)
+        return train_group.command(name, **kwargs)(function)
+    return decorate
+
+
+def svm_options(function):
+    """-C, --grid and --tol of every linear SVM method."""
+    function = click.option("--tol", type=click.FloatRange(0, min_open=True), default=1e-3,
+                            help="Relative duality gap the SVM solver must certify.")(function)
+    function = click.option("--grid", default=None,
+                            help="C grid as 'a,b,c' or 'low:high:count' (log spaced) "
+                                 "[default: 1e-3 ... 1e3, 7 values].")(function)
+    return click.option("-C", "C", type=click.FloatRange(0, min_open=True), default=None,
+                        help="Regularisation constant; without it, C is chosen on validation clicks "
+                             "over --grid.")(function)
+
+
+def _svm_options(C, grid, tol) -> dict:
+    return {"C": C, "grid": parse_grid(grid) if grid else None, "tol": tol}
+
+
+def _describe_chosen(info: dict) -> str:
+    return ", ".join(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}"
+                     for k, v in info.get("chosen", {}).items())
+
+
+def _train_and_report(session: Session, dataset: str, method: str, options: dict, clicks_key, seed) -> dict:
+    """Train (or reuse), print the model's key and chosen hyperparameters; return its info."""
     artifact, reused = _train(session, dataset, method, options, clicks_key=clicks_key, seed=seed)
     info = artifact.info
-    click.echo(f"model {artifact.key}{' (reused)' if reused else ''}: {method}, C = {info['C']:g}, "
+    click.echo(f"model {artifact.key}{' (reused)' if reused else ''}: {method}, {_describe_chosen(info)}, "
                f"validation SNIPS Avg DCG {info['validation_snips_avg_dcg']:.4f}")
+    return info
+
+
+@method_command("svm-rank", short_help="Ranking SVM on clicks, every click weighted 1 (biased).")
+@svm_options
+def train_svm_rank(session: Session, dataset, C, grid, tol, clicks_key, seed) -> None:
+    """Naive Ranking SVM on clicks: every click weighted 1, so it learns the position bias too."""
+    _train_and_report(session, dataset, "svm-rank", _svm_options(C, grid, tol), clicks_key, seed)
+
+
+@method_command("svm-proprank", short_help="Propensity-weighted Ranking SVM (Avg Rank bound).")
+@svm_options
+def train_svm_proprank(session: Session, dataset, C, grid, tol, clicks_key, seed) -> None:
+    """SVM PropRank: clicks weighted by 1/propensity, an unbiased bound on Avg Rank
+    (the same as `svm-propdcg --metric avgrank`, which is a single solve)."""
+    _train_and_report(session, dataset, "svm-proprank", _svm_options(C, grid, tol), clicks_key, seed)
+
+
+@method_command("svm-propdcg", short_help="DCG (or --metric) bound by the convex-concave procedure.")
+@svm_options
+@click.option("--metric", default="dcg",
+              help="Rank weight of the bound: dcg, rbp:P (e.g. rbp:0.8) or avgrank.")
+@click.option("--max-ccp-iter", type=click.IntRange(min=1), default=20, help="Most CCP steps.")
+@click.option("--ccp-tol", type=click.FloatRange(0, min_open=True), default=1e-4,
+              help="Stop when the true objective improves by less than this, relatively.")
+@click.option("--init", type=click.Choice(["zero", "proprank"]), default="zero",
+              help="The CCP's starting point: w = 0 or the SVM PropRank solution.")
+def train_svm_propdcg(session: Session, dataset, C, grid, tol, metric, max_ccp_iter, ccp_tol, init,
+                      clicks_key, seed) -> None:
+    """SVM PropDCG (paper Sec. 4.1): the propensity-weighted DCG bound (or --metric's),
+    minimised by the convex-concave procedure over weighted Ranking SVMs."""
+    rank_weight(metric)  # a bad --metric fails before any work
+    options = {**_svm_options(C, grid, tol), "metric": metric, "max_ccp_iter": max_ccp_iter,
+               "ccp_tol": ccp_tol, "init": init}
+    info = _train_and_report(session, dataset, "svm-propdcg", options, clicks_key, seed)
     chosen = next(row for row in info["selection"] if row["C"] == info["C"])
-    if "ccp_trace" in chosen:
-        click.echo(f"CCP trace at C = {info['C']:g}:")
-        echo_table(chosen["ccp_trace"], ["iteration", "objective", "surrogate", "train_snips_avg_dcg",
-                                         "inner_iterations", "inner_gap", "seconds"])
+    click.echo(f"CCP trace at C = {info['C']:g}:")
+    echo_table(chosen["ccp_trace"], ["iteration", "objective", "surrogate", "train_snips_avg_dcg",
+                                     "inner_iterations", "inner_gap", "seconds"])
 
 
 def _evaluate(session: Session, dataset_name: str, model_key=None, seed=0):
@@ -406,7 +454,7 @@ def evaluate_command(session: Session, dataset, model_key, seed) -> None:
     """Avg DCG, Avg Rank and nDCG@10 on the test set, and the SNIPS Avg DCG on validation clicks."""
     artifact, model, _ = _evaluate(session, dataset, model_key, seed)
     info = artifact.info
-    click.echo(f"model {model.key} ({info['method']}, C = {model.info.get('C', float('nan')):g}) on {dataset!r}:")
+    click.echo(f"model {model.key} ({info['method']}, {_describe_chosen(model.info)}) on {dataset!r}:")
     echo_table([{"test Avg DCG": info["avg_dcg"], "test Avg Rank": info["avg_rank"],
                  "test nDCG@10": info["ndcg@10"], "vali SNIPS Avg DCG": info["validation_snips_avg_dcg"]}])
 
@@ -423,13 +471,13 @@ def run_command(session: Session, dataset, methods, seed) -> None:
     start = time.perf_counter()
     production, _ = _produce(session, dataset, seed=seed)
     clicks, _ = _simulate(session, dataset, production_key=production.key, seed=seed)
-    rows = [{"method": "production", "C": production.config["C"], **production.info["test"]}]
+    rows = [{"method": "production", "chosen": f"C = {production.config['C']:g}", **production.info["test"]}]
     for method in methods:
-        click.echo(f"training {method} (C selected on validation clicks)")
+        click.echo(f"training {method} (hyperparameters selected on validation clicks)")
         model, _ = _train(session, dataset, method, {}, clicks_key=clicks.key, seed=seed, verbose=False)
         evaluation, _, _ = _evaluate(session, dataset, model.key, seed)
-        rows.append({"method": method, "C": model.info["C"],
+        rows.append({"method": method, "chosen": _describe_chosen(model.info),
                      **{k: evaluation.info[k] for k in ("avg_dcg", "avg_rank", "ndcg@10")}})
     click.echo(f"test metrics on {dataset!r} ({clicks.info['train']['clicks']} training clicks, "
                f"{time.perf_counter() - start:.1f} s):")
-    echo_table(rows, ["method", "C", "avg_dcg", "avg_rank", "ndcg@10"])
+    echo_table(rows, ["method", "chosen", "avg_dcg", "avg_rank", "ndcg@10"])

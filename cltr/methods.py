@@ -3,8 +3,9 @@
 A method is a function ``(data, options, *, progress) -> (scorer, info)`` where ``data``
 holds the dataset and the train / validation click logs, ``options`` the method's
 hyperparameters as given on the command line (``None`` meaning "select on validation
-clicks"), and ``info`` everything worth recording: chosen hyperparameters, the selection
-table, solver certificates, traces. Register a new method in ``METHODS``.
+clicks"), and ``info`` everything worth recording: ``chosen`` (the selected
+hyperparameters, a dict), ``validation_snips_avg_dcg``, the ``selection`` table, solver
+certificates, traces. Register a new method in ``METHODS``.
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ def _svm_on_clicks(propensity_weighted: bool):
             return LinearScorer(result.w), solver_info(result)
 
         selection = select_on_validation(_c_candidates(options), fit, data.estimate, progress=progress)
-        info = {"C": selection.best_params["C"], "validation_snips_avg_dcg": selection.best_estimate,
-                "selection": selection.table}
+        info = {"C": selection.best_params["C"], "chosen": selection.best_params,
+                "validation_snips_avg_dcg": selection.best_estimate, "selection": selection.table}
         return selection.best, info
 
     return method
@@ -84,7 +85,7 @@ def _svm_prop_metric(data: TrainingData, options: dict, *, progress: Callable | 
         return LinearScorer(result.w), info
 
     selection = select_on_validation(_c_candidates(options), fit, data.estimate, progress=progress)
-    info = {"C": selection.best_params["C"], "metric": weight.name,
+    info = {"C": selection.best_params["C"], "chosen": selection.best_params, "metric": weight.name,
             "validation_snips_avg_dcg": selection.best_estimate, "selection": selection.table}
     return selection.best, info
 
