@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from cltr.ccp import propdcg_ccp, slack_sums, surrogate_objective, true_objective
-from cltr.objectives import rank_weight
+from cltr.objectives import RankWeight, precision_at_k, rank_weight
 from cltr.svm import solve_pairwise_svm
 
 
@@ -61,3 +61,50 @@ def test_ccp_at_least_as_good_as_proprank_and_zero(seed):
     for w in (np.zeros(X.shape[1]), proprank):
         other = true_objective(w, slack_sums(w, X, offsets, click_query, click_doc), propensity, weight, 5.0)
         assert ccp.objective <= other + 1e-9
+
+
+def test_rejects_weights_that_are_not_concave_and_differentiable():
+    X, offsets, click_query, click_doc, propensity = click_problem(0)
+    with pytest.raises(ValueError, match="concave, differentiable"):
+        propdcg_ccp(X, offsets, click_query, click_doc, propensity, 1.0, precision_at_k(3))
+    convex = RankWeight("square", value=np.square, derivative=lambda r: 2.0 * r, concave=False)
+    with pytest.raises(ValueError, match="concave, differentiable"):
+        propdcg_ccp(X, offsets, click_query, click_doc, propensity, 1.0, convex)
+
+
+@pytest.fixture(scope="module")
+def synthetic_runs():
+    """Four repetitions on the synthetic dataset (eta 1, eps_neg 0.1): test Avg DCG per method."""
+    from cltr.datasets import make_synthetic
+    from cltr.methods import TrainingData, train
+    from cltr.pipeline import ClickSettings, evaluate, produce, simulate, stream
+
+    dataset = make_synthetic(n_queries=240, seed=3)
+    relevant = {split: q.relevant(dataset.relevant_from) for split, q in dataset.splits().items()}
+    runs = []
+    for seed in range(4):
+        production, _ = produce(dataset, seed=seed)
+        logs = {split: simulate(getattr(dataset, split), relevant[split], production, ClickSettings(passes=40),
+                                rng_presentation=stream(seed, "presentation", split),
+                                rng_clicks=stream(seed, "clicks", split)) for split in ("train", "vali")}
+        data = TrainingData(dataset, logs["train"], logs["vali"], seed)
+        run = {"data": data}
+        for method in ("svm-proprank", "svm-propdcg"):
+            scorer, info = train(method, data, {"grid": [0.1, 1.0, 10.0, 100.0]})
+            run[method] = evaluate(scorer, dataset.test, relevant["test"], rng=stream(seed, "evaluate"))["avg_dcg"]
+            run[method + " info"] = info
+        runs.append(run)
+    return runs
+
+
+def test_objective_never_increases_on_synthetic_data(synthetic_runs):
+    for run in synthetic_runs:
+        for row in run["svm-propdcg info"]["selection"]:
+            values = [step["objective"] for step in row["ccp_trace"]]
+            assert all(b <= a + 1e-12 * abs(a) for a, b in zip(values, values[1:])), row["C"]
+
+
+def test_propdcg_at_least_proprank_on_synthetic_data(synthetic_runs):
+    propdcg = np.mean([run["svm-propdcg"] for run in synthetic_runs])
+    proprank = np.mean([run["svm-proprank"] for run in synthetic_runs])
+    assert propdcg >= proprank - 0.005, (propdcg, proprank)
