@@ -1,0 +1,412 @@
+"""Experiments: the paper's tables and figures as specs, run as independent cached tasks.
+
+A spec (one TOML file in ``experiments/``) names a dataset, click settings, methods, the
+setting on the x axis and its values, an optional second setting drawn as separate series,
+repetitions and a seed. ``plan`` turns it into tasks, one per (point, repetition);
+``run_task`` computes one task through the cached stages of ``cltr.stages``; and
+``run_experiment`` fans the unfinished tasks out with joblib (loky processes, or a
+dask.distributed cluster) and gathers one row per (task, method) into a DataFrame.
+
+Reproducibility: repetition k of a spec draws every seed (1% sample, clicks, tie-breaks,
+initialisation) from ``SeedSequence([spec seed, k])``, shared by every point of that
+repetition so that points are paired (the same production ranker, nested click logs), and
+every task runs with one BLAS thread, so results do not depend on the backend or on
+``--n-jobs`` to the last digit. A finished task is a workspace artifact keyed by a hash of
+everything that determines it: re-running, or resuming after an interruption, computes
+only what is missing.
+
+Spec keys (see ``experiments/README.md`` for the files):
+
+    name, artifact, description   identification; ``artifact`` names the paper's table/figure
+    kind                          "table" | "curve" | "ccp"
+    dataset                       default dataset ("synthetic": generated when missing)
+    methods, references           trained methods; "production" and/or "skyline" lines
+    reps, seed                    repetitions and the experiment seed
+    metric                        the plotted metric (avg_dcg, avg_rank, ndcg@10)
+    x, values                     the varied setting (passes, eta, eps_neg, eta_model) and its values
+    plot_x                        the plotted x column (e.g. train_clicks for x = passes)
+    series                        {setting: [values]}: one line per value (e.g. two data sizes)
+    [clicks]                      eta, eps_pos, eps_neg, passes ("default": the dataset's)
+    [options.METHOD]              method options (grids, presets)
+    [synthetic]                   make_synthetic options when the dataset must be generated
+    [datasets.PREFIX]             overrides for datasets whose name starts with PREFIX
+    [quick]                       overrides for ``--quick``
+    [paper.PREFIX]                the paper's values (table2), {method: [mean, std]}
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+import pandas as pd
+
+from cltr.datasets import Dataset, load_dataset
+from cltr.pipeline import ClickSettings
+from cltr.stages import click_logs, clicks_stage, evaluation_stage, model_stage, production_stage
+from cltr.workspace import Workspace, config_key
+
+__all__ = ["Spec", "Task", "SPEC_DIR", "load_spec", "spec_names", "plan", "run_task", "run_experiment",
+           "repetition_seed", "default_passes", "CLICK_SETTINGS"]
+
+SPEC_DIR = Path(__file__).resolve().parent.parent / "experiments"
+CLICK_SETTINGS = ("eta", "eps_pos", "eps_neg", "passes", "eta_model")
+KINDS = ("table", "curve", "ccp")
+REFERENCES = ("production", "skyline")
+_METRICS = ("avg_dcg", "avg_rank", "ndcg@10")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One experiment: what ``cltr figures NAME`` runs (see the module docstring)."""
+
+    name: str
+    kind: str
+    artifact: str = ""
+    description: str = ""
+    dataset: str = "synthetic"
+    methods: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
+    reps: int = 1
+    seed: int = 0
+    metric: str = "avg_dcg"
+    x: str | None = None
+    values: tuple = ()
+    plot_x: str | None = None
+    series: dict = field(default_factory=dict)
+    clicks: dict = field(default_factory=dict)
+    options: dict = field(default_factory=dict)
+    synthetic: dict = field(default_factory=dict)
+    paper: dict = field(default_factory=dict)
+    raw: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def resolved(self, *, dataset: str | None = None, reps: int | None = None, quick: bool = False) -> "Spec":
+        """The spec for one dataset (its ``[datasets.PREFIX]`` overrides), ``--quick`` and ``--reps``."""
+        raw = dict(self.raw)
+        name = dataset or raw.get("dataset", "synthetic")
+        for prefix, overrides in raw.get("datasets", {}).items():
+            if name.startswith(prefix):
+                raw = _merge(raw, overrides)
+        if quick:
+            raw = _merge(raw, raw.get("quick", {}))
+        raw["dataset"] = name
+        if reps is not None:
+            raw["reps"] = reps
+        return _spec_from_dict(raw, where=f"spec {self.name!r}")
+
+
+def _merge(base: dict, overrides: dict) -> dict:
+    merged = dict(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _spec_from_dict(raw: dict, *, where: str) -> Spec:
+    known = {"name", "kind", "artifact", "description", "dataset", "methods", "references", "reps", "seed",
+             "metric", "x", "values", "plot_x", "series", "clicks", "options", "synthetic", "paper",
+             "datasets", "quick"}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
+    for key in ("name", "kind"):
+        if key not in raw:
+            raise ValueError(f"{where}: missing the key {key!r}")
+    if raw["kind"] not in KINDS:
+        raise ValueError(f"{where}: kind must be one of {KINDS}, found {raw['kind']!r}")
+    references = tuple(raw.get("references", ()))
+    if set(references) - set(REFERENCES):
+        raise ValueError(f"{where}: references must be among {REFERENCES}, found {list(references)}")
+    x = raw.get("x")
+    for setting in [x, *raw.get("series", {})]:
+        if setting is not None and setting not in CLICK_SETTINGS:
+            raise ValueError(f"{where}: x and series must be click settings {CLICK_SETTINGS}, found {setting!r}")
+    if x is not None and not raw.get("values"):
+        raise ValueError(f"{where}: x = {x!r} needs a non-empty list of values")
+    unknown = sorted(set(raw.get("clicks", {})) - set(CLICK_SETTINGS))
+    if unknown:
+        raise ValueError(f"{where}: unknown click settings {unknown}; known: {CLICK_SETTINGS}")
+    reps = raw.get("reps", 1)
+    if not isinstance(reps, int) or reps < 1:
+        raise ValueError(f"{where}: reps must be a positive integer, found {reps!r}")
+    if raw.get("metric", "avg_dcg") not in _METRICS:
+        raise ValueError(f"{where}: metric must be one of {_METRICS}, found {raw.get('metric')!r}")
+    return Spec(
+        name=raw["name"], kind=raw["kind"], artifact=raw.get("artifact", ""),
+        description=raw.get("description", ""), dataset=raw.get("dataset", "synthetic"),
+        methods=tuple(raw.get("methods", ())), references=references, reps=reps,
+        seed=int(raw.get("seed", 0)), metric=raw.get("metric", "avg_dcg"), x=x,
+        values=tuple(raw.get("values", ())), plot_x=raw.get("plot_x"), series=dict(raw.get("series", {})),
+        clicks=dict(raw.get("clicks", {})), options=dict(raw.get("options", {})),
+        synthetic=dict(raw.get("synthetic", {})), paper=dict(raw.get("paper", {})), raw=raw)
+
+
+def spec_names(directory: Path = SPEC_DIR) -> list[str]:
+    """Every spec in ``directory`` (the ``name`` of each ``*.toml``), smoke last."""
+    names = sorted(p.stem for p in Path(directory).glob("*.toml"))
+    return [n for n in names if n != "smoke"] + (["smoke"] if "smoke" in names else [])
+
+
+def load_spec(name_or_path: str | Path, directory: Path = SPEC_DIR) -> Spec:
+    """A spec by name (``experiments/NAME.toml``) or by path."""
+    path = Path(name_or_path)
+    if path.suffix != ".toml":
+        path = Path(directory) / f"{name_or_path}.toml"
+    if not path.exists():
+        raise ValueError(f"no experiment spec {str(name_or_path)!r}: {path} does not exist; "
+                         f"known: {', '.join(spec_names(directory)) or 'none'}")
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"{path}: not valid TOML: {error}") from None
+    spec = _spec_from_dict(raw, where=str(path))
+    if spec.name != path.stem:
+        raise ValueError(f"{path}: name = {spec.name!r} must match the file name {path.stem!r}")
+    return spec
+
+
+# -- tasks ---------------------------------------------------------------------------------
+
+
+def repetition_seed(experiment_seed: int, repetition: int) -> int:
+    """The seed of every draw of repetition ``repetition`` (independent of points and jobs)."""
+    return int(np.random.SeedSequence([experiment_seed, repetition]).generate_state(1)[0])
+
+
+@dataclass(frozen=True)
+class Task:
+    """One point of one spec in one repetition: everything ``run_task`` needs, JSON-able."""
+
+    experiment: str
+    kind: str
+    dataset: str
+    point: dict            # the varied settings of this point, e.g. {"passes": 20}
+    clicks: dict           # every click setting, with the point applied
+    methods: tuple
+    references: tuple
+    options: dict
+    repetition: int
+    seed: int
+
+    def config(self, fingerprint: str) -> dict:
+        """What determines the task's rows (not its experiment's name: identical tasks of
+        two specs are computed once)."""
+        return {"dataset": fingerprint, "kind": self.kind, "clicks": self.clicks, "methods": list(self.methods),
+                "references": list(self.references), "options": self.options, "seed": self.seed}
+
+
+def plan(spec: Spec, *, default_passes: int) -> list[Task]:
+    """The tasks of a resolved spec, in a fixed order: repetition, series, x value.
+
+    ``default_passes`` stands for passes = "default" (the dataset's: 100 LETOR, 10 Yahoo).
+    """
+    base = {"eta": 1.0, "eps_pos": 1.0, "eps_neg": 0.1, "passes": "default", "eta_model": None, **spec.clicks}
+    series_keys = list(spec.series)
+    series_points = list(itertools.product(*(spec.series[k] for k in series_keys))) or [()]
+    x_values = list(spec.values) if spec.x is not None else [None]
+    # Clicks are simulated once per repetition at the largest pass count of the spec, and
+    # each point takes their first passes, so that points are nested and paired.
+    tasks = []
+    for repetition in range(spec.reps):
+        seed = repetition_seed(spec.seed, repetition)
+        for combination in series_points:
+            for value in x_values:
+                point = dict(zip(series_keys, combination))
+                if spec.x is not None:
+                    point[spec.x] = value
+                clicks = {**base, **point}
+                if clicks["passes"] in (None, "default"):
+                    clicks["passes"] = default_passes
+                clicks["passes"] = int(clicks["passes"])
+                tasks.append(Task(spec.name, spec.kind, spec.dataset, point, clicks, spec.methods,
+                                  spec.references, spec.options, repetition, seed))
+    most = max(task.clicks["passes"] for task in tasks)
+    return [Task(t.experiment, t.kind, t.dataset, t.point, {**t.clicks, "simulated_passes": most}, t.methods,
+                 t.references, t.options, t.repetition, t.seed) for t in tasks]
+
+
+def _record(workspace: Workspace, name: str) -> dict:
+    record_path = workspace.dataset_path(name).with_suffix(".json")
+    if not record_path.exists():
+        raise ValueError(f"dataset {name!r} is not prepared in {workspace.root}; run `cltr prepare` first")
+    return json.loads(record_path.read_text())
+
+
+def default_passes(record: dict) -> int:
+    """The dataset's pass count of the paper (its prepared meta, else 10 Yahoo / 100 others)."""
+    return int(record.get("meta", {}).get("default_passes", 10 if record["name"].startswith("yahoo") else 100))
+
+
+def task_key(task: Task, fingerprint: str) -> str:
+    return config_key(task.config(fingerprint))
+
+
+def run_task(root: str | Path, task: Task) -> tuple[list[dict], bool]:
+    """Compute (or find) one task's rows; returns (rows, reused). Runs with one BLAS thread."""
+    from threadpoolctl import threadpool_limits
+
+    workspace = Workspace(root)
+    fingerprint = _record(workspace, task.dataset)["fingerprint"]
+
+    def compute():
+        dataset = load_dataset(workspace.dataset_path(task.dataset))
+        return {}, {"rows": _task_rows(workspace, dataset, fingerprint, task)}
+
+    with threadpool_limits(1):
+        artifact, reused = workspace.cached(task.dataset, "tasks", task.config(fingerprint), compute)
+    base = {"experiment": task.experiment, "dataset": task.dataset, "repetition": task.repetition,
+            "seed": task.seed, **{f"point_{k}": v for k, v in task.point.items()}}
+    return [{**base, **row} for row in artifact.info["rows"]], reused
+
+
+def _task_rows(workspace: Workspace, dataset: Dataset, fingerprint: str, task: Task) -> list[dict]:
+    name, seed, clicks_config = task.dataset, task.seed, task.clicks
+    production, _ = production_stage(workspace, name, dataset, fingerprint, seed=seed)
+    settings = ClickSettings(eta=clicks_config["eta"], eps_pos=clicks_config["eps_pos"],
+                             eps_neg=clicks_config["eps_neg"], passes=clicks_config["simulated_passes"])
+    clicks, _ = clicks_stage(workspace, name, dataset, production, settings, seed=seed)
+    passes, eta_model = clicks_config["passes"], clicks_config["eta_model"]
+    passes = None if passes == settings.passes else passes
+    train_log, _ = click_logs(clicks, passes=passes, eta_model=eta_model)
+    relevant = dataset.train.relevant(dataset.relevant_from)
+    common = {"train_clicks": len(train_log),
+              "irrelevant_click_share": float(np.mean(~relevant[train_log.doc])) if len(train_log) else float("nan")}
+    rows = []
+    if "production" in task.references:
+        rows.append({"method": "production", **common, **{m: production.info["test"][m] for m in _METRICS}})
+    methods = list(task.methods) + (["skyline"] if "skyline" in task.references else [])
+    for method in methods:
+        options = dict(task.options.get(method, {}))
+        # the skyline sees labels, not clicks: one per repetition, shared by every point
+        subset = {} if method == "skyline" else {"passes": passes, "eta_model": eta_model}
+        model, _ = model_stage(workspace, name, dataset, clicks, method, options, seed=seed, **subset)
+        evaluation, _ = evaluation_stage(workspace, name, dataset, model, clicks, seed=seed)
+        row = {"method": method, **common, **{m: evaluation.info[m] for m in _METRICS},
+               "validation_snips_avg_dcg": evaluation.info["validation_snips_avg_dcg"],
+               "chosen": json.dumps(model.info.get("chosen", {}), sort_keys=True)}
+        if task.kind == "ccp":
+            rows.extend({**row, **_ccp_row(step, selection)}
+                        for selection in model.info["selection"] for step in selection.get("ccp_trace", []))
+        else:
+            rows.append(row)
+    return rows  # no timings: they live in the artifacts' manifests, the rows are deterministic
+
+
+def _ccp_row(step: dict, selection: dict) -> dict:
+    return {"C": selection["C"], "iteration": step["iteration"], "objective": step["objective"],
+            "train_snips_avg_dcg": step["train_snips_avg_dcg"], "inner_iterations": step["inner_iterations"]}
+
+
+# -- fan-out -------------------------------------------------------------------------------
+
+
+def run_experiment(spec: Spec, root: str | Path, *, n_jobs: int = 1, backend: str = "loky",
+                   scheduler: str | None = None, progress: Callable[[int, int], None] | None = None,
+                   on_task_done: Callable[[Task, bool], None] | None = None) -> tuple[pd.DataFrame, dict]:
+    """Run every task of a resolved spec; return (rows in plan order, counts).
+
+    Parameters
+    ----------
+    spec : Spec
+        Resolved (``Spec.resolved``); its dataset must be prepared in the workspace.
+    root : path
+        The workspace root.
+    n_jobs : int
+        Parallel tasks (processes for loky, worker processes of a local cluster for dask).
+    backend : {"loky", "dask"}
+        joblib backend; "dask" connects to ``scheduler`` (``tcp://host:8786``) or starts a
+        local cluster.
+    progress : callable (done, total), optional
+    on_task_done : callable (task, reused), optional
+        Called in this process as each task finishes (in completion order).
+
+    Returns
+    -------
+    rows : DataFrame
+        One row per (task, method), ordered as the plan, so independent of completion order.
+    counts : dict
+        ``tasks``, ``computed`` and ``reused``.
+    """
+    workspace = Workspace(root)
+    record = _record(workspace, spec.dataset)
+    fingerprint = record["fingerprint"]
+    tasks = plan(spec, default_passes=default_passes(record))
+    if backend not in ("loky", "dask"):
+        raise ValueError(f"backend must be 'loky' or 'dask', found {backend!r}")
+    # Finished tasks are read here; only the others are sent out.
+    results: dict[int, list[dict]] = {}
+    pending = []
+    for index, task in enumerate(tasks):
+        if workspace.load(task.dataset, "tasks", task_key(task, fingerprint)) is not None:
+            results[index] = run_task(root, task)[0]
+        else:
+            pending.append(index)
+    counts = {"tasks": len(tasks), "reused": len(results), "computed": 0}
+    if progress is not None:
+        progress(len(results), len(tasks))
+    for index, (rows, reused) in _fan_out(root, [tasks[i] for i in pending], pending, n_jobs=n_jobs,
+                                          backend=backend, scheduler=scheduler):
+        results[index] = rows
+        counts["reused" if reused else "computed"] += 1
+        if on_task_done is not None:
+            on_task_done(tasks[index], reused)
+        if progress is not None:
+            progress(len(results), len(tasks))
+    frame = pd.DataFrame([row for index in range(len(tasks)) for row in results[index]])
+    return frame[_column_order(frame.columns)], counts
+
+
+_COLUMNS = ("experiment", "dataset", "repetition", "seed", "method", "train_clicks", "irrelevant_click_share",
+            *_METRICS, "validation_snips_avg_dcg", "chosen", "C", "iteration", "objective",
+            "train_snips_avg_dcg", "inner_iterations")
+
+
+def _column_order(columns) -> list[str]:
+    """A fixed column order (rows read back from JSON manifests come with sorted keys)."""
+    points = sorted(c for c in columns if c.startswith("point_"))
+    known = [c for c in _COLUMNS[:4] if c in columns] + points + [c for c in _COLUMNS[4:] if c in columns]
+    return known + sorted(set(columns) - set(known))
+
+
+def _indexed_task(root, index, task):
+    return index, run_task(root, task)
+
+
+def _fan_out(root, tasks: list[Task], indices: list[int], *, n_jobs: int, backend: str,
+             scheduler: str | None) -> Iterable[tuple[int, tuple[list[dict], bool]]]:
+    if not tasks:
+        return
+    if n_jobs == 1 and backend == "loky":
+        for index, task in zip(indices, tasks):
+            yield index, run_task(root, task)
+        return
+    from joblib import Parallel, delayed, parallel_config
+
+    calls = (delayed(_indexed_task)(str(root), index, task) for index, task in zip(indices, tasks))
+    if backend == "loky":
+        with parallel_config(backend="loky", n_jobs=n_jobs, inner_max_num_threads=1):
+            yield from Parallel(return_as="generator_unordered")(calls)
+        return
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise ValueError("the dask backend needs dask.distributed: pip install 'cltr[dask]'") from None
+    cluster = None
+    if scheduler is None:
+        cluster = LocalCluster(n_workers=n_jobs, threads_per_worker=1, processes=True, dashboard_address=None)
+    client = Client(scheduler or cluster)
+    try:
+        with parallel_config(backend="dask", n_jobs=n_jobs):
+            yield from Parallel(return_as="generator_unordered")(calls)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
