@@ -147,7 +147,8 @@ def main(ctx: click.Context, workdir: Path) -> None:
       cltr prepare   synthetic | letor | yahoo
       cltr produce   the production ranker (Ranking SVM on 1% of training queries)
       cltr simulate  position-biased clicks on its rankings
-      cltr train     svm-rank | svm-proprank | svm-propdcg (see `cltr train --help`)
+      cltr train     svm-rank | svm-proprank | svm-propdcg | deep-propdcg | lambdarank | skyline
+                     (see `cltr train --help`)
       cltr evaluate  Avg DCG, Avg Rank, nDCG@10 on the test set
     `cltr run` does all of it on the embedded synthetic dataset.
     """
@@ -310,7 +311,7 @@ def simulate_command(session: Session, dataset, eta, eps_neg, eps_pos, passes, e
 
 
 def _train(session: Session, dataset_name: str, method: str, options: dict, *, clicks_key=None, seed=0,
-           verbose=True):
+           verbose=True, progress=None):
     dataset, _ = session.dataset(dataset_name)
     clicks = session.upstream(dataset_name, "clicks", clicks_key, lambda: _simulate(session, dataset_name)[0])
     config = {"clicks": clicks.key, "method": method, "options": options, "seed": seed}
@@ -320,9 +321,9 @@ def _train(session: Session, dataset_name: str, method: str, options: dict, *, c
 
         def report(row):
             if verbose:
-                echo_table([row], [c for c in row if c not in ("lower_bound", "solver_seconds", "ccp_trace")])
+                echo_table([row], [c for c in row if c not in ("lower_bound", "solver_seconds", "ccp_trace", "trace")])
 
-        scorer, info = train(method, data, options, progress=report)
+        scorer, info = train(method, data, options, progress=progress or report)
         return scorer_to_arrays(scorer), info
 
     artifact, reused = session.workspace.cached(dataset_name, "models", config, compute)
@@ -339,6 +340,10 @@ def train_group() -> None:
     svm-rank      linear Ranking SVM on clicks, every click weighted 1 (biased)
     svm-proprank  propensity-weighted Ranking SVM: unbiased bound on Avg Rank
     svm-propdcg   the DCG (or --metric) bound by the convex-concave procedure
+    deep-propdcg  a neural network (MLP) on the same bound, by Adam over query batches
+    lambdarank    LightGBM LambdaRank on click labels (clicked at least once = relevant)
+    skyline       Ranking SVM on the labelled training set: an oracle reference, C
+                  chosen on validation labels
     Each method's own options: `cltr train METHOD --help`.
     """
 
@@ -377,9 +382,11 @@ def _describe_chosen(info: dict) -> str:
                      for k, v in info.get("chosen", {}).items())
 
 
-def _train_and_report(session: Session, dataset: str, method: str, options: dict, clicks_key, seed) -> dict:
+def _train_and_report(session: Session, dataset: str, method: str, options: dict, clicks_key, seed, *,
+                      progress=None) -> dict:
     """Train (or reuse), print the model's key and chosen hyperparameters; return its info."""
-    artifact, reused = _train(session, dataset, method, options, clicks_key=clicks_key, seed=seed)
+    artifact, reused = _train(session, dataset, method, options, clicks_key=clicks_key, seed=seed,
+                              progress=progress)
     info = artifact.info
     click.echo(f"model {artifact.key}{' (reused)' if reused else ''}: {method}, {_describe_chosen(info)}, "
                f"validation SNIPS Avg DCG {info['validation_snips_avg_dcg']:.4f}")
@@ -422,6 +429,119 @@ def train_svm_propdcg(session: Session, dataset, C, grid, tol, metric, max_ccp_i
     click.echo(f"CCP trace at C = {info['C']:g}:")
     echo_table(chosen["ccp_trace"], ["iteration", "objective", "surrogate", "train_snips_avg_dcg",
                                      "inner_iterations", "inner_gap", "seconds"])
+
+
+def _int_list(values) -> list[int] | None:
+    """--hidden given repeatedly and/or as comma lists: '200' '100' or '200,100'."""
+    sizes = []
+    for value in values:
+        for part in str(value).split(","):
+            if part.strip():
+                try:
+                    sizes.append(int(part))
+                except ValueError:
+                    raise click.BadParameter(f"expected whole numbers such as 200 or 200,100, got {value!r}",
+                                             param_hint="--hidden") from None
+    if any(size < 1 for size in sizes):
+        raise click.BadParameter(f"layer sizes must be >= 1, got {sizes}", param_hint="--hidden")
+    return sizes or None
+
+
+@method_command("deep-propdcg", short_help="An MLP on the propensity-weighted DCG bound (Adam, query batches).")
+@click.option("--preset", type=click.Choice(["default", "paper"]), default="default",
+              help="Settings to start from: 'paper' is Sec. 5.4's (lr 1e-6/1e-7/1e-8, 750 epochs); "
+                   "'default' is tuned on validation clicks (README, 'Deep PropDCG').")
+@click.option("--hidden", multiple=True,
+              help="Hidden layer sizes: repeat the option or give a comma list (200,100) [default: 200].")
+@click.option("--activation", type=click.Choice(["sigmoid", "tanh", "relu", "linear"]), default=None,
+              help="Hidden activation [default: sigmoid].")
+@click.option("--epochs", type=click.IntRange(min=1), default=None,
+              help="Epochs per learning rate; the best epoch on validation clicks is kept [default: preset's].")
+@click.option("--lr", type=click.FloatRange(0, min_open=True), default=None,
+              help="Base learning rate; without it the preset's rates are tried and the best kept.")
+@click.option("--batch-docs", type=click.IntRange(min=1), default=None,
+              help="About this many documents per minibatch of whole queries [default: 1000].")
+@click.option("--weight-decay", type=click.FloatRange(min=0), default=None,
+              help="Weight decay coefficient [default: 1e-6].")
+@click.option("--decay", type=click.Choice(["l2", "decoupled"]), default=None,
+              help="L2 (added to the gradient, as the paper's torch Adam) or decoupled (AdamW).")
+@click.option("--metric", default=None, help="Rank weight of the bound: dcg, rbp:P or avgrank [default: dcg].")
+@click.option("--dtype", type=click.Choice(["float32", "float64"]), default=None,
+              help="Precision of the network [default: preset's].")
+@click.option("--patience", type=click.IntRange(min=1), default=None,
+              help="Stop a learning rate after this many epochs without a better validation estimate.")
+def train_deep_propdcg(session: Session, dataset, preset, hidden, activation, epochs, lr, batch_docs,
+                       weight_decay, decay, metric, dtype, patience, clicks_key, seed) -> None:
+    """Deep PropDCG (paper Sec. 4.2): a multilayer perceptron trained on the propensity-weighted
+    DCG bound (or --metric's) by Adam over minibatches of whole queries; the learning rate
+    and epoch are chosen by SNIPS Avg DCG on validation clicks."""
+    from tqdm import tqdm
+
+    from cltr.deep import deep_settings
+
+    given = {"hidden": _int_list(hidden), "activation": activation, "epochs": epochs, "lr": lr,
+             "batch_docs": batch_docs, "weight_decay": weight_decay, "decay": decay, "metric": metric,
+             "dtype": dtype, "patience": patience}
+    options = {"preset": preset, **{k: v for k, v in given.items() if v is not None}}
+    settings = deep_settings(**options)  # bad settings fail before any work
+    with tqdm(total=settings.epochs * len(settings.learning_rates), desc="deep-propdcg", unit="epoch",
+              leave=False, file=sys.stderr, disable=None) as bar:
+        def progress(row):
+            if row.get("event") == "epoch":
+                bar.update(1)
+                bar.set_postfix(lr=f"{row['learning_rate']:g}", loss=f"{row['train_loss']:.4g}",
+                                vali=f"{row['validation_snips_avg_dcg']:.4f}")
+
+        info = _train_and_report(session, dataset, "deep-propdcg", options, clicks_key, seed, progress=progress)
+    echo_table(info["selection"], ["lr", "epoch", "epochs_run", "validation_snips_avg_dcg", "train_loss",
+                                   "seconds"])
+
+
+@method_command("lambdarank", short_help="LightGBM LambdaRank on click labels (trees, early stopping).")
+@click.option("--learning-rate", type=click.FloatRange(0, min_open=True), default=None,
+              help="Fix the learning rate [default: chosen over 0.001, 0.01, 0.1 on validation clicks].")
+@click.option("--num-leaves", type=click.IntRange(min=2), default=None,
+              help="Fix the leaves per tree [default: chosen over 2, 4, ..., 256 on validation clicks].")
+@click.option("--n-estimators", type=click.IntRange(min=1), default=None,
+              help="Grow exactly this many trees (no early stopping) [default: early stopping on "
+                   "validation clicks, at most --max-rounds].")
+@click.option("--labels", type=click.Choice(["documents", "sessions"]), default="documents",
+              help="documents: one group per query, relevant iff clicked at least once; sessions: "
+                   "one group per session with a click, relevant iff clicked in it.")
+@click.option("--threads", type=click.IntRange(min=1), default=1,
+              help="LightGBM threads (part of the model's identity: deterministic per seed and count).")
+@click.option("--max-rounds", type=click.IntRange(min=1), default=1000, help="Most trees with early stopping.")
+@click.option("--patience", type=click.IntRange(min=1), default=100,
+              help="Early stopping: stop after this many trees without a better validation estimate.")
+@click.option("--eval-every", type=click.IntRange(min=1), default=10,
+              help="Early stopping: evaluate the validation estimate every this many trees.")
+def train_lambdarank_command(session: Session, dataset, learning_rate, num_leaves, n_estimators, labels, threads,
+                             max_rounds, patience, eval_every, clicks_key, seed) -> None:
+    """LambdaRank (LightGBM) with clicks as labels, as the paper's baseline: with --labels
+    documents a document is relevant iff clicked at least once in the log; queries (or
+    sessions) without a click are left out, having no pair to order. Learning rate and
+    leaves are chosen, and the number of trees early-stopped, by SNIPS Avg DCG on
+    validation clicks; no split uses more than half of the features."""
+    options = {"learning_rate": learning_rate, "num_leaves": num_leaves, "n_estimators": n_estimators,
+               "labels": labels, "threads": threads, "max_rounds": max_rounds, "patience": patience,
+               "eval_every": eval_every}
+    _train_and_report(session, dataset, "lambdarank", options, clicks_key, seed)
+
+
+@method_command("skyline", short_help="Oracle: Ranking SVM on the labelled training set (C on validation labels).")
+@click.option("-C", "C", type=click.FloatRange(0, min_open=True), default=None,
+              help="Regularisation constant; without it, C is chosen over --grid by Avg DCG on the "
+                   "validation split's labels.")
+@click.option("--grid", default=None,
+              help="C grid as 'a,b,c' or 'low:high:count' (log spaced) [default: 1e-3 ... 1e3, 7 values].")
+@click.option("--tol", type=click.FloatRange(0, min_open=True), default=1e-3,
+              help="Relative duality gap the SVM solver must certify.")
+def train_skyline(session: Session, dataset, C, grid, tol, clicks_key, seed) -> None:
+    """Skyline: the linear Ranking SVM on the full-information (binarized, labelled) training
+    set, an oracle reference line for the click learners. Its C is chosen on the validation
+    split's *labels* (Avg DCG) - the one place labels are used for selection; the test set
+    is never looked at."""
+    _train_and_report(session, dataset, "skyline", _svm_options(C, grid, tol), clicks_key, seed)
 
 
 def _evaluate(session: Session, dataset_name: str, model_key=None, seed=0):
@@ -473,7 +593,8 @@ def run_command(session: Session, dataset, methods, seed) -> None:
     clicks, _ = _simulate(session, dataset, production_key=production.key, seed=seed)
     rows = [{"method": "production", "chosen": f"C = {production.config['C']:g}", **production.info["test"]}]
     for method in methods:
-        click.echo(f"training {method} (hyperparameters selected on validation clicks)")
+        where = "labels (an oracle reference)" if method == "skyline" else "clicks"
+        click.echo(f"training {method} (hyperparameters selected on validation {where})")
         model, _ = _train(session, dataset, method, {}, clicks_key=clicks.key, seed=seed, verbose=False)
         evaluation, _, _ = _evaluate(session, dataset, model.key, seed)
         rows.append({"method": method, "chosen": _describe_chosen(model.info),
@@ -481,3 +602,79 @@ def run_command(session: Session, dataset, methods, seed) -> None:
     click.echo(f"test metrics on {dataset!r} ({clicks.info['train']['clicks']} training clicks, "
                f"{time.perf_counter() - start:.1f} s):")
     echo_table(rows, ["method", "chosen", "avg_dcg", "avg_rank", "ndcg@10"])
+
+
+# -- figures ---------------------------------------------------------------------------
+
+
+@main.command("figures")
+@click.argument("name")
+@click.option("--dataset", default=None,
+              help="Prepared dataset to run on [default: the spec's, the embedded synthetic one].")
+@click.option("--reps", type=click.IntRange(min=1), default=None, help="Repetitions [default: the spec's].")
+@click.option("--n-jobs", type=click.IntRange(min=1), default=1, help="Tasks run in parallel.")
+@click.option("--backend", type=click.Choice(["loky", "dask"]), default="loky",
+              help="Local processes (loky) or a dask.distributed cluster (pip install 'cltr[dask]').")
+@click.option("--scheduler", default=None,
+              help="dask scheduler address, e.g. tcp://host:8786 [default: a local cluster of --n-jobs "
+                   "workers]. Workers must see the same --workdir.")
+@click.option("--quick", is_flag=True, help="The spec's reduced version (fewer repetitions and points).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default="results",
+              help="Directory for NAME.csv, NAME.md, NAME.tex, NAME.png and NAME.pdf.")
+@click.option("--specs", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Directory of experiment specs [default: the project's experiments/].")
+@click.pass_obj
+@_errors_as_usage
+def figures_command(session: Session, name, dataset, reps, n_jobs, backend, scheduler, quick, out, specs) -> None:
+    """Regenerate a table or figure of the paper: NAME is a spec in experiments/ or `all`.
+
+    \b
+    table2          Table 2: all five methods, production and skyline
+    learning-curve  Figure 1: Avg DCG against training clicks
+    rank-curve      Figure 2: Avg Rank against training clicks
+    eta             Figure 3: Avg DCG as position bias grows
+    noise           Figure 4: Avg DCG as click noise grows
+    misspec         Figure 5: Avg DCG under misspecified propensities
+    ccp             Figure 6: CCP objective and training DCG per iteration
+    deep            Figure 7: Deep PropDCG against SVM PropDCG
+    smoke           a tiny version of everything (CI)
+    Every (point, repetition) is a cached task: an interrupted run resumes where it stopped.
+    """
+    from cltr.experiments import SPEC_DIR, load_spec, run_experiment, spec_names
+    from cltr.report import table_rows, write_outputs
+
+    directory = specs or SPEC_DIR
+    names = [n for n in spec_names(directory) if n != "smoke"] if name == "all" else [name]
+    for spec_name in names:
+        spec = load_spec(spec_name, directory).resolved(dataset=dataset, reps=reps, quick=quick)
+        _ensure_dataset(session, spec)
+        click.echo(f"{spec.name} ({spec.artifact}) on {spec.dataset!r}: {spec.reps} repetition(s)")
+        start = time.perf_counter()
+        with _task_bar(spec.name) as bar:
+            def progress(done, total):
+                bar.total = total
+                bar.update(done - bar.n)
+
+            frame, counts = run_experiment(spec, session.workspace.root, n_jobs=n_jobs, backend=backend,
+                                           scheduler=scheduler, progress=progress)
+        paths = write_outputs(frame, spec, out)
+        click.echo(f"{counts['tasks']} tasks ({counts['computed']} computed, {counts['reused']} reused) in "
+                   f"{time.perf_counter() - start:.1f} s; wrote {', '.join(str(p) for p in paths.values())}")
+        echo_table(table_rows(frame, spec))
+
+
+def _task_bar(name: str):
+    from tqdm import tqdm
+
+    return tqdm(total=0, desc=name, unit="task", file=sys.stderr, disable=None, leave=False)
+
+
+def _ensure_dataset(session: Session, spec) -> None:
+    """Generate the spec's synthetic dataset when missing; other datasets must be prepared."""
+    if session.workspace.has_dataset(spec.dataset):
+        return
+    if spec.dataset != DEFAULT_DATASET and not spec.synthetic:
+        raise click.ClickException(
+            f"dataset {spec.dataset!r} is not prepared in {session.workspace.root}; run `cltr prepare ...` first")
+    click.echo(f"dataset {spec.dataset!r} is not prepared yet: generating it ({spec.synthetic or 'defaults'})")
+    session.write_dataset(spec.dataset, make_synthetic(**spec.synthetic))

@@ -293,8 +293,10 @@ def _task_rows(workspace: Workspace, dataset: Dataset, fingerprint: str, task: T
                "validation_snips_avg_dcg": evaluation.info["validation_snips_avg_dcg"],
                "chosen": json.dumps(model.info.get("chosen", {}), sort_keys=True)}
         if task.kind == "ccp":
-            rows.extend({**row, **_ccp_row(step, selection)}
-                        for selection in model.info["selection"] for step in selection.get("ccp_trace", []))
+            for selection in model.info["selection"]:
+                start = {"iteration": 0, "objective": selection["initial_objective"],
+                         "train_snips_avg_dcg": selection["initial_train_snips_avg_dcg"], "inner_iterations": 0}
+                rows.extend({**row, **_ccp_row(step, selection)} for step in [start, *selection["ccp_trace"]])
         else:
             rows.append(row)
     return rows  # no timings: they live in the artifacts' manifests, the rows are deterministic

@@ -12,6 +12,8 @@ from typing import Protocol
 
 import numpy as np
 
+from cltr.deep import MLPScorer
+
 __all__ = ["Scorer", "LinearScorer", "SCORERS", "scorer_to_arrays", "scorer_from_arrays"]
 
 
@@ -44,6 +46,7 @@ class LinearScorer:
 
 
 SCORERS: dict[str, type] = {"linear": LinearScorer}
+SCORERS["mlp"] = MLPScorer  # Deep PropDCG's multilayer perceptron (cltr.deep)
 
 
 def scorer_to_arrays(scorer) -> dict[str, np.ndarray]:
@@ -53,8 +56,17 @@ def scorer_to_arrays(scorer) -> dict[str, np.ndarray]:
     return arrays
 
 
+# Kinds whose module registers them on import, imported only when such a model is loaded
+# (LightGBM stays unimported until a tree model is trained or read).
+LAZY_SCORERS: dict[str, str] = {"lightgbm": "cltr.lambdarank"}
+
+
 def scorer_from_arrays(arrays) -> "Scorer":
     kind = str(arrays["scorer_kind"])
+    if kind not in SCORERS and kind in LAZY_SCORERS:
+        import importlib
+
+        importlib.import_module(LAZY_SCORERS[kind])
     if kind not in SCORERS:
         raise ValueError(f"unknown scorer kind {kind!r}; known: {', '.join(sorted(SCORERS))}")
     prefix = "scorer/"

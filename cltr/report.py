@@ -119,8 +119,9 @@ def _ccp_rows(frame: pd.DataFrame) -> list[dict]:
     for C, group in first.groupby("C", sort=True):
         group = group.sort_values("iteration")
         rows.append({"C": f"{C:g}", "CCP iterations": int(group["iteration"].max()),
-                     "first objective": f"{group['objective'].iloc[0]:.6g}",
+                     "initial objective": f"{group['objective'].iloc[0]:.6g}",
                      "final objective": f"{group['objective'].iloc[-1]:.6g}",
+                     "initial train SNIPS Avg DCG": f"{group['train_snips_avg_dcg'].iloc[0]:.4f}",
                      "final train SNIPS Avg DCG": f"{group['train_snips_avg_dcg'].iloc[-1]:.4f}"})
     return rows
 
