@@ -60,6 +60,7 @@ _TINY = 1e-12  # floor of |objective| in the relative gap
 _CUT_STEP = 0.1  # OCAS's mu: the new plane is taken a tenth of the way from w_b to w_cp
 _WIDE_BLOCK_BYTES = 1 << 19  # float32 rows widened to float64 per block: a 512 KB buffer
 _NARROW_BLOCK_BYTES = 1 << 21  # float32 rows per float32 product block: about 1 MB of X
+_IDLE = 10  # QP solves a plane may sit unused (β = 0) before it is dropped
 _STALL = 10  # iterations without a 1% smaller gap after which float32 products give way
 
 
@@ -309,6 +310,7 @@ class PairwiseProblem:
         used[self.doc[self.count > 0]] = True
         used[self.pair_doc] = True
         rows = np.flatnonzero(used)
+        self.patterns: list[np.ndarray] = []  # packed activity of the last solve's useful planes
         self.rows = np.arange(X.shape[0])  # row of X behind each row of self.X_used
         self.X_used, self.position = X, None
         if 0 < len(rows) <= X.shape[0] // 2:
@@ -344,9 +346,18 @@ class PairwiseProblem:
         return float(0.5 * np.dot(w, w) + _weighted_sum(weight, self._hinge_sums(w)))
 
     def solve(self, cost, C, *, w0=None, tol: float = 1e-3, max_iter: int = 1000,
-              callback: Callable[[int, float, float], None] | None = None) -> "SVMResult":
-        """Minimise P(w) for these costs; see ``solve_pairwise_svm`` for the parameters."""
-        return _ocas(self, cost, C, w0=w0, tol=tol, max_iter=max_iter, callback=callback)
+              callback: Callable[[int, float, float], None] | None = None,
+              reuse_planes: bool = False) -> "SVMResult":
+        """Minimise P(w) for these costs; see ``solve_pairwise_svm`` for the other parameters.
+
+        ``reuse_planes``: start the cutting-plane model from the planes that carried the
+        previous solve's certificate, re-weighted by the new costs. A plane is fixed by
+        which pairs it counts as active, and for any such pattern Σ a_p δ_p (1 - w.d_p) is
+        below the new loss too, so the certificate stays exact; when only the costs moved
+        a little (CCP steps) these planes already bound the new optimum closely.
+        """
+        return _ocas(self, cost, C, w0=w0, tol=tol, max_iter=max_iter, callback=callback,
+                     reuse_planes=reuse_planes)
 
 
 class _Pairs:
@@ -359,7 +370,8 @@ class _Pairs:
     def __init__(self, problem: PairwiseProblem, doc_weight: np.ndarray):
         keep = (doc_weight > 0) & (problem.count > 0)
         pair_example, negative = problem.pair_example, problem.pair_doc
-        if not keep[pair_example].all():
+        self.full = bool(keep[pair_example].all())  # the problem's pairs, in its order
+        if not self.full:
             mask = keep[pair_example]
             pair_example, negative = pair_example[mask], negative[mask]
         count = np.where(keep, problem.count, 0)
@@ -398,7 +410,10 @@ class _Pairs:
 
     def plane(self, margins: np.ndarray) -> tuple[float, np.ndarray]:
         """The cutting plane (b, g) at margins m: R(w) >= b - g.w for every w; one ``X.T @ coef``."""
-        active = np.less(margins, 1.0, out=self.flags[0])
+        return self.plane_of(np.less(margins, 1.0, out=self.flags[0]))
+
+    def plane_of(self, active: np.ndarray) -> tuple[float, np.ndarray]:
+        """The plane counting the pairs flagged in ``active`` (shape (n_pairs,), bool)."""
         coefficient = np.multiply(self.weight, active, out=self.scratch[0])
         per_example = np.add.reduceat(coefficient, self.example_start)
         coef = np.bincount(self.example_doc, weights=per_example, minlength=self.n_rows)
@@ -561,7 +576,11 @@ def _simplex_qp(g: np.ndarray, b: np.ndarray, beta: np.ndarray, tolerance: float
 class _Planes:
     """The cutting planes so far: offsets b (k,) and normals g (k, n_features).
 
-    Plane 0 is R >= 0 (b = 0, g = 0), which turns Σβ <= 1 into the simplex.
+    Plane 0 is R >= 0 (b = 0, g = 0), which turns Σβ <= 1 into the simplex. Each plane may
+    carry its packed activity pattern (for ``reuse_planes``). A plane left out of the QP's
+    solution (β = 0) for ``_IDLE`` solves in a row is dropped, as OCAS does: the reduced
+    QP's cost grows with the number of planes, and every value it returned stays a valid
+    lower bound, so the certificate is unaffected.
     """
 
     def __init__(self, n_features: int, capacity: int = 64):
@@ -570,16 +589,21 @@ class _Planes:
         self.g = np.zeros((capacity, n_features))
         self.beta = np.zeros(capacity)
         self.beta[0] = 1.0
+        self.idle = np.zeros(capacity, dtype=np.int64)
+        self.patterns: list[np.ndarray | None] = [None]
 
-    def add(self, b: float, g: np.ndarray) -> None:
+    def add(self, b: float, g: np.ndarray, pattern: np.ndarray | None = None) -> None:
         k = self.size
         if k == len(self.b):
             self.b = np.concatenate([self.b, np.zeros(k)])
             self.g = np.concatenate([self.g, np.zeros_like(self.g)])
             self.beta = np.concatenate([self.beta, np.zeros(k)])
+            self.idle = np.concatenate([self.idle, np.zeros(k, dtype=np.int64)])
         self.b[k] = b
         self.g[k] = g
         self.beta[k] = 0.0
+        self.idle[k] = 0
+        self.patterns.append(pattern)
         self.size = k + 1
 
     def solve(self, tolerance: float) -> tuple[np.ndarray, float]:
@@ -588,7 +612,27 @@ class _Planes:
         beta = _simplex_qp(self.g[:k], self.b[:k], self.beta[:k], tolerance)
         self.beta[:k] = beta
         w = beta @ self.g[:k]
-        return w, float(beta @ self.b[:k] - 0.5 * np.dot(w, w))
+        value = float(beta @ self.b[:k] - 0.5 * np.dot(w, w))
+        self.idle[:k] = np.where(beta > 0, 0, self.idle[:k] + 1)
+        self._prune()
+        return w, value
+
+    def _prune(self) -> None:
+        keep = self.idle[:self.size] <= _IDLE
+        keep[0] = True
+        if keep.all():
+            return
+        index = np.flatnonzero(keep)
+        m = len(index)
+        self.b[:m], self.g[:m], self.beta[:m], self.idle[:m] = (
+            self.b[index], self.g[index], self.beta[index], self.idle[index])
+        self.patterns = [self.patterns[t] for t in index]
+        self.size = m
+
+    def useful_patterns(self) -> list[np.ndarray]:
+        """Patterns of the planes in the last solution (β > 0)."""
+        return [self.patterns[t] for t in np.flatnonzero(self.beta[:self.size] > 0)
+                if self.patterns[t] is not None]
 
 
 # --------------------------------------------------------------------------- the solver
@@ -648,7 +692,8 @@ def solve_pairwise_svm(
     return _ocas(problem, cost, C, w0=w0, tol=tol, max_iter=max_iter, callback=callback, start=start)
 
 
-def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol, max_iter, callback, start=None) -> SVMResult:
+def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol, max_iter, callback, start=None,
+          reuse_planes: bool = False) -> SVMResult:
     start = time.perf_counter() if start is None else start
     doc_weight = problem.doc_weight(cost, C)
     if isinstance(tol, (bool, np.bool_)) or not np.isscalar(tol) or not tol > 0:
@@ -680,7 +725,10 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol, max_iter, callback, sta
         where = f"row {int(pairs.rows[bad[0]])}" if len(bad) else "a row"
         raise ValueError(f"X must be finite in every row that takes part in a pair; {where} holds NaN or inf")
     planes = _Planes(n_features, capacity=min(int(max_iter), 63) + 1)
-    planes.add(*pairs.plane(margins))
+    if reuse_planes and pairs.full:
+        for packed in problem.patterns:
+            planes.add(*pairs.plane_of(np.unpackbits(packed, count=pairs.n_pairs).view(bool)), packed)
+    planes.add(*pairs.plane(margins), np.packbits(pairs.flags[0]))
     lower_bound = 0.0  # P >= 0 always
     iteration, converged, gaps = 1, False, []
     while True:
@@ -727,8 +775,11 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol, max_iter, callback, sta
         # OCAS: the next plane is taken a little beyond the best point, towards w_cp
         margins_cut = np.multiply(margins, 1.0 - _CUT_STEP, out=slope)
         margins_cut += np.multiply(margins_cp, _CUT_STEP, out=margins_cp)
-        planes.add(*pairs.plane(margins_cut))
+        planes.add(*pairs.plane(margins_cut), np.packbits(pairs.flags[0]))
         iteration += 1
+
+    if pairs.full:  # the planes that carry the certificate, for a later solve to start from
+        problem.patterns = planes.useful_patterns()
 
     objective = final[1] if final is not None and final[0] is w else canonical_objective(w)
     gap = (objective - lower_bound) / max(abs(objective), _TINY)
