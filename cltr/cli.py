@@ -16,13 +16,12 @@ from pathlib import Path
 import click
 
 from cltr import __version__
-from cltr.clicks import ClickLog
-from cltr.datasets import Dataset, describe_split, load_dataset, load_letor, load_yahoo, make_synthetic, save_dataset
-from cltr.methods import METHODS, TrainingData, train
-from cltr.models import scorer_from_arrays, scorer_to_arrays
+from cltr.datasets import Dataset, default_passes, describe_split, load_dataset, load_letor, load_yahoo, make_synthetic, save_dataset
+from cltr.methods import METHODS
 from cltr.objectives import rank_weight
-from cltr.pipeline import ClickSettings, click_log_summary, evaluate, produce, simulate, stream, validation_estimate
+from cltr.pipeline import ClickSettings
 from cltr.selection import parse_grid
+from cltr.stages import clicks_stage, evaluation_stage, model_stage, production_stage
 from cltr.workspace import Workspace, atomic_write
 
 DEFAULT_DATASET = "synthetic"
@@ -107,15 +106,6 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: stream_.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-def _default_passes(dataset_name: str, dataset: Dataset) -> int:
-    return int(dataset.meta.get("default_passes", 10 if dataset_name.startswith("yahoo") else 100))
-
-
-def _log_from(arrays, split: str) -> ClickLog:
-    prefix = f"{split}/"
-    return ClickLog.from_arrays({k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)})
 
 
 def _errors_as_usage(function):
@@ -218,15 +208,8 @@ def prepare_yahoo(session: Session, root, relevant_from, name) -> None:
 
 def _produce(session: Session, dataset_name: str, *, fraction=0.01, C=1.0, seed=0):
     dataset, fingerprint = session.dataset(dataset_name)
-    config = {"dataset": fingerprint, "fraction": fraction, "C": C, "seed": seed}
-
-    def compute():
-        scorer, info = produce(dataset, fraction=fraction, C=C, seed=seed)
-        info["test"] = evaluate(scorer, dataset.test, dataset.test.relevant(dataset.relevant_from),
-                                rng=stream(seed, "evaluate"))
-        return scorer_to_arrays(scorer), info
-
-    artifact, reused = session.workspace.cached(dataset_name, "production", config, compute)
+    artifact, reused = production_stage(session.workspace, dataset_name, dataset, fingerprint,
+                                        fraction=fraction, C=C, seed=seed)
     session.workspace.set_current(dataset_name, "production", artifact.key)
     return artifact, reused
 
@@ -256,25 +239,17 @@ def _simulate(session: Session, dataset_name: str, *, production_key=None, setti
     dataset, _ = session.dataset(dataset_name)
     production = session.upstream(dataset_name, "production", production_key,
                                   lambda: _produce(session, dataset_name)[0])
-    settings = settings or ClickSettings(passes=_default_passes(dataset_name, dataset))
-    config = {"production": production.key, **settings.__dict__, "seed": seed}
-    scorer = scorer_from_arrays(production.arrays)
+    settings = settings or ClickSettings(passes=default_passes(dataset_name, dataset.meta))
+    bars = {}
 
-    def compute():
-        arrays, info = {}, {}
-        for split in ("train", "vali"):
-            queries = getattr(dataset, split)
-            relevant = queries.relevant(dataset.relevant_from)
-            with progress_bar(settings.passes, f"clicks on {split}") as bar:
-                log = simulate(queries, relevant, scorer, settings,
-                               rng_presentation=stream(seed, "presentation", split),
-                               rng_clicks=stream(seed, "clicks", split),
-                               progress=lambda done: bar.update(done - bar.n))
-            arrays.update({f"{split}/{k}": v for k, v in log.arrays().items()})
-            info[split] = click_log_summary(log, relevant)
-        return arrays, info
+    def progress(split, done, total):
+        bar = bars.get(split) or bars.setdefault(split, progress_bar(total, f"clicks on {split}"))
+        bar.update(done - bar.n)
+        if done == total:
+            bar.close()
 
-    artifact, reused = session.workspace.cached(dataset_name, "clicks", config, compute)
+    artifact, reused = clicks_stage(session.workspace, dataset_name, dataset, production, settings, seed=seed,
+                                    progress=progress)
     session.workspace.set_current(dataset_name, "clicks", artifact.key)
     return artifact, reused
 
@@ -301,7 +276,7 @@ def simulate_command(session: Session, dataset, eta, eps_neg, eps_pos, passes, e
     """Simulate position-based-model clicks on the production ranker's rankings of train and vali."""
     dataset_obj, _ = session.dataset(dataset)
     settings = ClickSettings(eta=eta, eps_pos=eps_pos, eps_neg=eps_neg,
-                             passes=passes or _default_passes(dataset, dataset_obj), eta_model=eta_model)
+                             passes=passes or default_passes(dataset, dataset_obj.meta), eta_model=eta_model)
     artifact, reused = _simulate(session, dataset, production_key=production_key, settings=settings, seed=seed)
     click.echo(f"click log {artifact.key}{' (reused)' if reused else ''} "
                f"(production ranker {artifact.config['production']}, {settings.passes} passes)")
@@ -314,19 +289,13 @@ def _train(session: Session, dataset_name: str, method: str, options: dict, *, c
            verbose=True, progress=None):
     dataset, _ = session.dataset(dataset_name)
     clicks = session.upstream(dataset_name, "clicks", clicks_key, lambda: _simulate(session, dataset_name)[0])
-    config = {"clicks": clicks.key, "method": method, "options": options, "seed": seed}
 
-    def compute():
-        data = TrainingData(dataset, _log_from(clicks.arrays, "train"), _log_from(clicks.arrays, "vali"), seed)
+    def report(row):
+        if verbose:
+            echo_table([row], [c for c in row if c not in ("lower_bound", "solver_seconds", "ccp_trace", "trace")])
 
-        def report(row):
-            if verbose:
-                echo_table([row], [c for c in row if c not in ("lower_bound", "solver_seconds", "ccp_trace", "trace")])
-
-        scorer, info = train(method, data, options, progress=progress or report)
-        return scorer_to_arrays(scorer), info
-
-    artifact, reused = session.workspace.cached(dataset_name, "models", config, compute)
+    artifact, reused = model_stage(session.workspace, dataset_name, dataset, clicks, method, options, seed=seed,
+                                   progress=progress or report)
     session.workspace.set_current(dataset_name, "models", artifact.key)
     return artifact, reused
 
@@ -549,29 +518,28 @@ def _evaluate(session: Session, dataset_name: str, model_key=None, seed=0):
     model = session.upstream(dataset_name, "models", model_key,
                              lambda: _train(session, dataset_name, "svm-proprank", {})[0])
     clicks = session.workspace.load(dataset_name, "clicks", model.config["clicks"])
-    config = {"model": model.key, "seed": seed}
-
-    def compute():
-        scorer = scorer_from_arrays(model.arrays)
-        info = evaluate(scorer, dataset.test, dataset.test.relevant(dataset.relevant_from),
-                        rng=stream(seed, "evaluate"))
-        info["validation_snips_avg_dcg"] = validation_estimate(
-            scorer, dataset.vali, _log_from(clicks.arrays, "vali"), rng=stream(seed, "selection"))
-        info["method"] = model.config["method"]
-        return {}, info
-
-    artifact, reused = session.workspace.cached(dataset_name, "evaluations", config, compute)
+    artifact, reused = evaluation_stage(session.workspace, dataset_name, dataset, model, clicks, seed=seed)
     return artifact, model, reused
 
 
 @main.command("evaluate")
 @dataset_option
 @click.option("--model", "model_key", default=None, help="Key of the model [default: the last trained].")
+@click.option("--production", "production", is_flag=True,
+              help="Evaluate the production ranker (the last produced) instead of a trained model.")
 @seed_option
 @click.pass_obj
 @_errors_as_usage
-def evaluate_command(session: Session, dataset, model_key, seed) -> None:
+def evaluate_command(session: Session, dataset, model_key, production, seed) -> None:
     """Avg DCG, Avg Rank and nDCG@10 on the test set, and the SNIPS Avg DCG on validation clicks."""
+    if production:
+        artifact = session.upstream(dataset, "production", None, lambda: _produce(session, dataset)[0])
+        test = artifact.info["test"]
+        click.echo(f"production ranker {artifact.key} (C = {artifact.config['C']:g}, "
+                   f"{artifact.info['n_queries']} labelled training queries) on {dataset!r}:")
+        echo_table([{"test Avg DCG": test["avg_dcg"], "test Avg Rank": test["avg_rank"],
+                     "test nDCG@10": test["ndcg@10"]}])
+        return
     artifact, model, _ = _evaluate(session, dataset, model_key, seed)
     info = artifact.info
     click.echo(f"model {model.key} ({info['method']}, {_describe_chosen(model.info)}) on {dataset!r}:")

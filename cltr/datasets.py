@@ -46,6 +46,7 @@ __all__ = [
     "save_dataset",
     "load_dataset",
     "describe_split",
+    "default_passes",
     "concatenate_queries",
     "check_queries",
     "LETOR_FEATURES",
@@ -209,6 +210,12 @@ def concatenate_queries(parts: list[Queries]) -> Queries:
         qid=qid,
         offsets=offsets.astype(np.int64),
     )
+
+
+def default_passes(name: str, meta: dict) -> int:
+    """Passes of simulated clicks over the training queries as in the paper: the prepared
+    dataset's ``default_passes``, else 10 for Yahoo and 100 for the others."""
+    return int(meta.get("default_passes", 10 if name.startswith("yahoo") else 100))
 
 
 def describe_split(queries: Queries, relevant_from: int) -> dict:

@@ -46,13 +46,13 @@ from typing import Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from cltr.datasets import Dataset, load_dataset
+from cltr.datasets import Dataset, default_passes, load_dataset
 from cltr.pipeline import ClickSettings
 from cltr.stages import click_logs, clicks_stage, evaluation_stage, model_stage, production_stage
 from cltr.workspace import Workspace, config_key
 
 __all__ = ["Spec", "Task", "SPEC_DIR", "load_spec", "spec_names", "plan", "run_task", "run_experiment",
-           "repetition_seed", "default_passes", "CLICK_SETTINGS"]
+           "repetition_seed", "CLICK_SETTINGS"]
 
 SPEC_DIR = Path(__file__).resolve().parent.parent / "experiments"
 CLICK_SETTINGS = ("eta", "eps_pos", "eps_neg", "passes", "eta_model")
@@ -240,11 +240,6 @@ def _record(workspace: Workspace, name: str) -> dict:
     return json.loads(record_path.read_text())
 
 
-def default_passes(record: dict) -> int:
-    """The dataset's pass count of the paper (its prepared meta, else 10 Yahoo / 100 others)."""
-    return int(record.get("meta", {}).get("default_passes", 10 if record["name"].startswith("yahoo") else 100))
-
-
 def task_key(task: Task, fingerprint: str) -> str:
     return config_key(task.config(fingerprint))
 
@@ -340,7 +335,7 @@ def run_experiment(spec: Spec, root: str | Path, *, n_jobs: int = 1, backend: st
     workspace = Workspace(root)
     record = _record(workspace, spec.dataset)
     fingerprint = record["fingerprint"]
-    tasks = plan(spec, default_passes=default_passes(record))
+    tasks = plan(spec, default_passes=default_passes(record["name"], record.get("meta", {})))
     if backend not in ("loky", "dask"):
         raise ValueError(f"backend must be 'loky' or 'dask', found {backend!r}")
     # Finished tasks are read here; only the others are sent out.

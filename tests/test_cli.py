@@ -28,6 +28,8 @@ def test_whole_path_on_tiny_synthetic(tmp_path):
     assert "svm-proprank, C = 0.1," in out
     out = invoke(tmp_path, "evaluate")
     assert "test Avg DCG" in out
+    out = invoke(tmp_path, "evaluate", "--production")
+    assert "production ranker" in out and "test Avg DCG" in out
     # Re-running a finished stage reuses its artifact.
     assert "(reused)" in invoke(tmp_path, "train", "svm-proprank", "-C", "0.1")
     # Every artifact records its config and version.
