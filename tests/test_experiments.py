@@ -89,14 +89,20 @@ def test_yahoo_overrides_apply_by_dataset_prefix():
     assert spec.series == {"passes": [2, 10]} and spec.dataset == "yahoo"
 
 
-def test_same_csv_with_one_job_two_jobs_and_dask(tiny, tmp_path):
-    one = run_tiny(tiny, tmp_path / "one", "--n-jobs", "1")
-    two = run_tiny(tiny, tmp_path / "two", "--n-jobs", "2")
+def test_smoke_spec_gives_the_same_csv_with_one_job_two_jobs_and_dask(tmp_path):
+    """Every method of the smoke spec, to the last digit, whatever runs the tasks."""
     pytest.importorskip("distributed")
-    dask = run_tiny(tiny, tmp_path / "dask", "--backend", "dask", "--n-jobs", "2")
-    assert one == two == dask
-    frame = pd.read_csv(tmp_path / "one" / "results" / "tiny.csv")
-    assert len(frame) == 2 * 3 * 3  # repetitions x points x (production + 2 methods)
+    outputs = []
+    for name, extra in (("one", ["--n-jobs", "1"]), ("two", ["--n-jobs", "2"]),
+                        ("dask", ["--backend", "dask", "--n-jobs", "2"])):
+        invoke("--workdir", tmp_path / name, "figures", "smoke", "--out", tmp_path / name / "results", *extra)
+        outputs.append((tmp_path / name / "results" / "smoke.csv").read_text())
+    assert outputs[0] == outputs[1] == outputs[2]
+    frame = pd.read_csv(tmp_path / "one" / "results" / "smoke.csv")
+    spec = load_spec("smoke")
+    assert set(frame["method"]) == set(spec.methods) | set(spec.references)
+    for suffix in ("csv", "md", "tex", "png", "pdf"):
+        assert (tmp_path / "one" / "results" / f"smoke.{suffix}").stat().st_size > 0
     # nested logs: more passes, more clicks, within each repetition
     for _, group in frame[frame["method"] == "svm-rank"].groupby("repetition"):
         assert np.all(np.diff(group.sort_values("point_passes")["train_clicks"].to_numpy()) > 0)
@@ -178,15 +184,6 @@ def test_table_and_ccp_kinds_write_their_outputs(tmp_path):
         objective = group.sort_values("iteration")["objective"].to_numpy()
         assert np.all(np.diff(objective) <= 1e-9 * np.abs(objective[:-1]))
     assert (tmp_path / "out" / "c.png").stat().st_size > 0
-
-
-def test_smoke_spec_end_to_end(tmp_path):
-    invoke("--workdir", tmp_path, "figures", "smoke", "--out", tmp_path / "results")
-    frame = pd.read_csv(tmp_path / "results" / "smoke.csv")
-    spec = load_spec("smoke")
-    assert set(frame["method"]) == set(spec.methods) | set(spec.references)
-    for suffix in ("csv", "md", "tex", "png", "pdf"):
-        assert (tmp_path / "results" / f"smoke.{suffix}").stat().st_size > 0
 
 
 def test_unprepared_real_dataset_is_a_clear_error(tmp_path):
