@@ -1,16 +1,18 @@
-"""LambdaRank (LightGBM) on clicks: the full grid's time, and every method side by side.
+"""LightGBM on clicks (LambdaRank, Tree PropDCG): the full grid's time, and every method side by side.
 
     python bench/lambdarank.py --mq2008 ../shared/data/letor4/MQ2008 [--fold 1] [--passes 100]
+    python bench/lambdarank.py --mq2008 DIR --method tree-propdcg   (that method's grid)
     python bench/lambdarank.py --mq2008 DIR --compare [--seeds 6] [--methods a,b,...]
     python bench/lambdarank.py --synthetic [--compare]
 
 Without --compare: one repetition (seed 0): production ranker, clicks (eta 1, eps_neg 0.1,
 100 passes), then the full LambdaRank grid (learning rate 0.001/0.01/0.1 x leaves 2..256,
 trees by early stopping on validation clicks), printing each candidate's row and the
-grid's wall time. With --compare: test Avg DCG mean and standard deviation over seeds of
-production, skyline, SVM Rank, SVM PropRank, SVM PropDCG, LambdaRank (and Deep PropDCG
-when the registry has it), each repetition re-drawing every seed, hyperparameters chosen
-on validation clicks (the skyline's on validation labels).
+grid's wall time (--method tree-propdcg: the same for Tree PropDCG). With --compare: test
+Avg DCG mean and standard deviation over seeds of production, skyline, SVM Rank, SVM
+PropRank, SVM PropDCG, LambdaRank, Deep PropDCG and Tree PropDCG (those the registry has),
+each repetition re-drawing every seed, hyperparameters chosen on validation clicks (the
+skyline's on validation labels), and each method's mean training time with its grid.
 """
 
 import argparse
@@ -22,7 +24,7 @@ from cltr.datasets import load_letor, make_synthetic
 from cltr.methods import METHODS, TrainingData, train
 from cltr.pipeline import ClickSettings, evaluate, produce, simulate, stream
 
-COMPARED = ("skyline", "svm-rank", "svm-proprank", "svm-propdcg", "lambdarank", "deep-propdcg")
+COMPARED = ("skyline", "svm-rank", "svm-proprank", "svm-propdcg", "lambdarank", "deep-propdcg", "tree-propdcg")
 
 
 def setup(dataset, seed, passes):
@@ -39,7 +41,7 @@ def test_metrics(scorer, dataset, relevant, seed):
     return evaluate(scorer, dataset.test, relevant, rng=stream(seed, "evaluate"))
 
 
-def grid(dataset, passes, threads):
+def grid(dataset, passes, threads, method="lambdarank"):
     production, data, relevant = setup(dataset, 0, passes)
     print(f"{len(data.train_log)} training clicks, {len(data.vali_log)} validation clicks, "
           f"{dataset.train.n_docs} training documents; LightGBM threads {threads}")
@@ -50,11 +52,11 @@ def grid(dataset, passes, threads):
               f"{row['validation_snips_avg_dcg']:10.4f} {row['seconds']:7.2f}", flush=True)
 
     start = time.perf_counter()
-    scorer, info = train("lambdarank", data, {"threads": threads}, progress=show)
+    scorer, info = train(method, data, {"threads": threads}, progress=show)
     seconds = time.perf_counter() - start
     print(f"full grid ({len(info['selection'])} candidates): {seconds:.1f} s; chosen {info['chosen']}, "
           f"validation SNIPS Avg DCG {info['validation_snips_avg_dcg']:.4f}")
-    print(f"test Avg DCG: lambdarank {test_metrics(scorer, dataset, relevant, 0)['avg_dcg']:.4f}, "
+    print(f"test Avg DCG: {method} {test_metrics(scorer, dataset, relevant, 0)['avg_dcg']:.4f}, "
           f"production {test_metrics(production, dataset, relevant, 0)['avg_dcg']:.4f}")
 
 
@@ -90,6 +92,8 @@ def main():
     parser.add_argument("--passes", type=int, default=100)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--compare", action="store_true")
+    parser.add_argument("--method", default="lambdarank", choices=["lambdarank", "tree-propdcg"],
+                        help="whose grid to time without --compare")
     parser.add_argument("--seeds", type=int, default=6)
     parser.add_argument("--methods", default=None, help="comma list [default: every compared method known]")
     args = parser.parse_args()
@@ -102,7 +106,7 @@ def main():
         methods = args.methods.split(",") if args.methods else [m for m in COMPARED if m in METHODS]
         compare(dataset, args.seeds, args.passes, methods)
     else:
-        grid(dataset, args.passes, args.threads)
+        grid(dataset, args.passes, args.threads, args.method)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -137,7 +138,8 @@ def main(ctx: click.Context, workdir: Path) -> None:
       cltr prepare   synthetic | letor | yahoo
       cltr produce   the production ranker (Ranking SVM on 1% of training queries)
       cltr simulate  position-biased clicks on its rankings
-      cltr train     svm-rank | svm-proprank | svm-propdcg | deep-propdcg | lambdarank | skyline
+      cltr train     svm-rank | svm-proprank | svm-propdcg | deep-propdcg | lambdarank |
+                     tree-propdcg | skyline
                      (see `cltr train --help`)
       cltr evaluate  Avg DCG, Avg Rank, nDCG@10 on the test set
     `cltr run` does all of it on the embedded synthetic dataset.
@@ -311,6 +313,7 @@ def train_group() -> None:
     svm-propdcg   the DCG (or --metric) bound by the convex-concave procedure
     deep-propdcg  a neural network (MLP) on the same bound, by Adam over query batches
     lambdarank    LightGBM LambdaRank on click labels (clicked at least once = relevant)
+    tree-propdcg  LightGBM trees on the propensity-weighted DCG bound (custom objective)
     skyline       Ranking SVM on the labelled training set: an oracle reference, C
                   chosen on validation labels
     Each method's own options: `cltr train METHOD --help`.
@@ -466,35 +469,74 @@ def train_deep_propdcg(session: Session, dataset, preset, hidden, activation, ep
                                    "seconds"])
 
 
+def tree_options(function):
+    """Options shared by the LightGBM methods (lambdarank, tree-propdcg)."""
+    for decorator in reversed([
+        click.option("--learning-rate", type=click.FloatRange(0, min_open=True), default=None,
+                     help="Fix the learning rate [default: chosen over 0.001, 0.01, 0.1 on validation clicks]."),
+        click.option("--num-leaves", type=click.IntRange(min=2), default=None,
+                     help="Fix the leaves per tree [default: chosen over 2, 4, ..., 256 on validation clicks, "
+                          "up to the first count the training rows cannot fill, 20 rows a leaf]."),
+        click.option("--n-estimators", type=click.IntRange(min=1), default=None,
+                     help="Grow exactly this many trees (no early stopping) [default: early stopping on "
+                          "validation clicks, at most --max-rounds]."),
+        click.option("--threads", type=click.IntRange(min=1), default=1,
+                     help="LightGBM threads (part of the model's identity: deterministic per seed and count)."),
+        click.option("--max-rounds", type=click.IntRange(min=1), default=1000,
+                     help="Most trees with early stopping (and at most --shrinkage-budget / learning rate)."),
+        click.option("--shrinkage-budget", type=click.FloatRange(0, min_open=True), default=20.0,
+                     help="Early stopping: grow at most this / learning rate trees (200 at 0.1)."),
+        click.option("--patience", type=click.IntRange(min=1), default=50,
+                     help="Early stopping: stop after this many trees without a better validation estimate."),
+        click.option("--eval-every", type=click.IntRange(min=1), default=5,
+                     help="Early stopping: evaluate the validation estimate every this many trees."),
+    ]):
+        function = decorator(function)
+    return function
+
+
+def _tree_options(learning_rate, num_leaves, n_estimators, threads, max_rounds, shrinkage_budget, patience,
+                  eval_every) -> dict:
+    return {"learning_rate": learning_rate, "num_leaves": num_leaves, "n_estimators": n_estimators,
+            "threads": threads, "max_rounds": max_rounds, "shrinkage_budget": shrinkage_budget,
+            "patience": patience, "eval_every": eval_every}
+
+
 @method_command("lambdarank", short_help="LightGBM LambdaRank on click labels (trees, early stopping).")
-@click.option("--learning-rate", type=click.FloatRange(0, min_open=True), default=None,
-              help="Fix the learning rate [default: chosen over 0.001, 0.01, 0.1 on validation clicks].")
-@click.option("--num-leaves", type=click.IntRange(min=2), default=None,
-              help="Fix the leaves per tree [default: chosen over 2, 4, ..., 256 on validation clicks].")
-@click.option("--n-estimators", type=click.IntRange(min=1), default=None,
-              help="Grow exactly this many trees (no early stopping) [default: early stopping on "
-                   "validation clicks, at most --max-rounds].")
+@tree_options
 @click.option("--labels", type=click.Choice(["documents", "sessions"]), default="documents",
               help="documents: one group per query, relevant iff clicked at least once; sessions: "
                    "one group per session with a click, relevant iff clicked in it.")
-@click.option("--threads", type=click.IntRange(min=1), default=1,
-              help="LightGBM threads (part of the model's identity: deterministic per seed and count).")
-@click.option("--max-rounds", type=click.IntRange(min=1), default=1000, help="Most trees with early stopping.")
-@click.option("--patience", type=click.IntRange(min=1), default=100,
-              help="Early stopping: stop after this many trees without a better validation estimate.")
-@click.option("--eval-every", type=click.IntRange(min=1), default=10,
-              help="Early stopping: evaluate the validation estimate every this many trees.")
-def train_lambdarank_command(session: Session, dataset, learning_rate, num_leaves, n_estimators, labels, threads,
-                             max_rounds, patience, eval_every, clicks_key, seed) -> None:
+def train_lambdarank_command(session: Session, dataset, learning_rate, num_leaves, n_estimators, threads,
+                             max_rounds, shrinkage_budget, patience, eval_every, labels, clicks_key, seed) -> None:
     """LambdaRank (LightGBM) with clicks as labels, as the paper's baseline: with --labels
     documents a document is relevant iff clicked at least once in the log; queries (or
     sessions) without a click are left out, having no pair to order. Learning rate and
     leaves are chosen, and the number of trees early-stopped, by SNIPS Avg DCG on
     validation clicks; no split uses more than half of the features."""
-    options = {"learning_rate": learning_rate, "num_leaves": num_leaves, "n_estimators": n_estimators,
-               "labels": labels, "threads": threads, "max_rounds": max_rounds, "patience": patience,
-               "eval_every": eval_every}
+    options = {**_tree_options(learning_rate, num_leaves, n_estimators, threads, max_rounds, shrinkage_budget,
+                               patience, eval_every), "labels": labels}
     _train_and_report(session, dataset, "lambdarank", options, clicks_key, seed)
+
+
+@method_command("tree-propdcg", short_help="LightGBM on the propensity-weighted DCG bound (custom objective).")
+@tree_options
+@click.option("--metric", default="dcg",
+              help="Rank weight of the bound: dcg, rbp:P (e.g. rbp:0.8) or avgrank.")
+@click.option("--hessian", type=click.Choice(["pairs", "constant"]), default="pairs",
+              help="Curvature given to LightGBM: per document, its active pairs' lambda'/q summed "
+                   "(pairs), or one constant.")
+def train_tree_propdcg_command(session: Session, dataset, learning_rate, num_leaves, n_estimators, threads,
+                               max_rounds, shrinkage_budget, patience, eval_every, metric, hessian, clicks_key,
+                               seed) -> None:
+    """Tree PropDCG: gradient-boosted trees (LightGBM) fitted to the propensity-weighted
+    hinge bound R(f) on DCG (or --metric), the paper's objective, through a custom
+    objective whose gradient is dR/dscores. Learning rate and leaves are chosen, and the
+    number of trees early-stopped, by SNIPS Avg DCG on validation clicks, as for lambdarank."""
+    rank_weight(metric)  # a bad --metric fails before any work
+    options = {**_tree_options(learning_rate, num_leaves, n_estimators, threads, max_rounds, shrinkage_budget,
+                               patience, eval_every), "metric": metric, "hessian": hessian}
+    _train_and_report(session, dataset, "tree-propdcg", options, clicks_key, seed)
 
 
 @method_command("skyline", short_help="Oracle: Ranking SVM on the labelled training set (C on validation labels).")
@@ -580,7 +622,8 @@ def run_command(session: Session, dataset, methods, seed) -> None:
 @click.option("--dataset", default=None,
               help="Prepared dataset to run on [default: the spec's, the embedded synthetic one].")
 @click.option("--reps", type=click.IntRange(min=1), default=None, help="Repetitions [default: the spec's].")
-@click.option("--n-jobs", type=click.IntRange(min=1), default=1, help="Tasks run in parallel.")
+@click.option("--n-jobs", type=click.IntRange(min=1), default=None,
+              help="Tasks run in parallel [default: one per CPU core]; results do not depend on it.")
 @click.option("--backend", type=click.Choice(["loky", "dask"]), default="loky",
               help="Local processes (loky) or a dask.distributed cluster (pip install 'cltr[dask]').")
 @click.option("--scheduler", default=None,
@@ -612,6 +655,7 @@ def figures_command(session: Session, name, dataset, reps, n_jobs, backend, sche
     from cltr.report import table_rows, write_outputs
 
     directory = specs or SPEC_DIR
+    n_jobs = n_jobs or os.cpu_count() or 1
     names = [n for n in spec_names(directory) if n != "smoke"] if name == "all" else [name]
     for spec_name in names:
         spec = load_spec(spec_name, directory).resolved(dataset=dataset, reps=reps, quick=quick)

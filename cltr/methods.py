@@ -23,7 +23,7 @@ from cltr.ccp import propdcg_ccp
 from cltr.clicks import ClickLog
 from cltr.datasets import Dataset
 from cltr.deep import deep_settings, train_deep_propdcg
-from cltr.lambdarank import train_lambdarank
+from cltr.lambdarank import train_lambdarank, train_tree_propdcg
 from cltr.models import LinearScorer
 from cltr.objectives import rank_weight
 from cltr.pipeline import (DEFAULT_C_GRID, evaluate, solver_info, stream, train_ranking_svm,
@@ -173,6 +173,7 @@ METHODS: dict[str, Callable] = {
     "svm-propdcg": _svm_prop_metric,
     "deep-propdcg": _deep_propdcg,
     "lambdarank": train_lambdarank,
+    "tree-propdcg": train_tree_propdcg,
     "skyline": _skyline,
 }
 

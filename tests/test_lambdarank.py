@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from cltr.cli import main
 from cltr.clicks import ClickLog
 from cltr.datasets import Queries, make_synthetic
-from cltr.lambdarank import TreeScorer, click_labels, fit_lambdarank
+from cltr.lambdarank import NUM_LEAVES_GRID, TreeScorer, click_labels, fit_lambdarank, usable_leaves
 from cltr.methods import TrainingData, train
 from cltr.models import scorer_from_arrays, scorer_to_arrays
 from cltr.pipeline import ClickSettings, evaluate, produce, simulate, stream
@@ -140,7 +140,8 @@ def test_early_stopping_uses_the_selection_estimate_and_n_estimators_disables_it
 def test_lambdarank_beats_production_on_noise_free_clicks(synthetic):
     dataset, production, data, test_relevant = synthetic
     scorer, info = train("lambdarank", data, QUICK)
-    assert len(info["selection"]) == 8  # every leaf count of the grid
+    # every leaf count of the grid that the training rows can fill (usable_leaves)
+    assert [row["num_leaves"] for row in info["selection"]] == usable_leaves(NUM_LEAVES_GRID, info["training_rows"])
     lambdarank, baseline = _test_dcg(scorer, dataset, test_relevant), _test_dcg(production, dataset, test_relevant)
     assert lambdarank > baseline + 0.01, (lambdarank, baseline, info["chosen"])
 
