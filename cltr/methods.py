@@ -10,14 +10,11 @@ certificates, traces. Register a new method in ``METHODS``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Callable
 
-from threadpoolctl import threadpool_limits
-
-from dataclasses import asdict
-
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from cltr.ccp import propdcg_ccp
 from cltr.clicks import ClickLog
