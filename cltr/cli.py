@@ -142,6 +142,7 @@ def main(ctx: click.Context, workdir: Path) -> None:
                      tree-propdcg | skyline
                      (see `cltr train --help`)
       cltr evaluate  Avg DCG, Avg Rank, nDCG@10 on the test set
+      cltr figures   the paper's Table 2 and figures (`cltr figures --help`)
     `cltr run` does all of it on the embedded synthetic dataset.
     """
     ctx.obj = Session(workdir)
@@ -640,7 +641,7 @@ def figures_command(session: Session, name, dataset, reps, n_jobs, backend, sche
     """Regenerate a table or figure of the paper: NAME is a spec in experiments/ or `all`.
 
     \b
-    table2          Table 2: all five methods, production and skyline
+    table2          Table 2: the five methods, Tree PropDCG, production and skyline
     learning-curve  Figure 1: Avg DCG against training clicks
     rank-curve      Figure 2: Avg Rank against training clicks
     eta             Figure 3: Avg DCG as position bias grows
