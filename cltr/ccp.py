@@ -61,7 +61,11 @@ class CCPResult:
 
 
 def slack_sums(w, X, offsets, click_query, click_doc) -> np.ndarray:
-    """S_i(w) = Σ_{y != y_i} max(0, 1 - w.(x_{y_i} - x_y)), shape (n_examples,)."""
+    """S_i(w) = Σ_{y != y_i} max(0, 1 - w.(x_{y_i} - x_y)), shape (n_examples,).
+
+    The plain formula over every click (``propdcg_ccp`` uses ``PairwiseProblem.slack_sums``,
+    which merges clicks on one document); the tests check one against the other.
+    """
     scores = np.asarray(X @ np.asarray(w, dtype=X.dtype), dtype=np.float64)
     return hinge_rank_bound(scores, offsets, click_query, click_doc) - 1.0
 

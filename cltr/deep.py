@@ -572,6 +572,8 @@ def deep_settings(preset: str = "default", **overrides) -> DeepSettings:
                          f"{', '.join(DeepSettings.__dataclass_fields__)}")
     for name in ("hidden", "learning_rates", "schedule"):
         if name in overrides:
+            if not isinstance(overrides[name], (list, tuple)):
+                raise ValueError(f"{name} must be a list, e.g. [200] or [0.01], found {overrides[name]!r}")
             overrides[name] = tuple(tuple(v) if isinstance(v, list) else v for v in overrides[name])
     return replace(PRESETS[preset], **overrides).checked()
 
@@ -713,6 +715,6 @@ def train_deep_propdcg(
                 if settings.patience is not None and since_best >= int(settings.patience):
                     break
     if best is None:
-        raise ValueError("training diverged in the first epoch of every learning rate; try smaller --lr")
+        raise ValueError("training diverged in the first epoch of every learning rate; try smaller learning_rates")
     best.trace = trace
     return best

@@ -86,14 +86,23 @@ class Spec:
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
     def resolved(self, *, dataset: str | None = None, reps: int | None = None, quick: bool = False) -> "Spec":
-        """The spec for one dataset (its ``[datasets.PREFIX]`` overrides), ``--quick`` and ``--reps``."""
+        """The spec for one dataset, ``--quick`` and ``--reps``.
+
+        Order: the spec, then ``[quick]``, then the dataset's ``[datasets.PREFIX]`` (whose
+        values are the dataset's own scale, e.g. Yahoo's 10 passes, so they win over
+        ``[quick]``'s), then its ``[datasets.PREFIX.quick]``.
+        """
         raw = dict(self.raw)
         name = dataset or raw.get("dataset", "synthetic")
-        for prefix, overrides in raw.get("datasets", {}).items():
-            if name.startswith(prefix):
-                raw = _merge(raw, overrides)
         if quick:
             raw = _merge(raw, raw.get("quick", {}))
+        for prefix, overrides in raw.get("datasets", {}).items():
+            if name.startswith(prefix):
+                overrides = dict(overrides)
+                own_quick = overrides.pop("quick", {})
+                raw = _merge(raw, overrides)
+                if quick:
+                    raw = _merge(raw, own_quick)
         raw["dataset"] = name
         if reps is not None:
             raw["reps"] = reps
@@ -129,8 +138,25 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
     for setting in [x, *raw.get("series", {})]:
         if setting is not None and setting not in CLICK_SETTINGS:
             raise ValueError(f"{where}: x and series must be click settings {CLICK_SETTINGS}, found {setting!r}")
+    if x is not None and x in raw.get("series", {}):
+        raise ValueError(f"{where}: {x!r} is both the x axis and a series; give it once")
     if x is not None and not raw.get("values"):
         raise ValueError(f"{where}: x = {x!r} needs a non-empty list of values")
+    if raw.get("plot_x") not in (None, x, "train_clicks"):
+        raise ValueError(f"{where}: plot_x must be the x setting ({x!r}) or 'train_clicks', found {raw['plot_x']!r}")
+    from cltr.methods import METHODS
+
+    unknown = sorted(set(raw.get("methods", ())) - set(METHODS))
+    if unknown:
+        raise ValueError(f"{where}: unknown methods {unknown}; known: {sorted(METHODS)}")
+    unknown = sorted(set(raw.get("options", {})) - set(raw.get("methods", ())) - set(references))
+    if unknown:
+        raise ValueError(f"{where}: [options.X] for methods the spec does not run: {unknown}")
+    passes = [raw.get("clicks", {}).get("passes"), *raw.get("series", {}).get("passes", ()),
+              *(raw.get("values", ()) if x == "passes" else ())]
+    bad = [p for p in passes if p not in (None, "default") and (not isinstance(p, int) or p < 1)]
+    if bad:
+        raise ValueError(f"{where}: passes must be positive integers (or \"default\"), found {bad}")
     unknown = sorted(set(raw.get("clicks", {})) - set(CLICK_SETTINGS))
     if unknown:
         raise ValueError(f"{where}: unknown click settings {unknown}; known: {CLICK_SETTINGS}")

@@ -35,6 +35,11 @@ def _label(method: str) -> str:
     return METHOD_LABELS.get(method, method)
 
 
+def _mean_std(mean: float, std: float, n: int) -> str:
+    """"mean ± std", or the mean alone for a single repetition (no spread to show)."""
+    return f"{mean:.4f}" if n < 2 else f"{mean:.4f} ± {std:.4f}"
+
+
 def _method_order(spec: Spec, frame: pd.DataFrame) -> list[str]:
     order = [m for m in ("production",) if m in spec.references] + list(spec.methods)
     order += [m for m in ("skyline",) if m in spec.references]
@@ -84,7 +89,7 @@ def _table_rows(frame: pd.DataFrame, spec: Spec) -> list[dict]:
     for method in _method_order(spec, frame):
         row = summary.loc[method]
         entry = {"method": _label(method),
-                 METRIC_LABELS[spec.metric]: f"{row[spec.metric + '_mean']:.4f} ± {row[spec.metric + '_std']:.4f}"}
+                 METRIC_LABELS[spec.metric]: _mean_std(row[spec.metric + "_mean"], row[spec.metric + "_std"], row["n"])}
         if paper:
             value = paper.get(method)
             entry["paper"] = f"{value[0]:.4f} ± {value[1]:.0e}" if value else ""
@@ -107,8 +112,7 @@ def _curve_rows(frame: pd.DataFrame, spec: Spec) -> list[dict]:
         entry["train clicks"] = f"{group['train_clicks_mean'].iloc[0]:.0f}"
         entry["irrelevant click share"] = f"{group['irrelevant_click_share_mean'].iloc[0]:.3f}"
         for _, row in group.iterrows():
-            entry[_label(row["method"])] = (f"{row[spec.metric + '_mean']:.4f} ± "
-                                            f"{0.0 if np.isnan(row[spec.metric + '_std']) else row[spec.metric + '_std']:.4f}")
+            entry[_label(row["method"])] = _mean_std(row[spec.metric + "_mean"], row[spec.metric + "_std"], row["n"])
         rows.append(entry)
     return rows
 
@@ -118,7 +122,8 @@ def _ccp_rows(frame: pd.DataFrame) -> list[dict]:
     first = frame[frame["repetition"] == frame["repetition"].min()]
     for C, group in first.groupby("C", sort=True):
         group = group.sort_values("iteration")
-        rows.append({"C": f"{C:g}", "CCP iterations": int(group["iteration"].max()),
+        rows.append({"C": f"{C:g}", "repetition": int(group["repetition"].iloc[0]),
+                     "CCP iterations": int(group["iteration"].max()),
                      "initial objective": f"{group['objective'].iloc[0]:.6g}",
                      "final objective": f"{group['objective'].iloc[-1]:.6g}",
                      "initial train SNIPS Avg DCG": f"{group['train_snips_avg_dcg'].iloc[0]:.4f}",

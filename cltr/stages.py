@@ -1,9 +1,11 @@
 """The pipeline's stages as cached workspace artifacts.
 
 ``cltr produce / simulate / train / evaluate`` and every task of ``cltr figures`` go
-through these functions, so a production ranker, click log, model or evaluation computed
-by one is found again by the other. Each stage's config holds the keys of the artifacts it
-was computed from, and each returns ``(artifact, reused)``.
+through these functions: one code path, one cache. An artifact is found again whenever
+its config is the same (for example every spec of ``cltr figures`` that trains a method
+with the same options on the same clicks); the CLI's and the specs' configs differ in
+seeds and in how options are spelled, so they rarely meet. Each stage's config holds the
+keys of the artifacts it was computed from, and each returns ``(artifact, reused)``.
 """
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ _TINY = 1e-12  # floor of |objective| in the relative gap
 _CUT_STEP = 0.1  # OCAS's mu: the new plane is taken a tenth of the way from w_b to w_cp
 _WIDE_BLOCK_BYTES = 1 << 19  # float32 rows widened to float64 per block: a 512 KB buffer
 _NARROW_BLOCK_BYTES = 1 << 21  # float32 rows per float32 product block: about 1 MB of X
-_IDLE = 10  # QP solves a plane may sit unused (β = 0) before it is dropped
+_IDLE = 10  # a plane unused (β = 0) for more than this many QP solves in a row is dropped
 _STALL = 10  # iterations without a 1% smaller gap after which float32 products give way
 
 
@@ -578,7 +578,7 @@ class _Planes:
 
     Plane 0 is R >= 0 (b = 0, g = 0), which turns Σβ <= 1 into the simplex. Each plane may
     carry its packed activity pattern (for ``reuse_planes``). A plane left out of the QP's
-    solution (β = 0) for ``_IDLE`` solves in a row is dropped, as OCAS does: the reduced
+    solution (β = 0) for more than ``_IDLE`` solves in a row is dropped, as OCAS does: the reduced
     QP's cost grows with the number of planes, and every value it returned stays a valid
     lower bound, so the certificate is unaffected.
     """

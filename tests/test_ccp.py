@@ -108,3 +108,15 @@ def test_propdcg_at_least_proprank_on_synthetic_data(synthetic_runs):
     propdcg = np.mean([run["svm-propdcg"] for run in synthetic_runs])
     proprank = np.mean([run["svm-proprank"] for run in synthetic_runs])
     assert propdcg >= proprank - 0.005, (propdcg, proprank)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_merged_slack_sums_equal_the_plain_formula(dtype):
+    from cltr.svm import PairwiseProblem
+
+    X, offsets, click_query, click_doc, _ = click_problem(5, n_clicks=200)  # many repeated documents
+    X = X.astype(dtype)
+    w = np.random.default_rng(1).normal(size=X.shape[1])
+    merged = PairwiseProblem(X, offsets, click_query, click_doc).slack_sums(w)
+    plain = slack_sums(w, X, offsets, click_query, click_doc)
+    assert np.allclose(merged, plain, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-5)

@@ -84,6 +84,34 @@ def test_bad_specs_say_what_is_wrong(tmp_path):
         load_spec("missing", tmp_path)
 
 
+@pytest.mark.parametrize("dataset, default", [("synthetic", 100), ("letor", 100), ("yahoo", 10)])
+def test_quick_never_simulates_more_than_the_full_spec(dataset, default):
+    for name in spec_names():
+        full = plan(load_spec(name).resolved(dataset=dataset), default_passes=default)
+        quick = plan(load_spec(name).resolved(dataset=dataset, quick=True), default_passes=default)
+        assert quick[0].clicks["simulated_passes"] <= full[0].clicks["simulated_passes"], name
+        assert len(quick) <= len(full), name
+
+
+def test_spec_typos_fail_at_load_time(tmp_path):
+    base = 'name = "{n}"\nkind = "curve"\nx = "passes"\nvalues = [1, 2]\nmethods = ["svm-rank"]\n'
+    cases = {"m": ('methods = ["svm-proprnk"]\n', "unknown methods"),
+             "p": ('plot_x = "train_click"\n', "plot_x"),
+             "o": ('[options.svm-propdcg]\ngrid = [1.0]\n', "does not run"),
+             "f": ('', "positive integers")}
+    for name, (extra, message) in cases.items():
+        text = base.format(n=name)
+        if name == "m":
+            text = text.replace('methods = ["svm-rank"]\n', extra)
+        elif name == "f":
+            text = text.replace("values = [1, 2]", "values = [1, 2.5]")
+        else:
+            text += extra
+        (tmp_path / f"{name}.toml").write_text(text)
+        with pytest.raises(ValueError, match=message):
+            load_spec(name, tmp_path)
+
+
 def test_yahoo_overrides_apply_by_dataset_prefix():
     spec = load_spec("eta").resolved(dataset="yahoo")
     assert spec.series == {"passes": [2, 10]} and spec.dataset == "yahoo"
