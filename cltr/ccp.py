@@ -180,7 +180,7 @@ def propdcg_ccp(
         # Far from convergence the tangent moves a lot anyway: solve loosely then (any point
         # below the surrogate's value at w lowers the true objective) and tightly near the end.
         step_tol = max(inner_tol, _LOOSE * last_change)
-        result = problem.solve(cost, C, w0=w, tol=step_tol, reuse_planes=True)
+        result = problem.solve(cost, C, w0=w, tol=step_tol)
         new_slack = problem.slack_sums(result.w)
         new_objective = true_objective(result.w, new_slack, propensity, weight, C)
         surrogate = surrogate_objective(result.w, new_slack, slack, propensity, weight, C)

@@ -310,7 +310,6 @@ class PairwiseProblem:
         used[self.doc[self.count > 0]] = True
         used[self.pair_doc] = True
         rows = np.flatnonzero(used)
-        self.patterns: list[np.ndarray] = []  # packed activity of the last solve's useful planes
         self.rows = np.arange(X.shape[0])  # row of X behind each row of self.X_used
         self.X_used, self.position = X, None
         if 0 < len(rows) <= X.shape[0] // 2:
@@ -346,18 +345,9 @@ class PairwiseProblem:
         return float(0.5 * np.dot(w, w) + _weighted_sum(weight, self._hinge_sums(w)))
 
     def solve(self, cost, C, *, w0=None, tol: float = 1e-3, max_iter: int = 1000,
-              callback: Callable[[int, float, float], None] | None = None,
-              reuse_planes: bool = False) -> "SVMResult":
-        """Minimise P(w) for these costs; see ``solve_pairwise_svm`` for the other parameters.
-
-        ``reuse_planes``: start the cutting-plane model from the planes that carried the
-        previous solve's certificate, re-weighted by the new costs. A plane is fixed by
-        which pairs it counts as active, and for any such pattern Σ a_p δ_p (1 - w.d_p) is
-        below the new loss too, so the certificate stays exact; when only the costs moved
-        a little (CCP steps) these planes already bound the new optimum closely.
-        """
-        return _ocas(self, cost, C, w0=w0, tol=tol, max_iter=max_iter, callback=callback,
-                     reuse_planes=reuse_planes)
+              callback: Callable[[int, float, float], None] | None = None) -> "SVMResult":
+        """Minimise P(w) for these costs; see ``solve_pairwise_svm`` for the parameters."""
+        return _ocas(self, cost, C, w0=w0, tol=tol, max_iter=max_iter, callback=callback)
 
 
 class _Pairs:
@@ -370,8 +360,7 @@ class _Pairs:
     def __init__(self, problem: PairwiseProblem, doc_weight: np.ndarray):
         keep = (doc_weight > 0) & (problem.count > 0)
         pair_example, negative = problem.pair_example, problem.pair_doc
-        self.full = bool(keep[pair_example].all())  # the problem's pairs, in its order
-        if not self.full:
+        if not keep[pair_example].all():
             mask = keep[pair_example]
             pair_example, negative = pair_example[mask], negative[mask]
         count = np.where(keep, problem.count, 0)
@@ -410,10 +399,7 @@ class _Pairs:
 
     def plane(self, margins: np.ndarray) -> tuple[float, np.ndarray]:
         """The cutting plane (b, g) at margins m: R(w) >= b - g.w for every w; one ``X.T @ coef``."""
-        return self.plane_of(np.less(margins, 1.0, out=self.flags[0]))
-
-    def plane_of(self, active: np.ndarray) -> tuple[float, np.ndarray]:
-        """The plane counting the pairs flagged in ``active`` (shape (n_pairs,), bool)."""
+        active = np.less(margins, 1.0, out=self.flags[0])
         coefficient = np.multiply(self.weight, active, out=self.scratch[0])
         per_example = np.add.reduceat(coefficient, self.example_start)
         coef = np.bincount(self.example_doc, weights=per_example, minlength=self.n_rows)
@@ -576,11 +562,10 @@ def _simplex_qp(g: np.ndarray, b: np.ndarray, beta: np.ndarray, tolerance: float
 class _Planes:
     """The cutting planes so far: offsets b (k,) and normals g (k, n_features).
 
-    Plane 0 is R >= 0 (b = 0, g = 0), which turns Σβ <= 1 into the simplex. Each plane may
-    carry its packed activity pattern (for ``reuse_planes``). A plane left out of the QP's
-    solution (β = 0) for more than ``_IDLE`` solves in a row is dropped, as OCAS does: the reduced
-    QP's cost grows with the number of planes, and every value it returned stays a valid
-    lower bound, so the certificate is unaffected.
+    Plane 0 is R >= 0 (b = 0, g = 0), which turns Σβ <= 1 into the simplex. A plane left
+    out of the QP's solution (β = 0) for more than ``_IDLE`` solves in a row is dropped, as
+    OCAS does: the reduced QP's cost grows with the number of planes, and every value it
+    returned stays a valid lower bound, so the certificate is unaffected.
     """
 
     def __init__(self, n_features: int, capacity: int = 64):
@@ -590,9 +575,8 @@ class _Planes:
         self.beta = np.zeros(capacity)
         self.beta[0] = 1.0
         self.idle = np.zeros(capacity, dtype=np.int64)
-        self.patterns: list[np.ndarray | None] = [None]
 
-    def add(self, b: float, g: np.ndarray, pattern: np.ndarray | None = None) -> None:
+    def add(self, b: float, g: np.ndarray) -> None:
         k = self.size
         if k == len(self.b):
             self.b = np.concatenate([self.b, np.zeros(k)])
@@ -603,7 +587,6 @@ class _Planes:
         self.g[k] = g
         self.beta[k] = 0.0
         self.idle[k] = 0
-        self.patterns.append(pattern)
         self.size = k + 1
 
     def solve(self, tolerance: float) -> tuple[np.ndarray, float]:
@@ -626,14 +609,7 @@ class _Planes:
         m = len(index)
         self.b[:m], self.g[:m], self.beta[:m], self.idle[:m] = (
             self.b[index], self.g[index], self.beta[index], self.idle[index])
-        self.patterns = [self.patterns[t] for t in index]
         self.size = m
-
-    def useful_patterns(self) -> list[np.ndarray]:
-        """Patterns of the planes in the last solution (β > 0)."""
-        return [self.patterns[t] for t in np.flatnonzero(self.beta[:self.size] > 0)
-                if self.patterns[t] is not None]
-
 
 # --------------------------------------------------------------------------- the solver
 
@@ -692,8 +668,7 @@ def solve_pairwise_svm(
     return _ocas(problem, cost, C, w0=w0, tol=tol, max_iter=max_iter, callback=callback, start=start)
 
 
-def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol, max_iter, callback, start=None,
-          reuse_planes: bool = False) -> SVMResult:
+def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol, max_iter, callback, start=None) -> SVMResult:
     start = time.perf_counter() if start is None else start
     doc_weight = problem.doc_weight(cost, C)
     if isinstance(tol, (bool, np.bool_)) or not np.isscalar(tol) or not tol > 0:
@@ -725,10 +700,7 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol, max_iter, callback, sta
         where = f"row {int(pairs.rows[bad[0]])}" if len(bad) else "a row"
         raise ValueError(f"X must be finite in every row that takes part in a pair; {where} holds NaN or inf")
     planes = _Planes(n_features, capacity=min(int(max_iter), 63) + 1)
-    if reuse_planes and pairs.full:
-        for packed in problem.patterns:
-            planes.add(*pairs.plane_of(np.unpackbits(packed, count=pairs.n_pairs).view(bool)), packed)
-    planes.add(*pairs.plane(margins), np.packbits(pairs.flags[0]))
+    planes.add(*pairs.plane(margins))
     lower_bound = 0.0  # P >= 0 always
     iteration, converged, gaps = 1, False, []
     while True:
@@ -775,11 +747,9 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol, max_iter, callback, sta
         # OCAS: the next plane is taken a little beyond the best point, towards w_cp
         margins_cut = np.multiply(margins, 1.0 - _CUT_STEP, out=slope)
         margins_cut += np.multiply(margins_cp, _CUT_STEP, out=margins_cp)
-        planes.add(*pairs.plane(margins_cut), np.packbits(pairs.flags[0]))
+        planes.add(*pairs.plane(margins_cut))
         iteration += 1
 
-    if pairs.full:  # the planes that carry the certificate, for a later solve to start from
-        problem.patterns = planes.useful_patterns()
 
     objective = final[1] if final is not None and final[0] is w else canonical_objective(w)
     gap = (objective - lower_bound) / max(abs(objective), _TINY)
