@@ -34,6 +34,7 @@ __all__ = [
     "precision_at_k",
     "rank_weight",
     "click_pairs",
+    "check_example_rows",
     "hinge_rank_bound",
     "risk",
     "risk_gradient",
@@ -318,20 +319,37 @@ def _check_examples(scores, offsets, click_query, click_doc):
     if click_query.shape != click_doc.shape or click_query.ndim != 1:
         raise ValueError(f"click_query and click_doc must be 1-D of one length, got shapes "
                          f"{click_query.shape} and {click_doc.shape}")
-    if len(click_query):
-        n_queries = len(offsets) - 1
-        bad = (click_query < 0) | (click_query >= n_queries)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"example {i}: query {int(click_query[i])} is outside the "
-                             f"{n_queries} queries of offsets")
-        bad = (click_doc < offsets[click_query]) | (click_doc >= offsets[click_query + 1])
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            q = int(click_query[i])
-            raise ValueError(f"example {i}: clicked document {int(click_doc[i])} is not a row "
-                             f"of its query {q} (rows {int(offsets[q])}..{int(offsets[q + 1]) - 1})")
+    check_example_rows(offsets, click_query, click_doc)
     return scores, offsets, click_query, click_doc
+
+
+def check_example_rows(offsets: np.ndarray, click_query: np.ndarray, click_doc: np.ndarray) -> None:
+    """Each example's query lies in ``offsets`` and its clicked document in that query's rows.
+
+    Parameters
+    ----------
+    offsets : ndarray of int64, shape (n_queries + 1,)
+    click_query, click_doc : ndarray of int64, shape (n_examples,)
+
+    Raises
+    ------
+    ValueError
+        Naming the first example that breaks either rule.
+    """
+    if not len(click_query):
+        return
+    n_queries = len(offsets) - 1
+    bad = (click_query < 0) | (click_query >= n_queries)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"example {i}: query {int(click_query[i])} is outside the "
+                         f"{n_queries} queries of offsets")
+    bad = (click_doc < offsets[click_query]) | (click_doc >= offsets[click_query + 1])
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        q = int(click_query[i])
+        raise ValueError(f"example {i}: clicked document {int(click_doc[i])} is not a row "
+                         f"of its query {q} (rows {int(offsets[q])}..{int(offsets[q + 1]) - 1})")
 
 
 def _check_propensity(propensity, n_examples):

@@ -52,7 +52,7 @@ from typing import Callable
 
 import numpy as np
 
-from cltr.objectives import click_pairs
+from cltr.objectives import check_example_rows, click_pairs
 
 __all__ = ["SVMResult", "PairwiseProblem", "pairwise_objective", "solve_pairwise_svm"]
 
@@ -130,19 +130,7 @@ def _check_inputs(X, offsets, click_query, click_doc, candidate):
             raise ValueError(f"{name} must hold integer indices, found dtype {values.dtype}")
     click_query = click_query.astype(np.int64)
     click_doc = click_doc.astype(np.int64)
-    if n:
-        n_queries = len(offsets) - 1
-        bad = (click_query < 0) | (click_query >= n_queries)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"example {i}: query {int(click_query[i])} is outside the "
-                             f"{n_queries} queries of offsets")
-        bad = (click_doc < offsets[click_query]) | (click_doc >= offsets[click_query + 1])
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            q = int(click_query[i])
-            raise ValueError(f"example {i}: clicked document {int(click_doc[i])} is not a row of "
-                             f"its query {q} (rows {int(offsets[q])}..{int(offsets[q + 1]) - 1})")
+    check_example_rows(offsets, click_query, click_doc)
     if candidate is not None:
         candidate = np.asarray(candidate)
         if candidate.dtype != bool or candidate.shape != (n_docs,):
