@@ -368,8 +368,8 @@ def run_experiment(spec: Spec, root: str | Path, *, n_jobs: int = 1, backend: st
     results: dict[int, list[dict]] = {}
     pending = []
     for index, task in enumerate(tasks):
-        if workspace.load(task.dataset, "tasks", task_key(task, fingerprint)) is not None:
-            results[index] = run_task(root, task)[0]
+        if workspace.has(task.dataset, "tasks", task_key(task, fingerprint)):
+            results[index] = run_task(root, task)[0]  # reads the finished task's rows
         else:
             pending.append(index)
     counts = {"tasks": len(tasks), "reused": len(results), "computed": 0}

@@ -112,12 +112,17 @@ class Workspace:
         folder = self.root / dataset / stage
         return folder / f"{key}.npz", folder / f"{key}.json"
 
-    def load(self, dataset: str, stage: str, key: str) -> Artifact | None:
-        """The artifact with this key, or None if it was never (completely) written."""
+    def has(self, dataset: str, stage: str, key: str) -> bool:
+        """Whether the artifact with this key was completely written (nothing is read)."""
         arrays_path, manifest_path = self._paths(dataset, stage, key)
         # The manifest is written last, so its presence means the artifact is complete.
-        if not manifest_path.exists() or not arrays_path.exists():
+        return manifest_path.exists() and arrays_path.exists()
+
+    def load(self, dataset: str, stage: str, key: str) -> Artifact | None:
+        """The artifact with this key, or None if it was never (completely) written."""
+        if not self.has(dataset, stage, key):
             return None
+        arrays_path, manifest_path = self._paths(dataset, stage, key)
         manifest = json.loads(manifest_path.read_text())
         with np.load(arrays_path, allow_pickle=False) as stored:
             arrays = {name: stored[name] for name in stored.files}
