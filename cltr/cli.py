@@ -48,11 +48,11 @@ def echo_table(rows: list[dict], columns: list[str] | None = None) -> None:
         click.echo("  ".join(v.rjust(w) for v, w in zip(r, widths)))
 
 
-def progress_bar(total: int, description: str):
-    """A tqdm bar on stderr that stays silent when stderr is not a terminal."""
+def progress_bar(total: int, description: str, unit: str = "pass"):
+    """A tqdm bar on stderr (with its ETA) that stays silent when stderr is not a terminal."""
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=description, unit="pass", leave=False, file=sys.stderr,
+    return tqdm(total=total, desc=description, unit=unit, leave=False, file=sys.stderr,
                 disable=None)
 
 
@@ -448,8 +448,6 @@ def train_deep_propdcg(session: Session, dataset, preset, hidden, activation, ep
     """Deep PropDCG (paper Sec. 4.2): a multilayer perceptron trained on the propensity-weighted
     DCG bound (or --metric's) by Adam over minibatches of whole queries; the learning rate
     and epoch are chosen by SNIPS Avg DCG on validation clicks."""
-    from tqdm import tqdm
-
     from cltr.deep import deep_settings
 
     given = {"hidden": _int_list(hidden), "activation": activation, "epochs": epochs, "lr": lr,
@@ -457,8 +455,7 @@ def train_deep_propdcg(session: Session, dataset, preset, hidden, activation, ep
              "dtype": dtype, "patience": patience}
     options = {"preset": preset, **{k: v for k, v in given.items() if v is not None}}
     settings = deep_settings(**options)  # bad settings fail before any work
-    with tqdm(total=settings.epochs * len(settings.learning_rates), desc="deep-propdcg", unit="epoch",
-              leave=False, file=sys.stderr, disable=None) as bar:
+    with progress_bar(settings.epochs * len(settings.learning_rates), "deep-propdcg", unit="epoch") as bar:
         def progress(row):
             if row.get("event") == "epoch":
                 bar.update(1)
@@ -663,7 +660,7 @@ def figures_command(session: Session, name, dataset, reps, n_jobs, backend, sche
         _ensure_dataset(session, spec)
         click.echo(f"{spec.name} ({spec.artifact}) on {spec.dataset!r}: {spec.reps} repetition(s)")
         start = time.perf_counter()
-        with _task_bar(spec.name) as bar:
+        with progress_bar(0, spec.name, unit="task") as bar:
             def progress(done, total):
                 bar.total = total
                 bar.update(done - bar.n)
@@ -674,12 +671,6 @@ def figures_command(session: Session, name, dataset, reps, n_jobs, backend, sche
         click.echo(f"{counts['tasks']} tasks ({counts['computed']} computed, {counts['reused']} reused) in "
                    f"{time.perf_counter() - start:.1f} s; wrote {', '.join(str(p) for p in paths.values())}")
         echo_table(table_rows(frame, spec))
-
-
-def _task_bar(name: str):
-    from tqdm import tqdm
-
-    return tqdm(total=0, desc=name, unit="task", file=sys.stderr, disable=None, leave=False)
 
 
 def _ensure_dataset(session: Session, spec) -> None:
