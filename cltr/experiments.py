@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import site
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,10 +53,21 @@ from cltr.pipeline import ClickSettings
 from cltr.stages import click_logs, clicks_stage, evaluation_stage, model_stage, production_stage
 from cltr.workspace import Workspace, config_key
 
-__all__ = ["Spec", "Task", "SPEC_DIR", "load_spec", "spec_names", "plan", "run_task", "run_experiment",
+__all__ = ["Spec", "Task", "SPEC_DIR", "find_spec_dir", "load_spec", "spec_names", "plan", "run_task", "run_experiment",
            "repetition_seed", "CLICK_SETTINGS"]
 
-SPEC_DIR = Path(__file__).resolve().parent.parent / "experiments"
+def find_spec_dir(package_dir: Path, prefixes: Iterable[Path]) -> Path:
+    """Where the specs are: ``experiments/`` of a source checkout (``package_dir``'s parent
+    holds ``setup.cfg``), else the copy ``pip install`` puts in ``<prefix>/share/cltr/experiments``
+    (setup.cfg's data_files) under the first prefix that has it."""
+    checkout = Path(package_dir).parent
+    if (checkout / "setup.cfg").exists() and (checkout / "experiments").is_dir():
+        return checkout / "experiments"
+    installed = [Path(prefix) / "share" / "cltr" / "experiments" for prefix in prefixes]
+    return next((path for path in installed if path.is_dir()), installed[0] if installed else checkout / "experiments")
+
+
+SPEC_DIR = find_spec_dir(Path(__file__).resolve().parent, [Path(sys.prefix), Path(site.USER_BASE or sys.prefix)])
 CLICK_SETTINGS = ("eta", "eps_pos", "eps_neg", "passes", "eta_model")
 KINDS = ("table", "curve", "ccp")
 REFERENCES = ("production", "skyline")

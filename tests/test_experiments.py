@@ -223,3 +223,19 @@ def test_readme_maps_every_spec_to_its_artifact_and_command():
     readme = (SPEC_DIR / "README.md").read_text()
     for name in spec_names():
         assert f"`{name}.toml`" in readme and f"cltr figures {name}" in readme
+
+
+def test_specs_are_found_in_a_checkout_and_in_an_installed_copy(tmp_path):
+    from cltr.experiments import find_spec_dir
+
+    checkout = tmp_path / "checkout"
+    (checkout / "cltr").mkdir(parents=True)
+    (checkout / "experiments").mkdir()
+    (checkout / "setup.cfg").write_text("")
+    assert find_spec_dir(checkout / "cltr", [tmp_path / "prefix"]) == checkout / "experiments"
+    # pip install . puts the package in site-packages and the specs under <prefix>/share/cltr
+    site_packages = tmp_path / "prefix" / "lib" / "site-packages"
+    (site_packages / "cltr").mkdir(parents=True)
+    installed = tmp_path / "user" / "share" / "cltr" / "experiments"
+    installed.mkdir(parents=True)
+    assert find_spec_dir(site_packages / "cltr", [tmp_path / "prefix", tmp_path / "user"]) == installed
