@@ -1,4 +1,7 @@
-"""The ``cltr`` command line: click commands only; the work is done in ``pipeline``/``methods``.
+"""The ``cltr`` command line: click commands only; the work is done in ``cltr.pipeline``.
+
+``cltr train METHOD`` and ``cltr simulate``'s click-model options are generated from the
+methods' and click models' options types (``cltr.options``).
 
 Every stage reads what the stage before it wrote in the workspace. When an upstream
 artifact is missing, the stage builds it with default settings and says so, so that
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import sys
 import time
@@ -16,14 +20,13 @@ from pathlib import Path
 
 import click
 
-from cltr import __version__
-from cltr.datasets import Dataset, default_passes, describe_split, load_dataset, load_letor, load_yahoo, make_synthetic, save_dataset
-from cltr.methods import METHODS
-from cltr.objectives import rank_weight
-from cltr.pipeline import ClickSettings
-from cltr.selection import parse_grid
-from cltr.stages import clicks_stage, evaluation_stage, model_stage, production_stage
-from cltr.workspace import Workspace, atomic_write
+from cltr import __version__, clickmodels, methods
+from cltr.core.queries import Dataset, default_passes, describe_split
+from cltr.data.loaders import load_letor, load_yahoo
+from cltr.data.store import load_dataset, save_dataset
+from cltr.data.synthetic import make_synthetic
+from cltr.pipeline.stages import clicks_stage, evaluation_stage, model_stage, production_stage
+from cltr.pipeline.workspace import Workspace, atomic_write
 
 DEFAULT_DATASET = "synthetic"
 
@@ -237,12 +240,80 @@ def produce_command(session: Session, dataset, fraction, C, seed) -> None:
                f"nDCG@10 {info['test']['ndcg@10']:.4f}")
 
 
-def _simulate(session: Session, dataset_name: str, *, production_key=None, settings: ClickSettings | None = None,
-              seed=0):
+class FiniteFloat(click.ParamType):
+    """A finite float within an optional range (click's FloatRange lets nan and inf through)."""
+
+    name = "float"
+
+    def __init__(self, field):
+        self.field = field
+
+    def convert(self, value, param, ctx):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        s = self.field.spec
+        if (s.low is not None and (number < s.low or (s.low_open and number == s.low))) or \
+                (s.high is not None and (number > s.high or (s.high_open and number == s.high))):
+            self.fail(f"{value} is not {self.field.range_text()}", param, ctx)
+        return number
+
+
+def option_params(options_type, *, only_for: str | None = None) -> list[click.Option]:
+    """The click options of an ``Options`` dataclass: one per field, default None ("not
+    given"), the field's default, choices and range in the help."""
+    params = []
+    for field in options_type.option_fields():
+        s = field.spec
+        default = field.default
+        shown = ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in default) \
+            if isinstance(default, tuple) else (f"{default:g}" if isinstance(default, float) else default)
+        help_text = s.help + (f" [default: {shown}]" if default is not None and "[default" not in s.help else "")
+        if only_for:
+            help_text += f" ({only_for})"
+        declarations = [field.cli_name, field.name] if s.flag else [field.cli_name]
+        if field.base is bool and not field.sequence:
+            name = field.cli_name
+            params.append(click.Option([f"{name}/--no-{name[2:]}", field.name], default=None, help=help_text))
+            continue
+        if field.sequence or (s.parse is not None and field.base is not str):
+            kind = click.STRING
+        elif field.base is float:
+            kind = FiniteFloat(field)
+        elif field.base is int:
+            kind = click.IntRange(min=None if s.low is None else int(s.low), max=None if s.high is None else int(s.high))
+        elif s.choices:
+            kind = click.Choice(list(s.choices))
+        else:
+            kind = click.STRING
+        params.append(click.Option(declarations, type=kind, default=None, help=help_text, metavar=s.metavar,
+                                   show_default=False))
+    return params
+
+
+def given(values: dict, options_type) -> dict:
+    """The options the user gave (click passes None for the others)."""
+    names = {f.name for f in options_type.option_fields()}
+    return {k: v for k, v in values.items() if k in names and v is not None}
+
+
+def parse_or_usage(parse, values: dict, *, what: str):
+    """``parse(values)``, a bad value becoming a usage error (exit 2) before any work."""
+    try:
+        return parse(values, where=what)
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+
+
+def _simulate(session: Session, dataset_name: str, *, production_key=None, model: str = clickmodels.DEFAULT_MODEL,
+              settings=None, passes: int | None = None, seed=0):
     dataset, _ = session.dataset(dataset_name)
     production = session.upstream(dataset_name, "production", production_key,
                                   lambda: _produce(session, dataset_name)[0])
-    settings = settings or ClickSettings(passes=default_passes(dataset_name, dataset.meta))
+    passes = passes or default_passes(dataset_name, dataset.meta)
     bars = {}
 
     def progress(split, done, total):
@@ -251,54 +322,72 @@ def _simulate(session: Session, dataset_name: str, *, production_key=None, setti
         if done == total:
             bar.close()
 
-    artifact, reused = clicks_stage(session.workspace, dataset_name, dataset, production, settings, seed=seed,
-                                    progress=progress)
+    artifact, reused = clicks_stage(session.workspace, dataset_name, dataset, production, settings or {},
+                                    model=model, passes=passes, seed=seed, progress=progress)
     session.workspace.set_current(dataset_name, "clicks", artifact.key)
     return artifact, reused
 
 
-@main.command("simulate")
-@dataset_option
-@click.option("--eta", type=click.FloatRange(min=0), default=1.0,
-              help="Severity of position bias: rank r is observed with probability (1/r)^eta.")
-@click.option("--eps-neg", type=click.FloatRange(0, 1), default=0.1,
-              help="Click probability of an observed irrelevant document (noise).")
-@click.option("--eps-pos", type=click.FloatRange(0, 1), default=1.0,
-              help="Click probability of an observed relevant document.")
-@click.option("--passes", type=click.IntRange(min=1), default=None,
-              help="Sessions per query [default: 10 for Yahoo, 100 otherwise].")
-@click.option("--eta-model", type=click.FloatRange(min=0), default=None,
-              help="The eta of the logged propensities, if it differs from the true one (misspecification).")
-@click.option("--production", "production_key", default=None,
-              help="Key of the production ranker to present [default: the last produced].")
-@seed_option
-@click.pass_obj
-@_errors_as_usage
-def simulate_command(session: Session, dataset, eta, eps_neg, eps_pos, passes, eta_model, production_key,
-                     seed) -> None:
-    """Simulate position-based-model clicks on the production ranker's rankings of train and vali."""
+def _click_model_params() -> list[click.Option]:
+    """Every click model's settings, once each, with the models that take them in the help."""
+    owners: dict[str, list[str]] = {}
+    fields = {}
+    for model in clickmodels.models().values():
+        for field in model.settings.option_fields():
+            owners.setdefault(field.name, []).append(model.name)
+            fields.setdefault(field.name, (model.settings, field))
+    params = []
+    for name, (settings_type, _) in fields.items():
+        param = next(p for p in option_params(settings_type) if p.name == name)
+        if len(clickmodels.models()) > 1:
+            param.help += f" (click model: {', '.join(owners[name])})"
+        params.append(param)
+    return params
+
+
+def simulate_command(session: Session, dataset, click_model, passes, production_key, seed, **values) -> None:
+    """Simulate clicks of a click model on the production ranker's rankings of train and vali."""
+    model = clickmodels.get(click_model)
+    settings = parse_or_usage(model.parse_settings, given(values, model.settings),
+                              what=f"click model {model.name!r}")
+    unused = sorted(set(k for k, v in values.items() if v is not None) - {f.name for f in model.settings.option_fields()})
+    if unused:
+        raise click.UsageError(f"click model {model.name!r} takes no {', '.join('--' + u.replace('_', '-') for u in unused)}")
     dataset_obj, _ = session.dataset(dataset)
-    settings = ClickSettings(eta=eta, eps_pos=eps_pos, eps_neg=eps_neg,
-                             passes=passes or default_passes(dataset, dataset_obj.meta), eta_model=eta_model)
-    artifact, reused = _simulate(session, dataset, production_key=production_key, settings=settings, seed=seed)
+    passes = passes or default_passes(dataset, dataset_obj.meta)
+    artifact, reused = _simulate(session, dataset, production_key=production_key, model=model.name,
+                                 settings=settings, passes=passes, seed=seed)
     click.echo(f"click log {artifact.key}{' (reused)' if reused else ''} "
-               f"(production ranker {artifact.config['production']}, {settings.passes} passes)")
+               f"({model.name}, production ranker {artifact.config['production']}, {passes} passes)")
     echo_table([{"split": split, **artifact.info[split]} for split in ("train", "vali")],
                ["split", "sessions", "clicks", "irrelevant_click_share", "clicks_per_query",
                 "mean_propensity", "min_propensity"])
 
 
-def _train(session: Session, dataset_name: str, method: str, options: dict, *, clicks_key=None, seed=0,
-           verbose=True, progress=None):
+main.add_command(click.Command(
+    "simulate", callback=click.pass_obj(_errors_as_usage(simulate_command)),
+    help=simulate_command.__doc__ + "\n\n\b\nClick models:\n" + "\n".join(
+        f"  {m.name:8s} {m.summary}" for m in clickmodels.models().values()),
+    short_help="Simulate clicks on the production ranker's rankings.",
+    params=[
+        click.Option(["--dataset"], default=DEFAULT_DATASET, help="Name of a prepared dataset in the workspace."),
+        click.Option(["--click-model"], type=click.Choice(list(clickmodels.models())),
+                     default=clickmodels.DEFAULT_MODEL, show_default=True, help="The click model."),
+        click.Option(["--passes"], type=click.IntRange(min=1), default=None,
+                     help="Sessions per query [default: 10 for Yahoo, 100 otherwise]."),
+        click.Option(["--production", "production_key"], default=None,
+                     help="Key of the production ranker to present [default: the last produced]."),
+        click.Option(["--seed"], type=click.IntRange(min=0), default=0, show_default=True,
+                     help="Seed of every random draw of this stage."),
+        *_click_model_params(),
+    ]))
+
+
+def _train(session: Session, dataset_name: str, method: str, options, *, clicks_key=None, seed=0, progress=None):
     dataset, _ = session.dataset(dataset_name)
     clicks = session.upstream(dataset_name, "clicks", clicks_key, lambda: _simulate(session, dataset_name)[0])
-
-    def report(row):
-        if verbose:
-            echo_table([row], [c for c in row if c not in ("lower_bound", "solver_seconds", "ccp_trace", "trace")])
-
     artifact, reused = model_stage(session.workspace, dataset_name, dataset, clicks, method, options, seed=seed,
-                                   progress=progress or report)
+                                   progress=progress)
     session.workspace.set_current(dataset_name, "models", artifact.key)
     return artifact, reused
 
@@ -308,46 +397,11 @@ def train_group() -> None:
     """Train a method on the training clicks; hyperparameters not given are chosen on
     validation clicks (SNIPS Avg DCG), never on test labels.
 
-    \b
-    svm-rank      linear Ranking SVM on clicks, every click weighted 1 (biased)
-    svm-proprank  propensity-weighted Ranking SVM: unbiased bound on Avg Rank
-    svm-propdcg   the DCG (or --metric) bound by the convex-concave procedure
-    deep-propdcg  a neural network (MLP) on the same bound, by Adam over query batches
-    lambdarank    LightGBM LambdaRank on click labels (clicked at least once = relevant)
-    tree-propdcg  LightGBM trees on the propensity-weighted DCG bound (custom objective)
-    skyline       Ranking SVM on the labelled training set: an oracle reference, C
-                  chosen on validation labels
     Each method's own options: `cltr train METHOD --help`.
     """
 
 
-def method_command(name: str, **kwargs):
-    """A `cltr train NAME` subcommand with the options every method shares."""
-    def decorate(function):
-        function = click.option("--clicks", "clicks_key", default=None,
-                                help="Key of the click log [default: the last simulated].")(function)
-        function = seed_option(function)
-        function = dataset_option(function)
-        function = _errors_as_usage(function)
-        function = click.pass_obj(function)
-        return train_group.command(name, **kwargs)(function)
-    return decorate
-
-
-def svm_options(function):
-    """-C, --grid and --tol of every linear SVM method."""
-    function = click.option("--tol", type=click.FloatRange(0, min_open=True), default=1e-3,
-                            help="Relative duality gap the SVM solver must certify.")(function)
-    function = click.option("--grid", default=None,
-                            help="C grid as 'a,b,c' or 'low:high:count' (log spaced) "
-                                 "[default: 1e-3 ... 1e3, 7 values].")(function)
-    return click.option("-C", "C", type=click.FloatRange(0, min_open=True), default=None,
-                        help="Regularisation constant; without it, C is chosen on validation clicks "
-                             "over --grid.")(function)
-
-
-def _svm_options(C, grid, tol) -> dict:
-    return {"C": C, "grid": parse_grid(grid) if grid else None, "tol": tol}
+train_group.help += "\n\n\b\n" + "\n".join(f"{m.name:13s} {m.summary}" for m in methods.methods().values())
 
 
 def _describe_chosen(info: dict) -> str:
@@ -355,202 +409,61 @@ def _describe_chosen(info: dict) -> str:
                      for k, v in info.get("chosen", {}).items())
 
 
-def _train_and_report(session: Session, dataset: str, method: str, options: dict, clicks_key, seed, *,
-                      progress=None) -> dict:
-    """Train (or reuse), print the model's key and chosen hyperparameters; return its info."""
-    artifact, reused = _train(session, dataset, method, options, clicks_key=clicks_key, seed=seed,
-                              progress=progress)
+_HIDDEN_COLUMNS = ("lower_bound", "solver_seconds", "ccp_trace", "trace", "initial_objective",
+                   "initial_train_snips_avg_dcg")
+
+
+def train_method(session: Session, method, options, dataset: str, clicks_key, seed) -> dict:
+    """Train (or reuse) with a progress bar; print the selection table, the model's key and
+    chosen hyperparameters, and the method's own tables; return its info."""
+    bar = None
+
+    def progress(row):
+        nonlocal bar
+        if row.get("event") == "progress":
+            if bar is None:
+                bar = progress_bar(row["total"], method.name, unit=row.get("unit", "step"))
+            bar.update(row.get("advance", 1))
+            if row.get("postfix"):
+                bar.set_postfix(row["postfix"])
+
+    try:
+        artifact, reused = _train(session, dataset, method.name, options, clicks_key=clicks_key, seed=seed,
+                                  progress=progress)
+    finally:
+        if bar is not None:
+            bar.close()
     info = artifact.info
-    click.echo(f"model {artifact.key}{' (reused)' if reused else ''}: {method}, {_describe_chosen(info)}, "
+    rows = info.get("selection", [])
+    if rows and method.tables is None:
+        echo_table(rows, [c for c in rows[0] if c not in _HIDDEN_COLUMNS and not isinstance(rows[0][c], (list, dict))])
+    click.echo(f"model {artifact.key}{' (reused)' if reused else ''}: {method.name}, {_describe_chosen(info)}, "
                f"validation SNIPS Avg DCG {info['validation_snips_avg_dcg']:.4f}")
+    for title, table, columns in (method.tables(info) if method.tables else []):
+        click.echo(title)
+        echo_table(table, columns)
     return info
 
 
-@method_command("svm-rank", short_help="Ranking SVM on clicks, every click weighted 1 (biased).")
-@svm_options
-def train_svm_rank(session: Session, dataset, C, grid, tol, clicks_key, seed) -> None:
-    """Naive Ranking SVM on clicks: every click weighted 1, so it learns the position bias too."""
-    _train_and_report(session, dataset, "svm-rank", _svm_options(C, grid, tol), clicks_key, seed)
+def _train_command(method) -> click.Command:
+    def callback(session: Session, dataset, clicks_key, seed, **values):
+        options = parse_or_usage(method.parse_options, given(values, method.options), what=f"cltr train {method.name}")
+        train_method(session, method, options, dataset, clicks_key, seed)
+
+    return click.Command(
+        method.name, callback=click.pass_obj(_errors_as_usage(callback)),
+        help=method.description or method.summary, short_help=method.summary,
+        params=[*option_params(method.options),
+                click.Option(["--dataset"], default=DEFAULT_DATASET, show_default=True,
+                             help="Name of a prepared dataset in the workspace."),
+                click.Option(["--clicks", "clicks_key"], default=None,
+                             help="Key of the click log [default: the last simulated]."),
+                click.Option(["--seed"], type=click.IntRange(min=0), default=0, show_default=True,
+                             help="Seed of every random draw of this stage.")])
 
 
-@method_command("svm-proprank", short_help="Propensity-weighted Ranking SVM (Avg Rank bound).")
-@svm_options
-def train_svm_proprank(session: Session, dataset, C, grid, tol, clicks_key, seed) -> None:
-    """SVM PropRank: clicks weighted by 1/propensity, an unbiased bound on Avg Rank
-    (the same as `svm-propdcg --metric avgrank`, which is a single solve)."""
-    _train_and_report(session, dataset, "svm-proprank", _svm_options(C, grid, tol), clicks_key, seed)
-
-
-@method_command("svm-propdcg", short_help="DCG (or --metric) bound by the convex-concave procedure.")
-@svm_options
-@click.option("--metric", default="dcg",
-              help="Rank weight of the bound: dcg, rbp:P (e.g. rbp:0.8) or avgrank.")
-@click.option("--max-ccp-iter", type=click.IntRange(min=1), default=20, help="Most CCP steps.")
-@click.option("--ccp-tol", type=click.FloatRange(0, min_open=True), default=1e-4,
-              help="Stop when the true objective improves by less than this, relatively.")
-@click.option("--init", type=click.Choice(["zero", "proprank"]), default="zero",
-              help="The CCP's starting point: w = 0 or the SVM PropRank solution.")
-def train_svm_propdcg(session: Session, dataset, C, grid, tol, metric, max_ccp_iter, ccp_tol, init,
-                      clicks_key, seed) -> None:
-    """SVM PropDCG (paper Sec. 4.1): the propensity-weighted DCG bound (or --metric's),
-    minimised by the convex-concave procedure over weighted Ranking SVMs."""
-    rank_weight(metric)  # a bad --metric fails before any work
-    options = {**_svm_options(C, grid, tol), "metric": metric, "max_ccp_iter": max_ccp_iter,
-               "ccp_tol": ccp_tol, "init": init}
-    info = _train_and_report(session, dataset, "svm-propdcg", options, clicks_key, seed)
-    chosen = next(row for row in info["selection"] if row["C"] == info["C"])
-    click.echo(f"CCP trace at C = {info['C']:g}:")
-    echo_table(chosen["ccp_trace"], ["iteration", "objective", "surrogate", "train_snips_avg_dcg",
-                                     "inner_iterations", "inner_gap", "seconds"])
-
-
-def _int_list(values) -> list[int] | None:
-    """--hidden given repeatedly and/or as comma lists: '200' '100' or '200,100'."""
-    sizes = []
-    for value in values:
-        for part in str(value).split(","):
-            if part.strip():
-                try:
-                    sizes.append(int(part))
-                except ValueError:
-                    raise click.BadParameter(f"expected whole numbers such as 200 or 200,100, got {value!r}",
-                                             param_hint="--hidden") from None
-    if any(size < 1 for size in sizes):
-        raise click.BadParameter(f"layer sizes must be >= 1, got {sizes}", param_hint="--hidden")
-    return sizes or None
-
-
-@method_command("deep-propdcg", short_help="An MLP on the propensity-weighted DCG bound (Adam, query batches).")
-@click.option("--preset", type=click.Choice(["default", "paper"]), default="default",
-              help="Settings to start from: 'paper' is Sec. 5.4's (lr 1e-6/1e-7/1e-8, 750 epochs); "
-                   "'default' is tuned on validation clicks (README, 'Deep PropDCG').")
-@click.option("--hidden", multiple=True,
-              help="Hidden layer sizes: repeat the option or give a comma list (200,100) [default: 200].")
-@click.option("--activation", type=click.Choice(["sigmoid", "tanh", "relu", "linear"]), default=None,
-              help="Hidden activation [default: sigmoid].")
-@click.option("--epochs", type=click.IntRange(min=1), default=None,
-              help="Epochs per learning rate; the best epoch on validation clicks is kept [default: preset's].")
-@click.option("--lr", type=click.FloatRange(0, min_open=True), default=None,
-              help="Base learning rate; without it the preset's rates are tried and the best kept.")
-@click.option("--batch-docs", type=click.IntRange(min=1), default=None,
-              help="About this many documents per minibatch of whole queries [default: 1000].")
-@click.option("--weight-decay", type=click.FloatRange(min=0), default=None,
-              help="Weight decay coefficient [default: 1e-6].")
-@click.option("--decay", type=click.Choice(["l2", "decoupled"]), default=None,
-              help="L2 (added to the gradient, as the paper's torch Adam) or decoupled (AdamW).")
-@click.option("--metric", default=None, help="Rank weight of the bound: dcg, rbp:P or avgrank [default: dcg].")
-@click.option("--dtype", type=click.Choice(["float32", "float64"]), default=None,
-              help="Precision of the network [default: preset's].")
-@click.option("--patience", type=click.IntRange(min=1), default=None,
-              help="Stop a learning rate after this many epochs without a better validation estimate.")
-def train_deep_propdcg(session: Session, dataset, preset, hidden, activation, epochs, lr, batch_docs,
-                       weight_decay, decay, metric, dtype, patience, clicks_key, seed) -> None:
-    """Deep PropDCG (paper Sec. 4.2): a multilayer perceptron trained on the propensity-weighted
-    DCG bound (or --metric's) by Adam over minibatches of whole queries; the learning rate
-    and epoch are chosen by SNIPS Avg DCG on validation clicks."""
-    from cltr.deep import deep_settings
-
-    given = {"hidden": _int_list(hidden), "activation": activation, "epochs": epochs, "lr": lr,
-             "batch_docs": batch_docs, "weight_decay": weight_decay, "decay": decay, "metric": metric,
-             "dtype": dtype, "patience": patience}
-    options = {"preset": preset, **{k: v for k, v in given.items() if v is not None}}
-    settings = deep_settings(**options)  # bad settings fail before any work
-    with progress_bar(settings.epochs * len(settings.learning_rates), "deep-propdcg", unit="epoch") as bar:
-        def progress(row):
-            if row.get("event") == "epoch":
-                bar.update(1)
-                bar.set_postfix(lr=f"{row['learning_rate']:g}", loss=f"{row['train_loss']:.4g}",
-                                vali=f"{row['validation_snips_avg_dcg']:.4f}")
-
-        info = _train_and_report(session, dataset, "deep-propdcg", options, clicks_key, seed, progress=progress)
-    echo_table(info["selection"], ["lr", "epoch", "epochs_run", "validation_snips_avg_dcg", "train_loss",
-                                   "seconds"])
-
-
-def tree_options(function):
-    """Options shared by the LightGBM methods (lambdarank, tree-propdcg)."""
-    for decorator in reversed([
-        click.option("--learning-rate", type=click.FloatRange(0, min_open=True), default=None,
-                     help="Fix the learning rate [default: chosen over 0.001, 0.01, 0.1 on validation clicks]."),
-        click.option("--num-leaves", type=click.IntRange(min=2), default=None,
-                     help="Fix the leaves per tree [default: chosen over 2, 4, ..., 256 on validation clicks, "
-                          "up to the first count the training rows cannot fill, 20 rows a leaf]."),
-        click.option("--n-estimators", type=click.IntRange(min=1), default=None,
-                     help="Grow exactly this many trees (no early stopping) [default: early stopping on "
-                          "validation clicks, at most --max-rounds]."),
-        click.option("--threads", type=click.IntRange(min=1), default=1,
-                     help="LightGBM threads (part of the model's identity: deterministic per seed and count)."),
-        click.option("--max-rounds", type=click.IntRange(min=1), default=1000,
-                     help="Most trees with early stopping (and at most --shrinkage-budget / learning rate)."),
-        click.option("--shrinkage-budget", type=click.FloatRange(0, min_open=True), default=20.0,
-                     help="Early stopping: grow at most this / learning rate trees (200 at 0.1)."),
-        click.option("--patience", type=click.IntRange(min=1), default=50,
-                     help="Early stopping: stop after this many trees without a better validation estimate."),
-        click.option("--eval-every", type=click.IntRange(min=1), default=5,
-                     help="Early stopping: evaluate the validation estimate every this many trees."),
-    ]):
-        function = decorator(function)
-    return function
-
-
-def _tree_options(learning_rate, num_leaves, n_estimators, threads, max_rounds, shrinkage_budget, patience,
-                  eval_every) -> dict:
-    return {"learning_rate": learning_rate, "num_leaves": num_leaves, "n_estimators": n_estimators,
-            "threads": threads, "max_rounds": max_rounds, "shrinkage_budget": shrinkage_budget,
-            "patience": patience, "eval_every": eval_every}
-
-
-@method_command("lambdarank", short_help="LightGBM LambdaRank on click labels (trees, early stopping).")
-@tree_options
-@click.option("--labels", type=click.Choice(["documents", "sessions"]), default="documents",
-              help="documents: one group per query, relevant iff clicked at least once; sessions: "
-                   "one group per session with a click, relevant iff clicked in it.")
-def train_lambdarank_command(session: Session, dataset, learning_rate, num_leaves, n_estimators, threads,
-                             max_rounds, shrinkage_budget, patience, eval_every, labels, clicks_key, seed) -> None:
-    """LambdaRank (LightGBM) with clicks as labels, as the paper's baseline: with --labels
-    documents a document is relevant iff clicked at least once in the log; queries (or
-    sessions) without a click are left out, having no pair to order. Learning rate and
-    leaves are chosen, and the number of trees early-stopped, by SNIPS Avg DCG on
-    validation clicks; no split uses more than half of the features."""
-    options = {**_tree_options(learning_rate, num_leaves, n_estimators, threads, max_rounds, shrinkage_budget,
-                               patience, eval_every), "labels": labels}
-    _train_and_report(session, dataset, "lambdarank", options, clicks_key, seed)
-
-
-@method_command("tree-propdcg", short_help="LightGBM on the propensity-weighted DCG bound (custom objective).")
-@tree_options
-@click.option("--metric", default="dcg",
-              help="Rank weight of the bound: dcg, rbp:P (e.g. rbp:0.8) or avgrank.")
-@click.option("--hessian", type=click.Choice(["pairs", "constant"]), default="pairs",
-              help="Curvature given to LightGBM: per document, its active pairs' lambda'/q summed "
-                   "(pairs), or one constant.")
-def train_tree_propdcg_command(session: Session, dataset, learning_rate, num_leaves, n_estimators, threads,
-                               max_rounds, shrinkage_budget, patience, eval_every, metric, hessian, clicks_key,
-                               seed) -> None:
-    """Tree PropDCG: gradient-boosted trees (LightGBM) fitted to the propensity-weighted
-    hinge bound R(f) on DCG (or --metric), the paper's objective, through a custom
-    objective whose gradient is dR/dscores. Learning rate and leaves are chosen, and the
-    number of trees early-stopped, by SNIPS Avg DCG on validation clicks, as for lambdarank."""
-    rank_weight(metric)  # a bad --metric fails before any work
-    options = {**_tree_options(learning_rate, num_leaves, n_estimators, threads, max_rounds, shrinkage_budget,
-                               patience, eval_every), "metric": metric, "hessian": hessian}
-    _train_and_report(session, dataset, "tree-propdcg", options, clicks_key, seed)
-
-
-@method_command("skyline", short_help="Oracle: Ranking SVM on the labelled training set (C on validation labels).")
-@click.option("-C", "C", type=click.FloatRange(0, min_open=True), default=None,
-              help="Regularisation constant; without it, C is chosen over --grid by Avg DCG on the "
-                   "validation split's labels.")
-@click.option("--grid", default=None,
-              help="C grid as 'a,b,c' or 'low:high:count' (log spaced) [default: 1e-3 ... 1e3, 7 values].")
-@click.option("--tol", type=click.FloatRange(0, min_open=True), default=1e-3,
-              help="Relative duality gap the SVM solver must certify.")
-def train_skyline(session: Session, dataset, C, grid, tol, clicks_key, seed) -> None:
-    """Skyline: the linear Ranking SVM on the full-information (binarized, labelled) training
-    set, an oracle reference line for the click learners. Its C is chosen on the validation
-    split's *labels* (Avg DCG) - the one place labels are used for selection; the test set
-    is never looked at."""
-    _train_and_report(session, dataset, "skyline", _svm_options(C, grid, tol), clicks_key, seed)
+for _method in methods.methods().values():
+    train_group.add_command(_train_command(_method))
 
 
 def _evaluate(session: Session, dataset_name: str, model_key=None, seed=0):
@@ -589,21 +502,21 @@ def evaluate_command(session: Session, dataset, model_key, production, seed) -> 
 
 @main.command("run")
 @dataset_option
-@click.option("--method", "methods", multiple=True, type=click.Choice(sorted(METHODS)),
+@click.option("--method", "method_names", multiple=True, type=click.Choice(list(methods.methods())),
               default=("svm-rank", "svm-proprank", "svm-propdcg"), help="Methods to train (repeat the option).")
 @seed_option
 @click.pass_obj
 @_errors_as_usage
-def run_command(session: Session, dataset, methods, seed) -> None:
+def run_command(session: Session, dataset, method_names, seed) -> None:
     """The whole path with default settings: produce, simulate, train, evaluate."""
     start = time.perf_counter()
     production, _ = _produce(session, dataset, seed=seed)
     clicks, _ = _simulate(session, dataset, production_key=production.key, seed=seed)
     rows = [{"method": "production", "chosen": f"C = {production.config['C']:g}", **production.info["test"]}]
-    for method in methods:
+    for method in method_names:
         where = "labels (an oracle reference)" if method == "skyline" else "clicks"
         click.echo(f"training {method} (hyperparameters selected on validation {where})")
-        model, _ = _train(session, dataset, method, {}, clicks_key=clicks.key, seed=seed, verbose=False)
+        model, _ = _train(session, dataset, method, {}, clicks_key=clicks.key, seed=seed)
         evaluation, _, _ = _evaluate(session, dataset, model.key, seed)
         rows.append({"method": method, "chosen": _describe_chosen(model.info),
                      **{k: evaluation.info[k] for k in ("avg_dcg", "avg_rank", "ndcg@10")}})
@@ -649,8 +562,8 @@ def figures_command(session: Session, name, dataset, reps, n_jobs, backend, sche
     smoke           a tiny version of everything (CI)
     Every (point, repetition) is a cached task: an interrupted run resumes where it stopped.
     """
-    from cltr.experiments import SPEC_DIR, load_spec, run_experiment, spec_names
-    from cltr.report import table_rows, write_outputs
+    from cltr.pipeline.experiments import SPEC_DIR, load_spec, run_experiment, spec_names
+    from cltr.pipeline.report import table_rows, write_outputs
 
     directory = specs or SPEC_DIR
     n_jobs = n_jobs or os.cpu_count() or 1

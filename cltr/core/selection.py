@@ -33,6 +33,7 @@ def select_on_validation(
     estimate: Callable[[Any], float],
     *,
     progress: Callable[[dict], None] | None = None,
+    criterion: str = "validation_snips_avg_dcg",
 ) -> Selection:
     """Fit every candidate and keep the one whose validation estimate is highest.
 
@@ -46,6 +47,8 @@ def select_on_validation(
         Validation estimate; higher is better. NaN counts as worst.
     progress : callable, optional
         Called with each candidate's table row once fitted.
+    criterion : str
+        The column that holds each candidate's estimate in the table.
     """
     if not candidates:
         raise ValueError("the hyperparameter grid is empty")
@@ -56,7 +59,7 @@ def select_on_validation(
         model, info = fit(params, previous)
         seconds = time.perf_counter() - start
         value = estimate(model)
-        row = {**params, "validation_snips_avg_dcg": value, "seconds": seconds, **info}
+        row = {**params, criterion: value, "seconds": seconds, **info}
         table.append(row)
         if progress is not None:
             progress(row)

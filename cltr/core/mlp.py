@@ -1,16 +1,15 @@
-"""Deep PropDCG (paper Sec. 4.2): a multilayer perceptron trained on the propensity-weighted
-hinge bound R(f) by Adam over minibatches of whole queries.
+"""A multilayer perceptron scorer, its backward pass on the R(f) bound, query batches and Adam.
 
 Legend (paper Sec. 4.2, Eq. deeppropdcg):
     f_w(x, y), the network's score       -> ``MLPScorer.scores(X)[doc]``
     w, the network's weights              -> ``MLPScorer.weights`` / ``.biases``
-    lambda(r) = -1/log(1 + r) (DCG)      -> ``objectives.rank_weight(settings.metric)``
+    lambda(r) = -1/log(1 + r) (DCG)      -> ``objectives.rank_weight(...)``
     R(f_w), the training objective        -> ``objectives.risk`` of the network's scores
     query instance (x_i, y_i, q_i)        -> one click; all clicks of a query share a batch
-    weight decay                          -> ``settings.weight_decay`` (``settings.decay``)
 
 The risk and its gradient with respect to the *scores* come from ``objectives.risk_gradient``
 (shared by every scorer); this module only backpropagates that gradient through the net.
+Deep PropDCG's training loop, settings and presets are ``cltr.methods.deep_propdcg``.
 
 Network: ``len(hidden)`` fully connected layers with the chosen activation, then a linear
 output unit without bias (a constant added to every score changes no ranking, and the
@@ -39,13 +38,12 @@ piecewise-constant schedule: ``(start_epoch, multiplier)`` pairs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.special import expit
 
-from cltr.objectives import RankWeight, click_pairs, rank_weight, risk_gradient
+from cltr.core.objectives import RankWeight, click_pairs, risk_gradient
 
 __all__ = [
     "ACTIVATIONS",
@@ -55,12 +53,6 @@ __all__ = [
     "Batch",
     "click_batches",
     "Adam",
-    "DeepSettings",
-    "PRESETS",
-    "deep_settings",
-    "EpochRecord",
-    "DeepResult",
-    "train_deep_propdcg",
 ]
 
 ACTIVATIONS = ("sigmoid", "tanh", "relu", "linear")
@@ -449,272 +441,3 @@ class Adam:
             p -= step_size * m / denominator
 
 
-# --------------------------------------------------------------------------- settings and presets
-
-
-@dataclass(frozen=True)
-class DeepSettings:
-    """Every setting of Deep PropDCG training.
-
-    Attributes
-    ----------
-    hidden : tuple of int
-        Hidden layer sizes.
-    activation : str
-        One of ``ACTIVATIONS``.
-    epochs : int
-        Epochs per learning rate; the best epoch on validation clicks is kept.
-    learning_rates : tuple of float
-        Base learning rates tried (each from the same seeded initialisation); the best on
-        validation clicks is kept.
-    schedule : tuple of (int, float)
-        ``(start_epoch, multiplier)``: from epoch ``start_epoch`` (0-based) on, the learning
-        rate is base · multiplier. Must start at epoch 0.
-    batch_docs : int
-        About this many documents per minibatch (whole queries).
-    weight_decay : float
-    decay : {"l2", "decoupled"}
-    metric : str
-        Rank weight spec (``objectives.rank_weight``): dcg, rbp:P or avgrank.
-    dtype : {"float32", "float64"}
-    patience : int or None
-        Stop a learning rate's run after this many epochs without a better validation
-        estimate (None: run every epoch).
-    standardize : bool
-        Standardise every input feature by its mean and standard deviation over the
-        training documents of clicked queries (a constant feature gets scale 1).
-    """
-
-    hidden: tuple = (200,)
-    activation: str = "sigmoid"
-    epochs: int = 100
-    learning_rates: tuple = (1e-3,)
-    schedule: tuple = ((0, 1.0),)
-    batch_docs: int = 1000
-    weight_decay: float = 0.0
-    decay: str = "l2"
-    metric: str = "dcg"
-    dtype: str = "float64"
-    patience: int | None = None
-    standardize: bool = False
-
-    def learning_rate(self, base: float, epoch: int) -> float:
-        multiplier = 1.0
-        for start, factor in self.schedule:
-            if epoch >= start:
-                multiplier = factor
-        return base * multiplier
-
-    def checked(self) -> "DeepSettings":
-        """Self, after checking every field; raises ValueError saying what was expected."""
-        _check_activation(self.activation)
-        _check_dtype(self.dtype)
-        rank_weight(self.metric)
-        if not self.hidden or any(int(h) < 1 for h in self.hidden):
-            raise ValueError(f"hidden must list at least one layer size >= 1, got {self.hidden!r}")
-        if int(self.epochs) < 1:
-            raise ValueError(f"epochs must be >= 1, got {self.epochs!r}")
-        if not self.learning_rates or any(not lr > 0 for lr in self.learning_rates):
-            raise ValueError(f"learning rates must be > 0, got {self.learning_rates!r}")
-        if not self.schedule or self.schedule[0][0] != 0 or any(
-                b[0] <= a[0] for a, b in zip(self.schedule, self.schedule[1:])):
-            raise ValueError(f"schedule must be (start_epoch, multiplier) pairs starting at epoch 0 "
-                             f"with increasing epochs, got {self.schedule!r}")
-        if int(self.batch_docs) < 1:
-            raise ValueError(f"batch_docs must be >= 1, got {self.batch_docs!r}")
-        if not self.weight_decay >= 0:
-            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
-        if self.decay not in ("l2", "decoupled"):
-            raise ValueError(f"decay must be 'l2' or 'decoupled', got {self.decay!r}")
-        if self.patience is not None and int(self.patience) < 1:
-            raise ValueError(f"patience must be >= 1 or None, got {self.patience!r}")
-        return self
-
-
-PRESETS: dict[str, DeepSettings] = {
-    # The paper's own settings (Sec. 5.4): 200 sigmoid units, Adam, weight decay 1e-6 (taken
-    # as L2, torch.optim.Adam's weight_decay), 1000 documents a batch, 750 epochs, learning
-    # rate 1e-6 for 300 epochs, 1e-7 for 200, 1e-8 for the rest.
-    "paper": DeepSettings(hidden=(200,), activation="sigmoid", epochs=750, learning_rates=(1e-6,),
-                          schedule=((0, 1.0), (300, 0.1), (500, 0.01)), batch_docs=1000,
-                          weight_decay=1e-6, decay="l2", metric="dcg", dtype="float64"),
-    # Tuned on validation clicks (SNIPS Avg DCG) of the synthetic data and MQ2008 Fold1, seeds
-    # 0-3, never on test labels (README, "Deep PropDCG", lists what was tried). The paper's
-    # step sizes barely move the weights: MQ2008 has ~10 batches an epoch, so 750 epochs at
-    # 1e-6 move each weight by at most ~0.01. Larger rates with the epoch chosen on validation
-    # clicks do better; the best rates were 1e-2 (sometimes 3e-3 or 3e-2), hence the grid.
-    # Weight decay at 1e-6 is kept from the paper (decoupled, so it is nearly inert); 1e-2
-    # decoupled was no better on validation clicks.
-    "default": DeepSettings(hidden=(200,), activation="sigmoid", epochs=100,
-                            learning_rates=(3e-3, 1e-2, 3e-2), schedule=((0, 1.0),), batch_docs=1000,
-                            weight_decay=1e-6, decay="decoupled", metric="dcg", dtype="float32",
-                            patience=20),
-}
-
-
-def deep_settings(preset: str = "default", **overrides) -> DeepSettings:
-    """The named preset with ``overrides`` (``None`` values ignored), checked.
-
-    Parameters
-    ----------
-    preset : {"default", "paper"}
-    **overrides
-        Fields of ``DeepSettings``; ``lr`` is accepted for ``learning_rates=(lr,)``.
-    """
-    if preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
-    overrides = {k: v for k, v in overrides.items() if v is not None}
-    if "lr" in overrides:
-        overrides["learning_rates"] = (float(overrides.pop("lr")),)
-    unknown = set(overrides) - set(DeepSettings.__dataclass_fields__)
-    if unknown:
-        raise ValueError(f"unknown Deep PropDCG settings {sorted(unknown)}; known: "
-                         f"{', '.join(DeepSettings.__dataclass_fields__)}")
-    for name in ("hidden", "learning_rates", "schedule"):
-        if name in overrides:
-            if not isinstance(overrides[name], (list, tuple)):
-                raise ValueError(f"{name} must be a list, e.g. [200] or [0.01], found {overrides[name]!r}")
-            overrides[name] = tuple(tuple(v) if isinstance(v, list) else v for v in overrides[name])
-    return replace(PRESETS[preset], **overrides).checked()
-
-
-# --------------------------------------------------------------------------- training
-
-
-def _standardization(X, offsets, click_query, dtype) -> dict:
-    """Mean and 1/std of each feature over the documents of clicked queries, in row blocks."""
-    offsets = np.asarray(offsets, dtype=np.int64)
-    clicked = np.unique(np.asarray(click_query, dtype=np.int64))
-    rows = _ranges(offsets[clicked], offsets[clicked + 1] - offsets[clicked])
-    total = np.zeros(X.shape[1])
-    square = np.zeros(X.shape[1])
-    for start in range(0, len(rows), 65536):
-        block = np.asarray(X[rows[start:start + 65536]], dtype=np.float64)
-        total += block.sum(axis=0)
-        square += np.einsum("ij,ij->j", block, block)
-    mean = total / len(rows)
-    std = np.sqrt(np.maximum(square / len(rows) - mean * mean, 0.0))
-    scale = np.where(std > 1e-12, 1.0 / np.where(std > 1e-12, std, 1.0), 1.0)
-    return {"shift": mean.astype(dtype), "scale": scale.astype(dtype)}
-
-
-@dataclass(frozen=True)
-class EpochRecord:
-    learning_rate: float
-    epoch: int
-    step_learning_rate: float
-    train_loss: float
-    validation_snips_avg_dcg: float
-    seconds: float
-
-
-@dataclass
-class DeepResult:
-    """Outcome of ``train_deep_propdcg``: the best network over (learning rate, epoch)."""
-
-    scorer: MLPScorer
-    learning_rate: float
-    epoch: int
-    validation_snips_avg_dcg: float
-    trace: list = field(default_factory=list)
-
-
-def train_deep_propdcg(
-    X: np.ndarray,
-    offsets: np.ndarray,
-    click_query: np.ndarray,
-    click_doc: np.ndarray,
-    propensity: np.ndarray,
-    *,
-    settings: DeepSettings = PRESETS["default"],
-    rng: np.random.Generator,
-    validate: Callable[[MLPScorer], float] | None = None,
-    progress: Callable[[EpochRecord], None] | None = None,
-) -> DeepResult:
-    """Train the network on R(f) by Adam over minibatches of whole queries (paper Sec. 4.2).
-
-    For each base learning rate (ascending order of ``settings.learning_rates``) the net
-    starts from the same seeded initialisation; after every epoch ``validate`` scores it and
-    the best (learning rate, epoch) is kept (ties: the earliest). Without ``validate`` the
-    last epoch of the last learning rate is returned.
-
-    Parameters
-    ----------
-    X : ndarray, shape (n_docs, n_features)
-        Training features (float32 or float64; gathered per batch, never copied whole).
-    offsets : ndarray, shape (n_queries + 1,)
-    click_query, click_doc, propensity : ndarray, shape (n_clicks,)
-        The training click log.
-    settings : DeepSettings
-    rng : numpy.random.Generator
-        Source of the initialisation and of every epoch's shuffle.
-    validate : callable, optional
-        ``validate(scorer) -> float``, higher is better (SNIPS Avg DCG on validation clicks).
-    progress : callable, optional
-        Called with an ``EpochRecord`` after every epoch.
-
-    Returns
-    -------
-    DeepResult
-    """
-    import time
-
-    settings = settings.checked()
-    n_clicks = len(np.asarray(click_doc))
-    if n_clicks == 0:
-        raise ValueError("no training clicks: Deep PropDCG needs at least one click")
-    weight = rank_weight(settings.metric)
-    init_rng = np.random.default_rng(rng.integers(2**63))
-    shuffle_seed = np.random.default_rng(rng.integers(2**63))
-    initial = init_mlp(X.shape[1], hidden=settings.hidden, activation=settings.activation,
-                       dtype=settings.dtype, rng=init_rng)
-    if settings.standardize:
-        initial = replace(initial, **_standardization(X, offsets, click_query, initial.dtype))
-    shuffle_state = shuffle_seed.bit_generator.state
-    best: DeepResult | None = None
-    trace: list[EpochRecord] = []
-    net = initial
-    for base in sorted(settings.learning_rates):
-        net = initial.copy()
-        parameters = net.parameters()
-        optimizer = Adam(parameters, weight_decay=settings.weight_decay, decay=settings.decay)
-        # every learning rate sees the same sequence of shuffles
-        shuffle_seed.bit_generator.state = shuffle_state
-        run_best, since_best = -np.inf, 0
-        for epoch in range(int(settings.epochs)):
-            start = time.perf_counter()
-            lr = settings.learning_rate(base, epoch)
-            batches = click_batches(offsets, click_query, click_doc, propensity,
-                                    batch_docs=settings.batch_docs, rng=shuffle_seed)
-            losses = []
-            for batch in batches:
-                value, grads = loss_and_gradient(
-                    net, X[batch.rows], batch.offsets, batch.click_query, batch.click_doc,
-                    batch.propensity, weight, n=n_clicks, pairs=batch.pairs, scale=float(len(batches)))
-                optimizer.step(grads, lr)
-                losses.append(value)
-            diverged = not np.isfinite(np.mean(losses))
-            # a diverged net has non-finite scores, which the validation ranking refuses
-            estimate = float(validate(net)) if validate is not None and not diverged else float("nan")
-            record = EpochRecord(learning_rate=float(base), epoch=epoch + 1, step_learning_rate=float(lr),
-                                 train_loss=float(np.mean(losses)), validation_snips_avg_dcg=estimate,
-                                 seconds=time.perf_counter() - start)
-            trace.append(record)
-            if progress is not None:
-                progress(record)
-            if diverged:
-                break  # later epochs cannot recover
-            if validate is None or best is None or (np.isfinite(estimate) and estimate > best.validation_snips_avg_dcg):
-                best = DeepResult(net.copy(), float(base), epoch + 1,
-                                  estimate if np.isfinite(estimate) else -np.inf)
-            # patience counts from this learning rate's own best epoch
-            if np.isfinite(estimate) and estimate > run_best:
-                run_best, since_best = estimate, 0
-            else:
-                since_best += 1
-                if settings.patience is not None and since_best >= int(settings.patience):
-                    break
-    if best is None:
-        raise ValueError("training diverged in the first epoch of every learning rate; try smaller learning_rates")
-    best.trace = trace
-    return best

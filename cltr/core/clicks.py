@@ -1,15 +1,12 @@
-"""Click simulation: the position-based model and the click log it produces.
+"""The click log and the drawing of independent clicks.
 
-Legend (paper Sec. 5.1, following Joachims et al. 2017):
-    p_r = (1/r)^eta          -> ``observation = position_propensity(rank, eta)``
-    eps_+, eps_-             -> ``eps_pos``, ``eps_neg``: click probability of an observed
-                                relevant / irrelevant document
-    q_i                      -> ``ClickLog.propensity[i]``, the propensity under the *model*
-                                eta (equal to the true eta unless misspecified)
+Legend (paper Sec. 3 and 5.1):
+    q_i                      -> ``ClickLog.propensity[i]``, the propensity a learner divides by
+    p_r = (1/r)^eta          -> ``position_propensity(rank, eta)``
 
-A click model is a plain function mapping (presented ranks, relevance) to each document's
-click probability in one session and the observation propensity that the learner is told;
-``simulate_clicks`` draws independent sessions from it. Each click is one example.
+Click models (``cltr.clickmodels``) produce ``ClickLog``s; those whose documents are
+clicked independently within a session (position-based, trust bias) draw them with
+``simulate_clicks``. Each click is one training example.
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["ClickLog", "position_propensity", "position_based_model", "simulate_clicks"]
+__all__ = ["ClickLog", "position_propensity", "simulate_clicks"]
 
 
 @dataclass(frozen=True)
@@ -100,46 +97,6 @@ class ClickLog:
 def position_propensity(rank: np.ndarray, eta: float) -> np.ndarray:
     """Examination propensity p_r = (1/r)^eta of the position-based model."""
     return np.power(1.0 / np.asarray(rank, dtype=np.float64), eta)
-
-
-def position_based_model(
-    rank: np.ndarray,
-    relevant: np.ndarray,
-    *,
-    eta: float = 1.0,
-    eps_pos: float = 1.0,
-    eps_neg: float = 0.1,
-    eta_model: float | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per-document click probability and logged propensity under the position-based model.
-
-    Parameters
-    ----------
-    rank : ndarray, shape (n_docs,)
-        Presented 1-based rank of every document.
-    relevant : ndarray of bool, shape (n_docs,)
-    eta, eps_pos, eps_neg : float
-        Severity of position bias; click probability of observed relevant / irrelevant
-        documents.
-    eta_model : float, optional
-        The eta the learner believes in; defaults to ``eta``.
-
-    Returns
-    -------
-    click_probability : ndarray, shape (n_docs,)
-        p_r(eta) * (eps_pos if relevant else eps_neg).
-    propensity : ndarray, shape (n_docs,)
-        p_r(eta_model), what each click is logged with.
-    """
-    for name, value in (("eps_pos", eps_pos), ("eps_neg", eps_neg)):
-        if not 0.0 <= value <= 1.0:
-            raise ValueError(f"{name} must lie in [0, 1], found {value}")
-    if eta < 0 or (eta_model is not None and eta_model < 0):
-        raise ValueError(f"eta must be non-negative, found eta={eta}, eta_model={eta_model}")
-    observed = position_propensity(rank, eta)
-    click_probability = observed * np.where(np.asarray(relevant, dtype=bool), eps_pos, eps_neg)
-    propensity = observed if eta_model is None else position_propensity(rank, eta_model)
-    return click_probability, propensity
 
 
 def simulate_clicks(

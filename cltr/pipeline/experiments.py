@@ -3,7 +3,7 @@
 A spec (one TOML file in ``experiments/``) names a dataset, click settings, methods, the
 setting on the x axis and its values, an optional second setting drawn as separate series,
 repetitions and a seed. ``plan`` turns it into tasks, one per (point, repetition);
-``run_task`` computes one task through the cached stages of ``cltr.stages``; and
+``run_task`` computes one task through the cached stages of ``cltr.pipeline.stages``; and
 ``run_experiment`` fans the unfinished tasks out with joblib (loky processes, or a
 dask.distributed cluster) and gathers one row per (task, method) into a DataFrame.
 
@@ -48,10 +48,11 @@ from typing import Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from cltr.datasets import Dataset, default_passes, load_dataset
-from cltr.pipeline import ClickSettings
-from cltr.stages import click_logs, clicks_stage, evaluation_stage, model_stage, production_stage
-from cltr.workspace import Workspace, config_key
+from cltr import clickmodels, methods
+from cltr.core.queries import Dataset, default_passes
+from cltr.data.store import load_dataset
+from cltr.pipeline.stages import click_logs, clicks_stage, evaluation_stage, model_stage, production_stage
+from cltr.pipeline.workspace import Workspace, config_key
 
 __all__ = ["Spec", "Task", "SPEC_DIR", "find_spec_dir", "load_spec", "spec_names", "plan", "run_task", "run_experiment",
            "repetition_seed", "CLICK_SETTINGS"]
@@ -67,8 +68,10 @@ def find_spec_dir(package_dir: Path, prefixes: Iterable[Path]) -> Path:
     return next((path for path in installed if path.is_dir()), installed[0] if installed else checkout / "experiments")
 
 
-SPEC_DIR = find_spec_dir(Path(__file__).resolve().parent, [Path(sys.prefix), Path(site.USER_BASE or sys.prefix)])
-CLICK_SETTINGS = ("eta", "eps_pos", "eps_neg", "passes", "eta_model")
+SPEC_DIR = find_spec_dir(Path(__file__).resolve().parents[1], [Path(sys.prefix), Path(site.USER_BASE or sys.prefix)])
+# "model" names the click model; "passes" is the simulation's; the rest are the models' settings
+CLICK_SETTINGS = ("model", "passes", *dict.fromkeys(f.name for m in clickmodels.models().values()
+                                                    for f in m.settings.option_fields()))
 KINDS = ("table", "curve", "ccp")
 REFERENCES = ("production", "skyline")
 _METRICS = ("avg_dcg", "avg_rank", "ndcg@10")
@@ -157,22 +160,31 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
         raise ValueError(f"{where}: x = {x!r} needs a non-empty list of values")
     if raw.get("plot_x") not in (None, x, "train_clicks"):
         raise ValueError(f"{where}: plot_x must be the x setting ({x!r}) or 'train_clicks', found {raw['plot_x']!r}")
-    from cltr.methods import METHODS
-
-    unknown = sorted(set(raw.get("methods", ())) - set(METHODS))
+    known_methods = methods.methods()
+    unknown = sorted(set(raw.get("methods", ())) - set(known_methods))
     if unknown:
-        raise ValueError(f"{where}: unknown methods {unknown}; known: {sorted(METHODS)}")
+        raise ValueError(f"{where}: unknown methods {unknown}; known: {sorted(known_methods)}")
     unknown = sorted(set(raw.get("options", {})) - set(raw.get("methods", ())) - set(references))
     if unknown:
         raise ValueError(f"{where}: [options.X] for methods the spec does not run: {unknown}")
+    for method, options in raw.get("options", {}).items():
+        if method in known_methods:
+            known_methods[method].parse_options(options, where=f"{where}: [options.{method}]")
     passes = [raw.get("clicks", {}).get("passes"), *raw.get("series", {}).get("passes", ()),
               *(raw.get("values", ()) if x == "passes" else ())]
     bad = [p for p in passes if p not in (None, "default") and (not isinstance(p, int) or p < 1)]
     if bad:
         raise ValueError(f"{where}: passes must be positive integers (or \"default\"), found {bad}")
-    unknown = sorted(set(raw.get("clicks", {})) - set(CLICK_SETTINGS))
+    clicks = raw.get("clicks", {})
+    model = clickmodels.get(clicks.get("model", clickmodels.DEFAULT_MODEL))
+    own = {f.name for f in model.settings.option_fields()}
+    unknown = sorted(set(clicks) - own - {"model", "passes"})
     if unknown:
-        raise ValueError(f"{where}: unknown click settings {unknown}; known: {CLICK_SETTINGS}")
+        raise ValueError(f"{where}: unknown settings {unknown} of click model {model.name!r}; "
+                         f"known: model, passes, {', '.join(sorted(own))}")
+    varied = {k for k in [x, *raw.get("series", {})] if k in own}
+    model.parse_settings({k: v for k, v in clicks.items() if k in own and k not in varied},
+                         where=f"{where}: [clicks]")
     reps = raw.get("reps", 1)
     if not isinstance(reps, int) or reps < 1:
         raise ValueError(f"{where}: reps must be a positive integer, found {reps!r}")
@@ -247,7 +259,8 @@ def plan(spec: Spec, *, default_passes: int) -> list[Task]:
 
     ``default_passes`` stands for passes = "default" (the dataset's: 100 LETOR, 10 Yahoo).
     """
-    base = {"eta": 1.0, "eps_pos": 1.0, "eps_neg": 0.1, "passes": "default", "eta_model": None, **spec.clicks}
+    model = clickmodels.get(spec.clicks.get("model", clickmodels.DEFAULT_MODEL))
+    base = {"model": model.name, **model.settings().to_dict(), "passes": "default", **spec.clicks}
     series_keys = list(spec.series)
     series_points = list(itertools.product(*(spec.series[k] for k in series_keys))) or [()]
     x_values = list(spec.values) if spec.x is not None else [None]
@@ -304,11 +317,14 @@ def run_task(root: str | Path, task: Task) -> tuple[list[dict], bool]:
 def _task_rows(workspace: Workspace, dataset: Dataset, fingerprint: str, task: Task) -> list[dict]:
     name, seed, clicks_config = task.dataset, task.seed, task.clicks
     production, _ = production_stage(workspace, name, dataset, fingerprint, seed=seed)
-    settings = ClickSettings(eta=clicks_config["eta"], eps_pos=clicks_config["eps_pos"],
-                             eps_neg=clicks_config["eps_neg"], passes=clicks_config["simulated_passes"])
-    clicks, _ = clicks_stage(workspace, name, dataset, production, settings, seed=seed)
-    passes, eta_model = clicks_config["passes"], clicks_config["eta_model"]
-    passes = None if passes == settings.passes else passes
+    model = clickmodels.get(clicks_config["model"])
+    # eta_model is applied when the log is read, so that its points share one simulation
+    settings = {f.name: clicks_config[f.name] for f in model.settings.option_fields() if f.name != "eta_model"}
+    simulated = clicks_config["simulated_passes"]
+    clicks, _ = clicks_stage(workspace, name, dataset, production, settings, model=model.name, passes=simulated,
+                             seed=seed)
+    passes, eta_model = clicks_config["passes"], clicks_config.get("eta_model")
+    passes = None if passes == simulated else passes
     train_log, _ = click_logs(clicks, passes=passes, eta_model=eta_model)
     relevant = dataset.train.relevant(dataset.relevant_from)
     common = {"train_clicks": len(train_log),

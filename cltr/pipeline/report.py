@@ -2,7 +2,7 @@
 
 The only module that imports matplotlib. Every plotting function returns the figure and
 the data it drew (per line: x, mean, std), so tests can check a figure against the CSV.
-Rows come from ``cltr.experiments.run_experiment``: one per (task, method), with the
+Rows come from ``cltr.pipeline.experiments.run_experiment``: one per (task, method), with the
 point's settings in ``point_*`` columns and the test metrics.
 """
 
@@ -14,17 +14,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from cltr.experiments import Spec
-from cltr.workspace import atomic_write
+from cltr import methods
+from cltr.pipeline.experiments import Spec
+from cltr.pipeline.workspace import atomic_write
 
 __all__ = ["summarise", "significance", "markdown_table", "latex_table", "plot", "write_outputs",
-           "METHOD_LABELS", "METRIC_LABELS"]
+           "METRIC_LABELS"]
 
-METHOD_LABELS = {
-    "production": "Production ranker", "skyline": "Skyline (full-information SVM)", "svm-rank": "SVM Rank",
-    "lambdarank": "LambdaRank", "svm-proprank": "SVM PropRank", "svm-propdcg": "SVM PropDCG",
-    "deep-propdcg": "Deep PropDCG", "tree-propdcg": "Tree PropDCG",
-}
 METRIC_LABELS = {"avg_dcg": "Avg DCG", "avg_rank": "Avg Rank", "ndcg@10": "nDCG@10"}
 _X_LABELS = {"passes": "passes over the training queries", "train_clicks": "training clicks", "eta": "eta",
              "eps_neg": "eps_neg (click probability of an observed irrelevant document)",
@@ -32,7 +28,10 @@ _X_LABELS = {"passes": "passes over the training queries", "train_clicks": "trai
 
 
 def _label(method: str) -> str:
-    return METHOD_LABELS.get(method, method)
+    if method == "production":
+        return "Production ranker"
+    known = methods.methods()
+    return known[method].label if method in known else method
 
 
 def _mean_std(mean: float, std: float, n: int) -> str:

@@ -487,7 +487,8 @@ def risk_gradient(
     n: int | None = None,
     candidate: np.ndarray | None = None,
     pairs: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[float, np.ndarray]:
+    with_curvature: bool = False,
+) -> tuple[float, np.ndarray] | tuple[float, np.ndarray, np.ndarray]:
     """R(f) and its (sub)gradient with respect to the scores, for any scorer.
 
     With c_i = lambda'(bound_i) / (n q_i) and the active pairs A_i = {y : 1 - (f(y_i) - f(y))
@@ -503,6 +504,9 @@ def risk_gradient(
     ----------
     scores, offsets, click_query, click_doc, propensity, weight, n, candidate, pairs
         As in ``risk``. ``weight`` must be differentiable (not Prec@k).
+    with_curvature : bool
+        Also return the pair curvature h(y) = Σ_{i : y in A_i} c_i + Σ_{i : y = y_i} c_i |A_i|,
+        the sum of the absolute pair terms at y (Tree PropDCG's Gauss-Newton curvature).
 
     Returns
     -------
@@ -510,6 +514,8 @@ def risk_gradient(
         R(f), equal to ``risk(...)``.
     grad : ndarray of float64, shape (n_docs,)
         dR/d scores; zero for documents in no pair.
+    curvature : ndarray of float64, shape (n_docs,)
+        Only with ``with_curvature``.
     """
     weight = _weight(weight)
     if not weight.differentiable:
@@ -533,5 +539,8 @@ def risk_gradient(
     # bincount returns int64 when no pair is active; the scatter needs float64
     grad = np.bincount(pair_doc[active], weights=coef[active_example],
                        minlength=len(scores)).astype(np.float64, copy=False)
-    grad -= np.bincount(click_doc, weights=coef * n_active, minlength=len(scores))
+    clicked = np.bincount(click_doc, weights=coef * n_active, minlength=len(scores))
+    if with_curvature:
+        return value, grad - clicked, grad + clicked
+    grad -= clicked
     return value, grad

@@ -52,9 +52,10 @@ from typing import Callable
 
 import numpy as np
 
-from cltr.objectives import check_example_rows, click_pairs
+from cltr.core.objectives import check_example_rows, click_pairs
 
-__all__ = ["SVMResult", "PairwiseProblem", "pairwise_objective", "solve_pairwise_svm"]
+__all__ = ["SVMResult", "PairwiseProblem", "pairwise_objective", "solve_pairwise_svm", "train_ranking_svm",
+           "train_svm_on_clicks", "solver_info"]
 
 _TINY = 1e-12  # floor of |objective| in the relative gap
 _CUT_STEP = 0.1  # OCAS's mu: the new plane is taken a tenth of the way from w_b to w_cp
@@ -742,3 +743,34 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol, max_iter, callback, sta
     objective = final[1] if final is not None and final[0] is w else canonical_objective(w)
     gap = (objective - lower_bound) / max(abs(objective), _TINY)
     return SVMResult(w, objective, lower_bound, gap, iteration, time.perf_counter() - start, bool(gap <= tol))
+
+
+# -- the paper's two uses of the solver ---------------------------------------------------
+
+def train_ranking_svm(queries, relevant: np.ndarray, *, C: float, tol: float = 1e-3,
+                      w0: np.ndarray | None = None) -> SVMResult:
+    """A conventional Ranking SVM (production ranker, skyline): one example per relevant
+    document, c_i = 1, Y_i = its query's irrelevant documents.
+
+    ``queries`` is a ``cltr.core.queries.Queries``; ``relevant`` is bool, shape (n_docs,).
+    """
+    relevant = np.asarray(relevant, dtype=bool)
+    click_doc = np.flatnonzero(relevant)
+    return solve_pairwise_svm(
+        queries.X, queries.offsets, queries.doc_query[click_doc], click_doc,
+        np.ones(len(click_doc)), C, candidate=~relevant, w0=w0, tol=tol,
+    )
+
+
+def train_svm_on_clicks(queries, click_query: np.ndarray, click_doc: np.ndarray, cost: np.ndarray, *,
+                        C: float, tol: float = 1e-3, w0: np.ndarray | None = None) -> SVMResult:
+    """SVM PropRank (c_i = 1/q_i) or naive SVM Rank (c_i = 1) on clicks: Y_i = every
+    document of the query."""
+    return solve_pairwise_svm(queries.X, queries.offsets, click_query, click_doc, cost, C, w0=w0, tol=tol)
+
+
+def solver_info(result: SVMResult) -> dict:
+    """The certificate of a solve, as recorded in artifacts."""
+    return {"objective": result.objective, "lower_bound": result.lower_bound, "gap": result.gap,
+            "iterations": result.iterations, "solver_seconds": result.seconds,
+            "converged": result.converged}

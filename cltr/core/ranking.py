@@ -25,6 +25,8 @@ __all__ = [
     "ips_estimate",
     "snips_estimate",
     "snips_avg_dcg",
+    "evaluate",
+    "validation_estimate",
 ]
 
 
@@ -135,3 +137,17 @@ def snips_avg_dcg(ranks: np.ndarray, click_doc: np.ndarray, propensity: np.ndarr
     the evaluated model gives to every document and ``click_doc`` the clicked rows.
     """
     return snips_estimate(dcg_gain(np.asarray(ranks)[click_doc]), propensity)
+
+
+def evaluate(scorer, queries, relevant: np.ndarray, *, rng: np.random.Generator) -> dict:
+    """Avg DCG, Avg Rank and nDCG@10 of ``scorer`` on a fully labelled split (binarized labels)."""
+    ranks = rank_documents(scorer.scores(queries.X), queries.offsets, rng)
+    return {"avg_dcg": avg_dcg(ranks, relevant), "avg_rank": avg_rank(ranks, relevant),
+            "ndcg@10": ndcg_at_k(ranks, relevant, queries.offsets, k=10)}
+
+
+def validation_estimate(scorer, queries, log, *, rng: np.random.Generator) -> float:
+    """SNIPS estimate of Avg DCG of ``scorer`` on a (validation) click log: the
+    model-selection criterion."""
+    ranks = rank_documents(scorer.scores(queries.X), queries.offsets, rng)
+    return snips_avg_dcg(ranks, log.doc, log.propensity)

@@ -29,13 +29,14 @@ from typing import Callable
 
 import numpy as np
 
-from cltr.objectives import RankWeight, hinge_rank_bound
-from cltr.svm import PairwiseProblem
+from cltr.core.objectives import RankWeight, hinge_rank_bound
+from cltr.core.svm import PairwiseProblem
 
 _LOOSE = 0.1  # a step's inner tolerance may be this share of the last relative improvement
 _MAX_EXTRAPOLATIONS = 6  # steps of doubling length tried after each CCP step
 
-__all__ = ["CCPStep", "CCPResult", "slack_sums", "true_objective", "surrogate_objective", "propdcg_ccp"]
+__all__ = ["CCPStep", "CCPResult", "slack_sums", "ccp_costs", "true_objective", "surrogate_objective",
+           "propdcg_ccp"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,19 @@ def slack_sums(w, X, offsets, click_query, click_doc) -> np.ndarray:
     """
     scores = np.asarray(X @ np.asarray(w, dtype=X.dtype), dtype=np.float64)
     return hinge_rank_bound(scores, offsets, click_query, click_doc) - 1.0
+
+
+def ccp_costs(slack: np.ndarray, propensity: np.ndarray, weight: RankWeight) -> np.ndarray:
+    """The costs c_i = 1/q'_i of one CCP step (paper Sec. 4.1), shape (n_examples,).
+
+    Linearising lambda at the current slack sums S_i gives a propensity-weighted Ranking
+    SVM with cost c_i = lambda'(1 + S_i) / q_i. For DCG, lambda(r) = -1/log(1 + r), this is
+
+        q'_i = q_i (S_i + 2) log²(S_i + 2),
+
+    the paper's re-weighted propensity; the same formula holds for any differentiable lambda.
+    """
+    return weight.derivative(1.0 + np.asarray(slack, dtype=np.float64)) / np.asarray(propensity, dtype=np.float64)
 
 
 def true_objective(w, slack, propensity, weight: RankWeight, C: float) -> float:
@@ -176,7 +190,7 @@ def propdcg_ccp(
     last_change = 0.0  # relative improvement of the last step
     for iteration in range(1, (1 if linear else max_iter) + 1):
         start = time.perf_counter() - (setup if iteration == 1 else 0.0)
-        cost = weight.derivative(1.0 + slack) / propensity
+        cost = ccp_costs(slack, propensity, weight)
         # Far from convergence the tangent moves a lot anyway: solve loosely then (any point
         # below the surrogate's value at w lowers the true objective) and tightly near the end.
         step_tol = max(inner_tol, _LOOSE * last_change)

@@ -1,0 +1,114 @@
+"""A prepared dataset as one .npz: ``save_dataset`` / ``load_dataset``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from cltr.core.queries import Dataset, Queries, check_queries
+from cltr.pipeline.workspace import atomic_write, jsonable
+
+__all__ = ['save_dataset', 'load_dataset']
+
+# -- the prepared dataset as one .npz ----------------------------------------------------
+
+_FORMAT = "cltr-dataset/1"
+_FIELDS = ("X", "labels", "qid", "offsets")
+
+
+def _write_npz(stream, arrays: dict[str, np.ndarray]) -> None:
+    np.savez(stream, **arrays)  # members carry a fixed time stamp: same dataset, same bytes
+
+
+def save_dataset(dataset: Dataset, path: str | os.PathLike) -> Path:
+    """Write ``dataset`` to ``path`` as one .npz, atomically.
+
+    The arrays of each split are stored as ``<split>/X``, ``<split>/labels``,
+    ``<split>/qid``, ``<split>/offsets``; ``name``, ``relevant_from`` and ``meta`` (as a
+    JSON string) beside them. The file is written under a temporary name in the same
+    directory and renamed into place, so a reader never sees half of it. The same dataset
+    always gives the same bytes.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        Its ``meta`` must be JSON-able (numpy scalars and arrays, tuples and paths are
+        converted; tuples come back as lists).
+    path : path-like
+        Destination, used as given (no suffix is added).
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    path = Path(path)
+    arrays: dict[str, np.ndarray] = {
+        "format": np.array(_FORMAT),
+        "name": np.array(dataset.name),
+        "relevant_from": np.array(int(dataset.relevant_from), dtype=np.int64),
+        "meta": np.array(json.dumps(jsonable(dataset.meta), sort_keys=True)),
+    }
+    for split, queries in dataset.splits().items():
+        check_queries(queries, where=f"{split} split of dataset {dataset.name!r}")
+        for field_name in _FIELDS:
+            arrays[f"{split}/{field_name}"] = np.ascontiguousarray(getattr(queries, field_name))
+    with atomic_write(path) as stream:
+        _write_npz(stream, arrays)
+    return path
+
+
+def load_dataset(path: str | os.PathLike) -> Dataset:
+    """Read a dataset written by ``save_dataset``, checking every split.
+
+    Parameters
+    ----------
+    path : path-like
+        The .npz file.
+
+    Returns
+    -------
+    Dataset
+        Equal, array for array, to the one saved.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` is not a file.
+    ValueError
+        If it is not a prepared cltr dataset, or a split breaks the ``Queries`` invariants,
+        or the splits differ in feature width.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"prepared dataset not found: {path}")
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, zipfile.BadZipFile) as error:
+        raise ValueError(f"{path}: not a prepared cltr dataset ({error})") from error
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise ValueError(f"{path}: not a prepared cltr dataset (a single array, not an .npz)")
+    with archive:
+        required = ["format", "name", "relevant_from", "meta"] + [
+            f"{split}/{field_name}" for split in ("train", "vali", "test") for field_name in _FIELDS]
+        missing = [key for key in required if key not in archive.files]
+        if missing:
+            raise ValueError(f"{path}: not a prepared cltr dataset; missing {', '.join(missing)}")
+        if str(archive["format"]) != _FORMAT:
+            raise ValueError(f"{path}: format {str(archive['format'])!r}, expected {_FORMAT!r}")
+        splits = {split: Queries(**{field_name: archive[f"{split}/{field_name}"] for field_name in _FIELDS})
+                  for split in ("train", "vali", "test")}
+        name, relevant_from = str(archive["name"]), int(archive["relevant_from"])
+        meta = json.loads(str(archive["meta"]))
+    for split, queries in splits.items():
+        check_queries(queries, where=f"{split} split of {path}")
+    widths = {split: queries.n_features for split, queries in splits.items()}
+    if len(set(widths.values())) > 1:
+        raise ValueError(f"{path}: feature widths differ between splits ({widths}); all splits of one "
+                         "dataset must share one feature width")
+    return Dataset(name=name, relevant_from=relevant_from, meta=meta, **splits)

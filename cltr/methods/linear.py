@@ -1,0 +1,53 @@
+"""What the linear SVM methods share: the C options, the C grid and selection over it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from cltr.core.scorers import LinearScorer
+from cltr.core.selection import parse_grid, select_on_validation
+from cltr.options import Options, option
+
+__all__ = ["DEFAULT_C_GRID", "LinearSVMOptions", "c_candidates", "select_c"]
+
+DEFAULT_C_GRID = tuple(float(c) for c in np.logspace(-3, 3, 7))
+
+
+@dataclass(frozen=True)
+class LinearSVMOptions(Options):
+    """-C, --grid and --tol of every linear SVM method."""
+
+    C: float | None = option(None, "Regularisation constant; without it, C is chosen over --grid on "
+                                   "validation data.", low=0, low_open=True, flag="-C")
+    grid: tuple[float, ...] = option(DEFAULT_C_GRID, "C grid as 'a,b,c' or 'low:high:count' (log spaced), "
+                                                     "searched when -C is not given.", low=0, low_open=True,
+                                     parse=parse_grid, metavar="GRID")
+    tol: float = option(1e-3, "Relative duality gap the SVM solver must certify.", low=0, low_open=True)
+
+
+def c_candidates(options: LinearSVMOptions) -> list[dict]:
+    """``[{"C": C}]`` when C is fixed, else the sorted grid (most regularised first)."""
+    if options.C is not None:
+        return [{"C": float(options.C)}]
+    return [{"C": float(c)} for c in sorted(options.grid)]
+
+
+def select_c(options: LinearSVMOptions, fit: Callable, estimate: Callable, *, progress=None,
+             criterion: str = "validation_snips_avg_dcg"):
+    """Fit every C of ``options`` (warm-started in order) and keep the best by ``estimate``.
+
+    ``fit(C, previous_scorer) -> (w, info)``. Returns ``(scorer, info)`` with ``C``,
+    ``chosen``, ``selection`` and the best estimate under ``criterion``.
+    """
+    def fit_candidate(params, previous):
+        w, info = fit(params["C"], previous)
+        return LinearScorer(w), info
+
+    selection = select_on_validation(c_candidates(options), fit_candidate, estimate, progress=progress,
+                                     criterion=criterion)
+    info = {"C": selection.best_params["C"], "chosen": selection.best_params,
+            criterion: selection.best_estimate, "selection": selection.table}
+    return selection.best, info

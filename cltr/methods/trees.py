@@ -1,0 +1,282 @@
+"""LightGBM, shared by the tree methods (LambdaRank, Tree PropDCG): the scorer, the
+parameters, binned Datasets, boosting with early stopping, and the learning rate x leaves
+grid chosen on validation clicks.
+
+This is the only module that imports ``lightgbm``, and it does so inside functions, so
+that importing ``cltr`` (and its command line) stays fast and works without it until a
+tree model is trained or loaded.
+
+Early stopping of every grid candidate: evaluate every ``eval_every`` trees, stop after
+``patience`` trees without a better estimate, and grow at most
+min(``max_rounds``, ``shrinkage_budget`` / learning rate) trees. The budget is in units of
+learning rate x trees, the distance the boosting path has travelled: it trims only the
+high learning rates (200 trees at 0.1; the low rates keep their 1000).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Callable
+
+import numpy as np
+
+from cltr.core.seeds import stream
+from cltr.core.selection import select_on_validation
+from cltr.options import Options, option
+
+__all__ = ["TreeScorer", "TreeOptions", "lightgbm_params", "usable_leaves", "select_trees",
+           "LEARNING_RATE_GRID", "NUM_LEAVES_GRID", "MIN_DATA_IN_LEAF"]
+
+LEARNING_RATE_GRID = (0.001, 0.01, 0.1)
+NUM_LEAVES_GRID = tuple(2 ** k for k in range(1, 9))  # 2, 4, ..., 256
+
+
+@dataclass(frozen=True)
+class TreeOptions(Options):
+    """The options every LightGBM method shares."""
+
+    learning_rate: float | None = option(None, "Fix the learning rate [default: chosen over 0.001, 0.01, 0.1 on "
+                                               "validation clicks].", low=0, low_open=True)
+    num_leaves: int | None = option(None, "Fix the leaves per tree [default: chosen over 2, 4, ..., 256 on "
+                                          "validation clicks, up to the first count the training rows cannot "
+                                          "fill, 20 rows a leaf].", low=2)
+    n_estimators: int | None = option(None, "Grow exactly this many trees (no early stopping) [default: early "
+                                            "stopping on validation clicks, at most --max-rounds].", low=1)
+    threads: int = option(1, "LightGBM threads (part of the model's identity: deterministic per seed and "
+                             "count).", low=1)
+    max_rounds: int = option(1000, "Most trees with early stopping (and at most --shrinkage-budget / "
+                                   "learning rate).", low=1)
+    shrinkage_budget: float = option(20.0, "Early stopping: grow at most this / learning rate trees (200 at "
+                                           "0.1).", low=0, low_open=True)
+    patience: int = option(50, "Early stopping: stop after this many trees without a better validation "
+                               "estimate.", low=1)
+    eval_every: int = option(5, "Early stopping: evaluate the validation estimate every this many trees.", low=1)
+
+
+@dataclass(frozen=True)
+class TreeScorer:
+    """A LightGBM model kept as its model string (a numpy bytes array in artifacts)."""
+
+    model_string: str
+    threads: int = 1
+    kind: str = "lightgbm"
+
+    @cached_property
+    def booster(self):
+        import lightgbm
+
+        return lightgbm.Booster(model_str=self.model_string)
+
+    def scores(self, X: np.ndarray) -> np.ndarray:
+        """Raw scores of the rows of ``X``, shape (n_docs,)."""
+        return np.asarray(self.booster.predict(X, raw_score=True, num_threads=self.threads),
+                          dtype=np.float64)
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        return {"model_string": np.array(self.model_string.encode("utf-8"))}
+
+    @classmethod
+    def from_arrays(cls, arrays) -> "TreeScorer":
+        value = np.asarray(arrays["model_string"]).item()
+        return cls(model_string=value.decode("utf-8") if isinstance(value, bytes) else str(value))
+
+
+class _Precomputed:
+    """Scores computed already (LightGBM's running validation scores), as a scorer."""
+
+    def __init__(self, scores: np.ndarray):
+        self._scores = np.asarray(scores, dtype=np.float64)
+
+    def scores(self, X: np.ndarray) -> np.ndarray:
+        if len(X) != len(self._scores):
+            raise ValueError(f"precomputed scores are for {len(self._scores)} rows, asked for {len(X)}")
+        return self._scores
+
+
+MIN_DATA_IN_LEAF = 20  # LightGBM's default, named because the leaf grid is cut with it
+
+
+def lightgbm_params(*, learning_rate: float, num_leaves: int, seed: int, threads: int = 1,
+                    objective: str = "lambdarank") -> dict:
+    """LightGBM parameters of the tree methods: deterministic given ``seed`` and ``threads``.
+
+    ``objective="none"`` is for a custom objective (Tree PropDCG): LightGBM then starts
+    every score at 0 and asks the caller for gradients and curvatures at each tree.
+    """
+    if not learning_rate > 0:
+        raise ValueError(f"learning_rate must be positive, found {learning_rate}")
+    if isinstance(num_leaves, bool) or int(num_leaves) != num_leaves or num_leaves < 2:
+        raise ValueError(f"num_leaves must be an integer >= 2, found {num_leaves!r}")
+    if isinstance(threads, bool) or int(threads) != threads or threads < 1:
+        raise ValueError(f"threads must be a positive integer, found {threads!r}")
+    return {
+        "objective": objective,
+        "learning_rate": float(learning_rate),
+        "num_leaves": int(num_leaves),
+        "min_data_in_leaf": MIN_DATA_IN_LEAF,
+        "feature_fraction_bynode": 0.5,
+        "deterministic": True,
+        "force_col_wise": True,
+        "num_threads": int(threads),
+        "seed": int(seed),
+        "metric": "None",
+        "verbosity": -1,
+    }
+
+
+def usable_leaves(leaves, n_rows: int) -> list[int]:
+    """The leaf counts of a grid that can give different trees on ``n_rows`` rows.
+
+    A leaf holds at least ``MIN_DATA_IN_LEAF`` rows, so no tree has more than
+    ``n_rows // MIN_DATA_IN_LEAF`` leaves, and every cap at or above that grows the same
+    trees (leaf-wise growth just runs out of splits first). Of those caps only the
+    smallest is kept.
+
+    Parameters
+    ----------
+    leaves : sequence of int
+        Increasing leaf counts.
+    n_rows : int
+        Training rows.
+
+    Returns
+    -------
+    list of int
+    """
+    most = max(2, n_rows // MIN_DATA_IN_LEAF)
+    kept = []
+    for count in leaves:
+        kept.append(int(count))
+        if count >= most:
+            break
+    return kept
+
+
+@dataclass
+class _TreeSets:
+    """LightGBM Datasets built (binned) once and shared by every candidate of a grid."""
+
+    train: object
+    valid: object | None
+
+
+def _tree_sets(X: np.ndarray, *, label: np.ndarray, group: np.ndarray | None, valid_X: np.ndarray | None,
+               threads: int) -> _TreeSets:
+    import lightgbm
+
+    # Dataset construction gets the same thread count: with LightGBM's default (every core)
+    # OpenMP's waiting threads compete with the 1-thread training on busy machines. Its
+    # bins depend on min_data_in_leaf, so that is fixed here as in lightgbm_params.
+    params = {"verbosity": -1, "num_threads": int(threads), "min_data_in_leaf": MIN_DATA_IN_LEAF}
+    train = lightgbm.Dataset(X, label=label, group=group, params=params, free_raw_data=True)
+    train.construct()
+    valid = None
+    if valid_X is not None:
+        valid = lightgbm.Dataset(valid_X, label=np.zeros(len(valid_X)), reference=train, params=params)
+        valid.construct()
+    return _TreeSets(train, valid)
+
+
+def _grow(params: dict, sets: _TreeSets, *, objective: Callable | None, n_estimators: int | None,
+          criterion: Callable[[np.ndarray], float] | None, max_rounds: int, eval_every: int,
+          patience: int, threads: int) -> tuple[TreeScorer, dict]:
+    """Boost trees, a fixed number or with early stopping on ``criterion`` (see fit_lambdarank)."""
+    import lightgbm
+
+    early = n_estimators is None
+    booster = lightgbm.Booster(params=params, train_set=sets.train)
+    if not early:
+        for _ in range(int(n_estimators)):
+            booster.update(fobj=objective)
+        model = booster.model_to_string(num_iteration=-1)
+        return TreeScorer(model, threads=threads), {
+            "n_estimators": int(n_estimators), "rounds": int(n_estimators), "early_stopped": False,
+            "best_criterion": float("nan"), "trace": []}
+
+    booster.add_valid(sets.valid, "vali")
+
+    def feval(scores, _dataset):
+        return "criterion", float(criterion(np.asarray(scores, dtype=np.float64))), True
+
+    best_value, best_rounds, rounds, trace = -np.inf, 0, 0, []
+    stopped = False
+    while rounds < max_rounds:
+        booster.update(fobj=objective)
+        rounds += 1
+        if rounds % eval_every and rounds != max_rounds:
+            continue
+        # LightGBM keeps the validation scores up to date tree by tree; eval_valid hands
+        # them over without predicting again (the same sums as predict, in the same order).
+        value = booster.eval_valid(feval)[0][2]
+        trace.append((rounds, value))
+        if np.isfinite(value) and value > best_value:
+            best_value, best_rounds = value, rounds
+        if rounds - max(best_rounds, 0) >= patience:
+            stopped = rounds < max_rounds
+            break
+    if best_rounds == 0:  # every evaluation was NaN: keep what was grown
+        best_rounds = rounds
+    model = booster.model_to_string(num_iteration=best_rounds)
+    return TreeScorer(model, threads=threads), {
+        "n_estimators": int(best_rounds), "rounds": int(rounds), "early_stopped": bool(stopped),
+        "best_criterion": float(best_value), "trace": trace}
+
+
+def select_trees(data, options: TreeOptions, *, name: str, X: np.ndarray, label: np.ndarray,
+                 group: np.ndarray | None, objective: Callable | None, progress: Callable | None = None,
+                 learning_rates=LEARNING_RATE_GRID, leaves=NUM_LEAVES_GRID):
+    """Grid over learning rate x leaves, trees by early stopping, chosen on validation clicks.
+
+    Parameters
+    ----------
+    data : methods.TrainingData
+        ``data.estimate`` (SNIPS Avg DCG on validation clicks, seeded tie-breaks) is both the
+        early-stopping criterion and the selection criterion; test labels are never read.
+    options : TreeOptions
+        ``learning_rate``, ``num_leaves`` (each fixes that axis), ``n_estimators`` (a fixed
+        number of trees, no early stopping) and the early-stopping settings.
+    name : str
+        Seeds LightGBM: one seed for the whole grid, ``stream(data.seed, name)``.
+    X : ndarray, shape (n_rows, n_features)
+        Training rows; ``label`` shape (n_rows,), ``group`` the LightGBM query sizes or None.
+    objective : callable or None
+        A custom objective (``objective="none"`` in LightGBM), or None for LambdaRank.
+    progress : callable, optional
+        Called with each candidate's row.
+
+    Returns
+    -------
+    scorer : TreeScorer
+    info : dict
+        ``chosen`` (learning_rate, num_leaves, n_estimators), ``validation_snips_avg_dcg``,
+        ``selection`` (a row per candidate), ``lightgbm_seed``, ``early_stopping``.
+    """
+    threads, n_estimators = options.threads, options.n_estimators
+    rates = [options.learning_rate] if options.learning_rate is not None else learning_rates
+    leaf_grid = [options.num_leaves] if options.num_leaves is not None else usable_leaves(leaves, len(X))
+    candidates = [{"learning_rate": float(r), "num_leaves": int(n)} for r in rates for n in leaf_grid]
+    seed = int(stream(data.seed, name).integers(2 ** 31 - 1))
+    sets = _tree_sets(X, label=label, group=group,
+                      valid_X=data.dataset.vali.X if n_estimators is None else None, threads=threads)
+
+    def criterion(scores):
+        return data.estimate(_Precomputed(scores))
+
+    def fit(params, _previous):
+        base = "none" if objective is not None else "lambdarank"
+        lgb_params = lightgbm_params(**params, seed=seed, threads=threads, objective=base)
+        rounds = min(options.max_rounds, max(1, int(np.ceil(options.shrinkage_budget / params["learning_rate"]
+                                                             - 1e-9))))
+        return _grow(lgb_params, sets, objective=objective, n_estimators=n_estimators, criterion=criterion,
+                     max_rounds=rounds, eval_every=options.eval_every, patience=options.patience, threads=threads)
+
+    selection = select_on_validation(candidates, fit, data.estimate, progress=progress)
+    best_row = next(row for row in selection.table
+                    if all(row[k] == v for k, v in selection.best_params.items()))
+    chosen = {**selection.best_params, "n_estimators": best_row["n_estimators"]}
+    info = {"chosen": chosen, "validation_snips_avg_dcg": selection.best_estimate,
+            "selection": selection.table, "lightgbm_seed": seed,
+            "early_stopping": {"max_rounds": options.max_rounds, "eval_every": options.eval_every,
+                               "patience": options.patience, "shrinkage_budget": options.shrinkage_budget}}
+    return selection.best, info

@@ -1,0 +1,223 @@
+"""Typed options: the one place where a plug-in's settings, defaults and help live.
+
+A method's options and a click model's settings are frozen dataclasses deriving from
+``Options`` whose fields are declared with ``option(default, help, ...)``. From that one
+declaration come
+
+- ``Options.from_dict(values, where=...)``: validation of a spec's ``[options.METHOD]``
+  table, of a Python caller's keywords or of the command line's values; a misspelled
+  name is an error naming the valid ones, a bad value one naming what must hold;
+- ``Options.to_dict()``: the JSON-able record stored in artifact configs;
+- the command line (``cltr.cli`` turns every field into a click option, with its help,
+  default, choices and range).
+
+Supported field types: ``bool``, ``int``, ``float``, ``str`` (with ``choices``), and
+``tuple[int, ...]`` / ``tuple[float, ...]``, each optionally ``| None``. Floats must be
+finite. This module imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import types
+import typing
+from typing import Any, Callable, Mapping
+
+__all__ = ["option", "Options", "OptionSpec"]
+
+
+def option(default: Any, help: str, *, choices: tuple[str, ...] | None = None,
+           low: float | None = None, high: float | None = None, low_open: bool = False,
+           high_open: bool = False, parse: Callable[[str], Any] | None = None,
+           flag: str | None = None, metavar: str | None = None) -> Any:
+    """Declare one option of an ``Options`` dataclass.
+
+    Parameters
+    ----------
+    default
+        The default (the only place it is written). Tuples for sequence options.
+    help : str
+        One or two sentences for ``--help`` and the docs.
+    choices : tuple of str, optional
+        Allowed values of a ``str`` option.
+    low, high : float, optional
+        Range of a number (or of every element of a sequence); ``low_open`` /
+        ``high_open`` exclude the bound.
+    parse : callable str -> value, optional
+        How a string (the command line) becomes the value, e.g. a grid ``"0.1,1,10"``.
+    flag : str, optional
+        The command-line flag, when not ``--name-with-dashes`` (e.g. ``"-C"``).
+    metavar : str, optional
+        The command line's placeholder for the value.
+    """
+    spec = OptionSpec(help=help, choices=choices, low=low, high=high, low_open=low_open, high_open=high_open,
+                      parse=parse, flag=flag, metavar=metavar)
+    return dataclasses.field(default=default, metadata={"cltr": spec})
+
+
+@dataclasses.dataclass(frozen=True)
+class OptionSpec:
+    """What ``option`` records about a field besides its default."""
+
+    help: str
+    choices: tuple[str, ...] | None = None
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    parse: Callable[[str], Any] | None = None
+    flag: str | None = None
+    metavar: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Field:
+    """One option as the command line and the validators see it."""
+
+    name: str
+    base: type            # bool, int, float or str
+    sequence: bool        # a tuple of ``base``
+    optional: bool        # None allowed
+    default: Any
+    spec: OptionSpec
+
+    @property
+    def cli_name(self) -> str:
+        return self.spec.flag or "--" + self.name.replace("_", "-")
+
+    def range_text(self) -> str:
+        s = self.spec
+        parts = []
+        if s.low is not None:
+            parts.append(f"{'>' if s.low_open else '>='} {s.low:g}")
+        if s.high is not None:
+            parts.append(f"{'<' if s.high_open else '<='} {s.high:g}")
+        return " and ".join(parts)
+
+
+def _describe_type(field: Field) -> str:
+    what = {bool: "true or false", int: "an integer", float: "a finite number", str: "a string"}[field.base]
+    if field.spec.choices:
+        what = "one of " + ", ".join(field.spec.choices)
+    if field.range_text():
+        what += " " + field.range_text()
+    if field.sequence:
+        what = f"a list of {what.replace('an integer', 'integers').replace('a finite number', 'finite numbers')}"
+    return what + (" (or none)" if field.optional else "")
+
+
+class Options:
+    """Base of every options dataclass (see the module docstring)."""
+
+    @classmethod
+    def option_fields(cls) -> list[Field]:
+        hints = typing.get_type_hints(cls)
+        found = []
+        for f in dataclasses.fields(cls):
+            spec = f.metadata.get("cltr")
+            if spec is None:
+                raise TypeError(f"{cls.__name__}.{f.name} must be declared with cltr.options.option(...)")
+            base, sequence, optional = _unpack(hints[f.name], f"{cls.__name__}.{f.name}")
+            found.append(Field(f.name, base, sequence, optional, f.default, spec))
+        return found
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any] | None = None, *, where: str = "options"):
+        """Validated options from a mapping; absent names take their defaults.
+
+        Raises
+        ------
+        ValueError
+            An unknown name (with the valid ones and the closest match), or a value of
+            the wrong type or out of range.
+        """
+        values = dict(values or {})
+        fields = {f.name: f for f in cls.option_fields()}
+        unknown = sorted(set(values) - set(fields))
+        if unknown:
+            hints = []
+            for name in unknown:
+                close = difflib.get_close_matches(name, fields, n=1)
+                hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+            raise ValueError(f"{where}: unknown option{'s' if len(unknown) > 1 else ''} {', '.join(hints)}; "
+                             f"valid: {', '.join(fields)}")
+        return cls(**{name: _check(fields[name], value, where) for name, value in values.items()})
+
+    def to_dict(self) -> dict:
+        """Every option's value, JSON-able (tuples become lists)."""
+        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
+                for f in dataclasses.fields(self)}
+
+    def replace(self, **changes):
+        """A copy with ``changes`` applied and validated."""
+        return type(self).from_dict({**self.to_dict(), **changes})
+
+
+def _unpack(hint, where: str) -> tuple[type, bool, bool]:
+    optional = False
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        rest = [a for a in args if a is not type(None)]
+        optional = len(rest) < len(args)
+        if len(rest) != 1:
+            raise TypeError(f"{where}: unsupported option type {hint}")
+        hint = rest[0]
+        args = typing.get_args(hint)
+    sequence = typing.get_origin(hint) is tuple
+    if sequence:
+        if len(args) != 2 or args[1] is not Ellipsis:
+            raise TypeError(f"{where}: sequence options are tuple[T, ...], found {hint}")
+        hint = args[0]
+    if hint not in (bool, int, float, str):
+        raise TypeError(f"{where}: unsupported option type {hint}")
+    return hint, sequence, optional
+
+
+def _check(field: Field, value: Any, where: str) -> Any:
+    def bad() -> ValueError:
+        return ValueError(f"{where}: {field.name} must be {_describe_type(field)}, found {value!r}")
+
+    if value is None:
+        if field.optional:
+            return None
+        raise bad()
+    if isinstance(value, str) and field.spec.parse is not None and (field.sequence or field.base is not str):
+        try:
+            value = field.spec.parse(value)
+        except ValueError as error:
+            raise ValueError(f"{where}: {field.name}: {error}") from None
+    if field.sequence:
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+            raise bad()
+        return tuple(_scalar(field, item, bad) for item in value)
+    return _scalar(field, value, bad)
+
+
+def _scalar(field: Field, value: Any, bad: Callable[[], ValueError]) -> Any:
+    base, s = field.base, field.spec
+    if base is bool:
+        if not isinstance(value, bool):
+            raise bad()
+        return value
+    if base is str:
+        if not isinstance(value, str) or (s.choices and value not in s.choices):
+            raise bad()
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise bad()
+    if base is int:
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise bad()
+            value = int(value)
+    else:
+        value = float(value)
+        if not math.isfinite(value):
+            raise bad()
+    if s.low is not None and (value < s.low or (s.low_open and value == s.low)):
+        raise bad()
+    if s.high is not None and (value > s.high or (s.high_open and value == s.high)):
+        raise bad()
+    return value
