@@ -10,23 +10,25 @@ artifact is missing, the stage builds it with default settings and says so, so t
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
+import numpy as np
 
 from cltr import __version__, clickmodels, methods
+from cltr.options import Options, option
 from cltr.core.queries import Dataset, default_passes, describe_split
 from cltr.data.loaders import load_letor, load_yahoo
 from cltr.data.store import load_dataset, save_dataset
 from cltr.data.synthetic import make_synthetic
 from cltr.pipeline.stages import clicks_stage, evaluation_stage, model_stage, production_stage
-from cltr.pipeline.workspace import Workspace, atomic_write
+from cltr.pipeline.workspace import Workspace, atomic_write, file_sha256
 
 DEFAULT_DATASET = "synthetic"
 
@@ -70,7 +72,7 @@ class Session:
         path = self.workspace.dataset_path(name)
         save_dataset(dataset, path)
         summary = {split: describe_split(q, dataset.relevant_from) for split, q in dataset.splits().items()}
-        record = {"name": name, "fingerprint": _sha256(path), "relevant_from": dataset.relevant_from,
+        record = {"name": name, "fingerprint": file_sha256(path), "relevant_from": dataset.relevant_from,
                   "summary": summary, "meta": dataset.meta, "cltr_version": __version__,
                   "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         with atomic_write(path.with_suffix(".json"), "w") as stream_:
@@ -102,14 +104,6 @@ class Session:
             return artifact
         click.echo(f"no {stage} artifact for dataset {dataset_name!r} yet: making one with default settings")
         return make_default()
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream_:
-        for block in iter(lambda: stream_.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _errors_as_usage(function):
@@ -309,10 +303,15 @@ def parse_or_usage(parse, values: dict, *, what: str):
 
 
 def _simulate(session: Session, dataset_name: str, *, production_key=None, model: str = clickmodels.DEFAULT_MODEL,
-              settings=None, passes: int | None = None, seed=0):
-    dataset, _ = session.dataset(dataset_name)
+              settings=None, passes: int | None = None, rankers: int = 1, seed=0):
+    dataset, fingerprint = session.dataset(dataset_name)
     production = session.upstream(dataset_name, "production", production_key,
                                   lambda: _produce(session, dataset_name)[0])
+    if rankers > 1:
+        # the other logging rankers: the same recipe, each on its own sample of queries
+        recipe = {k: production.config[k] for k in ("fraction", "C", "seed")}
+        production = [production] + [production_stage(session.workspace, dataset_name, dataset, fingerprint,
+                                                       ranker=k, **recipe)[0] for k in range(1, rankers)]
     passes = passes or default_passes(dataset_name, dataset.meta)
     bars = {}
 
@@ -345,7 +344,7 @@ def _click_model_params() -> list[click.Option]:
     return params
 
 
-def simulate_command(session: Session, dataset, click_model, passes, production_key, seed, **values) -> None:
+def simulate_command(session: Session, dataset, click_model, passes, rankers, production_key, seed, **values) -> None:
     """Simulate clicks of a click model on the production ranker's rankings of train and vali."""
     model = clickmodels.get(click_model)
     settings = parse_or_usage(model.parse_settings, given(values, model.settings),
@@ -356,9 +355,11 @@ def simulate_command(session: Session, dataset, click_model, passes, production_
     dataset_obj, _ = session.dataset(dataset)
     passes = passes or default_passes(dataset, dataset_obj.meta)
     artifact, reused = _simulate(session, dataset, production_key=production_key, model=model.name,
-                                 settings=settings, passes=passes, seed=seed)
-    click.echo(f"click log {artifact.key}{' (reused)' if reused else ''} "
-               f"({model.name}, production ranker {artifact.config['production']}, {passes} passes)")
+                                 settings=settings, passes=passes, rankers=rankers, seed=seed)
+    shown = artifact.config["production"]
+    click.echo(f"click log {artifact.key}{' (reused)' if reused else ''} ({model.name}, "
+               f"{'production ranker ' + shown if isinstance(shown, str) else f'{len(shown)} logging rankers'}, "
+               f"{passes} passes)")
     echo_table([{"split": split, **artifact.info[split]} for split in ("train", "vali")],
                ["split", "sessions", "clicks", "irrelevant_click_share", "clicks_per_query",
                 "mean_propensity", "min_propensity"])
@@ -375,6 +376,10 @@ main.add_command(click.Command(
                      default=clickmodels.DEFAULT_MODEL, show_default=True, help="The click model."),
         click.Option(["--passes"], type=click.IntRange(min=1), default=None,
                      help="Sessions per query [default: 10 for Yahoo, 100 otherwise]."),
+        click.Option(["--rankers"], type=click.IntRange(min=1), default=1, show_default=True,
+                     help="Logging rankers: the production ranker and K-1 more, each trained on its own 1% "
+                          "sample; pass p is shown by ranker p mod K and its sessions are tagged with it "
+                          "(what intervention harvesting needs)."),
         click.Option(["--production", "production_key"], default=None,
                      help="Key of the production ranker to present [default: the last produced]."),
         click.Option(["--seed"], type=click.IntRange(min=0), default=0, show_default=True,
@@ -383,11 +388,38 @@ main.add_command(click.Command(
     ]))
 
 
-def _train(session: Session, dataset_name: str, method: str, options, *, clicks_key=None, seed=0, progress=None):
+def _propensity_artifact(session: Session, dataset_name: str, clicks, which: str | None):
+    """The propensities a learner uses: None (the log's own), or a propensities artifact.
+
+    ``which``: "logged", "estimated" (the current estimate of this click log), a key, or
+    None (the log's own where it has them, else the current estimate)."""
+    has_own = not any(np.isnan(clicks.arrays[f"{split}/propensity"]).any() for split in ("train", "vali"))
+    if which == "logged" or (which is None and has_own):
+        if not has_own:
+            raise click.UsageError("this click log has no propensity column; use --propensities estimated "
+                                   "(after `cltr propensities estimate`)")
+        return None
+    if which in (None, "estimated"):
+        key = session.workspace.current(dataset_name).get("propensities")
+        artifact = session.workspace.load(dataset_name, "propensities", key) if key else None
+        if artifact is None or artifact.config["clicks"] != clicks.key:
+            raise click.ClickException(f"no propensities estimated for click log {clicks.key}: run "
+                                       f"`cltr propensities estimate --clicks {clicks.key}` first")
+        return artifact
+    artifact = session.workspace.load(dataset_name, "propensities", which)
+    if artifact is None:
+        raise click.ClickException(f"no propensities artifact {which!r} for dataset {dataset_name!r}; known: "
+                                   f"{', '.join(session.workspace.keys(dataset_name, 'propensities')) or 'none'}")
+    return artifact
+
+
+def _train(session: Session, dataset_name: str, method: str, options, *, clicks_key=None, seed=0, progress=None,
+           propensities: str | None = None, clip: float | None = None):
     dataset, _ = session.dataset(dataset_name)
     clicks = session.upstream(dataset_name, "clicks", clicks_key, lambda: _simulate(session, dataset_name)[0])
+    propensity = _propensity_artifact(session, dataset_name, clicks, propensities)
     artifact, reused = model_stage(session.workspace, dataset_name, dataset, clicks, method, options, seed=seed,
-                                   progress=progress)
+                                   propensity=propensity, clip=clip, progress=progress)
     session.workspace.set_current(dataset_name, "models", artifact.key)
     return artifact, reused
 
@@ -413,7 +445,8 @@ _HIDDEN_COLUMNS = ("lower_bound", "solver_seconds", "ccp_trace", "trace", "initi
                    "initial_train_snips_avg_dcg")
 
 
-def train_method(session: Session, method, options, dataset: str, clicks_key, seed) -> dict:
+def train_method(session: Session, method, options, dataset: str, clicks_key, seed, *, propensities=None,
+                 clip=None) -> dict:
     """Train (or reuse) with a progress bar; print the selection table, the model's key and
     chosen hyperparameters, and the method's own tables; return its info."""
     bar = None
@@ -429,7 +462,7 @@ def train_method(session: Session, method, options, dataset: str, clicks_key, se
 
     try:
         artifact, reused = _train(session, dataset, method.name, options, clicks_key=clicks_key, seed=seed,
-                                  progress=progress)
+                                  progress=progress, propensities=propensities, clip=clip)
     finally:
         if bar is not None:
             bar.close()
@@ -439,16 +472,29 @@ def train_method(session: Session, method, options, dataset: str, clicks_key, se
         echo_table(rows, [c for c in rows[0] if c not in _HIDDEN_COLUMNS and not isinstance(rows[0][c], (list, dict))])
     click.echo(f"model {artifact.key}{' (reused)' if reused else ''}: {method.name}, {_describe_chosen(info)}, "
                f"validation SNIPS Avg DCG {info['validation_snips_avg_dcg']:.4f}")
+    if "effective_sample_size" in info:
+        where = f", propensities {artifact.config['propensities']}" if "propensities" in artifact.config else ""
+        clipped = f", clipped at {artifact.config['clip']:g}" if "clip" in artifact.config else ""
+        click.echo(f"{info['train_clicks']} training clicks, effective sample size of the weights 1/q "
+                   f"{info['effective_sample_size']:.1f}{where}{clipped}")
     for title, table, columns in (method.tables(info) if method.tables else []):
         click.echo(title)
         echo_table(table, columns)
     return info
 
 
+@dataclass(frozen=True)
+class _ClipOptions(Options):
+    tau: float = option(1.0, "clipping threshold", low=0, low_open=True, high=1)
+
+
+_CLIP_FIELD = _ClipOptions.option_fields()[0]
+
+
 def _train_command(method) -> click.Command:
-    def callback(session: Session, dataset, clicks_key, seed, **values):
+    def callback(session: Session, dataset, clicks_key, seed, propensities, clip, **values):
         options = parse_or_usage(method.parse_options, given(values, method.options), what=f"cltr train {method.name}")
-        train_method(session, method, options, dataset, clicks_key, seed)
+        train_method(session, method, options, dataset, clicks_key, seed, propensities=propensities, clip=clip)
 
     return click.Command(
         method.name, callback=click.pass_obj(_errors_as_usage(callback)),
@@ -457,7 +503,15 @@ def _train_command(method) -> click.Command:
                 click.Option(["--dataset"], default=DEFAULT_DATASET, show_default=True,
                              help="Name of a prepared dataset in the workspace."),
                 click.Option(["--clicks", "clicks_key"], default=None,
-                             help="Key of the click log [default: the last simulated]."),
+                             help="Key of the click log [default: the last simulated or imported]."),
+                click.Option(["--propensities"], default=None, metavar="logged|estimated|KEY",
+                             help="Propensities to divide by (training and the SNIPS selection): the log's own, "
+                                  "the current estimate of this log (`cltr propensities estimate`), or a "
+                                  "propensities artifact's key [default: the log's own where it has them, else "
+                                  "estimated]."),
+                click.Option(["--clip"], type=FiniteFloat(_CLIP_FIELD), default=None, metavar="TAU",
+                             help="Raise propensities below TAU to TAU (Joachims et al. 2017), in training and "
+                                  "in the SNIPS selection [default: no clipping]."),
                 click.Option(["--seed"], type=click.IntRange(min=0), default=0, show_default=True,
                              help="Seed of every random draw of this stage.")])
 
@@ -493,6 +547,25 @@ def evaluate_command(session: Session, dataset, model_key, production, seed) -> 
         echo_table([{"test Avg DCG": test["avg_dcg"], "test Avg Rank": test["avg_rank"],
                      "test nDCG@10": test["ndcg@10"]}])
         return
+    if model_key is not None and session.workspace.load(dataset, "models", model_key) is None:
+        # a model trained on another prepared dataset: scored on this one's test split
+        from cltr.core.ranking import evaluate
+        from cltr.core.seeds import stream
+        from cltr.pipeline.models import scorer_from_arrays
+
+        origin, model = _find_model(session, model_key, None)
+        dataset_obj, _ = session.dataset(dataset)
+        scorer = scorer_from_arrays(model.arrays)
+        width = _model_width(scorer)
+        if width is not None and width != dataset_obj.test.n_features:
+            raise click.ClickException(f"model {model_key} (of {origin!r}) takes {width} features; {dataset!r} has "
+                                       f"{dataset_obj.test.n_features}")
+        test = evaluate(scorer, dataset_obj.test, dataset_obj.test.relevant(dataset_obj.relevant_from),
+                        rng=stream(seed, "evaluate"))
+        click.echo(f"model {model.key} ({model.config['method']} trained on {origin!r}) on {dataset!r}:")
+        echo_table([{"test Avg DCG": test["avg_dcg"], "test Avg Rank": test["avg_rank"],
+                     "test nDCG@10": test["ndcg@10"]}])
+        return
     artifact, model, _ = _evaluate(session, dataset, model_key, seed)
     info = artifact.info
     click.echo(f"model {model.key} ({info['method']}, {_describe_chosen(model.info)}) on {dataset!r}:")
@@ -523,6 +596,186 @@ def run_command(session: Session, dataset, method_names, seed) -> None:
     click.echo(f"test metrics on {dataset!r} ({clicks.info['train']['clicks']} training clicks, "
                f"{time.perf_counter() - start:.1f} s):")
     echo_table(rows, ["method", "chosen", "avg_dcg", "avg_rank", "ndcg@10"])
+
+
+# -- click logs, propensities, scores ------------------------------------------------
+
+
+@main.group("clicks")
+def clicks_group() -> None:
+    """Import a logged click table, or export any click log, in the documented format.
+
+    \b
+    One row per displayed document of a result page, CSV/TSV (.gz/.xz) or Parquet:
+      session  qid  doc (or docid)  rank  click  [propensity]  [ranker]
+    (README, "Click logs").
+    """
+
+
+@clicks_group.command("import")
+@click.argument("log", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@dataset_option
+@click.option("--split", type=click.Choice(["train", "vali"]), default="train", show_default=True,
+              help="The split of the dataset the log was recorded on (its qids and documents).")
+@click.pass_obj
+@_errors_as_usage
+def clicks_import(session: Session, log, dataset, split) -> None:
+    """Validate a click log and store it for the given split. Once both the train and the
+    vali split have a log, they form a click log that every `cltr train` method uses
+    exactly as a simulated one (the vali log serves model selection)."""
+    from cltr.pipeline.stages import import_stage, imported_clicks_stage
+
+    dataset_obj, fingerprint = session.dataset(dataset)
+    part, reused = import_stage(session.workspace, dataset, dataset_obj, fingerprint, log, split=split)
+    session.workspace.set_current(dataset, f"imports/{split}", part.key)
+    info = part.info
+    click.echo(f"imported {log} as the {split} log {part.key}{' (reused)' if reused else ''}: {info['rows']} "
+               f"impressions, {info['sessions']} sessions, {info['clicks']} clicks, {info['rankers']} ranker(s), "
+               f"{'with' if info['has_propensity'] else 'without'} propensities")
+    other = "vali" if split == "train" else "train"
+    other_key = session.workspace.current(dataset).get(f"imports/{other}")
+    other_part = session.workspace.load(dataset, "imports", other_key) if other_key else None
+    if other_part is None:
+        click.echo(f"import the {other} split's log too (--split {other}) to train on it")
+        return
+    parts = {split: part, other: other_part}
+    clicks, _ = imported_clicks_stage(session.workspace, dataset, parts["train"], parts["vali"])
+    session.workspace.set_current(dataset, "clicks", clicks.key)
+    click.echo(f"click log {clicks.key}: train {parts['train'].key} + vali {parts['vali'].key}; "
+               f"train with `cltr train METHOD --dataset {dataset}`"
+               + ("" if info["has_propensity"] else " after `cltr propensities estimate`"))
+
+
+@clicks_group.command("export")
+@click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
+@dataset_option
+@click.option("--split", type=click.Choice(["train", "vali"]), default="train", show_default=True,
+              help="Which split's log to write.")
+@click.option("--clicks", "clicks_key", default=None, help="Key of the click log [default: the current one].")
+@click.pass_obj
+@_errors_as_usage
+def clicks_export(session: Session, out, dataset, split, clicks_key) -> None:
+    """Write a click log (simulated or imported) in the documented format: OUT's extension
+    picks CSV, TSV or Parquet (optionally .gz/.xz)."""
+    from cltr.data.clicklog import write_click_log
+    from cltr.pipeline.stages import export_rows
+
+    dataset_obj, _ = session.dataset(dataset)
+    clicks = session.upstream(dataset, "clicks", clicks_key, lambda: _simulate(session, dataset)[0])
+    columns = export_rows(clicks, split, dataset_obj)
+    write_click_log(out, columns)
+    click.echo(f"wrote {len(columns['doc'])} impressions ({int(np.sum(columns['click']))} clicks) of the {split} "
+               f"log {clicks.key} to {out}")
+
+
+@main.group("propensities")
+def propensities_group() -> None:
+    """Estimate the observation propensity of each rank from a click log."""
+
+
+@propensities_group.command("estimate")
+@dataset_option
+@click.option("--method", type=click.Choice(["harvest", "em"]), default="harvest", show_default=True,
+              help="harvest: intervention harvesting, AllPairs (Agarwal et al., WSDM 2019; needs logs of two or "
+                   "more rankers); em: regression EM for the position-based model with a feature-based "
+                   "relevance model (Wang et al., WSDM 2018; one ranker suffices).")
+@click.option("--clicks", "clicks_key", default=None, help="Key of the click log [default: the current one].")
+@click.option("--max-rank", type=click.IntRange(min=2), default=None,
+              help="Estimate ranks 1..MAX_RANK [default: every rank the log shows, up to 50].")
+@click.option("--bootstrap", type=click.IntRange(min=0), default=100, show_default=True,
+              help="Bootstrap resamples of the queries for the confidence band (0: no band).")
+@click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
+              show_default=True, help="Confidence level of the band.")
+@seed_option
+@click.pass_obj
+@_errors_as_usage
+def propensities_estimate(session: Session, dataset, method, clicks_key, max_rank, bootstrap, level, seed) -> None:
+    """Estimate p_r / p_1 per rank from the training log's impressions and print it with its
+    bootstrap band. `cltr train ... --propensities estimated` then divides by it."""
+    from cltr.pipeline.stages import propensity_stage
+
+    dataset_obj, _ = session.dataset(dataset)
+    clicks = session.upstream(dataset, "clicks", clicks_key, lambda: _simulate(session, dataset)[0])
+    artifact, reused = propensity_stage(session.workspace, dataset, dataset_obj, clicks, method=method,
+                                        max_rank=max_rank, bootstrap=bootstrap, level=level, seed=seed)
+    session.workspace.set_current(dataset, "propensities", artifact.key)
+    click.echo(f"propensities {artifact.key}{' (reused)' if reused else ''}: {method} on click log {clicks.key} "
+               f"({artifact.info['rankers']} ranker(s)); band: {level:.0%} bootstrap over queries")
+    echo_table(artifact.info["rows"], ["rank", "propensity", "low", "high"])
+
+
+def _find_model(session: Session, key: str, dataset: str | None):
+    """A model artifact by key, in ``dataset`` or any prepared dataset; (dataset name, artifact)."""
+    names = [dataset] if dataset else []
+    names += sorted(p.name for p in session.workspace.root.iterdir() if p.is_dir() and p.name != "datasets") \
+        if session.workspace.root.is_dir() else []
+    for name in dict.fromkeys(names):
+        artifact = session.workspace.load(name, "models", key)
+        if artifact is not None:
+            return name, artifact
+    raise click.ClickException(f"no model {key!r} in {session.workspace.root}; `cltr train` prints each model's key")
+
+
+@main.command("score")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--model", "model_key", required=True, help="Key of a trained model (any prepared dataset).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write one score per line, in the file's row order [default: standard output, unless --trec].")
+@click.option("--trec", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write a TREC run file: qid Q0 docid rank score name (docids from the '#docid = ...' "
+                   "comments, else q<qid>-d<i>).")
+@click.option("--run-name", default="cltr", show_default=True, help="The run name of the TREC file.")
+@seed_option
+@click.pass_obj
+@_errors_as_usage
+def score_command(session: Session, file, model_key, out, trec, run_name, seed) -> None:
+    """Score an SVMlight/LETOR FILE with a trained model. Ranks in the run file break ties
+    by a seeded random permutation, as every cltr ranking does."""
+    from cltr.core.ranking import rank_documents
+    from cltr.core.seeds import stream
+    from cltr.data.svmlight import load_svmlight_split
+    from cltr.pipeline.models import scorer_from_arrays
+
+    _, model = _find_model(session, model_key, None)
+    scorer = scorer_from_arrays(model.arrays)
+    width = _model_width(scorer)
+    queries, _ = load_svmlight_split(file, n_features=width)
+    if width is not None and queries.n_features != width:
+        raise click.ClickException(f"{file} has {queries.n_features} features, the model {model_key} {width}")
+    scores = scorer.scores(queries.X)
+    if out is not None or trec is None:
+        text = "".join(f"{s:.10g}\n" for s in scores)
+        if out is None:
+            click.echo(text, nl=False)
+        else:
+            with atomic_write(out, "w") as stream_:
+                stream_.write(text)
+    if trec is not None:
+        ranks = rank_documents(scores, queries.offsets, stream(seed, "score"))
+        doc_query = queries.doc_query
+        docid = getattr(queries, "docid", None)
+        local = np.arange(queries.n_docs) - queries.offsets[doc_query]
+        names = [str(d) if docid is not None and d is not None else f"q{queries.qid[q]}-d{i}"
+                 for d, q, i in zip(docid if docid is not None else [None] * queries.n_docs, doc_query, local)]
+        order = np.lexsort((ranks, doc_query))
+        with atomic_write(trec, "w") as stream_:
+            for row in order:
+                stream_.write(f"{queries.qid[doc_query[row]]} Q0 {names[row]} {ranks[row]} {scores[row]:.10g} "
+                              f"{run_name}\n")
+    written = [str(p) for p in (out, trec) if p is not None]
+    if written:
+        click.echo(f"scored {queries.n_docs} documents of {queries.n_queries} queries; wrote {', '.join(written)}",
+                   err=out is None and trec is None)
+
+
+def _model_width(scorer) -> int | None:
+    if hasattr(scorer, "w"):
+        return len(scorer.w)
+    if hasattr(scorer, "weights"):
+        return scorer.weights[0].shape[0]
+    if hasattr(scorer, "booster"):
+        return scorer.booster.num_feature()
+    return None
 
 
 # -- figures ---------------------------------------------------------------------------

@@ -42,6 +42,7 @@ class ClickModel:
     settings: type
     simulate: Callable[..., ClickLog]
     description: str = ""
+    propensity: Callable | None = None  # (rank, settings) -> the propensity a learner uses, if per rank
 
     def parse_settings(self, values: dict | Options | None, *, where: str | None = None) -> Options:
         if isinstance(values, self.settings):

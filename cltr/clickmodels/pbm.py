@@ -64,7 +64,12 @@ def simulate(rank, relevant, offsets, settings: PBMSettings, *, passes: int, rng
                            progress=progress)
 
 
+def propensity(rank, settings: PBMSettings) -> np.ndarray:
+    """The logged propensity of each rank: p_r under the model eta."""
+    return position_propensity(rank, settings.eta if settings.eta_model is None else settings.eta_model)
+
+
 MODEL = ClickModel(
-    name="pbm", settings=PBMSettings, simulate=simulate,
+    name="pbm", settings=PBMSettings, simulate=simulate, propensity=propensity,
     summary="Position-based model: rank r observed with (1/r)^eta, observed documents clicked with eps+/eps-.",
 )

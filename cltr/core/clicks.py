@@ -16,12 +16,17 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["ClickLog", "position_propensity", "simulate_clicks"]
+__all__ = ["ClickLog", "Impressions", "presented_impressions", "aggregate_impressions", "effective_sample_size",
+           "position_propensity", "simulate_clicks"]
 
 
 @dataclass(frozen=True)
 class ClickLog:
     """Clicks logged on one split, in pass order.
+
+    A *pass* presents every query once; for an imported log, pass k of a query is its
+    k-th session (in file order), so that the first k passes are a nested subset for
+    learning curves either way.
 
     Attributes
     ----------
@@ -32,13 +37,16 @@ class ClickLog:
     rank : ndarray of int64, shape (n_clicks,)
         Rank at which the document was presented.
     propensity : ndarray of float64, shape (n_clicks,)
-        Observation propensity q_i used for learning (model eta).
+        Observation propensity q_i used for learning (NaN where unknown: an imported log
+        without a ``propensity`` column, to be estimated).
     pass_index : ndarray of int64, shape (n_clicks,)
         Pass over the queries in which the click happened, non-decreasing.
     n_passes : int
-        Passes simulated; every pass presents every query once (one session).
+        Passes in the log (the most sessions any query has).
     n_queries : int
-        Queries in the split (sessions per pass).
+        Queries in the split.
+    sessions_per_query : ndarray of int64, shape (n_queries,), optional
+        Sessions of each query; None means ``n_passes`` for every query (simulated logs).
     """
 
     query: np.ndarray
@@ -48,41 +56,59 @@ class ClickLog:
     pass_index: np.ndarray
     n_passes: int
     n_queries: int
+    sessions_per_query: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.doc)
 
     @property
     def n_sessions(self) -> int:
-        return self.n_passes * self.n_queries
+        if self.sessions_per_query is None:
+            return self.n_passes * self.n_queries
+        return int(self.sessions_per_query.sum())
+
+    @property
+    def session(self) -> np.ndarray:
+        """A session id per click, shape (n_clicks,): pass · n_queries + query."""
+        return self.pass_index * self.n_queries + self.query
+
+    def _replace(self, keep, **changes) -> "ClickLog":
+        fields = {"query": self.query[keep], "doc": self.doc[keep], "rank": self.rank[keep],
+                  "propensity": self.propensity[keep], "pass_index": self.pass_index[keep],
+                  "n_passes": self.n_passes, "n_queries": self.n_queries,
+                  "sessions_per_query": self.sessions_per_query}
+        fields.update(changes)
+        return ClickLog(**fields)
 
     def first_passes(self, passes: int) -> "ClickLog":
         """The log of the first ``passes`` passes: a nested prefix, for learning curves."""
         if not 1 <= passes <= self.n_passes:
             raise ValueError(f"passes must be between 1 and {self.n_passes}, found {passes}")
         end = int(np.searchsorted(self.pass_index, passes, side="left"))
-        return ClickLog(
-            query=self.query[:end],
-            doc=self.doc[:end],
-            rank=self.rank[:end],
-            propensity=self.propensity[:end],
-            pass_index=self.pass_index[:end],
-            n_passes=passes,
-            n_queries=self.n_queries,
-        )
+        spq = None if self.sessions_per_query is None else np.minimum(self.sessions_per_query, passes)
+        return self._replace(slice(0, end), n_passes=passes, sessions_per_query=spq)
 
     def with_propensity(self, propensity: np.ndarray) -> "ClickLog":
-        """The same clicks told with other propensities (misspecification experiments)."""
-        return ClickLog(self.query, self.doc, self.rank, np.asarray(propensity, dtype=np.float64),
-                        self.pass_index, self.n_passes, self.n_queries)
+        """The same clicks told with other propensities (misspecification, estimates)."""
+        return self._replace(slice(None), propensity=np.asarray(propensity, dtype=np.float64))
+
+    def clipped(self, tau: float) -> "ClickLog":
+        """Propensities below ``tau`` raised to ``tau`` (Joachims et al. 2017's clipping)."""
+        if not 0 < tau <= 1:
+            raise ValueError(f"the clipping threshold must lie in (0, 1], found {tau}")
+        return self.with_propensity(np.maximum(self.propensity, tau))
 
     def arrays(self) -> dict[str, np.ndarray]:
-        return {"query": self.query, "doc": self.doc, "rank": self.rank,
-                "propensity": self.propensity, "pass_index": self.pass_index,
-                "n_passes": np.int64(self.n_passes), "n_queries": np.int64(self.n_queries)}
+        arrays = {"query": self.query, "doc": self.doc, "rank": self.rank,
+                  "propensity": self.propensity, "pass_index": self.pass_index,
+                  "n_passes": np.int64(self.n_passes), "n_queries": np.int64(self.n_queries)}
+        if self.sessions_per_query is not None:
+            arrays["sessions_per_query"] = self.sessions_per_query
+        return arrays
 
     @classmethod
     def from_arrays(cls, arrays) -> "ClickLog":
+        spq = arrays.get("sessions_per_query") if hasattr(arrays, "get") else None
         return cls(
             query=np.asarray(arrays["query"], dtype=np.int64),
             doc=np.asarray(arrays["doc"], dtype=np.int64),
@@ -91,7 +117,81 @@ class ClickLog:
             pass_index=np.asarray(arrays["pass_index"], dtype=np.int64),
             n_passes=int(arrays["n_passes"]),
             n_queries=int(arrays["n_queries"]),
+            sessions_per_query=None if spq is None else np.asarray(spq, dtype=np.int64),
         )
+
+
+def effective_sample_size(weights: np.ndarray) -> float:
+    """Kish's effective sample size (Σ w)² / Σ w² of importance weights (e.g. 1/q_i)."""
+    weights = np.asarray(weights, dtype=np.float64)
+    square = float(np.sum(weights * weights))
+    return float(np.sum(weights) ** 2 / square) if square > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Impressions:
+    """Aggregated impressions: one row per distinct (document, rank, ranker).
+
+    What the propensity estimators read (``cltr.core.propensity``): how often each
+    document was shown at each rank by each logging ranker, and clicked there.
+
+    Attributes
+    ----------
+    query, doc, rank, ranker, impressions, clicks : ndarray of int64, shape (m,)
+    """
+
+    query: np.ndarray
+    doc: np.ndarray
+    rank: np.ndarray
+    ranker: np.ndarray
+    impressions: np.ndarray
+    clicks: np.ndarray
+
+    @property
+    def n_rankers(self) -> int:
+        return int(self.ranker.max()) + 1 if len(self.ranker) else 0
+
+
+def presented_impressions(presented_rank: np.ndarray, pass_ranker: np.ndarray, log: ClickLog,
+                          offsets: np.ndarray) -> Impressions:
+    """Impressions of a simulated log: pass p shows every document of every query at
+    ``presented_rank[pass_ranker[p], doc]``.
+
+    Parameters
+    ----------
+    presented_rank : ndarray of int, shape (n_rankers, n_docs)
+    pass_ranker : ndarray of int, shape (n_passes,)
+    log : ClickLog
+    offsets : ndarray, shape (n_queries + 1,)
+    """
+    presented_rank = np.atleast_2d(np.asarray(presented_rank, dtype=np.int64))
+    pass_ranker = np.asarray(pass_ranker, dtype=np.int64)[:log.n_passes]
+    n_rankers, n_docs = presented_rank.shape
+    doc_query = np.repeat(np.arange(len(offsets) - 1), np.diff(np.asarray(offsets, dtype=np.int64)))
+    sessions = np.bincount(pass_ranker, minlength=n_rankers)
+    click_ranker = pass_ranker[log.pass_index]
+    clicks = np.bincount(click_ranker * n_docs + log.doc, minlength=n_rankers * n_docs).reshape(n_rankers, n_docs)
+    used = np.flatnonzero(sessions > 0)
+    docs = np.arange(n_docs)
+    return Impressions(
+        query=np.tile(doc_query, len(used)), doc=np.tile(docs, len(used)),
+        rank=presented_rank[used].ravel(), ranker=np.repeat(used, n_docs),
+        impressions=np.repeat(sessions[used], n_docs), clicks=clicks[used].ravel())
+
+
+def aggregate_impressions(query, doc, rank, ranker, click) -> Impressions:
+    """Impressions of explicit rows (an imported log): one row per displayed document of a
+    session, aggregated over sessions by (document, rank, ranker)."""
+    doc = np.asarray(doc, dtype=np.int64)
+    rank = np.asarray(rank, dtype=np.int64)
+    ranker = np.asarray(ranker, dtype=np.int64)
+    keys = np.stack([doc, rank, ranker], axis=1)
+    unique, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    return Impressions(
+        query=np.asarray(query, dtype=np.int64)[first], doc=unique[:, 0], rank=unique[:, 1], ranker=unique[:, 2],
+        impressions=np.bincount(inverse, minlength=len(unique)),
+        clicks=np.bincount(inverse, weights=np.asarray(click, dtype=np.float64), minlength=len(unique)).astype(np.int64))
 
 
 def position_propensity(rank: np.ndarray, eta: float) -> np.ndarray:

@@ -23,6 +23,8 @@ import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
+
 from cltr.core.clicks import ClickLog
 from cltr.core.queries import Dataset
 from cltr.core.ranking import validation_estimate
@@ -117,4 +119,9 @@ def train(name: str, data: TrainingData, options: dict | Options | None = None, 
     options = method.parse_options(options)
     if len(data.train_log) == 0:
         raise ValueError("the training click log is empty: simulate more passes or a larger eps")
+    for split, log in (("training", data.train_log), ("validation", data.vali_log)):
+        if np.isnan(log.propensity).any():
+            raise ValueError(f"the {split} click log has no propensities (a log imported without a propensity "
+                             f"column): estimate them (`cltr propensities estimate`) and train with "
+                             f"--propensities estimated")
     return method.train(data, options, progress=progress)

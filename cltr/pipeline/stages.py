@@ -16,7 +16,8 @@ from typing import Callable
 import numpy as np
 
 from cltr import clickmodels, methods
-from cltr.core.clicks import ClickLog, position_propensity
+from cltr.core.clicks import ClickLog, Impressions, effective_sample_size, position_propensity, presented_impressions
+from cltr.data.clicklog import LoggedRows, read_click_log, simulated_rows
 from cltr.core.queries import Dataset, Queries
 from cltr.core.ranking import evaluate, rank_documents, validation_estimate
 from cltr.core.scorers import LinearScorer
@@ -25,10 +26,11 @@ from cltr.core.svm import solver_info, train_ranking_svm
 from cltr.methods import TrainingData
 from cltr.options import Options
 from cltr.pipeline.models import scorer_from_arrays, scorer_to_arrays
-from cltr.pipeline.workspace import Artifact, Workspace
+from cltr.pipeline.workspace import Artifact, Workspace, file_sha256
 
 __all__ = ["production_queries", "produce", "production_stage", "simulate", "clicks_stage", "click_logs",
-           "click_log_summary", "model_stage", "evaluation_stage"]
+           "click_log_summary", "impressions_of", "import_stage", "imported_clicks_stage", "export_rows",
+           "propensity_stage", "estimate_propensities", "as_told", "estimate_to_arrays", "estimate_from_arrays", "model_stage", "evaluation_stage"]
 
 
 # -- the production ranker ---------------------------------------------------------------
@@ -54,12 +56,15 @@ def production_queries(queries: Queries, relevant: np.ndarray, *, fraction: floa
     return np.sort(chosen)
 
 
-def produce(dataset: Dataset, *, fraction: float = 0.01, C: float = 1.0, seed: int = 0,
+def produce(dataset: Dataset, *, fraction: float = 0.01, C: float = 1.0, seed: int = 0, ranker: int = 0,
             tol: float = 1e-3) -> tuple[LinearScorer, dict]:
-    """The production ranker: a Ranking SVM on a seeded ``fraction`` of the training queries."""
+    """The production ranker: a Ranking SVM on a seeded ``fraction`` of the training queries.
+
+    ``ranker`` k > 0 draws its own sample (``--rankers K``: K logging rankers)."""
     train = dataset.train
     relevant = train.relevant(dataset.relevant_from)
-    chosen = production_queries(train, relevant, fraction=fraction, rng=stream(seed, "production"))
+    rng = stream(seed, "production") if ranker == 0 else stream(seed, "production", ranker)
+    chosen = production_queries(train, relevant, fraction=fraction, rng=rng)
     sample = train.subset(chosen)
     result = train_ranking_svm(sample, sample.relevant(dataset.relevant_from), C=C, tol=tol)
     info = {"queries": chosen.tolist(), "n_queries": len(chosen),
@@ -68,12 +73,12 @@ def produce(dataset: Dataset, *, fraction: float = 0.01, C: float = 1.0, seed: i
 
 
 def production_stage(workspace: Workspace, name: str, dataset: Dataset, fingerprint: str, *,
-                     fraction: float = 0.01, C: float = 1.0, seed: int = 0) -> tuple[Artifact, bool]:
+                     fraction: float = 0.01, C: float = 1.0, seed: int = 0, ranker: int = 0) -> tuple[Artifact, bool]:
     """The production ranker (Ranking SVM on ``fraction`` of the training queries) and its test metrics."""
-    config = {"dataset": fingerprint, "fraction": fraction, "C": C, "seed": seed}
+    config = {"dataset": fingerprint, "fraction": fraction, "C": C, "seed": seed, **({"ranker": ranker} if ranker else {})}
 
     def compute():
-        scorer, info = produce(dataset, fraction=fraction, C=C, seed=seed)
+        scorer, info = produce(dataset, fraction=fraction, C=C, seed=seed, ranker=ranker)
         info["test"] = evaluate(scorer, dataset.test, dataset.test.relevant(dataset.relevant_from),
                                 rng=stream(seed, "evaluate"))
         return scorer_to_arrays(scorer), info
@@ -83,13 +88,51 @@ def production_stage(workspace: Workspace, name: str, dataset: Dataset, fingerpr
 
 # -- clicks ------------------------------------------------------------------------------
 
-def simulate(queries: Queries, relevant: np.ndarray, production, model: str, settings: Options, *, passes: int,
-             rng_presentation: np.random.Generator, rng_clicks: np.random.Generator,
-             progress: Callable[[int], None] | None = None) -> ClickLog:
-    """Clicks of click model ``model`` on one split presented in the production ranker's order."""
-    rank = rank_documents(production.scores(queries.X), queries.offsets, rng_presentation)
-    return clickmodels.get(model).simulate(rank, relevant, queries.offsets, settings, passes=passes,
-                                           rng=rng_clicks, progress=progress)
+def simulate(queries: Queries, relevant: np.ndarray, productions: list, model: str, settings: Options, *,
+             passes: int, seed: int, split: str,
+             progress: Callable[[int], None] | None = None) -> tuple[ClickLog, np.ndarray, np.ndarray]:
+    """Clicks of click model ``model`` on one split presented by the logging rankers.
+
+    With K rankers, pass p is shown by ranker p mod K (each ranker's sessions tagged with
+    it); ranker k > 0 draws its tie-breaks and clicks from its own streams, so K = 1 is
+    the single-ranker simulation exactly.
+
+    Returns
+    -------
+    log : ClickLog
+        In pass order.
+    presented_rank : ndarray of int32, shape (K, n_docs)
+        Each ranker's presented ranks.
+    pass_ranker : ndarray of int8, shape (passes,)
+    """
+    click_model = clickmodels.get(model)
+    n_rankers = len(productions)
+    pass_ranker = (np.arange(passes) % n_rankers).astype(np.int8)
+    presented, parts = [], []
+    done = [0] * n_rankers
+    for k, production in enumerate(productions):
+        suffix = () if k == 0 else (k,)
+        rank = rank_documents(production.scores(queries.X), queries.offsets, stream(seed, "presentation", split, *suffix))
+        presented.append(rank)
+        own = int(np.sum(pass_ranker == k))
+
+        def report(count, k=k):
+            done[k] = count
+            if progress is not None:
+                progress(sum(done))
+
+        log = click_model.simulate(rank, relevant, queries.offsets, settings, passes=own,
+                                   rng=stream(seed, "clicks", split, *suffix), progress=report)
+        parts.append(log if n_rankers == 1 else log._replace(slice(None), pass_index=log.pass_index * n_rankers + k))
+    if n_rankers == 1:
+        log = parts[0]
+    else:
+        pass_index = np.concatenate([part.pass_index for part in parts])
+        order = np.argsort(pass_index, kind="stable")
+        merged = {name: np.concatenate([getattr(part, name) for part in parts])[order]
+                  for name in ("query", "doc", "rank", "propensity", "pass_index")}
+        log = ClickLog(**merged, n_passes=passes, n_queries=queries.n_queries)
+    return log, np.stack(presented).astype(np.int32), pass_ranker
 
 
 def click_log_summary(log: ClickLog, relevant: np.ndarray) -> dict:
@@ -105,19 +148,22 @@ def click_log_summary(log: ClickLog, relevant: np.ndarray) -> dict:
     }
 
 
-def clicks_stage(workspace: Workspace, name: str, dataset: Dataset, production: Artifact, settings: Options, *,
+def clicks_stage(workspace: Workspace, name: str, dataset: Dataset, production, settings: Options, *,
                  model: str = clickmodels.DEFAULT_MODEL, passes: int, seed: int = 0,
                  progress: Callable[[str, int, int], None] | None = None) -> tuple[Artifact, bool]:
-    """Clicks on the train and vali splits presented in the production ranker's order.
+    """Clicks on the train and vali splits presented by the production ranker(s).
 
-    ``settings`` are the click model's (validated here); ``progress(split, passes_done,
-    passes)`` is called as passes complete.
+    ``production`` is one artifact or a list (K logging rankers); ``settings`` are the
+    click model's (validated here); ``progress(split, passes_done, passes)`` is called as
+    passes complete.
     """
+    productions = production if isinstance(production, (list, tuple)) else [production]
     click_model = clickmodels.get(model)
     settings = click_model.parse_settings(settings)
-    config = {"production": production.key, "click_model": model, **settings.to_dict(), "passes": passes,
-              "seed": seed}
-    scorer = scorer_from_arrays(production.arrays)
+    keys = [p.key for p in productions]
+    config = {"production": keys[0] if len(keys) == 1 else keys, "click_model": model, **settings.to_dict(),
+              "passes": passes, "seed": seed}
+    scorers = [scorer_from_arrays(p.arrays) for p in productions]
 
     def compute():
         arrays, info = {}, {}
@@ -125,20 +171,33 @@ def clicks_stage(workspace: Workspace, name: str, dataset: Dataset, production: 
             queries = getattr(dataset, split)
             relevant = queries.relevant(dataset.relevant_from)
             report = None if progress is None else (lambda done, split=split: progress(split, done, passes))
-            log = simulate(queries, relevant, scorer, model, settings, passes=passes,
-                           rng_presentation=stream(seed, "presentation", split),
-                           rng_clicks=stream(seed, "clicks", split), progress=report)
+            log, presented_rank, pass_ranker = simulate(queries, relevant, scorers, model, settings, passes=passes,
+                                                        seed=seed, split=split, progress=report)
             arrays.update({f"{split}/{k}": v for k, v in log.arrays().items()})
+            arrays[f"{split}/presented_rank"] = presented_rank
+            arrays[f"{split}/pass_ranker"] = pass_ranker
             info[split] = click_log_summary(log, relevant)
+        info["rankers"] = len(productions)
         return arrays, info
 
     return workspace.cached(name, "clicks", config, compute)
 
 
-def click_logs(clicks: Artifact, *, passes: int | None = None,
-               eta_model: float | None = None) -> tuple[ClickLog, ClickLog]:
-    """The train and vali logs of a clicks artifact: their first ``passes`` passes (nested
-    subsets, for learning curves) and, for misspecification, propensities of ``eta_model``."""
+def click_logs(clicks: Artifact, *, passes: int | None = None, eta_model: float | None = None,
+               propensity: Artifact | None = None, clip: float | None = None) -> tuple[ClickLog, ClickLog]:
+    """The train and vali logs of a clicks artifact as a learner sees them.
+
+    Parameters
+    ----------
+    passes : int, optional
+        Only the first ``passes`` passes (nested subsets, for learning curves).
+    eta_model : float, optional
+        Propensities (1/r)^eta_model instead of the logged ones (misspecification).
+    propensity : Artifact, optional
+        A ``propensities`` artifact: its estimate per rank replaces the logged propensities.
+    clip : float, optional
+        Propensities below ``clip`` raised to it.
+    """
     logs = []
     for split in ("train", "vali"):
         prefix = f"{split}/"
@@ -147,27 +206,160 @@ def click_logs(clicks: Artifact, *, passes: int | None = None,
             log = log.first_passes(passes)
         if eta_model is not None:
             log = log.with_propensity(position_propensity(log.rank, eta_model))
-        logs.append(log)
+        logs.append(as_told(log, None if propensity is None else estimate_from_arrays(propensity.arrays), clip))
     return logs[0], logs[1]
+
+
+def as_told(log: ClickLog, estimate=None, clip: float | None = None) -> ClickLog:
+    """The log with an estimate's per-rank propensities instead of its own, then clipped."""
+    if estimate is not None:
+        log = log.with_propensity(estimate.at(log.rank))
+    return log if clip is None else log.clipped(clip)
+
+
+def impressions_of(clicks: Artifact, split: str, dataset: Dataset) -> Impressions:
+    """The aggregated impressions of one split of a clicks artifact (simulated or imported)."""
+    arrays = clicks.arrays
+    if f"{split}/presented_rank" in arrays:
+        train_log, vali_log = click_logs(clicks)
+        log = train_log if split == "train" else vali_log
+        return presented_impressions(arrays[f"{split}/presented_rank"], arrays[f"{split}/pass_ranker"], log,
+                                     getattr(dataset, split).offsets)
+    rows = LoggedRows.from_arrays({k.split("/", 2)[2]: v for k, v in arrays.items() if k.startswith(f"{split}/rows/")})
+    return rows.impressions()
+
+
+# -- click logs from files ---------------------------------------------------------------
+
+def import_stage(workspace: Workspace, name: str, dataset: Dataset, fingerprint: str, path, *,
+                 split: str) -> tuple[Artifact, bool]:
+    """A logged click table (``cltr.data.clicklog`` format) of one split, validated."""
+    if split not in ("train", "vali"):
+        raise ValueError(f"a click log is imported for the train or vali split, not {split!r}")
+    config = {"dataset": fingerprint, "split": split, "file_sha256": file_sha256(path)}
+
+    def compute():
+        queries = getattr(dataset, split)
+        rows = read_click_log(path, queries)
+        log = rows.click_log(queries.n_queries)
+        relevant = queries.relevant(dataset.relevant_from)
+        info = {**click_log_summary(log, relevant), "file": str(path), "rows": int(len(rows.doc)),
+                "rankers": int(rows.ranker.max()) + 1, "has_propensity": rows.has_propensity}
+        return {**log.arrays(), **{f"rows/{k}": v for k, v in rows.arrays().items()}}, info
+
+    return workspace.cached(name, "imports", config, compute)
+
+
+def imported_clicks_stage(workspace: Workspace, name: str, train: Artifact, vali: Artifact) -> tuple[Artifact, bool]:
+    """A clicks artifact (what every method trains on) from an imported train and vali log."""
+    config = {"imports": {"train": train.key, "vali": vali.key}}
+
+    def compute():
+        arrays = {f"{split}/{k}": v for split, part in (("train", train), ("vali", vali)) for k, v in part.arrays.items()}
+        return arrays, {"train": train.info, "vali": vali.info, "rankers": max(train.info["rankers"], vali.info["rankers"]),
+                        "imported": True}
+
+    return workspace.cached(name, "clicks", config, compute)
+
+
+def export_rows(clicks: Artifact, split: str, dataset: Dataset) -> dict[str, np.ndarray]:
+    """The impressions of one split of any clicks artifact as a click table (export)."""
+    queries = getattr(dataset, split)
+    arrays = clicks.arrays
+    if f"{split}/presented_rank" in arrays:
+        train_log, vali_log = click_logs(clicks)
+        click_model = clickmodels.get(clicks.config.get("click_model", clickmodels.DEFAULT_MODEL))
+        settings = click_model.parse_settings({f.name: clicks.config[f.name] for f in click_model.settings.option_fields()
+                                               if f.name in clicks.config})
+        of_rank = None if click_model.propensity is None else (lambda rank: click_model.propensity(rank, settings))
+        return simulated_rows(train_log if split == "train" else vali_log, arrays[f"{split}/presented_rank"],
+                              arrays[f"{split}/pass_ranker"], queries, of_rank)
+    rows = LoggedRows.from_arrays({k.split("/", 2)[2]: v for k, v in arrays.items() if k.startswith(f"{split}/rows/")})
+    offsets = np.asarray(queries.offsets, dtype=np.int64)
+    columns = {"session": rows.session, "qid": np.asarray(queries.qid)[rows.query], "doc": rows.doc - offsets[rows.query],
+               "rank": rows.rank, "click": rows.click}
+    if rows.has_propensity:
+        columns["propensity"] = rows.propensity
+    columns["ranker"] = rows.ranker
+    return columns
+
+
+# -- propensities estimated from the logs -------------------------------------------------
+
+def propensity_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artifact, *, method: str,
+                     max_rank: int | None = None, bootstrap: int = 100, level: float = 0.95,
+                     seed: int = 0) -> tuple[Artifact, bool]:
+    """Observation propensity per rank, relative to rank 1, estimated from the training
+    split's impressions by intervention harvesting (``harvest``, needs >= 2 rankers) or
+    regression EM (``em``), with a bootstrap band over queries."""
+    config = {"clicks": clicks.key, "method": method, "max_rank": max_rank, "bootstrap": bootstrap,
+              "level": level, "seed": seed}
+
+    def compute():
+        table = impressions_of(clicks, "train", dataset)
+        estimate = estimate_propensities(table, dataset.train.X, method=method, max_rank=max_rank,
+                                         bootstrap=bootstrap, level=level, seed=seed)
+        return estimate_to_arrays(estimate), {"method": method, "rows": estimate.to_rows(),
+                                              "rankers": table.n_rankers, **jsonable_info(estimate.info)}
+
+    return workspace.cached(name, "propensities", config, compute)
+
+
+ESTIMATORS = ("harvest", "em")
+
+
+def estimate_propensities(table: Impressions, X: np.ndarray, *, method: str = "harvest", max_rank: int | None = None,
+                          bootstrap: int = 100, level: float = 0.95, seed: int = 0):
+    """Propensity per rank from aggregated impressions: ``harvest`` (needs >= 2 rankers) or
+    ``em`` (feature-based regression EM on ``X``, the split's features)."""
+    from cltr.core.propensity import em_propensities, harvest_propensities
+
+    common = {"max_rank": max_rank, "bootstrap": bootstrap, "level": level, "rng": stream(seed, "propensity")}
+    if method == "harvest":
+        return harvest_propensities(table.query, table.doc, table.rank, table.ranker, table.impressions, table.clicks,
+                                    **common)
+    if method == "em":
+        return em_propensities(table.query, table.doc, table.rank, table.impressions, table.clicks, X, **common)
+    raise ValueError(f"unknown estimator {method!r}; known: {', '.join(ESTIMATORS)}")
+
+
+def estimate_to_arrays(estimate) -> dict[str, np.ndarray]:
+    return {"rank": estimate.rank, "propensity": estimate.propensity, "low": estimate.low, "high": estimate.high}
+
+
+def estimate_from_arrays(arrays):
+    from cltr.core.propensity import PropensityEstimate
+
+    return PropensityEstimate(rank=np.asarray(arrays["rank"]), propensity=np.asarray(arrays["propensity"]),
+                              low=np.asarray(arrays["low"]), high=np.asarray(arrays["high"]), level=float("nan"),
+                              method="stored", info={})
+
+
+def jsonable_info(info: dict) -> dict:
+    return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in info.items()}
 
 
 # -- models and their evaluation ----------------------------------------------------------
 
 def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artifact, method: str,
                 options: dict | Options | None, *, seed: int = 0, passes: int | None = None,
-                eta_model: float | None = None, progress: Callable | None = None) -> tuple[Artifact, bool]:
-    """``method`` trained on the clicks (optionally their first ``passes`` passes, or told
-    with ``eta_model`` propensities); ``progress`` receives the method's progress dicts."""
+                eta_model: float | None = None, propensity: Artifact | None = None, clip: float | None = None,
+                progress: Callable | None = None) -> tuple[Artifact, bool]:
+    """``method`` trained on the clicks as ``click_logs`` presents them (a prefix of
+    passes, other propensities, clipped); ``progress`` receives the method's progress dicts."""
     options = methods.get(method).parse_options(options)
-    # only what differs from the whole log enters the key
-    subset = {k: v for k, v in {"passes": passes, "eta_model": eta_model}.items() if v is not None}
+    # only what differs from the whole log as logged enters the key
+    subset = {k: v for k, v in {"passes": passes, "eta_model": eta_model, "clip": clip,
+                                "propensities": None if propensity is None else propensity.key}.items()
+              if v is not None}
     config = {"clicks": clicks.key, "method": method, "options": options.to_dict(), "seed": seed, **subset}
 
     def compute():
-        train_log, vali_log = click_logs(clicks, passes=passes, eta_model=eta_model)
+        train_log, vali_log = click_logs(clicks, passes=passes, eta_model=eta_model, propensity=propensity, clip=clip)
         scorer, info = methods.train(method, TrainingData(dataset, train_log, vali_log, seed), options,
                                      progress=progress)
         info["train_clicks"] = len(train_log)
+        info["effective_sample_size"] = effective_sample_size(1.0 / train_log.propensity)
         return scorer_to_arrays(scorer), info
 
     return workspace.cached(name, "models", config, compute)
@@ -182,7 +374,11 @@ def evaluation_stage(workspace: Workspace, name: str, dataset: Dataset, model: A
         scorer = scorer_from_arrays(model.arrays)
         info = evaluate(scorer, dataset.test, dataset.test.relevant(dataset.relevant_from),
                         rng=stream(seed, "evaluate"))
-        _, vali_log = click_logs(clicks, passes=model.config.get("passes"), eta_model=model.config.get("eta_model"))
+        propensity = None
+        if model.config.get("propensities") is not None:
+            propensity = workspace.load(name, "propensities", model.config["propensities"])
+        _, vali_log = click_logs(clicks, passes=model.config.get("passes"), eta_model=model.config.get("eta_model"),
+                                 propensity=propensity, clip=model.config.get("clip"))
         info["validation_snips_avg_dcg"] = validation_estimate(scorer, dataset.vali, vali_log,
                                                                rng=stream(seed, "selection"))
         info["method"] = model.config["method"]

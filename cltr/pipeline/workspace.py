@@ -59,6 +59,15 @@ def config_key(config: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def file_sha256(path) -> str:
+    """The sha256 of a file's bytes, read in blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 @contextmanager
 def atomic_write(path: Path, mode: str = "wb") -> Iterator[Any]:
     """Open a temporary file beside ``path``; rename it onto ``path`` only on success."""
