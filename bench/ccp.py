@@ -13,10 +13,11 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from cltr.ccp import propdcg_ccp
-from cltr.datasets import load_letor
-from cltr.objectives import rank_weight
-from cltr.pipeline import DEFAULT_C_GRID, ClickSettings, produce, simulate, stream
+from cltr.core.ccp import propdcg_ccp
+from cltr.core.objectives import rank_weight
+from cltr.data.loaders import load_letor
+from cltr.methods.linear import DEFAULT_C_GRID
+from cltr.pipeline.stages import produce, simulated_logs
 
 
 def main():
@@ -29,8 +30,7 @@ def main():
     dataset = load_letor(args.mq2008, fold=args.fold)
     production, _ = produce(dataset, seed=0)
     train = dataset.train
-    log = simulate(train, train.relevant(dataset.relevant_from), production, ClickSettings(passes=args.passes),
-                   rng_presentation=stream(0, "presentation", "train"), rng_clicks=stream(0, "clicks", "train"))
+    log = simulated_logs(dataset, production, passes=args.passes, seed=0)["train"]
     print(f"MQ2008 Fold{args.fold}: {len(log)} training clicks, {args.passes} passes, "
           f"{args.threads} BLAS thread(s)")
     print(f"{'C':>8} {'CCP steps':>9} {'converged':>9} {'inner it (1st / warm)':>22} "

@@ -15,9 +15,12 @@ import time
 
 import numpy as np
 
-from cltr.datasets import load_letor, make_synthetic
-from cltr.methods import METHODS, TrainingData, train
-from cltr.pipeline import ClickSettings, evaluate, produce, simulate, stream
+from cltr.core.ranking import evaluate
+from cltr.core.seeds import stream
+from cltr.data.loaders import load_letor
+from cltr.data.synthetic import make_synthetic
+from cltr.methods import TrainingData, methods, train
+from cltr.pipeline.stages import produce, simulated_logs
 
 ORDER = ("skyline", "svm-rank", "lambdarank", "svm-proprank", "svm-propdcg", "deep-propdcg", "tree-propdcg")
 
@@ -26,10 +29,7 @@ def setup(dataset, seed, passes):
     """Production ranker, train/vali clicks and the test relevance of one repetition."""
     production, _ = produce(dataset, seed=seed)
     relevant = {s: q.relevant(dataset.relevant_from) for s, q in dataset.splits().items()}
-    settings = ClickSettings(passes=passes)
-    logs = {split: simulate(getattr(dataset, split), relevant[split], production, settings,
-                            rng_presentation=stream(seed, "presentation", split),
-                            rng_clicks=stream(seed, "clicks", split)) for split in ("train", "vali")}
+    logs = simulated_logs(dataset, production, passes=passes, seed=seed)
     return production, TrainingData(dataset, logs["train"], logs["vali"], seed), relevant["test"]
 
 
@@ -85,7 +85,7 @@ def main():
     parser.add_argument("--methods", default=None, help="comma list [default: every method the registry has]")
     args = parser.parse_args()
     dataset = load(args)
-    methods = args.methods.split(",") if args.methods else [m for m in ORDER if m in METHODS]
+    methods = args.methods.split(",") if args.methods else [m for m in ORDER if m in methods()]
     compare(dataset, args.seeds, args.passes, methods)
 
 

@@ -30,10 +30,13 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from cltr.datasets import load_letor, make_synthetic
-from cltr.deep import deep_settings, train_deep_propdcg
+from cltr.core.ranking import evaluate
+from cltr.core.seeds import stream
+from cltr.data.loaders import load_letor
+from cltr.data.synthetic import make_synthetic
 from cltr.methods import TrainingData, train
-from cltr.pipeline import ClickSettings, evaluate, produce, simulate, stream
+from cltr.methods.deep_propdcg import deep_settings, train_deep_propdcg
+from cltr.pipeline.stages import produce, simulated_logs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from solver import make_click_problem  # noqa: E402
@@ -48,9 +51,7 @@ def peak_gib() -> float:
 def clicks_on(dataset, seed, passes=100):
     production, _ = produce(dataset, seed=seed)
     relevant = {s: q.relevant(dataset.relevant_from) for s, q in dataset.splits().items()}
-    logs = {split: simulate(getattr(dataset, split), relevant[split], production, ClickSettings(passes=passes),
-                            rng_presentation=stream(seed, "presentation", split),
-                            rng_clicks=stream(seed, "clicks", split)) for split in ("train", "vali")}
+    logs = simulated_logs(dataset, production, passes=passes, seed=seed)
     return logs, relevant
 
 

@@ -10,8 +10,9 @@ import time
 
 import numpy as np
 
-from cltr.clicks import position_based_model, simulate_clicks
-from cltr.ranking import rank_documents
+from cltr.clickmodels.pbm import PBMSettings, position_based_model
+from cltr.core.clicks import simulate_clicks
+from cltr.core.ranking import rank_documents
 
 
 def main() -> None:
@@ -32,7 +33,7 @@ def main() -> None:
         start = time.perf_counter()
         rank = rank_documents(scores, offsets, np.random.default_rng(repeat))
         middle = time.perf_counter()
-        probability, propensity = position_based_model(rank, relevant, eta=1.0, eps_neg=0.1)
+        probability, propensity = position_based_model(rank, relevant, PBMSettings(eta=1.0, eps_neg=0.1))
         log = simulate_clicks(rank, probability, propensity, offsets, passes=args.passes,
                               rng=np.random.default_rng(repeat))
         end = time.perf_counter()

@@ -24,7 +24,7 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from cltr.svm import solve_pairwise_svm
+from cltr.core.svm import solve_pairwise_svm
 
 
 def make_click_problem(n_queries: int, n_docs: int, n_features: int, *, passes: int, dtype,

@@ -51,7 +51,8 @@ import pandas as pd
 from cltr import clickmodels, methods
 from cltr.core.queries import Dataset, default_passes
 from cltr.data.store import load_dataset
-from cltr.pipeline.stages import click_logs, clicks_stage, evaluation_stage, model_stage, production_stage
+from cltr.pipeline.stages import (ESTIMATORS, click_logs, clicks_stage, evaluation_stage, model_stage,
+                                  production_stage, propensity_stage)
 from cltr.pipeline.workspace import Workspace, config_key
 
 __all__ = ["Spec", "Task", "SPEC_DIR", "find_spec_dir", "load_spec", "spec_names", "plan", "run_task", "run_experiment",
@@ -69,10 +70,14 @@ def find_spec_dir(package_dir: Path, prefixes: Iterable[Path]) -> Path:
 
 
 SPEC_DIR = find_spec_dir(Path(__file__).resolve().parents[1], [Path(sys.prefix), Path(site.USER_BASE or sys.prefix)])
-# "model" names the click model; "passes" is the simulation's; the rest are the models' settings
-CLICK_SETTINGS = ("model", "passes", *dict.fromkeys(f.name for m in clickmodels.models().values()
-                                                    for f in m.settings.option_fields()))
-KINDS = ("table", "curve", "ccp")
+# "model" names the click model; "passes" and "rankers" (logging rankers) are the
+# simulation's; "propensities" ("logged", or an estimator: "harvest", "em") and "clip" are
+# how the learner is told the log; the rest are the click models' settings
+LOG_SETTINGS = ("model", "passes", "rankers", "propensities", "clip")
+CLICK_SETTINGS = (*LOG_SETTINGS, *dict.fromkeys(f.name for m in clickmodels.models().values()
+                                                for f in m.settings.option_fields()))
+PROPENSITY_CHOICES = ("logged", *ESTIMATORS)
+KINDS = ("table", "curve", "ccp", "propensity")
 REFERENCES = ("production", "skyline")
 _METRICS = ("avg_dcg", "avg_rank", "ndcg@10")
 
@@ -99,6 +104,7 @@ class Spec:
     options: dict = field(default_factory=dict)
     synthetic: dict = field(default_factory=dict)
     paper: dict = field(default_factory=dict)
+    estimators: tuple[str, ...] = ()
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
     def resolved(self, *, dataset: str | None = None, reps: int | None = None, quick: bool = False) -> "Spec":
@@ -138,7 +144,7 @@ def _merge(base: dict, overrides: dict) -> dict:
 def _spec_from_dict(raw: dict, *, where: str) -> Spec:
     known = {"name", "kind", "artifact", "description", "dataset", "methods", "references", "reps", "seed",
              "metric", "x", "values", "plot_x", "series", "clicks", "options", "synthetic", "paper",
-             "datasets", "quick"}
+             "datasets", "quick", "estimators"}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ValueError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
@@ -178,10 +184,24 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
     clicks = raw.get("clicks", {})
     model = clickmodels.get(clicks.get("model", clickmodels.DEFAULT_MODEL))
     own = {f.name for f in model.settings.option_fields()}
-    unknown = sorted(set(clicks) - own - {"model", "passes"})
+    unknown = sorted(set(clicks) - own - set(LOG_SETTINGS))
     if unknown:
         raise ValueError(f"{where}: unknown settings {unknown} of click model {model.name!r}; "
-                         f"known: model, passes, {', '.join(sorted(own))}")
+                         f"known: {', '.join(LOG_SETTINGS)}, {', '.join(sorted(own))}")
+    values_of = {k: [clicks[k]] if k in clicks else [] for k in ("rankers", "propensities", "clip")}
+    for key, values in raw.get("series", {}).items():
+        values_of.setdefault(key, []).extend(values)
+    if x is not None:
+        values_of.setdefault(x, []).extend(raw.get("values", ()))
+    bad = [v for v in values_of.get("rankers", ()) if not isinstance(v, int) or v < 1]
+    bad += [v for v in values_of.get("propensities", ()) if v not in PROPENSITY_CHOICES]
+    bad += [v for v in values_of.get("clip", ()) if not isinstance(v, (int, float)) or not 0 < v <= 1]
+    if bad:
+        raise ValueError(f"{where}: rankers must be positive integers, propensities one of {PROPENSITY_CHOICES}, "
+                         f"clip in (0, 1]; found {bad}")
+    estimators = raw.get("estimators", [])
+    if raw["kind"] == "propensity" and (not estimators or set(estimators) - set(ESTIMATORS)):
+        raise ValueError(f"{where}: kind = \"propensity\" needs estimators among {ESTIMATORS}, found {estimators}")
     varied = {k for k in [x, *raw.get("series", {})] if k in own}
     model.parse_settings({k: v for k, v in clicks.items() if k in own and k not in varied},
                          where=f"{where}: [clicks]")
@@ -197,7 +217,8 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
         seed=int(raw.get("seed", 0)), metric=raw.get("metric", "avg_dcg"), x=x,
         values=tuple(raw.get("values", ())), plot_x=raw.get("plot_x"), series=dict(raw.get("series", {})),
         clicks=dict(raw.get("clicks", {})), options=dict(raw.get("options", {})),
-        synthetic=dict(raw.get("synthetic", {})), paper=dict(raw.get("paper", {})), raw=raw)
+        synthetic=dict(raw.get("synthetic", {})), paper=dict(raw.get("paper", {})),
+        estimators=tuple(raw.get("estimators", ())), raw=raw)
 
 
 def spec_names(directory: Path = SPEC_DIR) -> list[str]:
@@ -261,6 +282,10 @@ def plan(spec: Spec, *, default_passes: int) -> list[Task]:
     """
     model = clickmodels.get(spec.clicks.get("model", clickmodels.DEFAULT_MODEL))
     base = {"model": model.name, **model.settings().to_dict(), "passes": "default", **spec.clicks}
+    # the log settings enter a task's config only where the spec sets them, so that specs
+    # without them keep their tasks' keys
+    if spec.kind == "propensity":
+        base["estimators"] = list(spec.estimators)
     series_keys = list(spec.series)
     series_points = list(itertools.product(*(spec.series[k] for k in series_keys))) or [()]
     x_values = list(spec.values) if spec.x is not None else [None]
@@ -316,40 +341,66 @@ def run_task(root: str | Path, task: Task) -> tuple[list[dict], bool]:
 
 def _task_rows(workspace: Workspace, dataset: Dataset, fingerprint: str, task: Task) -> list[dict]:
     name, seed, clicks_config = task.dataset, task.seed, task.clicks
-    production, _ = production_stage(workspace, name, dataset, fingerprint, seed=seed)
+    recipe = {"seed": seed}
+    production, _ = production_stage(workspace, name, dataset, fingerprint, **recipe)
+    rankers = int(clicks_config.get("rankers", 1))
+    productions = [production] + [production_stage(workspace, name, dataset, fingerprint, ranker=k, **recipe)[0]
+                                  for k in range(1, rankers)]
     model = clickmodels.get(clicks_config["model"])
     # eta_model is applied when the log is read, so that its points share one simulation
     settings = {f.name: clicks_config[f.name] for f in model.settings.option_fields() if f.name != "eta_model"}
     simulated = clicks_config["simulated_passes"]
-    clicks, _ = clicks_stage(workspace, name, dataset, production, settings, model=model.name, passes=simulated,
-                             seed=seed)
+    clicks, _ = clicks_stage(workspace, name, dataset, productions if rankers > 1 else production, settings,
+                             model=model.name, passes=simulated, seed=seed)
+    if task.kind == "propensity":
+        return _propensity_rows(workspace, name, dataset, clicks, clicks_config, seed)
     passes, eta_model = clicks_config["passes"], clicks_config.get("eta_model")
     passes = None if passes == simulated else passes
-    train_log, _ = click_logs(clicks, passes=passes, eta_model=eta_model)
+    told = clicks_config.get("propensities", "logged")
+    propensity = None
+    if told != "logged":
+        propensity, _ = propensity_stage(workspace, name, dataset, clicks, method=told, seed=seed)
+        eta_model = None  # the estimate replaces every logged propensity
+    clip = clicks_config.get("clip")
+    train_log, _ = click_logs(clicks, passes=passes, eta_model=eta_model, propensity=propensity, clip=clip)
     relevant = dataset.train.relevant(dataset.relevant_from)
     common = {"train_clicks": len(train_log),
               "irrelevant_click_share": float(np.mean(~relevant[train_log.doc])) if len(train_log) else float("nan")}
     rows = []
     if "production" in task.references:
         rows.append({"method": "production", **common, **{m: production.info["test"][m] for m in _METRICS}})
-    methods = list(task.methods) + (["skyline"] if "skyline" in task.references else [])
-    for method in methods:
+    methods_ = list(task.methods) + (["skyline"] if "skyline" in task.references else [])
+    for method in methods_:
         options = dict(task.options.get(method, {}))
         # the skyline sees labels, not clicks: one per repetition, shared by every point
-        subset = {} if method == "skyline" else {"passes": passes, "eta_model": eta_model}
-        model, _ = model_stage(workspace, name, dataset, clicks, method, options, seed=seed, **subset)
-        evaluation, _ = evaluation_stage(workspace, name, dataset, model, clicks, seed=seed)
+        subset = {} if method == "skyline" else {"passes": passes, "eta_model": eta_model, "propensity": propensity,
+                                                 "clip": clip}
+        trained, _ = model_stage(workspace, name, dataset, clicks, method, options, seed=seed, **subset)
+        evaluation, _ = evaluation_stage(workspace, name, dataset, trained, clicks, seed=seed)
         row = {"method": method, **common, **{m: evaluation.info[m] for m in _METRICS},
                "validation_snips_avg_dcg": evaluation.info["validation_snips_avg_dcg"],
-               "chosen": json.dumps(model.info.get("chosen", {}), sort_keys=True)}
+               "chosen": json.dumps(trained.info.get("chosen", {}), sort_keys=True)}
         if task.kind == "ccp":
-            for selection in model.info["selection"]:
+            for selection in trained.info["selection"]:
                 start = {"iteration": 0, "objective": selection["initial_objective"],
                          "train_snips_avg_dcg": selection["initial_train_snips_avg_dcg"], "inner_iterations": 0}
                 rows.extend({**row, **_ccp_row(step, selection)} for step in [start, *selection["ccp_trace"]])
         else:
             rows.append(row)
     return rows  # no timings: they live in the artifacts' manifests, the rows are deterministic
+
+
+def _propensity_rows(workspace, name, dataset, clicks, clicks_config, seed) -> list[dict]:
+    """One row per (estimator, rank): the estimate, its band and the truth (1/r)^eta."""
+    rows = []
+    eta = clicks_config.get("eta_model") if clicks_config.get("eta_model") is not None else clicks_config.get("eta")
+    for estimator in clicks_config["estimators"]:
+        estimate, _ = propensity_stage(workspace, name, dataset, clicks, method=estimator, seed=seed)
+        for row in estimate.info["rows"]:
+            truth = float((1.0 / row["rank"]) ** eta) if eta is not None else float("nan")
+            rows.append({"method": estimator, "rank": int(row["rank"]), "propensity": float(row["propensity"]),
+                         "low": float(row["low"]), "high": float(row["high"]), "true_propensity": truth})
+    return rows
 
 
 def _ccp_row(step: dict, selection: dict) -> dict:
@@ -416,7 +467,8 @@ def run_experiment(spec: Spec, root: str | Path, *, n_jobs: int = 1, backend: st
     return frame[_column_order(frame.columns)], counts
 
 
-_COLUMNS = ("experiment", "dataset", "repetition", "seed", "method", "train_clicks", "irrelevant_click_share",
+_COLUMNS = ("experiment", "dataset", "repetition", "seed", "method", "rank", "propensity", "low", "high",
+            "true_propensity", "train_clicks", "irrelevant_click_share",
             *_METRICS, "validation_snips_avg_dcg", "chosen", "C", "iteration", "objective",
             "train_snips_avg_dcg", "inner_iterations")
 

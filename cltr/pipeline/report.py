@@ -24,7 +24,8 @@ __all__ = ["summarise", "significance", "markdown_table", "latex_table", "plot",
 METRIC_LABELS = {"avg_dcg": "Avg DCG", "avg_rank": "Avg Rank", "ndcg@10": "nDCG@10"}
 _X_LABELS = {"passes": "passes over the training queries", "train_clicks": "training clicks", "eta": "eta",
              "eps_neg": "eps_neg (click probability of an observed irrelevant document)",
-             "eta_model": "eta of the propensity model (true eta = 1)"}
+             "eta_model": "eta of the propensity model (true eta = 1)",
+             "clip": "clipping threshold TAU (propensities below TAU raised to TAU)"}
 
 
 def _label(method: str) -> str:
@@ -130,8 +131,61 @@ def _ccp_rows(frame: pd.DataFrame) -> list[dict]:
     return rows
 
 
+def _propensity_table(frame: pd.DataFrame, spec: Spec) -> list[dict]:
+    keys = _point_columns(spec) + ["method", "rank"]
+    grouped = frame.groupby(keys, sort=False)
+    rows = []
+    for key, group in grouped:
+        key = key if isinstance(key, tuple) else (key,)
+        row = {c[len("point_"):] if c.startswith("point_") else c: v for c, v in zip(keys, key)}
+        n = len(group)
+        row.update({"true": f"{group['true_propensity'].mean():.4f}",
+                    "estimate": _mean_std(group["propensity"].mean(), group["propensity"].std(ddof=1), n),
+                    "band": f"[{group['low'].mean():.4f}, {group['high'].mean():.4f}]"})
+        rows.append(row)
+    return rows
+
+
+def _plot_propensity(frame: pd.DataFrame, spec: Spec, plt):
+    figure, axes = plt.subplots(figsize=(6.4, 4.2))
+    data = {}
+    points = _point_columns(spec)
+    groups = frame.groupby(points, sort=False) if points else [((), frame)]
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    styles = {"harvest": "-", "em": "--"}
+    for i, (point, group) in enumerate(groups):
+        point = point if isinstance(point, tuple) else (point,)
+        suffix = ", ".join(f"{c[len('point_'):]} = {v}" for c, v in zip(points, point))
+        color = colors[i % len(colors)]
+        truth = group.groupby("rank", sort=True)["true_propensity"].mean()
+        axes.plot(truth.index, truth.values, color=color, linestyle=":", linewidth=2, label=f"true, {suffix}")
+        data[f"true, {suffix}"] = {"x": truth.index.tolist(), "mean": truth.values.tolist(), "std": [0.0] * len(truth)}
+        for estimator, rows in group.groupby("method", sort=False):
+            summary = rows.groupby("rank", sort=True).agg(mean=("propensity", "mean"), low=("low", "mean"),
+                                                           high=("high", "mean"), std=("propensity", "std"))
+            label = f"{estimator}, {suffix}"
+            axes.plot(summary.index, summary["mean"], color=color, linestyle=styles.get(estimator, "-"),
+                      marker="o", markersize=3, label=label)
+            axes.fill_between(summary.index, summary["low"], summary["high"], color=color, alpha=0.12)
+            data[label] = {"x": summary.index.tolist(), "mean": summary["mean"].tolist(),
+                           "std": np.nan_to_num(summary["std"].to_numpy()).tolist()}
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("rank")
+    axes.set_ylabel("observation propensity relative to rank 1")
+    reps = int(frame["repetition"].nunique())
+    axes.set_title(f"{spec.artifact or spec.name}: estimated (mean of {reps} repetitions; shaded: mean bootstrap "
+                   f"band) vs true (dotted)", fontsize=8)
+    axes.grid(alpha=0.3, which="both")
+    axes.legend(fontsize=6, ncol=2)
+    figure.tight_layout()
+    return figure, data
+
+
 def table_rows(frame: pd.DataFrame, spec: Spec) -> list[dict]:
     """The rows of the experiment's summary table, as strings ready to print."""
+    if spec.kind == "propensity":
+        return _propensity_table(frame, spec)
     if spec.kind == "table":
         return _table_rows(frame, spec)
     if spec.kind == "ccp":
@@ -175,6 +229,8 @@ def plot(frame: pd.DataFrame, spec: Spec):
 
     if spec.kind == "ccp":
         return _plot_ccp(frame, plt)
+    if spec.kind == "propensity":
+        return _plot_propensity(frame, spec, plt)
     figure, axes = plt.subplots(figsize=(6.4, 4.2))
     data = {}
     metric = spec.metric

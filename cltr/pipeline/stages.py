@@ -29,7 +29,7 @@ from cltr.pipeline.models import scorer_from_arrays, scorer_to_arrays
 from cltr.pipeline.workspace import Artifact, Workspace, file_sha256
 
 __all__ = ["production_queries", "produce", "production_stage", "simulate", "clicks_stage", "click_logs",
-           "click_log_summary", "impressions_of", "import_stage", "imported_clicks_stage", "export_rows",
+           "click_log_summary", "simulated_logs", "impressions_of", "import_stage", "imported_clicks_stage", "export_rows",
            "propensity_stage", "estimate_propensities", "as_told", "estimate_to_arrays", "estimate_from_arrays", "model_stage", "evaluation_stage"]
 
 
@@ -133,6 +133,17 @@ def simulate(queries: Queries, relevant: np.ndarray, productions: list, model: s
                   for name in ("query", "doc", "rank", "propensity", "pass_index")}
         log = ClickLog(**merged, n_passes=passes, n_queries=queries.n_queries)
     return log, np.stack(presented).astype(np.int32), pass_ranker
+
+
+def simulated_logs(dataset: Dataset, production, *, passes: int, seed: int = 0, model: str = clickmodels.DEFAULT_MODEL,
+                   settings: Options | dict | None = None) -> dict[str, ClickLog]:
+    """The train and vali click logs ``clicks_stage`` would store, without a workspace
+    (benchmarks, the Python API)."""
+    settings = clickmodels.get(model).parse_settings(settings or {})
+    productions = production if isinstance(production, (list, tuple)) else [production]
+    return {split: simulate(getattr(dataset, split), getattr(dataset, split).relevant(dataset.relevant_from),
+                            productions, model, settings, passes=passes, seed=seed, split=split)[0]
+            for split in ("train", "vali")}
 
 
 def click_log_summary(log: ClickLog, relevant: np.ndarray) -> dict:

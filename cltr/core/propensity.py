@@ -1,0 +1,847 @@
+"""Observation propensities estimated from click logs: intervention harvesting and regression EM.
+
+Legend (position-based model; Agarwal, Zaitsev, Wang, Li, Najork, Joachims, WSDM 2019,
+"Estimating Position Bias without Intrusive Interventions", Sec. 3-5; Wang, Golbandi,
+Bendersky, Metzler, Najork, WSDM 2018, "Position Bias Estimation for Unbiased Learning to
+Rank in Personal Search", Sec. 4):
+    k, k'                        -> ``rank``, 1-based, at most ``K = max_rank``
+    p_k = Pr(E = 1 | k)          -> ``PropensityEstimate.propensity[k - 1]``, relative to p_1
+    rel(q, d)                    -> relevance of a (query, document), Pr(C = 1 | q, d, k) = p_k rel(q, d)
+    f_i, n_i, N = Σ_i n_i         -> ``ranker`` i; sessions it logged; all sessions
+    S_{k,k'}                     -> (query, document)s shown at k by one ranker and at k' by another
+    w(q, d, k)                   -> N / Σ_i n_i 1[rk(d | f_i(q)) = k]  (harvest weight)
+    c~_k^{k,k'}, n~_k^{k,k'}     -> weighted clicks and impressions at k of S_{k,k'}
+                                    (``pair_clicks[k-1, k'-1]``, ``pair_impressions[k-1, k'-1]``)
+    c_{k,k'} = c_{k',k}          -> relevance parameter of a rank pair (profiled out in closed form)
+    theta_k, gamma(q, d)         -> EM's examination and relevance probabilities; the estimate
+                                    reports p_k = theta_k / theta_1
+    gamma(q, d) = sigma(x_d . w) -> EM's feature-based relevance (logistic, standardised x)
+
+The input is an aggregated impression table: flat int64 arrays of one length m, one row per
+distinct (query, document, rank, ranker) with the times the document was shown there
+(``impressions``) and clicked there (``clicks``). Everything is vectorised over rows; the only
+Python loops run over rank pairs (at most K^2), rankers, Newton/EM iterations and bootstrap
+replicates. Bootstrap bands resample queries (the clusters) with replacement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+from scipy import optimize, sparse
+from scipy.sparse.csgraph import connected_components
+from scipy.special import expit, xlog1py, xlogy
+
+__all__ = ["PropensityEstimate", "harvest_propensities", "em_propensities"]
+
+
+# --------------------------------------------------------------------------- the estimate
+
+
+@dataclass(frozen=True, eq=False)
+class PropensityEstimate:
+    """Estimated observation propensity per rank, relative to rank 1, with a bootstrap band.
+
+    Attributes
+    ----------
+    rank : ndarray of int64, shape (K,)
+        1, 2, ..., K.
+    propensity : ndarray of float64, shape (K,)
+        p_k / p_1, so ``propensity[0] == 1``.
+    low, high : ndarray of float64, shape (K,)
+        Percentile bootstrap band at ``level`` (queries resampled with replacement), widened
+        where needed to contain ``propensity`` (so error bars are never negative); nan when
+        no bootstrap was run. Rank 1 has low = high = 1 by the normalisation.
+    level : float
+        Coverage the band was computed for, in (0, 1).
+    method : str
+        ``"allpairs-harvest"`` or ``"regression-em"``.
+    info : dict
+        Diagnostics in plain Python types (iterations, convergence, data used, ...).
+    """
+
+    rank: np.ndarray
+    propensity: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    level: float
+    method: str
+    info: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        k = len(self.rank)
+        for name in ("propensity", "low", "high"):
+            if np.shape(getattr(self, name)) != (k,):
+                raise ValueError(f"{name} must have shape ({k},) like rank, found {np.shape(getattr(self, name))}")
+        if not np.array_equal(self.rank, np.arange(1, k + 1)):
+            raise ValueError("rank must be 1, 2, ..., K")
+
+    @property
+    def max_rank(self) -> int:
+        return len(self.rank)
+
+    def at(self, rank: np.ndarray) -> np.ndarray:
+        """Propensities looked up per rank; ranks beyond K get the value at K.
+
+        Parameters
+        ----------
+        rank : array_like of int, any shape
+            1-based ranks.
+
+        Returns
+        -------
+        ndarray of float64, same shape as ``rank``
+            ``propensity[min(rank, K) - 1]``. Extrapolating flat beyond K keeps the inverse
+            propensity weights of deep clicks bounded instead of guessing a decay.
+        """
+        r = np.asarray(rank)
+        if r.size and not np.issubdtype(r.dtype, np.integer):
+            if not np.all(np.isfinite(r)) or np.any(r != np.floor(r)):
+                raise ValueError("ranks must be whole numbers")
+            r = r.astype(np.int64)
+        if r.size and r.min() < 1:
+            raise ValueError(f"ranks must be >= 1, found {r.min()}")
+        return self.propensity[np.minimum(r, self.max_rank).astype(np.int64) - 1]
+
+    def to_rows(self) -> list[dict]:
+        """One dict per rank: ``{"rank", "propensity", "low", "high"}`` (plain Python numbers)."""
+        return [{"rank": int(k), "propensity": float(p), "low": float(lo), "high": float(hi)}
+                for k, p, lo, hi in zip(self.rank, self.propensity, self.low, self.high)]
+
+
+# --------------------------------------------------------------------------- validation
+
+
+class _Table(NamedTuple):
+    query: np.ndarray
+    doc: np.ndarray
+    rank: np.ndarray
+    ranker: np.ndarray
+    impressions: np.ndarray
+    clicks: np.ndarray
+
+
+def _as_int(name: str, values) -> np.ndarray:
+    a = np.asarray(values)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be a flat array, found shape {a.shape}")
+    if a.dtype.kind in "iub":
+        return a.astype(np.int64, copy=False)
+    if a.dtype.kind == "f":
+        bad = ~np.isfinite(a) | (a != np.floor(a))
+        if np.any(bad):
+            row = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"{name} must hold whole numbers; row {row} has {a[row]!r}")
+        return a.astype(np.int64)
+    raise ValueError(f"{name} must be an integer array, found dtype {a.dtype}")
+
+
+def _check_table(query, doc, rank, ranker, impressions, clicks) -> _Table:
+    columns = {"query": query, "doc": doc, "rank": rank, "ranker": ranker,
+               "impressions": impressions, "clicks": clicks}
+    arrays = {name: _as_int(name, values) for name, values in columns.items()}
+    lengths = {name: len(a) for name, a in arrays.items()}
+    if len(set(lengths.values())) != 1:
+        raise ValueError("query, doc, rank, ranker, impressions and clicks must have one length; found "
+                         + ", ".join(f"{name} {n}" for name, n in lengths.items()))
+    if lengths["query"] == 0:
+        raise ValueError("the impression table is empty")
+    t = _Table(**arrays)
+    for name, low in (("rank", 1), ("ranker", 0), ("impressions", 0), ("clicks", 0)):
+        a = getattr(t, name)
+        bad = np.flatnonzero(a < low)
+        if bad.size:
+            raise ValueError(f"{name} must be >= {low}; row {bad[0]} has {a[bad[0]]} "
+                             f"({bad.size} such rows)")
+    bad = np.flatnonzero(t.clicks > t.impressions)
+    if bad.size:
+        raise ValueError(f"clicks must not exceed impressions; row {bad[0]} has {t.clicks[bad[0]]} clicks "
+                         f"and {t.impressions[bad[0]]} impressions ({bad.size} such rows)")
+    return t
+
+
+def _check_options(max_rank, rank: np.ndarray, bootstrap, level, *, minimum: int) -> int:
+    if max_rank is None:
+        max_rank = int(rank.max())
+    if isinstance(max_rank, bool) or not isinstance(max_rank, (int, np.integer)) or max_rank < minimum:
+        raise ValueError(f"max_rank must be an integer >= {minimum}, found {max_rank!r}")
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
+        raise ValueError(f"bootstrap must be an integer >= 0, found {bootstrap!r}")
+    if not 0.0 < float(level) < 1.0:
+        raise ValueError(f"level must lie strictly between 0 and 1, found {level!r}")
+    return int(max_rank)
+
+
+def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct sorted values, index of each element into them)."""
+    uniq, inverse = np.unique(values, return_inverse=True)
+    return uniq, inverse.reshape(-1)
+
+
+def _percentile_band(replicates: np.ndarray, estimate: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval per column of ``replicates`` (shape (B, K); nan = unusable replicate)."""
+    alpha = (1.0 - level) / 2.0
+    usable = np.isfinite(replicates)
+    low = np.full(estimate.shape, np.nan)
+    high = np.full(estimate.shape, np.nan)
+    ok = usable.sum(axis=0) > 0
+    if np.any(ok):
+        with np.errstate(all="ignore"):
+            low[ok] = np.nanquantile(replicates[:, ok], alpha, axis=0)
+            high[ok] = np.nanquantile(replicates[:, ok], 1.0 - alpha, axis=0)
+    low[ok] = np.minimum(low[ok], estimate[ok])
+    high[ok] = np.maximum(high[ok], estimate[ok])
+    return low, high
+
+
+def _query_resamples(n_queries: int, bootstrap: int, rng) -> np.ndarray:
+    """Multinomial counts m[b, q]: how often query q is drawn in replicate b (each row sums to Q)."""
+    generator = np.random.default_rng(rng)
+    return generator.multinomial(n_queries, np.full(n_queries, 1.0 / n_queries), size=bootstrap).astype(np.float64)
+
+
+# --------------------------------------------------------------------------- intervention harvesting
+
+
+class _HarvestStatistics(NamedTuple):
+    """Weighted counts per (query, ordered rank pair), the sufficient statistics of AllPairs."""
+
+    n_queries: int
+    max_rank: int
+    entry_query: np.ndarray   # (E,) query index 0..Q-1
+    entry_pair: np.ndarray    # (E,) (k - 1) * K + (k' - 1)
+    entry_clicks: np.ndarray  # (E,) Σ w(q,d,k) clicks at k over the query's documents in S_{k,k'}
+    entry_impressions: np.ndarray
+    n_intervention_docs: int  # (query, document)s shown at >= 2 distinct ranks <= K
+    sessions: np.ndarray      # (R,) n_i
+    rankers: np.ndarray       # (R,) ranker ids
+
+    def totals(self, counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(pair_clicks, pair_impressions), each (K, K); with ``counts`` (Q,), queries weighted by it."""
+        k = self.max_rank
+        weight = 1.0 if counts is None else counts[self.entry_query]
+        c = np.bincount(self.entry_pair, weights=self.entry_clicks * weight, minlength=k * k)
+        n = np.bincount(self.entry_pair, weights=self.entry_impressions * weight, minlength=k * k)
+        return c.reshape(k, k), n.reshape(k, k)
+
+    def replicate_totals(self, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Totals for many resamples at once: ``counts`` (B, Q) -> two arrays (B, K, K)."""
+        k, q = self.max_rank, self.n_queries
+        shape = (q, k * k)
+        c = sparse.csr_matrix((self.entry_clicks, (self.entry_query, self.entry_pair)), shape=shape)
+        n = sparse.csr_matrix((self.entry_impressions, (self.entry_query, self.entry_pair)), shape=shape)
+        b = counts.shape[0]
+        return (np.asarray(c.T @ counts.T).T.reshape(b, k, k),
+                np.asarray(n.T @ counts.T).T.reshape(b, k, k))
+
+
+def _harvest_statistics(t: _Table, max_rank: int) -> _HarvestStatistics:
+    keep = t.rank <= max_rank
+    if not np.any(keep):
+        raise ValueError(f"no row has a rank <= max_rank = {max_rank}")
+    t = _Table(*(a[keep] for a in t))
+    k_max = max_rank
+    queries, qi = _factorize(t.query)
+    rankers, ri = _factorize(t.ranker)
+    n_rankers = len(rankers)
+    if n_rankers < 2:
+        raise ValueError(f"intervention harvesting needs logs from at least 2 rankers; found only ranker "
+                         f"{int(rankers[0])} among the rows with rank <= {k_max}")
+    docs, di = _factorize(t.doc)
+    _, qd = _factorize(qi * np.int64(len(docs)) + di)  # (query, document) pair index
+    k0 = t.rank - 1
+
+    # Duplicate rows of one (query, document, rank, ranker) are summed.
+    key, inv = _factorize((qd * k_max + k0) * n_rankers + ri)
+    imp = np.bincount(inv, weights=t.impressions)
+    clk = np.bincount(inv, weights=t.clicks)
+    cell_ranker = key % n_rankers
+    cell_key = key // n_rankers  # (query, document, rank), sorted
+
+    # n_i: a session of ranker i shows one document at each displayed rank, so the sessions of
+    # (query, ranker) are the impressions summed over documents at its most-shown rank.
+    qr_rank_key, inv2 = _factorize((qi * n_rankers + ri) * k_max + k0)
+    per_rank = np.bincount(inv2, weights=t.impressions)
+    qr = qr_rank_key // k_max
+    starts = np.flatnonzero(np.r_[True, qr[1:] != qr[:-1]])
+    sessions_qr = np.maximum.reduceat(per_rank, starts)
+    sessions = np.bincount(qr[starts] % n_rankers, weights=sessions_qr, minlength=n_rankers)
+    total_sessions = sessions.sum()
+
+    # Cells (query, document, rank): w(q, d, k) = N / Σ_{i showing d at k for q} n_i.
+    cell, cell_inv = _factorize(cell_key)
+    cell_imp = np.bincount(cell_inv, weights=imp)
+    cell_clk = np.bincount(cell_inv, weights=clk)
+    cell_sessions = np.bincount(cell_inv, weights=sessions[cell_ranker])
+    weight = total_sessions / cell_sessions
+    cell_imp *= weight
+    cell_clk *= weight
+    cell_qd = cell // k_max
+    cell_k = cell % k_max
+    # The cells of one (query, document) are contiguous and sorted by rank; pair each with
+    # the cells j places further on, for every j up to the longest run (at most K).
+    first = np.flatnonzero(np.r_[True, cell_qd[1:] != cell_qd[:-1]])
+    run = np.diff(np.r_[first, len(cell)])
+    qd_query = np.empty(int(cell_qd.max()) + 1, dtype=np.int64)
+    qd_query[qd] = qi
+    parts_a, parts_b = [], []
+    for j in range(1, int(run.max())):
+        a = np.flatnonzero(cell_qd[:-j] == cell_qd[j:])
+        parts_a.append(a)
+        parts_b.append(a + j)
+    if not parts_a:
+        raise ValueError(f"no (query, document) was shown at two different ranks <= {k_max}: "
+                         "the rankers' logs hold no interventions")
+    a = np.concatenate(parts_a)
+    b = np.concatenate(parts_b)
+    # Ordered pairs (k, k') and (k', k): the counts at the first rank of each.
+    first_cell = np.r_[a, b]
+    second_cell = np.r_[b, a]
+    pair = cell_k[first_cell] * k_max + cell_k[second_cell]
+    query_of = qd_query[cell_qd[first_cell]]
+    entry, entry_inv = _factorize(query_of * np.int64(k_max * k_max) + pair)
+    return _HarvestStatistics(
+        n_queries=len(queries),
+        max_rank=k_max,
+        entry_query=entry // (k_max * k_max),
+        entry_pair=entry % (k_max * k_max),
+        entry_clicks=np.bincount(entry_inv, weights=cell_clk[first_cell]),
+        entry_impressions=np.bincount(entry_inv, weights=cell_imp[first_cell]),
+        n_intervention_docs=int(np.unique(cell_qd[a]).size),
+        sessions=sessions,
+        rankers=rankers,
+    )
+
+
+def _connected_to_top(pair_impressions: np.ndarray) -> np.ndarray:
+    """Which ranks the intervention pairs connect to rank 1, shape (K,) bool."""
+    linked = (pair_impressions > 0) & (pair_impressions.T > 0)
+    _, label = connected_components(sparse.csr_matrix(linked), directed=False)
+    return label == label[0]
+
+
+def allpairs_relevance(pa: np.ndarray, pb: np.ndarray, clicks_a: np.ndarray, skips_a: np.ndarray,
+                       clicks_b: np.ndarray, skips_b: np.ndarray) -> np.ndarray:
+    """Maximiser c* of one rank pair's likelihood for fixed propensities (closed form).
+
+    For a pair {k, k'} with propensities a = p_k, b = p_k', weighted clicks C_a, C_b and
+    weighted skips U_a = n~_a - C_a, U_b = n~_b - C_b, the relevance parameter maximises
+
+        C_a log(a c) + U_a log(1 - a c) + C_b log(b c) + U_b log(1 - b c),  0 <= c <= 1 / max(a, b),
+
+    a concave function whose stationarity condition, multiplied by c (1 - a c)(1 - b c), is
+    the quadratic  ab (S + U_a + U_b) c^2 - (S (a + b) + U_a a + U_b b) c + S = 0  with
+    S = C_a + C_b. Its smaller root (written in the cancellation-free form 2S / (B + sqrt(B^2 - 4AS)))
+    is the maximiser; S = 0 gives c* = 0.
+
+    Parameters
+    ----------
+    pa, pb, clicks_a, skips_a, clicks_b, skips_b : ndarray of float64, same shape
+        Per pair.
+
+    Returns
+    -------
+    ndarray of float64, same shape
+    """
+    s = clicks_a + clicks_b
+    quad = pa * pb * (s + skips_a + skips_b)
+    lin = s * (pa + pb) + skips_a * pa + skips_b * pb
+    denom = lin + np.sqrt(np.maximum(lin * lin - 4.0 * quad * s, 0.0))
+    return np.where(denom > 0, 2.0 * s / np.where(denom > 0, denom, 1.0), 0.0)
+
+
+def _allpairs_objective(log_p_rest: np.ndarray, pair_clicks: np.ndarray, pair_impressions: np.ndarray,
+                        scale: float) -> tuple[float, np.ndarray]:
+    """Negative profile log-likelihood of AllPairs (divided by ``scale``) and its gradient."""
+    k_max = pair_clicks.shape[0]
+    log_p = np.r_[0.0, log_p_rest]
+    p = np.exp(log_p)
+    i, j = np.triu_indices(k_max, 1)
+    ca, cb = pair_clicks[i, j], pair_clicks[j, i]
+    ua = np.maximum(pair_impressions[i, j] - ca, 0.0)
+    ub = np.maximum(pair_impressions[j, i] - cb, 0.0)
+    c = allpairs_relevance(p[i], p[j], ca, ua, cb, ub)
+    ta = np.minimum(p[i] * c, 1.0)
+    tb = np.minimum(p[j] * c, 1.0)
+    loglik = (xlogy(ca, ta) + xlog1py(ua, -ta) + xlogy(cb, tb) + xlog1py(ub, -tb)).sum()
+    # Envelope theorem: c* is optimal, so only the explicit dependence on log p_k counts.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        da = ca - np.where(ua > 0, ua * ta / (1.0 - ta), 0.0)
+        db = cb - np.where(ub > 0, ub * tb / (1.0 - tb), 0.0)
+    grad = np.bincount(i, weights=da, minlength=k_max) + np.bincount(j, weights=db, minlength=k_max)
+    return -loglik / scale, -grad[1:] / scale
+
+
+_LOG_P_BOUNDS = (np.log(1e-8), np.log(1e4))
+
+
+def _allpairs_fit(pair_clicks: np.ndarray, pair_impressions: np.ndarray, start: np.ndarray | None = None):
+    """Maximise the AllPairs likelihood over log p_2..log p_K (p_1 = 1); returns (log_p, result)."""
+    k_max = pair_clicks.shape[0]
+    scale = max(float(pair_impressions.sum()), 1e-300)
+    x0 = np.zeros(k_max - 1) if start is None else np.clip(start[1:], *_LOG_P_BOUNDS)
+    result = optimize.minimize(
+        _allpairs_objective, x0, args=(pair_clicks, pair_impressions, scale), jac=True,
+        method="L-BFGS-B", bounds=[_LOG_P_BOUNDS] * (k_max - 1),
+        options={"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-11, "maxcor": 30},
+    )
+    return np.r_[0.0, result.x], result
+
+
+def harvest_propensities(
+    query: np.ndarray,
+    doc: np.ndarray,
+    rank: np.ndarray,
+    ranker: np.ndarray,
+    impressions: np.ndarray,
+    clicks: np.ndarray,
+    *,
+    max_rank: int | None = None,
+    bootstrap: int = 200,
+    level: float = 0.95,
+    rng: np.random.Generator | np.random.SeedSequence | int,
+) -> PropensityEstimate:
+    """Propensities by intervention harvesting and the AllPairs extremum estimator.
+
+    Agarwal, Zaitsev, Wang, Li, Najork and Joachims (WSDM 2019), Sec. 4-5. When several
+    rankers f_1..f_m logged the same queries, a (query, document) shown at rank k by one of
+    them and at rank k' by another is an intervention: its click rates at k and k' differ
+    only by p_k / p_k' (position-based model). The sessions of each ranker enter with the
+    weight (Sec. 4, the harvested click and impression counts)
+
+        w(q, d, k) = N / Σ_i n_i 1[rk(d | f_i(q)) = k],       N = Σ_i n_i,
+
+    n_i the sessions ranker i logged, so that every (q, d) in S_{k,k'} has the same expected
+    weighted impressions at k and at k' however unevenly the rankers were used. With
+
+        c~_k^{k,k'} = Σ_{(q,d) in S_{k,k'}} w(q,d,k) clicks(q,d,k),
+        n~_k^{k,k'} = Σ_{(q,d) in S_{k,k'}} w(q,d,k) impressions(q,d,k),
+
+    the AllPairs estimator (Sec. 5, Eq. of the extremum estimator) maximises
+
+        Σ_{k != k'} c~_k^{k,k'} log(p_k c_{k,k'}) + (n~_k^{k,k'} - c~_k^{k,k'}) log(1 - p_k c_{k,k'})
+
+    over p (p_1 = 1, so the estimate is relative to rank 1) and one relevance c_{k,k'} = c_{k',k}
+    per rank pair. For fixed p each c_{k,k'} has a closed-form maximiser
+    (``allpairs_relevance``), and the objective is jointly concave in (log p, log c), so the
+    profile in log p_2..log p_K is concave; L-BFGS-B maximises it. The only constraint kept
+    is p_k c_{k,k'} <= 1 on the pair's own ranks, which is inactive unless a rank pair is
+    clicked on every impression.
+
+    Parameters
+    ----------
+    query, doc, rank, ranker, impressions, clicks : array_like of int, shape (m,)
+        The impression table: one row per distinct (query, document, rank, ranker); ``rank``
+        1-based, ``ranker`` the logging ranker (any ids; at least two distinct), the times
+        shown there and clicked there (0 <= clicks <= impressions). Duplicate rows are summed.
+    max_rank : int, optional
+        K: estimate p_1..p_K from the rows with rank <= K (default: the largest rank).
+    bootstrap : int, default 200
+        Resamples of the queries (with replacement) for the band; 0 gives nan bands.
+    level : float, default 0.95
+        Coverage of the percentile band.
+    rng : numpy.random.Generator, SeedSequence or int
+        Source of the bootstrap resamples.
+
+    Returns
+    -------
+    PropensityEstimate
+        ``method="allpairs-harvest"``; ``info`` holds ``iterations``, ``converged``,
+        ``message``, ``log_likelihood`` (profile, at the estimate), ``intervention_docs``
+        ((query, document)s shown at >= 2 ranks <= K), ``rank_pairs`` (unordered rank pairs
+        with interventions), ``queries``, ``sessions`` (per ranker id), ``bootstrap``
+        (replicates run) and ``bootstrap_disconnected`` (replicate-ranks left out of the band
+        because the resample had no intervention reaching that rank).
+
+    Raises
+    ------
+    ValueError
+        On a malformed table, on fewer than two rankers, and when some rank in 1..K is not
+        connected to rank 1 by a chain of intervention pairs (its propensity is then not
+        identified).
+
+    Notes
+    -----
+    The bootstrap reuses per-(query, rank pair) weighted counts: a replicate's counts are
+    the multinomial query counts times them, and each replicate's fit starts from the
+    full-data estimate. The ranker weights keep the full data's n_i (the logging design).
+    """
+    t = _check_table(query, doc, rank, ranker, impressions, clicks)
+    k_max = _check_options(max_rank, t.rank, bootstrap, level, minimum=2)
+    stats = _harvest_statistics(t, k_max)
+    pair_clicks, pair_impressions = stats.totals()
+    reached = _connected_to_top(pair_impressions)
+    if not np.all(reached):
+        missing = np.flatnonzero(~reached) + 1
+        raise ValueError(
+            f"rank {missing[0]} has no intervention pair connecting it to rank 1 (ranks without one: "
+            f"{', '.join(map(str, missing[:10]))}{', ...' if missing.size > 10 else ''}): no (query, document) "
+            f"is shown there by one ranker and at another rank <= {k_max} by another ranker, in a chain "
+            "reaching rank 1; lower max_rank or add logs of rankers that order these documents differently")
+    log_p, result = _allpairs_fit(pair_clicks, pair_impressions)
+    propensity = np.exp(log_p)
+
+    low = high = np.full(k_max, np.nan)
+    disconnected = 0
+    if bootstrap > 0:
+        counts = _query_resamples(stats.n_queries, int(bootstrap), rng)
+        rep_clicks, rep_impressions = stats.replicate_totals(counts)
+        replicates = np.empty((int(bootstrap), k_max))
+        for b in range(int(bootstrap)):
+            fitted, _ = _allpairs_fit(rep_clicks[b], rep_impressions[b], start=log_p)
+            rep = np.exp(fitted)
+            ok = _connected_to_top(rep_impressions[b])
+            rep[~ok] = np.nan
+            disconnected += int((~ok).sum())
+            replicates[b] = rep
+        low, high = _percentile_band(replicates, propensity, level)
+
+    i, j = np.triu_indices(k_max, 1)
+    info = {
+        "iterations": int(result.nit),
+        "converged": bool(result.success),
+        "message": str(result.message),
+        "log_likelihood": float(-result.fun * max(float(pair_impressions.sum()), 1e-300)),
+        "intervention_docs": stats.n_intervention_docs,
+        "rank_pairs": int(np.count_nonzero((pair_impressions[i, j] > 0) & (pair_impressions[j, i] > 0))),
+        "queries": stats.n_queries,
+        "sessions": {int(r): float(n) for r, n in zip(stats.rankers, stats.sessions)},
+        "bootstrap": int(bootstrap),
+        "bootstrap_disconnected": disconnected,
+    }
+    return PropensityEstimate(rank=np.arange(1, k_max + 1, dtype=np.int64), propensity=propensity,
+                              low=low, high=high, level=float(level), method="allpairs-harvest", info=info)
+
+
+# --------------------------------------------------------------------------- regression EM
+
+
+class _EMData(NamedTuple):
+    """Cells (query-document unit, rank) with their counts, and standardised unit features."""
+
+    n_queries: int
+    max_rank: int
+    cell_unit: np.ndarray     # (n_cells,)
+    cell_rank0: np.ndarray    # (n_cells,) k - 1
+    cell_impressions: np.ndarray
+    cell_clicks: np.ndarray
+    unit_query: np.ndarray    # (n_units,)
+    unit_weight: np.ndarray   # (n_units,) impressions of the unit over all its ranks
+    features: np.ndarray      # (n_units, 1 + d) intercept column, then standardised features
+
+
+def _em_data(t: _Table, X: np.ndarray, max_rank: int) -> _EMData:
+    keep = t.rank <= max_rank
+    if not np.any(keep):
+        raise ValueError(f"no row has a rank <= max_rank = {max_rank}")
+    t = _Table(*(a[keep] for a in t))
+    k_max = max_rank
+    queries, qi = _factorize(t.query)
+    docs, di = _factorize(t.doc)
+    units, unit = _factorize(qi * np.int64(len(docs)) + di)
+    cell, cell_inv = _factorize(unit * k_max + (t.rank - 1))
+    cell_imp = np.bincount(cell_inv, weights=t.impressions)
+    cell_clk = np.bincount(cell_inv, weights=t.clicks)
+    cell_unit = cell // k_max
+    cell_rank0 = cell % k_max
+    per_rank = np.bincount(cell_rank0, weights=cell_imp, minlength=k_max)
+    if np.any(per_rank <= 0):
+        missing = np.flatnonzero(per_rank <= 0) + 1
+        raise ValueError(f"rank {missing[0]} has no impressions (ranks without any: "
+                         f"{', '.join(map(str, missing[:10]))}); lower max_rank to at most {missing[0] - 1}")
+    unit_doc = docs[units % len(docs)]
+    x = np.asarray(X[unit_doc], dtype=np.float64)
+    mean = x.mean(axis=0)
+    std = x.std(axis=0)
+    varying = std > 1e-12 * np.maximum(1.0, np.abs(mean))
+    z = (x[:, varying] - mean[varying]) / std[varying]
+    return _EMData(
+        n_queries=len(queries),
+        max_rank=k_max,
+        cell_unit=cell_unit,
+        cell_rank0=cell_rank0,
+        cell_impressions=cell_imp,
+        cell_clicks=cell_clk,
+        unit_query=units // len(docs),
+        unit_weight=np.bincount(cell_unit, weights=cell_imp, minlength=len(units)),
+        features=np.hstack([np.ones((len(units), 1)), z]),
+    )
+
+
+def _check_features(X, doc: np.ndarray) -> np.ndarray:
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D array (n_docs, n_features), found shape {X.shape}")
+    if X.dtype.kind not in "fiub":
+        raise ValueError(f"X must be numeric, found dtype {X.dtype}")
+    if doc.max() >= X.shape[0]:
+        row = int(np.argmax(doc))
+        raise ValueError(f"doc indexes the rows of X, so it must be < {X.shape[0]}; row {row} has doc {doc[row]}")
+    return X
+
+
+def _weighted_gram(features: np.ndarray, weight: np.ndarray, chunk: int = 1 << 15) -> np.ndarray:
+    """features.T @ diag(weight) @ features, in row chunks to bound the temporary."""
+    d = features.shape[1]
+    gram = np.zeros((d, d))
+    for start in range(0, features.shape[0], chunk):
+        f = features[start:start + chunk]
+        gram += f.T @ (f * weight[start:start + chunk, None])
+    return gram
+
+
+def _penalty(d: int, l2: float) -> np.ndarray:
+    pen = np.full(d, float(l2))
+    pen[0] = 0.0  # the intercept is not shrunk
+    return pen
+
+
+def _logistic_objective(eta: np.ndarray, positives: np.ndarray, weight: np.ndarray,
+                        coef: np.ndarray, pen: np.ndarray) -> float:
+    # Σ P log sigma(eta) + (W - P) log(1 - sigma(eta)), written stably with logaddexp.
+    return float(np.sum(positives * eta - weight * np.logaddexp(0.0, eta)) - 0.5 * np.sum(pen * coef * coef))
+
+
+def _logistic_newton(features: np.ndarray, positives: np.ndarray, weight: np.ndarray, coef: np.ndarray,
+                     eta: np.ndarray, pen: np.ndarray, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """A few damped Newton (IRLS) steps on the weighted, ridge-penalised logistic regression of
+    soft labels ``positives / weight``; returns (coef, eta = features @ coef)."""
+    value = _logistic_objective(eta, positives, weight, coef, pen)
+    for _ in range(steps):
+        gamma = expit(eta)
+        grad = features.T @ (positives - weight * gamma) - pen * coef
+        hess = _weighted_gram(features, weight * gamma * (1.0 - gamma))
+        hess[np.diag_indices_from(hess)] += pen + 1e-10 * (1.0 + np.abs(np.diag(hess)))
+        step = np.linalg.solve(hess, grad)
+        for _ in range(30):  # halve until the M-step objective does not fall
+            trial = coef + step
+            trial_eta = features @ trial
+            trial_value = _logistic_objective(trial_eta, positives, weight, trial, pen)
+            if trial_value >= value - 1e-12 * abs(value):
+                break
+            step = step / 2.0
+        else:
+            break
+        coef, eta, value = trial, trial_eta, trial_value
+    return coef, eta
+
+
+def _em_fit(data: _EMData, *, iterations: int, tol: float, l2: float, newton_steps: int):
+    k0, unit = data.cell_rank0, data.cell_unit
+    n, c = data.cell_impressions, data.cell_clicks
+    skips = n - c
+    per_rank = np.bincount(k0, weights=n, minlength=data.max_rank)
+    pen = _penalty(data.features.shape[1], l2)
+    # Start: examination flat at 1/2, relevance the overall click rate over 1/2.
+    theta = np.full(data.max_rank, 0.5)
+    rate = np.clip(c.sum() / n.sum() / 0.5, 1e-6, 1 - 1e-6)
+    coef = np.zeros(data.features.shape[1])
+    coef[0] = np.log(rate / (1.0 - rate))
+    eta = data.features @ coef
+    converged, iteration = False, 0
+    for iteration in range(1, iterations + 1):
+        gamma = expit(eta)[unit]
+        t = theta[k0]
+        denom = 1.0 - t * gamma
+        # E-step: an unclicked impression was examined (and irrelevant) or relevant (and not
+        # examined) with these posteriors; a clicked one was both.
+        examined = t * (1.0 - gamma) / denom
+        relevant = gamma * (1.0 - t) / denom
+        # M-step: theta in closed form; gamma by a logistic regression of posterior relevance.
+        new_theta = np.bincount(k0, weights=c + skips * examined, minlength=data.max_rank) / per_rank
+        positives = np.bincount(unit, weights=c + skips * relevant, minlength=len(data.unit_weight))
+        coef, eta = _logistic_newton(data.features, positives, data.unit_weight, coef, eta, pen, newton_steps)
+        change = np.max(np.abs(new_theta / new_theta[0] - theta / theta[0]))
+        theta = np.clip(new_theta, 1e-12, 1.0 - 1e-12)
+        if change < tol:
+            converged = True
+            break
+    return theta, coef, iteration, converged
+
+
+def _em_loglik_parts(data: _EMData, log_theta: np.ndarray, coef: np.ndarray):
+    """Per-cell pieces of the marginal log-likelihood Σ c log(pi) + (n - c) log(1 - pi),
+    pi = theta_k sigma(eta_d), in the parameters (log theta, coef)."""
+    eta = data.features @ coef
+    gamma = expit(eta)[data.cell_unit]
+    pi = np.exp(log_theta)[data.cell_rank0] * gamma
+    return pi, gamma
+
+
+def _em_score_hessian(data: _EMData, log_theta: np.ndarray, coef: np.ndarray, l2: float):
+    """Per-query scores (Q, K + 1 + d) and the Hessian (K + 1 + d, K + 1 + d) of the penalised
+    marginal log-likelihood in (log theta_1..log theta_K, coef), and its value."""
+    k_max, n_units, d = data.max_rank, len(data.unit_weight), data.features.shape[1]
+    n, c = data.cell_impressions, data.cell_clicks
+    skips = n - c
+    pi, gamma = _em_loglik_parts(data, log_theta, coef)
+    one_minus = 1.0 - pi
+    loglik = float(np.sum(xlogy(c, pi) + xlog1py(skips, -pi)))
+    # d/d log theta and d/d eta of each cell's term.
+    g_u = (c - n * pi) / one_minus
+    g_e = g_u * (1.0 - gamma)
+    h_uu = -skips * pi / one_minus ** 2
+    h_ue = h_uu * (1.0 - gamma)
+    h_ee = (1.0 - gamma) ** 2 * (-c - skips * pi ** 2 / one_minus ** 2) + (1.0 - 2.0 * gamma) * g_e
+    pen = _penalty(d, l2)
+    loglik -= 0.5 * float(np.sum(pen * coef * coef))
+
+    q_of_cell = data.unit_query[data.cell_unit]
+    score_u = np.bincount(q_of_cell * k_max + data.cell_rank0, weights=g_u,
+                          minlength=data.n_queries * k_max).reshape(data.n_queries, k_max)
+    unit_g = np.bincount(data.cell_unit, weights=g_e, minlength=n_units)
+    to_query = sparse.csr_matrix((unit_g, (data.unit_query, np.arange(n_units))),
+                                 shape=(data.n_queries, n_units))
+    score_w = np.asarray(to_query @ data.features)
+    scores = np.hstack([score_u, score_w])
+
+    hess = np.zeros((k_max + d, k_max + d))
+    hess[np.arange(k_max), np.arange(k_max)] = np.bincount(data.cell_rank0, weights=h_uu, minlength=k_max)
+    cross = sparse.csr_matrix((h_ue, (data.cell_rank0, data.cell_unit)), shape=(k_max, n_units))
+    hue = np.asarray(cross @ data.features)
+    hess[:k_max, k_max:] = hue
+    hess[k_max:, :k_max] = hue.T
+    hess[k_max:, k_max:] = _weighted_gram(data.features, np.bincount(data.cell_unit, weights=h_ee,
+                                                                    minlength=n_units)) - np.diag(pen)
+    return scores, hess, loglik
+
+
+def em_propensities(
+    query: np.ndarray,
+    doc: np.ndarray,
+    rank: np.ndarray,
+    impressions: np.ndarray,
+    clicks: np.ndarray,
+    X: np.ndarray,
+    *,
+    max_rank: int | None = None,
+    iterations: int = 100,
+    tol: float = 1e-6,
+    l2: float = 1.0,
+    newton_steps: int = 1,
+    bootstrap: int = 200,
+    level: float = 0.95,
+    rng: np.random.Generator | np.random.SeedSequence | int,
+) -> PropensityEstimate:
+    """Propensities by regression EM for the position-based model, from one ranker's log.
+
+    Wang, Golbandi, Bendersky, Metzler and Najork (WSDM 2018), Sec. 4. Clicks follow
+    Pr(C = 1 | q, d, k) = theta_k gamma(q, d) with hidden examination E ~ Bernoulli(theta_k) and
+    relevance R ~ Bernoulli(gamma(q, d)). Each iteration:
+
+    E-step, per impression at rank k of (q, d) (a click means E = R = 1):
+
+        Pr(E = 1 | C = 0) = theta_k (1 - gamma) / (1 - theta_k gamma),
+        Pr(R = 1 | C = 0) = gamma (1 - theta_k) / (1 - theta_k gamma);
+
+    M-step:
+
+        theta_k = Σ_{impressions at k} [C + (1 - C) Pr(E = 1 | C = 0)] / #impressions at k,
+
+    and gamma(q, d) = sigma(w_0 + x_d . w), a logistic regression (the paper's "regression"
+    step, here logistic instead of boosted trees) of the posterior relevance
+    C + (1 - C) Pr(R = 1 | C = 0) on the document's standardised features, weighted by
+    impressions, ridge-penalised (``l2``, intercept free) and fitted by ``newton_steps``
+    damped Newton (IRLS) steps from the previous coefficients (a generalised EM step).
+    The estimate reports p_k = theta_k / theta_1.
+
+    Identifiability: with a single ranker every document sits at one rank, so a free
+    relevance per (q, d) would absorb any propensity curve (position and relevance are
+    confounded). What makes theta identifiable is that the relevance model is a function of
+    the features shared across ranks: documents with similar features appear at different
+    ranks in different queries. The estimate is only as good as that model; if relevance is
+    not (close to) logistic in the features, the misfit leaks into theta. Intervention
+    harvesting (``harvest_propensities``) needs no relevance model but needs >= 2 rankers.
+
+    Parameters
+    ----------
+    query, doc, rank, impressions, clicks : array_like of int, shape (m,)
+        The impression table (any ranker column is simply not used: rows are pooled);
+        0 <= clicks <= impressions; ``doc`` indexes the rows of ``X``.
+    X : ndarray, shape (n_docs, n_features)
+        Document features; rows indexed by ``doc``. Features are standardised over the
+        table's (query, document)s; constant ones are dropped.
+    max_rank : int, optional
+        K (default: the largest rank); rows below K are ignored.
+    iterations : int, default 100
+        Maximum EM iterations.
+    tol : float, default 1e-6
+        Stop when no p_k = theta_k / theta_1 moves by more than this in an iteration.
+    l2 : float, default 1.0
+        Ridge penalty on the standardised coefficients (0.5 * l2 * |w|^2 against a
+        log-likelihood summed over impressions, as scikit-learn's C = 1 / l2).
+    newton_steps : int, default 1
+        Newton steps per M-step.
+    bootstrap : int, default 200
+        Resamples of the queries for the band; 0 gives nan bands.
+    level : float, default 0.95
+        Coverage of the percentile band.
+    rng : numpy.random.Generator, SeedSequence or int
+        Source of the bootstrap resamples.
+
+    Returns
+    -------
+    PropensityEstimate
+        ``method="regression-em"``; ``info`` holds ``iterations``, ``converged``,
+        ``log_likelihood`` (marginal, penalised), ``documents`` ((query, document)s),
+        ``impressions``, ``clicks``, ``features`` (used), ``examination`` (theta_k, not
+        normalised), ``relevance_coefficients`` (intercept first, standardised features)
+        and ``bootstrap``.
+
+    Notes
+    -----
+    Re-running EM on every resample would cost ``bootstrap`` times the fit. The band uses
+    the estimating-function bootstrap instead (Hu and Kalbfleisch 2000): a replicate is
+    one Newton step from the full-data estimate on the resampled score,
+    phi_b = phi_hat - H^-1 Σ_q m_bq s_q, with s_q the per-query scores and H the Hessian
+    of the marginal log-likelihood in phi = (log theta, w), both at the estimate. It agrees
+    with full re-estimation to first order; log theta makes the poorly identified common
+    scale of theta (traded against the intercept) cancel from p_k = theta_k / theta_1.
+    """
+    t = _check_table(query, doc, rank, np.zeros(np.shape(rank), dtype=np.int64), impressions, clicks)
+    k_max = _check_options(max_rank, t.rank, bootstrap, level, minimum=1)
+    X = _check_features(X, t.doc)
+    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
+        raise ValueError(f"iterations must be an integer >= 1, found {iterations!r}")
+    if not tol > 0:
+        raise ValueError(f"tol must be positive, found {tol!r}")
+    if not l2 >= 0:
+        raise ValueError(f"l2 must be >= 0, found {l2!r}")
+    if isinstance(newton_steps, bool) or not isinstance(newton_steps, (int, np.integer)) or newton_steps < 1:
+        raise ValueError(f"newton_steps must be an integer >= 1, found {newton_steps!r}")
+    data = _em_data(t, X, k_max)
+    if data.cell_clicks.sum() <= 0:
+        raise ValueError("the table has no clicks at ranks <= max_rank; propensities are not identified")
+    theta, coef, iteration, converged = _em_fit(data, iterations=int(iterations), tol=float(tol),
+                                               l2=float(l2), newton_steps=int(newton_steps))
+    log_theta = np.log(theta)
+    propensity = theta / theta[0]
+
+    scores, hess, loglik = _em_score_hessian(data, log_theta, coef, float(l2))
+    low = high = np.full(k_max, np.nan)
+    if bootstrap > 0:
+        counts = _query_resamples(data.n_queries, int(bootstrap), rng)
+        grad = counts @ scores
+        grad[:, k_max:] -= _penalty(len(coef), float(l2)) * coef
+        # A one-step replicate; lstsq guards the near-flat common-scale direction.
+        steps = np.linalg.lstsq(-hess, grad.T, rcond=1e-12)[0].T
+        rep_log_theta = log_theta + steps[:, :k_max]
+        replicates = np.exp(rep_log_theta - rep_log_theta[:, :1])
+        low, high = _percentile_band(replicates, propensity, level)
+
+    info = {
+        "iterations": int(iteration),
+        "converged": bool(converged),
+        "log_likelihood": loglik,
+        "documents": int(len(data.unit_weight)),
+        "impressions": float(data.cell_impressions.sum()),
+        "clicks": float(data.cell_clicks.sum()),
+        "features": int(data.features.shape[1] - 1),
+        "examination": [float(v) for v in theta],
+        "relevance_coefficients": [float(v) for v in coef],
+        "bootstrap": int(bootstrap),
+    }
+    return PropensityEstimate(rank=np.arange(1, k_max + 1, dtype=np.int64), propensity=propensity,
+                              low=low, high=high, level=float(level), method="regression-em", info=info)
