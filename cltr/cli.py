@@ -24,7 +24,7 @@ import numpy as np
 from cltr import __version__, clickmodels, methods
 from cltr.options import Options, option
 from cltr.core.queries import Dataset, default_passes, describe_split
-from cltr.data.loaders import load_letor, load_yahoo
+from cltr.data.loaders import load_letor, load_svmlight_dataset, load_yahoo
 from cltr.data.store import load_dataset, save_dataset
 from cltr.data.synthetic import make_synthetic
 from cltr.pipeline.stages import clicks_stage, evaluation_stage, model_stage, production_stage
@@ -132,7 +132,7 @@ def main(ctx: click.Context, workdir: Path) -> None:
 
     \b
     The pipeline, each stage reusing what the one before wrote in the workspace:
-      cltr prepare   synthetic | letor | yahoo
+      cltr prepare   synthetic | letor | yahoo | svmlight
       cltr produce   the production ranker (Ranking SVM on 1% of training queries)
       cltr simulate  position-biased clicks on its rankings
       cltr train     svm-rank | svm-proprank | svm-propdcg | deep-propdcg | lambdarank |
@@ -191,6 +191,28 @@ def prepare_synthetic(session: Session, n_queries, n_features, seed, name) -> No
 def prepare_letor(session: Session, mq2008, mq2007, fold, relevant_from, name) -> None:
     """LETOR 4.0 as in the paper: MQ2007+MQ2008 train, MQ2008 vali and test."""
     dataset = load_letor(mq2008, mq2007_dir=mq2007, fold=fold, relevant_from=relevant_from)
+    _report_prepared(session.write_dataset(name, dataset))
+
+
+_SPLIT_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+@prepare.command("svmlight")
+@click.option("--train", type=_SPLIT_FILE, required=True, help="Training split (plain, .gz, .bz2 or .xz).")
+@click.option("--vali", type=_SPLIT_FILE, required=True, help="Validation split.")
+@click.option("--test", type=_SPLIT_FILE, required=True, help="Test split.")
+@click.option("--features", "n_features", type=click.IntRange(min=1), default=None,
+              help="Width of X for every split [default: the largest feature index, the same in all three].")
+@click.option("--relevant-from", type=int, default=1, help="Labels at least this are relevant.")
+@click.option("--dtype", type=click.Choice(["float32", "float64"]), default="float64",
+              help="Dtype of the features (float32 halves the memory).")
+@click.option("--name", default="svmlight", help="Name to store it under.")
+@click.pass_obj
+@_errors_as_usage
+def prepare_svmlight(session: Session, train, vali, test, n_features, relevant_from, dtype, name) -> None:
+    """Any three SVMlight/LETOR files: one width, disjoint query ids, every line checked."""
+    dataset = load_svmlight_dataset(train, vali, test, n_features=n_features, relevant_from=relevant_from,
+                                    dtype=np.dtype(dtype), name=name)
     _report_prepared(session.write_dataset(name, dataset))
 
 
@@ -681,7 +703,7 @@ def propensities_group() -> None:
                    "relevance model (Wang et al., WSDM 2018; one ranker suffices).")
 @click.option("--clicks", "clicks_key", default=None, help="Key of the click log [default: the current one].")
 @click.option("--max-rank", type=click.IntRange(min=2), default=None,
-              help="Estimate ranks 1..MAX_RANK [default: every rank the log shows, up to 50].")
+              help="Estimate ranks 1..MAX_RANK; deeper ranks take the value of MAX_RANK [default: 20, or the deepest rank shown if less].")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=100, show_default=True,
               help="Bootstrap resamples of the queries for the confidence band (0: no band).")
 @click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,

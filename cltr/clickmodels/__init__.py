@@ -20,13 +20,12 @@ file here.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass
 from typing import Callable
 
 from cltr.core.clicks import ClickLog
 from cltr.options import Options
+from cltr.registry import discover
 
 __all__ = ["ClickModel", "models", "get", "DEFAULT_MODEL"]
 
@@ -57,13 +56,8 @@ def models() -> dict[str, ClickModel]:
     """Every click model, by name."""
     global _REGISTRY
     if _REGISTRY is None:
-        found = {}
-        for info in pkgutil.iter_modules(__path__):
-            module = importlib.import_module(f"{__name__}.{info.name}")
-            model = getattr(module, "MODEL", None)
-            if isinstance(model, ClickModel):
-                found[model.name] = model
-        _REGISTRY = dict(sorted(found.items()))
+        found = discover(__name__, __path__, "MODEL", ClickModel)
+        _REGISTRY = dict(sorted((model.name, model) for _, model in found))
     return _REGISTRY
 
 

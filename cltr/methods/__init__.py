@@ -18,8 +18,6 @@ Modules without ``METHOD`` (``linear``, ``trees``) hold machinery that several m
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -30,6 +28,7 @@ from cltr.core.queries import Dataset
 from cltr.core.ranking import validation_estimate
 from cltr.core.seeds import stream
 from cltr.options import Options
+from cltr.registry import discover
 
 __all__ = ["Method", "TrainingData", "methods", "get", "train"]
 
@@ -95,13 +94,9 @@ def methods() -> dict[str, Method]:
     """Every method, by name, in the order of ``cltr train --help`` (the modules' ``ORDER``, then name)."""
     global _REGISTRY
     if _REGISTRY is None:
-        found = []
-        for info in pkgutil.iter_modules(__path__):
-            module = importlib.import_module(f"{__name__}.{info.name}")
-            method = getattr(module, "METHOD", None)
-            if isinstance(method, Method):
-                found.append((getattr(module, "ORDER", 100), method.name, method))
-        _REGISTRY = {name: method for _, name, method in sorted(found)}
+        found = sorted((getattr(module, "ORDER", 100), method.name, method)
+                       for module, method in discover(__name__, __path__, "METHOD", Method))
+        _REGISTRY = {name: method for _, name, method in found}
     return _REGISTRY
 
 

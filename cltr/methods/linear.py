@@ -8,10 +8,11 @@ from typing import Callable
 import numpy as np
 
 from cltr.core.scorers import LinearScorer
+from cltr.core.svm import solver_info, train_svm_on_clicks
 from cltr.core.selection import parse_grid, select_on_validation
 from cltr.options import Options, option
 
-__all__ = ["DEFAULT_C_GRID", "LinearSVMOptions", "c_candidates", "select_c"]
+__all__ = ["DEFAULT_C_GRID", "LinearSVMOptions", "c_candidates", "select_c", "train_on_clicks"]
 
 DEFAULT_C_GRID = tuple(float(c) for c in np.logspace(-3, 3, 7))
 
@@ -51,3 +52,16 @@ def select_c(options: LinearSVMOptions, fit: Callable, estimate: Callable, *, pr
     info = {"C": selection.best_params["C"], "chosen": selection.best_params,
             criterion: selection.best_estimate, "selection": selection.table}
     return selection.best, info
+
+
+def train_on_clicks(data, options: LinearSVMOptions, cost: np.ndarray, *, progress=None):
+    """A Ranking SVM on the training clicks with per-click costs ``cost`` (1 for SVM Rank,
+    1/q_i for SVM PropRank), C chosen by SNIPS Avg DCG on validation clicks."""
+    log = data.train_log
+
+    def fit(C, previous):
+        result = train_svm_on_clicks(data.dataset.train, log.query, log.doc, cost, C=C, tol=options.tol,
+                                     w0=None if previous is None else previous.w)
+        return result.w, solver_info(result)
+
+    return select_c(options, fit, data.estimate, progress=progress)

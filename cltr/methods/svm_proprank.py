@@ -7,22 +7,14 @@ validation clicks.
 
 from __future__ import annotations
 
-from cltr.core.svm import solver_info, train_svm_on_clicks
 from cltr.methods import Method, TrainingData
-from cltr.methods.linear import LinearSVMOptions, select_c
+from cltr.methods.linear import LinearSVMOptions, train_on_clicks
 
 ORDER = 30
 
 
 def train(data: TrainingData, options: LinearSVMOptions, *, progress=None):
-    log = data.train_log
-
-    def fit(C, previous):
-        result = train_svm_on_clicks(data.dataset.train, log.query, log.doc, 1.0 / log.propensity, C=C,
-                                     tol=options.tol, w0=None if previous is None else previous.w)
-        return result.w, solver_info(result)
-
-    return select_c(options, fit, data.estimate, progress=progress)
+    return train_on_clicks(data, options, 1.0 / data.train_log.propensity, progress=progress)
 
 
 METHOD = Method(

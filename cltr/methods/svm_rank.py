@@ -8,22 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from cltr.core.svm import solver_info, train_svm_on_clicks
 from cltr.methods import Method, TrainingData
-from cltr.methods.linear import LinearSVMOptions, select_c
+from cltr.methods.linear import LinearSVMOptions, train_on_clicks
 
 ORDER = 10
 
 
 def train(data: TrainingData, options: LinearSVMOptions, *, progress=None):
-    log = data.train_log
-
-    def fit(C, previous):
-        result = train_svm_on_clicks(data.dataset.train, log.query, log.doc, np.ones(len(log)), C=C,
-                                     tol=options.tol, w0=None if previous is None else previous.w)
-        return result.w, solver_info(result)
-
-    return select_c(options, fit, data.estimate, progress=progress)
+    return train_on_clicks(data, options, np.ones(len(data.train_log)), progress=progress)
 
 
 METHOD = Method(

@@ -171,11 +171,16 @@ def _plot_propensity(frame: pd.DataFrame, spec: Spec, plt):
                            "std": np.nan_to_num(summary["std"].to_numpy()).tolist()}
     axes.set_xscale("log")
     axes.set_yscale("log")
+    # estimates at deep ranks can collapse towards 0 where clicks are few: keep the truth in view
+    smallest = float(frame["true_propensity"].min())
+    if np.isfinite(smallest) and smallest > 0:
+        axes.set_ylim(bottom=smallest / 10, top=1.5)
     axes.set_xlabel("rank")
     axes.set_ylabel("observation propensity relative to rank 1")
     reps = int(frame["repetition"].nunique())
-    axes.set_title(f"{spec.artifact or spec.name}: estimated (mean of {reps} repetitions; shaded: mean bootstrap "
-                   f"band) vs true (dotted)", fontsize=8)
+    clicks = ", ".join(f"{k} = {v}" for k, v in spec.clicks.items())
+    axes.set_title(f"{spec.artifact or spec.name} on {spec.dataset} ({clicks})\nestimated: mean of {reps} "
+                   f"repetition(s), shaded: mean bootstrap band; true: dotted", fontsize=8)
     axes.grid(alpha=0.3, which="both")
     axes.legend(fontsize=6, ncol=2)
     figure.tight_layout()

@@ -303,6 +303,7 @@ def propensity_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: 
     """Observation propensity per rank, relative to rank 1, estimated from the training
     split's impressions by intervention harvesting (``harvest``, needs >= 2 rankers) or
     regression EM (``em``), with a bootstrap band over queries."""
+    max_rank = max_rank or DEFAULT_MAX_RANK
     config = {"clicks": clicks.key, "method": method, "max_rank": max_rank, "bootstrap": bootstrap,
               "level": level, "seed": seed}
 
@@ -317,13 +318,20 @@ def propensity_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: 
 
 
 ESTIMATORS = ("harvest", "em")
+# Clicks on deep ranks are rare and few (query, document) pairs move between deep ranks, so
+# estimates there are noisy; 20 ranks cover the first two result pages.
+DEFAULT_MAX_RANK = 20
 
 
 def estimate_propensities(table: Impressions, X: np.ndarray, *, method: str = "harvest", max_rank: int | None = None,
                           bootstrap: int = 100, level: float = 0.95, seed: int = 0):
     """Propensity per rank from aggregated impressions: ``harvest`` (needs >= 2 rankers) or
-    ``em`` (feature-based regression EM on ``X``, the split's features)."""
+    ``em`` (feature-based regression EM on ``X``, the split's features); ranks 1..``max_rank``
+    (default ``DEFAULT_MAX_RANK``, or the deepest rank shown if less); deeper ranks take
+    the last rank's value."""
     from cltr.core.propensity import em_propensities, harvest_propensities
+
+    max_rank = int(min(max_rank or DEFAULT_MAX_RANK, table.rank.max()))
 
     common = {"max_rank": max_rank, "bootstrap": bootstrap, "level": level, "rng": stream(seed, "propensity")}
     if method == "harvest":
