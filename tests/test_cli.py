@@ -1,37 +1,40 @@
-"""The whole path through the command line (click's CliRunner), on tiny synthetic data and on MQ2008."""
+"""The whole path through the command line (click's CliRunner), on tiny synthetic data and
+on MQ2008: every stage, every method's command, errors that say what is wrong, and the
+options generated from the methods' and click models' options types."""
 
 import json
-from pathlib import Path
+import re
 
+import click
 import pytest
-from click.testing import CliRunner
 
+from cltr import clickmodels, methods
 from cltr.cli import main
-
-LETOR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "letor4" / "MQ2008"
-
-
-def invoke(workdir, *args):
-    result = CliRunner().invoke(main, ["--workdir", str(workdir), *args], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.output
+from cltr.pipeline.workspace import Workspace
 
 
-def test_whole_path_on_tiny_synthetic(tmp_path):
-    out = invoke(tmp_path, "prepare", "synthetic", "--queries", "60", "--seed", "1")
+def _squeeze(text: str) -> str:
+    """``text`` without whitespace: help texts are re-wrapped by click."""
+    return re.sub(r"\s+", "", text)
+
+
+# -- the pipeline ---------------------------------------------------------------------------
+
+def test_whole_path_on_tiny_synthetic(tmp_path, invoke):
+    out = invoke("prepare", "synthetic", "--queries", "60", "--seed", "1", workdir=tmp_path).output
     assert "train" in out and "vali" in out and "test" in out
-    out = invoke(tmp_path, "produce", "--fraction", "0.05")
+    out = invoke("produce", "--fraction", "0.05", workdir=tmp_path).output
     assert "test Avg DCG" in out
-    out = invoke(tmp_path, "simulate", "--eta", "1", "--eps-neg", "0.1", "--passes", "20")
+    out = invoke("simulate", "--eta", "1", "--eps-neg", "0.1", "--passes", "20", workdir=tmp_path).output
     assert "clicks" in out and "irrelevant_click_share" in out
-    out = invoke(tmp_path, "train", "svm-proprank", "-C", "0.1")
+    out = invoke("train", "svm-proprank", "-C", "0.1", workdir=tmp_path).output
     assert "svm-proprank, C = 0.1," in out
-    out = invoke(tmp_path, "evaluate")
+    out = invoke("evaluate", workdir=tmp_path).output
     assert "test Avg DCG" in out
-    out = invoke(tmp_path, "evaluate", "--production")
+    out = invoke("evaluate", "--production", workdir=tmp_path).output
     assert "production ranker" in out and "test Avg DCG" in out
     # Re-running a finished stage reuses its artifact.
-    assert "(reused)" in invoke(tmp_path, "train", "svm-proprank", "-C", "0.1")
+    assert "(reused)" in invoke("train", "svm-proprank", "-C", "0.1", workdir=tmp_path).output
     # Every artifact records its config and version.
     manifests = list((tmp_path / "synthetic").glob("*/*.json"))
     assert {m.parent.name for m in manifests} == {"production", "clicks", "models", "evaluations"}
@@ -40,47 +43,59 @@ def test_whole_path_on_tiny_synthetic(tmp_path):
         assert record["cltr_version"] and "config" in record and "seed" in json.dumps(record["config"])
 
 
-def test_train_selects_C_on_validation_and_svm_rank_runs(tmp_path):
-    invoke(tmp_path, "prepare", "synthetic", "--queries", "60")
-    invoke(tmp_path, "simulate", "--passes", "10")
-    out = invoke(tmp_path, "train", "svm-rank", "--grid", "0.01,1")
+def test_train_selects_C_on_validation_and_svm_rank_runs(tmp_path, invoke):
+    invoke("prepare", "synthetic", "--queries", "60", workdir=tmp_path)
+    invoke("simulate", "--passes", "10", workdir=tmp_path)
+    out = invoke("train", "svm-rank", "--grid", "0.01,1", workdir=tmp_path).output
     assert "validation_snips_avg_dcg" in out and "svm-rank, C = " in out
 
 
-def test_stages_build_missing_upstream_with_defaults(tmp_path):
-    invoke(tmp_path, "prepare", "synthetic", "--queries", "40")
-    out = invoke(tmp_path, "train", "svm-proprank", "-C", "1", "--dataset", "synthetic")
+def test_stages_build_missing_upstream_with_defaults(tmp_path, invoke):
+    invoke("prepare", "synthetic", "--queries", "40", workdir=tmp_path)
+    out = invoke("train", "svm-proprank", "-C", "1", "--dataset", "synthetic", workdir=tmp_path).output
     assert "making one with default settings" in out
 
 
-def test_clear_errors(tmp_path):
-    runner = CliRunner()
-    result = runner.invoke(main, ["--workdir", str(tmp_path), "produce", "--dataset", "nope"])
-    assert result.exit_code != 0 and "not prepared" in result.output
-    result = runner.invoke(main, ["--workdir", str(tmp_path), "simulate", "--eps-neg", "2"])
-    assert result.exit_code != 0 and "eps-neg" in result.output
-    result = runner.invoke(main, ["--workdir", str(tmp_path), "train", "svm-rank", "--grid", "a,b"])
-    assert result.exit_code != 0 and "cannot read grid" in result.output
-    result = runner.invoke(main, ["--workdir", str(tmp_path), "evaluate", "--model", "0123"])
-    assert result.exit_code != 0
+def test_clear_errors(tmp_path, invoke):
+    result = invoke("produce", "--dataset", "nope", workdir=tmp_path, expect=1)
+    assert "Error: dataset 'nope' is not prepared in" in result.output and "cltr prepare nope" in result.output
+    result = invoke("simulate", "--eps-neg", "2", workdir=tmp_path, expect=2)
+    assert "Invalid value for '--eps-neg': 2 is not >= 0 and <= 1" in result.output
+    result = invoke("train", "svm-rank", "--grid", "a,b", workdir=tmp_path, expect=2)
+    assert "cannot read grid 'a,b'" in result.output
+    result = invoke("evaluate", "--model", "0123", workdir=tmp_path, expect=1)
+    assert f"Error: no model '0123' in {tmp_path}" in result.output
+    assert "`cltr train` prints each model's key" in result.output
+    # a model's real key is found; 0123 still is not
+    invoke("train", "svm-rank", "-C", "1", workdir=tmp_path)
+    model_key = Workspace(tmp_path).current("synthetic")["models"]
+    assert f"model {model_key} (svm-rank" in invoke("evaluate", "--model", model_key, workdir=tmp_path).output
+    result = invoke("evaluate", "--model", "0123", workdir=tmp_path, expect=1)
+    assert "no model '0123'" in result.output
 
 
-def test_help_explains_every_command():
-    for command in ([], ["prepare"], ["prepare", "letor"], ["produce"], ["simulate"], ["train"],
-                    ["evaluate"], ["run"]):
-        result = CliRunner().invoke(main, [*command, "--help"])
-        assert result.exit_code == 0 and "Usage" in result.output
+def test_help_explains_every_command(invoke):
+    def commands(group, path):
+        for name, command in group.commands.items():
+            yield [*path, name]
+            if isinstance(command, click.Group):
+                yield from commands(command, [*path, name])
+
+    every = [[], *commands(main, [])]
+    assert {"prepare", "produce", "simulate", "train", "evaluate", "run", "figures"} <= {c[0] for c in every[1:]}
+    for command in every:
+        result = invoke(*command, "--help")
+        assert "Usage: cltr" in result.output, command
+        assert (" ".join(command) + " [OPTIONS]") in result.output or not command, command
 
 
 @pytest.mark.letor
-@pytest.mark.skipif(not LETOR.exists(), reason=f"real LETOR 4.0 MQ2008 data not found at {LETOR}")
-def test_whole_path_on_mq2008_proprank_beats_production(tmp_path):
-    invoke(tmp_path, "prepare", "letor", "--mq2008", str(LETOR), "--fold", "1")
-    produced = invoke(tmp_path, "produce", "--dataset", "letor")
-    invoke(tmp_path, "simulate", "--dataset", "letor", "--eta", "1", "--eps-neg", "0.1")
-    invoke(tmp_path, "train", "svm-proprank", "--dataset", "letor")
-    invoke(tmp_path, "evaluate", "--dataset", "letor")
-    from cltr.workspace import Workspace
+def test_whole_path_on_mq2008_proprank_beats_production(tmp_path, invoke, mq2008):
+    invoke("prepare", "letor", "--mq2008", mq2008, "--fold", "1", workdir=tmp_path)
+    produced = invoke("produce", "--dataset", "letor", workdir=tmp_path).output
+    invoke("simulate", "--dataset", "letor", "--eta", "1", "--eps-neg", "0.1", workdir=tmp_path)
+    invoke("train", "svm-proprank", "--dataset", "letor", workdir=tmp_path)
+    invoke("evaluate", "--dataset", "letor", workdir=tmp_path)
     space = Workspace(tmp_path)
     pointers = space.current("letor")
     production = space.load("letor", "production", pointers["production"]).info["test"]["avg_dcg"]
@@ -88,12 +103,112 @@ def test_whole_path_on_mq2008_proprank_beats_production(tmp_path):
     assert evaluation["avg_dcg"] > production + 0.005, (evaluation, production, produced)
 
 
-def test_svm_propdcg_prints_ccp_trace_and_rejects_bad_metric(tmp_path):
-    invoke(tmp_path, "prepare", "synthetic", "--queries", "60")
-    invoke(tmp_path, "simulate", "--passes", "20")
-    out = invoke(tmp_path, "train", "svm-propdcg", "-C", "1", "--metric", "rbp:0.8")
+# -- every method's command -------------------------------------------------------------------
+
+def test_svm_propdcg_prints_ccp_trace_and_rejects_bad_metric(tmp_path, invoke):
+    invoke("prepare", "synthetic", "--queries", "60", workdir=tmp_path)
+    invoke("simulate", "--passes", "20", workdir=tmp_path)
+    out = invoke("train", "svm-propdcg", "-C", "1", "--metric", "rbp:0.8", workdir=tmp_path).output
     assert "CCP trace at C = 1" in out and "train_snips_avg_dcg" in out
-    result = CliRunner().invoke(main, ["--workdir", str(tmp_path), "train", "svm-propdcg", "--metric", "ndcg"])
-    assert result.exit_code != 0 and "ndcg" in result.output
-    result = CliRunner().invoke(main, ["--workdir", str(tmp_path), "train", "svm-rank", "--metric", "dcg"])
-    assert result.exit_code != 0 and "No such option '--metric'" in result.output
+    result = invoke("train", "svm-propdcg", "--metric", "ndcg", workdir=tmp_path, expect=2)
+    assert "unknown rank weight 'ndcg'" in result.output and "'avgrank', 'dcg', 'rbp:<p>'" in result.output
+    result = invoke("train", "svm-rank", "--metric", "dcg", workdir=tmp_path, expect=2)
+    assert "No such option '--metric'" in result.output
+
+
+def test_cli_trains_and_evaluates_deep_propdcg(tmp_path, invoke):
+    invoke("prepare", "synthetic", "--queries", "60", workdir=tmp_path)
+    invoke("simulate", "--passes", "20", workdir=tmp_path)
+    out = invoke("train", "deep-propdcg", "--epochs", "3", "--hidden", "8,4", "--lr", "1e-3", "--activation", "tanh",
+                 "--dtype", "float64", "--batch-docs", "300", workdir=tmp_path).output
+    assert "deep-propdcg, lr = 0.001, epoch = " in out and "validation SNIPS Avg DCG" in out
+    out = invoke("evaluate", workdir=tmp_path).output
+    assert "deep-propdcg" in out and "test Avg DCG" in out
+    # "8,4" is the hidden sizes (8, 4); the same options again reuse the model
+    assert "(reused)" in invoke("train", "deep-propdcg", "--epochs", "3", "--hidden", "8,4", "--lr", "1e-3",
+                                "--activation", "tanh", "--dtype", "float64", "--batch-docs", "300",
+                                workdir=tmp_path).output
+    out = invoke("train", "deep-propdcg", "--preset", "paper", "--epochs", "2", "--hidden", "4",
+                 workdir=tmp_path).output
+    assert "lr = 1e-06" in out
+    result = invoke("train", "deep-propdcg", "--hidden", "a", workdir=tmp_path, expect=2)
+    assert "hidden" in result.output and "'a'" in result.output
+    result = invoke("train", "deep-propdcg", "--metric", "prec@3", workdir=tmp_path, expect=2)
+    assert "unknown rank weight 'prec@3'" in result.output and "evaluation only" in result.output
+
+
+def test_cli_trains_and_evaluates_lambdarank_and_skyline(tmp_path, invoke):
+    invoke("prepare", "synthetic", "--queries", "60", workdir=tmp_path)
+    invoke("simulate", "--passes", "10", workdir=tmp_path)
+    out = invoke("train", "lambdarank", "--learning-rate", "0.1", "--num-leaves", "4", "--max-rounds", "20",
+                 "--eval-every", "5", workdir=tmp_path).output
+    assert "lambdarank, learning_rate = 0.1, num_leaves = 4, n_estimators = " in out
+    assert "test Avg DCG" in invoke("evaluate", workdir=tmp_path).output
+    out = invoke("train", "lambdarank", "--num-leaves", "2", "--learning-rate", "0.1", "--n-estimators", "5",
+                 "--labels", "sessions", workdir=tmp_path).output
+    assert "n_estimators = 5" in out
+    out = invoke("train", "skyline", "--grid", "0.1,1", workdir=tmp_path).output
+    assert "skyline, C = " in out and "validation_label_avg_dcg" in out
+    assert "test Avg DCG" in invoke("evaluate", workdir=tmp_path).output
+    result = invoke("train", "lambdarank", "--labels", "clicks", workdir=tmp_path, expect=2)
+    assert "Invalid value for '--labels': 'clicks' is not one of 'documents', 'sessions'" in result.output
+    result = invoke("train", "lambdarank", "--num-leaves", "1", workdir=tmp_path, expect=2)
+    assert "Invalid value for '--num-leaves': 1 is not in the range x>=2" in result.output
+
+
+def test_cli_trains_and_evaluates_tree_propdcg(tmp_path, invoke):
+    invoke("prepare", "synthetic", "--queries", "60", workdir=tmp_path)
+    invoke("simulate", "--passes", "10", workdir=tmp_path)
+    out = invoke("train", "tree-propdcg", "--learning-rate", "0.1", "--num-leaves", "4", "--max-rounds", "20",
+                 "--eval-every", "5", workdir=tmp_path).output
+    assert "tree-propdcg, learning_rate = 0.1, num_leaves = 4, n_estimators = " in out
+    assert "test Avg DCG" in invoke("evaluate", workdir=tmp_path).output
+    out = invoke("train", "tree-propdcg", "--learning-rate", "0.1", "--num-leaves", "2", "--n-estimators", "5",
+                 "--metric", "rbp:0.8", "--hessian", "constant", workdir=tmp_path).output
+    assert "n_estimators = 5" in out
+    result = invoke("train", "tree-propdcg", "--metric", "ndcg", workdir=tmp_path, expect=2)
+    assert "unknown rank weight 'ndcg'" in result.output
+    result = invoke("train", "tree-propdcg", "--hessian", "newton", workdir=tmp_path, expect=2)
+    assert "Invalid value for '--hessian': 'newton' is not one of 'pairs', 'constant'" in result.output
+
+
+# -- options generated from the options types ---------------------------------------------------
+
+@pytest.mark.parametrize("name", list(methods.methods()))
+def test_every_method_has_a_command_whose_help_lists_every_option(name, invoke):
+    method = methods.get(name)
+    result = invoke("train", name, "--help")
+    assert f"Usage: cltr train {name} [OPTIONS]" in result.output
+    text = _squeeze(result.output)
+    assert _squeeze(method.description or method.summary)[:60] in text
+    for field in method.options.option_fields():
+        assert field.cli_name in result.output, (name, field.name)
+        assert _squeeze(field.spec.help) in text, (name, field.name)
+    assert name in invoke("train", "--help").output
+
+
+def test_simulate_help_lists_every_click_model_setting(invoke):
+    result = invoke("simulate", "--help")
+    text = _squeeze(result.output)
+    for model in clickmodels.models().values():
+        assert model.name in result.output
+        for field in model.settings.option_fields():
+            assert field.cli_name in result.output and _squeeze(field.spec.help) in text, field.name
+
+
+@pytest.mark.parametrize("args, message", [
+    (["train", "svm-propdcg", "--max-ccp-iter", "0"], "Invalid value for '--max-ccp-iter': 0 is not in the range x>=1"),
+    (["train", "svm-rank", "-C", "nan"], "Invalid value for '-C': 'nan' is not a finite number"),
+    (["train", "svm-proprank", "-C", "0"], "Invalid value for '-C': 0 is not > 0"),
+    (["train", "svm-propdcg", "--ccp-tol", "inf"], "Invalid value for '--ccp-tol': 'inf' is not a finite number"),
+    (["train", "deep-propdcg", "--activation", "softplus"], "Invalid value for '--activation'"),
+    (["train", "svm-rank", "--tols", "1"], "No such option '--tols'. Did you mean '--tol'?"),
+    (["simulate", "--eta", "nan"], "Invalid value for '--eta': 'nan' is not a finite number"),
+    (["simulate", "--eps-neg", "2"], "Invalid value for '--eps-neg': 2 is not >= 0 and <= 1"),
+    (["simulate", "--eps-pos", "-0.5"], "Invalid value for '--eps-pos': -0.5 is not >= 0 and <= 1"),
+])
+def test_bad_option_values_are_usage_errors_before_any_work(tmp_path, invoke, args, message):
+    workdir = tmp_path / "work"
+    result = invoke(*args, workdir=workdir, expect=2)
+    assert message in result.output and "Usage: cltr" in result.output
+    assert not workdir.exists()  # nothing prepared, simulated or trained

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
-from scipy import optimize, sparse
+from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit, xlog1py, xlogy
 
@@ -139,15 +139,18 @@ def _as_int(name: str, values) -> np.ndarray:
 
 
 def _check_table(query, doc, rank, ranker, impressions, clicks) -> _Table:
+    """Validated int64 columns; ``ranker=None`` (regression EM) stands for a single ranker 0."""
     columns = {"query": query, "doc": doc, "rank": rank, "ranker": ranker,
                "impressions": impressions, "clicks": clicks}
-    arrays = {name: _as_int(name, values) for name, values in columns.items()}
+    arrays = {name: _as_int(name, values) for name, values in columns.items() if values is not None}
     lengths = {name: len(a) for name, a in arrays.items()}
     if len(set(lengths.values())) != 1:
-        raise ValueError("query, doc, rank, ranker, impressions and clicks must have one length; found "
+        raise ValueError(", ".join(lengths) + " must have one length; found "
                          + ", ".join(f"{name} {n}" for name, n in lengths.items()))
     if lengths["query"] == 0:
         raise ValueError("the impression table is empty")
+    if ranker is None:
+        arrays["ranker"] = np.zeros(lengths["query"], dtype=np.int64)
     t = _Table(**arrays)
     for name, low in (("rank", 1), ("ranker", 0), ("impressions", 0), ("clicks", 0)):
         a = getattr(t, name)
@@ -322,7 +325,7 @@ def _connected_to_top(pair_impressions: np.ndarray) -> np.ndarray:
     return label == label[0]
 
 
-def allpairs_relevance(pa: np.ndarray, pb: np.ndarray, clicks_a: np.ndarray, skips_a: np.ndarray,
+def _pair_relevance(pa: np.ndarray, pb: np.ndarray, clicks_a: np.ndarray, skips_a: np.ndarray,
                        clicks_b: np.ndarray, skips_b: np.ndarray) -> np.ndarray:
     """Maximiser c* of one rank pair's likelihood for fixed propensities (closed form).
 
@@ -352,42 +355,104 @@ def allpairs_relevance(pa: np.ndarray, pb: np.ndarray, clicks_a: np.ndarray, ski
     return np.where(denom > 0, 2.0 * s / np.where(denom > 0, denom, 1.0), 0.0)
 
 
-def _allpairs_objective(log_p_rest: np.ndarray, pair_clicks: np.ndarray, pair_impressions: np.ndarray,
-                        scale: float) -> tuple[float, np.ndarray]:
-    """Negative profile log-likelihood of AllPairs (divided by ``scale``) and its gradient."""
+class _Fit(NamedTuple):
+    log_p: np.ndarray     # (K,), log p_1 = 0
+    loglik: float         # profile log-likelihood at log_p
+    iterations: int
+    converged: bool
+
+
+def _allpairs_profile(log_p: np.ndarray, pair_clicks: np.ndarray, pair_impressions: np.ndarray,
+                      hessian: bool = True):
+    """Profile log-likelihood of AllPairs at ``log_p`` (K,), its gradient (K,) and Hessian (K, K).
+
+    With x = log p_k + log c_{k,k'}, an ordered pair's term is T(x) = C x + U log(1 - e^x)
+    (C weighted clicks, U weighted skips): T' = C - U theta / (1 - theta), T'' = -U theta / (1 - theta)^2,
+    theta = e^x. c* is optimal, so the gradient is the explicit one (envelope theorem), and the
+    profile Hessian is H_uu - H_uv H_vv^-1 H_vu with H_vv diagonal (one log c per pair).
+    """
     k_max = pair_clicks.shape[0]
-    log_p = np.r_[0.0, log_p_rest]
     p = np.exp(log_p)
     i, j = np.triu_indices(k_max, 1)
     ca, cb = pair_clicks[i, j], pair_clicks[j, i]
     ua = np.maximum(pair_impressions[i, j] - ca, 0.0)
     ub = np.maximum(pair_impressions[j, i] - cb, 0.0)
-    c = allpairs_relevance(p[i], p[j], ca, ua, cb, ub)
+    c = _pair_relevance(p[i], p[j], ca, ua, cb, ub)
     ta = np.minimum(p[i] * c, 1.0)
     tb = np.minimum(p[j] * c, 1.0)
-    loglik = (xlogy(ca, ta) + xlog1py(ua, -ta) + xlogy(cb, tb) + xlog1py(ub, -tb)).sum()
-    # Envelope theorem: c* is optimal, so only the explicit dependence on log p_k counts.
+    loglik = float((xlogy(ca, ta) + xlog1py(ua, -ta) + xlogy(cb, tb) + xlog1py(ub, -tb)).sum())
     with np.errstate(divide="ignore", invalid="ignore"):
-        da = ca - np.where(ua > 0, ua * ta / (1.0 - ta), 0.0)
-        db = cb - np.where(ub > 0, ub * tb / (1.0 - tb), 0.0)
-    grad = np.bincount(i, weights=da, minlength=k_max) + np.bincount(j, weights=db, minlength=k_max)
-    return -loglik / scale, -grad[1:] / scale
+        ra = np.where(ua > 0, ua * ta / (1.0 - ta), 0.0)
+        rb = np.where(ub > 0, ub * tb / (1.0 - tb), 0.0)
+        grad = (np.bincount(i, weights=ca - ra, minlength=k_max)
+                + np.bincount(j, weights=cb - rb, minlength=k_max))
+        if not hessian:
+            return loglik, grad, None
+        ha = np.where(ua > 0, -ra / (1.0 - ta), 0.0)
+        hb = np.where(ub > 0, -rb / (1.0 - tb), 0.0)
+        hv = ha + hb
+        inv = np.where(hv < 0, 1.0 / np.where(hv < 0, hv, -1.0), 0.0)
+    hess = np.zeros((k_max, k_max))
+    diag = (np.bincount(i, weights=ha - ha * ha * inv, minlength=k_max)
+            + np.bincount(j, weights=hb - hb * hb * inv, minlength=k_max))
+    off = -ha * hb * inv
+    hess[i, j] = off
+    hess[j, i] = off
+    hess[np.arange(k_max), np.arange(k_max)] = diag
+    return loglik, grad, hess
 
 
-_LOG_P_BOUNDS = (np.log(1e-8), np.log(1e4))
+_LOG_P_BOUNDS = (float(np.log(1e-8)), float(np.log(1e4)))
 
 
-def _allpairs_fit(pair_clicks: np.ndarray, pair_impressions: np.ndarray, start: np.ndarray | None = None):
-    """Maximise the AllPairs likelihood over log p_2..log p_K (p_1 = 1); returns (log_p, result)."""
+def _allpairs_fit(pair_clicks: np.ndarray, pair_impressions: np.ndarray, start: np.ndarray | None = None,
+                  *, max_iter: int = 200, tol: float = 1e-12) -> _Fit:
+    """Maximise the AllPairs profile likelihood over log p_2..log p_K (p_1 = 1).
+
+    Projected Newton with backtracking: the profile is concave in log p, so Newton converges
+    from anywhere; a log p_k pushed to a bound (a rank never clicked in its pairs) is held
+    there. Written out rather than left to a scipy minimiser because this runs once per
+    bootstrap replicate on a K x K problem, where Newton needs a handful of steps.
+    """
     k_max = pair_clicks.shape[0]
+    lo, hi = _LOG_P_BOUNDS
     scale = max(float(pair_impressions.sum()), 1e-300)
-    x0 = np.zeros(k_max - 1) if start is None else np.clip(start[1:], *_LOG_P_BOUNDS)
-    result = optimize.minimize(
-        _allpairs_objective, x0, args=(pair_clicks, pair_impressions, scale), jac=True,
-        method="L-BFGS-B", bounds=[_LOG_P_BOUNDS] * (k_max - 1),
-        options={"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-11, "maxcor": 30},
-    )
-    return np.r_[0.0, result.x], result
+    log_p = np.zeros(k_max) if start is None else np.clip(np.array(start, dtype=np.float64), lo, hi)
+    log_p[0] = 0.0
+    value, grad, hess = _allpairs_profile(log_p, pair_clicks, pair_impressions)
+    converged, iteration = False, 0
+    for iteration in range(1, max_iter + 1):
+        g, h = grad[1:] / scale, hess[1:, 1:] / scale
+        x = log_p[1:]
+        free = ~(((x <= lo) & (g < 0)) | ((x >= hi) & (g > 0)))
+        if not np.any(free) or np.max(np.abs(g[free])) < tol:
+            converged = True
+            break
+        hf = -h[np.ix_(free, free)]
+        hf[np.diag_indices_from(hf)] += 1e-12 * (1.0 + np.max(np.abs(np.diag(hf))))
+        try:
+            step_free = np.linalg.solve(hf, g[free])
+        except np.linalg.LinAlgError:
+            step_free = g[free]
+        if not np.dot(step_free, g[free]) > 0:  # not an ascent direction: fall back to the gradient
+            step_free = g[free]
+        step = np.zeros(k_max - 1)
+        step[free] = step_free
+        t = 1.0
+        slope = float(np.dot(step, g))
+        while True:
+            trial = log_p.copy()
+            trial[1:] = np.clip(x + t * step, lo, hi)
+            trial_value, trial_grad, trial_hess = _allpairs_profile(trial, pair_clicks, pair_impressions)
+            if trial_value / scale >= value / scale + 1e-4 * t * slope or t < 1e-10:
+                break
+            t /= 2.0
+        moved = np.max(np.abs(trial - log_p))
+        log_p, value, grad, hess = trial, trial_value, trial_grad, trial_hess
+        if moved < 1e-13:  # stalled at the precision of the sums: converged if nearly stationary
+            converged = bool(np.max(np.abs(grad[1:][free])) / scale < 1e-8)
+            break
+    return _Fit(log_p=log_p, loglik=value, iterations=iteration, converged=converged)
 
 
 def harvest_propensities(
@@ -425,8 +490,8 @@ def harvest_propensities(
 
     over p (p_1 = 1, so the estimate is relative to rank 1) and one relevance c_{k,k'} = c_{k',k}
     per rank pair. For fixed p each c_{k,k'} has a closed-form maximiser
-    (``allpairs_relevance``), and the objective is jointly concave in (log p, log c), so the
-    profile in log p_2..log p_K is concave; L-BFGS-B maximises it. The only constraint kept
+    (``_pair_relevance``), and the objective is jointly concave in (log p, log c), so the
+    profile in log p_2..log p_K is concave; Newton's method maximises it. The only constraint kept
     is p_k c_{k,k'} <= 1 on the pair's own ranks, which is inactive unless a rank pair is
     clicked on every impression.
 
@@ -449,7 +514,7 @@ def harvest_propensities(
     -------
     PropensityEstimate
         ``method="allpairs-harvest"``; ``info`` holds ``iterations``, ``converged``,
-        ``message``, ``log_likelihood`` (profile, at the estimate), ``intervention_docs``
+        ``log_likelihood`` (profile, at the estimate), ``intervention_docs``
         ((query, document)s shown at >= 2 ranks <= K), ``rank_pairs`` (unordered rank pairs
         with interventions), ``queries``, ``sessions`` (per ranker id), ``bootstrap``
         (replicates run) and ``bootstrap_disconnected`` (replicate-ranks left out of the band
@@ -480,8 +545,8 @@ def harvest_propensities(
             f"{', '.join(map(str, missing[:10]))}{', ...' if missing.size > 10 else ''}): no (query, document) "
             f"is shown there by one ranker and at another rank <= {k_max} by another ranker, in a chain "
             "reaching rank 1; lower max_rank or add logs of rankers that order these documents differently")
-    log_p, result = _allpairs_fit(pair_clicks, pair_impressions)
-    propensity = np.exp(log_p)
+    fit = _allpairs_fit(pair_clicks, pair_impressions)
+    propensity = np.exp(fit.log_p)
 
     low = high = np.full(k_max, np.nan)
     disconnected = 0
@@ -490,8 +555,7 @@ def harvest_propensities(
         rep_clicks, rep_impressions = stats.replicate_totals(counts)
         replicates = np.empty((int(bootstrap), k_max))
         for b in range(int(bootstrap)):
-            fitted, _ = _allpairs_fit(rep_clicks[b], rep_impressions[b], start=log_p)
-            rep = np.exp(fitted)
+            rep = np.exp(_allpairs_fit(rep_clicks[b], rep_impressions[b], start=fit.log_p).log_p)
             ok = _connected_to_top(rep_impressions[b])
             rep[~ok] = np.nan
             disconnected += int((~ok).sum())
@@ -500,10 +564,9 @@ def harvest_propensities(
 
     i, j = np.triu_indices(k_max, 1)
     info = {
-        "iterations": int(result.nit),
-        "converged": bool(result.success),
-        "message": str(result.message),
-        "log_likelihood": float(-result.fun * max(float(pair_impressions.sum()), 1e-300)),
+        "iterations": fit.iterations,
+        "converged": fit.converged,
+        "log_likelihood": fit.loglik,
         "intervention_docs": stats.n_intervention_docs,
         "rank_pairs": int(np.count_nonzero((pair_impressions[i, j] > 0) & (pair_impressions[j, i] > 0))),
         "queries": stats.n_queries,
@@ -576,9 +639,14 @@ def _check_features(X, doc: np.ndarray) -> np.ndarray:
         raise ValueError(f"X must be a 2-D array (n_docs, n_features), found shape {X.shape}")
     if X.dtype.kind not in "fiub":
         raise ValueError(f"X must be numeric, found dtype {X.dtype}")
-    if doc.max() >= X.shape[0]:
-        row = int(np.argmax(doc))
-        raise ValueError(f"doc indexes the rows of X, so it must be < {X.shape[0]}; row {row} has doc {doc[row]}")
+    bad = np.flatnonzero((doc < 0) | (doc >= X.shape[0]))
+    if bad.size:
+        raise ValueError(f"doc indexes the rows of X, so it must be in [0, {X.shape[0]}); row {bad[0]} has "
+                         f"doc {doc[bad[0]]}")
+    used = np.unique(doc)
+    finite = np.isfinite(X[used]).all(axis=1)
+    if not np.all(finite):
+        raise ValueError(f"X must be finite; row {used[~finite][0]} of X (a document of the table) is not")
     return X
 
 
@@ -628,75 +696,127 @@ def _logistic_newton(features: np.ndarray, positives: np.ndarray, weight: np.nda
     return coef, eta
 
 
-def _em_fit(data: _EMData, *, iterations: int, tol: float, l2: float, newton_steps: int):
+def _em_step(data: _EMData, theta: np.ndarray, coef: np.ndarray, eta: np.ndarray, pen: np.ndarray,
+             newton_steps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One regression-EM step (E-step, then the M-steps of theta and of the relevance model)."""
     k0, unit = data.cell_rank0, data.cell_unit
     n, c = data.cell_impressions, data.cell_clicks
     skips = n - c
+    gamma = expit(eta)[unit]
+    t = theta[k0]
+    denom = 1.0 - t * gamma
+    # E-step: an unclicked impression was examined (and irrelevant) or relevant (and not
+    # examined) with these posteriors; a clicked one was both.
+    examined = t * (1.0 - gamma) / denom
+    relevant = gamma * (1.0 - t) / denom
+    # M-step: theta in closed form; gamma by a logistic regression of posterior relevance.
     per_rank = np.bincount(k0, weights=n, minlength=data.max_rank)
+    new_theta = np.bincount(k0, weights=c + skips * examined, minlength=data.max_rank) / per_rank
+    positives = np.bincount(unit, weights=c + skips * relevant, minlength=len(data.unit_weight))
+    coef, eta = _logistic_newton(data.features, positives, data.unit_weight, coef, eta, pen, newton_steps)
+    return np.clip(new_theta, 1e-12, 1.0 - 1e-12), coef, eta
+
+
+def _em_loglik(data: _EMData, theta: np.ndarray, coef: np.ndarray, eta: np.ndarray, pen: np.ndarray) -> float:
+    """Penalised marginal log-likelihood Σ c log(pi) + (n - c) log(1 - pi) - l2/2 |w|^2."""
+    pi = theta[data.cell_rank0] * expit(eta)[data.cell_unit]
+    skips = data.cell_impressions - data.cell_clicks
+    return float(np.sum(xlogy(data.cell_clicks, pi) + xlog1py(skips, -pi)) - 0.5 * np.sum(pen * coef * coef))
+
+
+def _em_free(log_theta: np.ndarray, grad: np.ndarray) -> np.ndarray:
+    """Coordinates of phi = (log theta, coef) not held at the bound theta_k = 1 by a gradient
+    pushing beyond it (the top rank is often examined always, and its MLE sits there)."""
+    free = np.ones(len(grad), dtype=bool)
+    k_max = len(log_theta)
+    free[:k_max] = ~((log_theta >= -1e-9) & (grad[:k_max] > 0))
+    return free
+
+
+def _em_newton_direction(log_theta: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> np.ndarray | None:
+    """Projected Newton direction of the marginal log-likelihood, or None where its Hessian on
+    the free coordinates is not negative definite (then EM alone moves)."""
+    free = _em_free(log_theta, grad)
+    try:
+        factor = np.linalg.cholesky(-hess[np.ix_(free, free)])
+    except np.linalg.LinAlgError:
+        return None
+    step = np.zeros(len(grad))
+    step[free] = np.linalg.solve(factor.T, np.linalg.solve(factor, grad[free]))
+    return step if np.all(np.isfinite(step)) else None
+
+
+def _em_fit(data: _EMData, *, iterations: int, tol: float, l2: float, newton_steps: int):
+    """Regression EM with a Newton step on the marginal likelihood after each EM step.
+
+    Position and relevance are confounded to a large degree, so plain EM creeps (hundreds
+    of steps to 1e-6). After each EM step a Newton step on the penalised marginal
+    log-likelihood in (log theta, w) is tried (the EM-Newton hybrid of Lange 1995): projected
+    onto theta <= 1 (a theta_k held at 1 by its gradient is left out), taken only where the
+    Hessian is negative definite on the rest and the likelihood rises (halving the step up
+    to 10 times). The fixed points are EM's, reached in about ten steps instead of hundreds.
+    Returns (theta, coef, iterations, converged, Newton steps taken).
+    """
     pen = _penalty(data.features.shape[1], l2)
+    n, c = data.cell_impressions, data.cell_clicks
+    k_max = data.max_rank
     # Start: examination flat at 1/2, relevance the overall click rate over 1/2.
-    theta = np.full(data.max_rank, 0.5)
+    theta = np.full(k_max, 0.5)
     rate = np.clip(c.sum() / n.sum() / 0.5, 1e-6, 1 - 1e-6)
     coef = np.zeros(data.features.shape[1])
     coef[0] = np.log(rate / (1.0 - rate))
     eta = data.features @ coef
-    converged, iteration = False, 0
+    converged, iteration, newton = False, 0, 0
     for iteration in range(1, iterations + 1):
-        gamma = expit(eta)[unit]
-        t = theta[k0]
-        denom = 1.0 - t * gamma
-        # E-step: an unclicked impression was examined (and irrelevant) or relevant (and not
-        # examined) with these posteriors; a clicked one was both.
-        examined = t * (1.0 - gamma) / denom
-        relevant = gamma * (1.0 - t) / denom
-        # M-step: theta in closed form; gamma by a logistic regression of posterior relevance.
-        new_theta = np.bincount(k0, weights=c + skips * examined, minlength=data.max_rank) / per_rank
-        positives = np.bincount(unit, weights=c + skips * relevant, minlength=len(data.unit_weight))
-        coef, eta = _logistic_newton(data.features, positives, data.unit_weight, coef, eta, pen, newton_steps)
-        change = np.max(np.abs(new_theta / new_theta[0] - theta / theta[0]))
-        theta = np.clip(new_theta, 1e-12, 1.0 - 1e-12)
-        if change < tol:
+        previous = theta / theta[0]
+        theta, coef, eta = _em_step(data, theta, coef, eta, pen, newton_steps)
+        value, grad, hess, _ = _em_derivatives(data, np.log(theta), coef, pen)
+        step = _em_newton_direction(np.log(theta), grad, hess)
+        if step is not None:
+            t = 1.0
+            for _ in range(10):
+                trial_log_theta = np.minimum(np.log(theta) + t * step[:k_max], 0.0)
+                trial_coef = coef + t * step[k_max:]
+                trial_eta = data.features @ trial_coef
+                trial_theta = np.clip(np.exp(trial_log_theta), 1e-12, 1.0 - 1e-12)
+                if _em_loglik(data, trial_theta, trial_coef, trial_eta, pen) >= value:
+                    theta, coef, eta = trial_theta, trial_coef, trial_eta
+                    newton += 1
+                    break
+                t /= 2.0
+        if np.max(np.abs(theta / theta[0] - previous)) < tol:
             converged = True
             break
-    return theta, coef, iteration, converged
+    return theta, coef, iteration, converged, newton
 
 
-def _em_loglik_parts(data: _EMData, log_theta: np.ndarray, coef: np.ndarray):
-    """Per-cell pieces of the marginal log-likelihood Σ c log(pi) + (n - c) log(1 - pi),
-    pi = theta_k sigma(eta_d), in the parameters (log theta, coef)."""
-    eta = data.features @ coef
-    gamma = expit(eta)[data.cell_unit]
-    pi = np.exp(log_theta)[data.cell_rank0] * gamma
-    return pi, gamma
+def _em_derivatives(data: _EMData, log_theta: np.ndarray, coef: np.ndarray, pen: np.ndarray,
+                    *, per_query: bool = False):
+    """The penalised marginal log-likelihood in phi = (log theta_1..log theta_K, coef), its
+    gradient (P,), Hessian (P, P) and, with ``per_query``, the per-query scores (Q, P)
+    (the penalty is left out of the scores), P = K + 1 + d.
 
-
-def _em_score_hessian(data: _EMData, log_theta: np.ndarray, coef: np.ndarray, l2: float):
-    """Per-query scores (Q, K + 1 + d) and the Hessian (K + 1 + d, K + 1 + d) of the penalised
-    marginal log-likelihood in (log theta_1..log theta_K, coef), and its value."""
+    Per cell with pi = theta_k gamma, n impressions, c clicks and u = n - c skips:
+        d/dlog theta = (c - n pi) / (1 - pi),          d/deta = (1 - gamma) (c - n pi) / (1 - pi),
+        d2/dlog theta2 = -u pi / (1 - pi)^2,           d2/dlog theta deta = (1 - gamma) d2/dlog theta2,
+        d2/deta2 = (1 - gamma)^2 (-c - u pi^2 / (1 - pi)^2) + (1 - 2 gamma) d/deta.
+    """
     k_max, n_units, d = data.max_rank, len(data.unit_weight), data.features.shape[1]
     n, c = data.cell_impressions, data.cell_clicks
     skips = n - c
-    pi, gamma = _em_loglik_parts(data, log_theta, coef)
+    gamma = expit(data.features @ coef)[data.cell_unit]
+    pi = np.exp(log_theta)[data.cell_rank0] * gamma
     one_minus = 1.0 - pi
-    loglik = float(np.sum(xlogy(c, pi) + xlog1py(skips, -pi)))
-    # d/d log theta and d/d eta of each cell's term.
+    value = float(np.sum(xlogy(c, pi) + xlog1py(skips, -pi)) - 0.5 * np.sum(pen * coef * coef))
     g_u = (c - n * pi) / one_minus
     g_e = g_u * (1.0 - gamma)
     h_uu = -skips * pi / one_minus ** 2
     h_ue = h_uu * (1.0 - gamma)
     h_ee = (1.0 - gamma) ** 2 * (-c - skips * pi ** 2 / one_minus ** 2) + (1.0 - 2.0 * gamma) * g_e
-    pen = _penalty(d, l2)
-    loglik -= 0.5 * float(np.sum(pen * coef * coef))
 
-    q_of_cell = data.unit_query[data.cell_unit]
-    score_u = np.bincount(q_of_cell * k_max + data.cell_rank0, weights=g_u,
-                          minlength=data.n_queries * k_max).reshape(data.n_queries, k_max)
     unit_g = np.bincount(data.cell_unit, weights=g_e, minlength=n_units)
-    to_query = sparse.csr_matrix((unit_g, (data.unit_query, np.arange(n_units))),
-                                 shape=(data.n_queries, n_units))
-    score_w = np.asarray(to_query @ data.features)
-    scores = np.hstack([score_u, score_w])
-
+    grad = np.r_[np.bincount(data.cell_rank0, weights=g_u, minlength=k_max),
+                 data.features.T @ unit_g - pen * coef]
     hess = np.zeros((k_max + d, k_max + d))
     hess[np.arange(k_max), np.arange(k_max)] = np.bincount(data.cell_rank0, weights=h_uu, minlength=k_max)
     cross = sparse.csr_matrix((h_ue, (data.cell_rank0, data.cell_unit)), shape=(k_max, n_units))
@@ -705,7 +825,15 @@ def _em_score_hessian(data: _EMData, log_theta: np.ndarray, coef: np.ndarray, l2
     hess[k_max:, :k_max] = hue.T
     hess[k_max:, k_max:] = _weighted_gram(data.features, np.bincount(data.cell_unit, weights=h_ee,
                                                                     minlength=n_units)) - np.diag(pen)
-    return scores, hess, loglik
+    scores = None
+    if per_query:
+        q_of_cell = data.unit_query[data.cell_unit]
+        score_u = np.bincount(q_of_cell * k_max + data.cell_rank0, weights=g_u,
+                              minlength=data.n_queries * k_max).reshape(data.n_queries, k_max)
+        to_query = sparse.csr_matrix((unit_g, (data.unit_query, np.arange(n_units))),
+                                     shape=(data.n_queries, n_units))
+        scores = np.hstack([score_u, np.asarray(to_query @ data.features)])
+    return value, grad, hess, scores
 
 
 def em_propensities(
@@ -800,7 +928,7 @@ def em_propensities(
     with full re-estimation to first order; log theta makes the poorly identified common
     scale of theta (traded against the intercept) cancel from p_k = theta_k / theta_1.
     """
-    t = _check_table(query, doc, rank, np.zeros(np.shape(rank), dtype=np.int64), impressions, clicks)
+    t = _check_table(query, doc, rank, None, impressions, clicks)
     k_max = _check_options(max_rank, t.rank, bootstrap, level, minimum=1)
     X = _check_features(X, t.doc)
     if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
@@ -814,19 +942,22 @@ def em_propensities(
     data = _em_data(t, X, k_max)
     if data.cell_clicks.sum() <= 0:
         raise ValueError("the table has no clicks at ranks <= max_rank; propensities are not identified")
-    theta, coef, iteration, converged = _em_fit(data, iterations=int(iterations), tol=float(tol),
-                                               l2=float(l2), newton_steps=int(newton_steps))
+    theta, coef, iteration, converged, newton = _em_fit(data, iterations=int(iterations), tol=float(tol),
+                                                       l2=float(l2), newton_steps=int(newton_steps))
     log_theta = np.log(theta)
     propensity = theta / theta[0]
-
-    scores, hess, loglik = _em_score_hessian(data, log_theta, coef, float(l2))
+    pen = _penalty(len(coef), float(l2))
+    loglik, full_grad, hess, scores = _em_derivatives(data, log_theta, coef, pen, per_query=True)
     low = high = np.full(k_max, np.nan)
     if bootstrap > 0:
         counts = _query_resamples(data.n_queries, int(bootstrap), rng)
         grad = counts @ scores
-        grad[:, k_max:] -= _penalty(len(coef), float(l2)) * coef
-        # A one-step replicate; lstsq guards the near-flat common-scale direction.
-        steps = np.linalg.lstsq(-hess, grad.T, rcond=1e-12)[0].T
+        grad[:, k_max:] -= pen * coef
+        # A one-step replicate on the coordinates free at the estimate (theta_k held at 1 stays
+        # there); lstsq guards the near-flat common-scale direction.
+        free = _em_free(log_theta, full_grad)
+        steps = np.zeros_like(grad)
+        steps[:, free] = np.linalg.lstsq(-hess[np.ix_(free, free)], grad[:, free].T, rcond=1e-12)[0].T
         rep_log_theta = log_theta + steps[:, :k_max]
         replicates = np.exp(rep_log_theta - rep_log_theta[:, :1])
         low, high = _percentile_band(replicates, propensity, level)
@@ -834,6 +965,7 @@ def em_propensities(
     info = {
         "iterations": int(iteration),
         "converged": bool(converged),
+        "newton_steps": int(newton),
         "log_likelihood": loglik,
         "documents": int(len(data.unit_weight)),
         "impressions": float(data.cell_impressions.sum()),

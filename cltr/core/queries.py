@@ -36,12 +36,16 @@ class Queries:
     offsets : ndarray, shape (n_queries + 1,)
         Query ``q`` owns rows ``offsets[q]:offsets[q+1]``; ``offsets[0] == 0``,
         ``offsets[-1] == n_docs``, strictly increasing (no empty query).
+    docid : ndarray of object, shape (n_docs,), optional
+        The document id of each row (str, or None where the source names none), as in
+        LETOR's ``#docid = ...`` comments; None when the source has no document ids.
     """
 
     X: np.ndarray
     labels: np.ndarray
     qid: np.ndarray
     offsets: np.ndarray
+    docid: np.ndarray | None = None
 
     @property
     def n_queries(self) -> int:
@@ -81,6 +85,7 @@ class Queries:
             labels=self.labels[rows],
             qid=self.qid[queries],
             offsets=offsets,
+            docid=None if self.docid is None else self.docid[rows],
         )
 
 
@@ -155,7 +160,8 @@ def concatenate_queries(parts: list[Queries]) -> Queries:
     Returns
     -------
     Queries
-        ``X`` of shape (sum of n_docs, n_features); offsets shifted accordingly.
+        ``X`` of shape (sum of n_docs, n_features); offsets shifted accordingly; ``docid``
+        when any part has one (None for the rows of a part without).
     """
     if not parts:
         raise ValueError("nothing to concatenate: parts is empty")
@@ -169,11 +175,16 @@ def concatenate_queries(parts: list[Queries]) -> Queries:
                          "query ids must be disjoint")
     shifts = np.cumsum([0] + [q.n_docs for q in parts[:-1]])
     offsets = np.concatenate([parts[0].offsets[:1]] + [q.offsets[1:] + s for q, s in zip(parts, shifts)])
+    docid = None
+    if any(q.docid is not None for q in parts):  # a part without ids gets None for its rows
+        docid = np.concatenate([np.full(q.n_docs, None, dtype=object) if q.docid is None
+                                else np.asarray(q.docid, dtype=object) for q in parts])
     return Queries(
         X=np.ascontiguousarray(np.concatenate([q.X for q in parts])),
         labels=np.concatenate([q.labels for q in parts]),
         qid=qid,
         offsets=offsets.astype(np.int64),
+        docid=docid,
     )
 
 

@@ -130,7 +130,7 @@ def _read_table(path: Path) -> pd.DataFrame:
                 import pyarrow  # noqa: F401  (the optional extra)
             except ImportError:
                 raise ValueError(f"{path}: reading Parquet needs pyarrow: pip install 'cltr[parquet]'") from None
-            return pd.read_parquet(path)
+            return _released(pd.read_parquet(path))
         engine = {}
         try:
             import pyarrow  # noqa: F401
@@ -138,13 +138,76 @@ def _read_table(path: Path) -> pd.DataFrame:
             engine = {"engine": "pyarrow"} if compression is None else {}
         except ImportError:
             pass
-        return pd.read_csv(path, sep=kind, compression=compression, dtype=str if not engine else None,
-                           keep_default_na=False, **engine)
+        # docids are text even when they look like numbers ("007" is not 7); asking pyarrow
+        # for that costs pandas a slower conversion of every column, so only when needed
+        text = {"docid": str} if engine and "docid" in _header(path, kind) else None
+        frame = pd.read_csv(path, sep=kind, compression=compression, dtype=text if engine else str,
+                            keep_default_na=False, **engine)
+        if not engine:
+            return frame
+        for name in frame.columns[frame.dtypes == bool]:
+            # pyarrow reads a column of true/false as booleans; the other engine keeps the
+            # text, which no numeric column accepts: so must this one
+            frame[name] = np.where(frame[name].to_numpy(), "true", "false")
+        return _released(frame)
     except (OSError, EOFError) as error:
         raise ValueError(f"{path}: cannot read it ({error})") from error
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as error:
         raise ValueError(f"{path}: not a readable {'Parquet' if kind == 'parquet' else 'delimited'} table "
                          f"({str(error).strip().splitlines()[0]})") from error
+
+
+def _header(path: Path, separator: str) -> list[str]:
+    """The column names on the first non-empty line of an uncompressed delimited file."""
+    with open(path, "rb") as stream:
+        for line in stream:
+            if line.strip(b"\r\n"):
+                return [name.strip().lstrip("\ufeff") for name in line.decode("utf-8", "replace").split(separator)]
+    return []
+
+
+def _released(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame``, once pyarrow's pool has handed its parse buffers back to the system: they
+    would otherwise stay resident (hundreds of MB for millions of rows) while the columns
+    are validated."""
+    import pyarrow
+
+    pyarrow.default_memory_pool().release_unused()
+    return frame
+
+
+def _shown(value) -> str:
+    """A cell as a message shows it: strings quoted, numbers plain (not ``np.int64(2)``)."""
+    return repr(value) if isinstance(value, str) else str(value.item() if isinstance(value, np.generic) else value)
+
+
+def _repeated(key: np.ndarray, size: int) -> np.ndarray | None:
+    """Rows whose ``key`` (in 0..size-1) occurred on an earlier row, or None when no key
+    repeats; counting is linear, so a clean log is checked without sorting."""
+    if size <= 4 * len(key) + 1024 and np.bincount(key, minlength=size).max(initial=0) <= 1:
+        return None
+    repeated = np.ones(len(key), dtype=bool)
+    repeated[np.unique(key, return_index=True)[1]] = False
+    return repeated if repeated.any() else None
+
+
+def _line_of_row(path: Path, row: int) -> int:
+    """The 1-based line of data row ``row`` (0-based) of a delimited file. The readers skip
+    empty lines, which still count as lines; only an error message needs this, so the file
+    is read again here rather than counted on every import."""
+    import bz2
+    import gzip
+    import lzma
+
+    opener = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}.get(_format(path)[1], open)
+    filled = 0  # non-empty lines so far; the first is the header
+    with opener(path, "rb") as stream:
+        for number, line in enumerate(stream, start=1):
+            if line.strip(b"\r\n"):
+                filled += 1
+                if filled == row + 2:
+                    return number
+    return row + 2
 
 
 class _Rows:
@@ -154,7 +217,9 @@ class _Rows:
         self.path, self.frame, self.parquet = path, frame, parquet
 
     def where(self, row: int) -> str:
-        return f"row {row + 1} of {self.path}" if self.parquet else f"line {row + 2} of {self.path}"
+        if self.parquet:
+            return f"row {row + 1} of {self.path}"
+        return f"line {_line_of_row(self.path, row)} of {self.path}"
 
     def fail(self, mask: np.ndarray, message) -> None:
         bad = np.flatnonzero(mask)
@@ -164,11 +229,15 @@ class _Rows:
 
     def integers(self, name: str, *, low: int | None = None) -> np.ndarray:
         column = self.frame[name]
-        values = pd.to_numeric(column, errors="coerce")
-        numbers = values.to_numpy(dtype=np.float64, na_value=np.nan)
-        whole = np.isfinite(numbers) & (np.floor(numbers) == numbers)
-        self.fail(~whole, lambda row: f"{name} must be an integer, found {column.iloc[row]!r}")
-        numbers = numbers.astype(np.int64)
+        if isinstance(column.dtype, np.dtype) and column.dtype.kind in "iu":
+            # parsed as integers already (pyarrow, Parquet): every value is whole
+            numbers = column.to_numpy(dtype=np.int64)
+        else:
+            values = pd.to_numeric(column, errors="coerce")
+            numbers = values.to_numpy(dtype=np.float64, na_value=np.nan)
+            whole = np.isfinite(numbers) & (np.floor(numbers) == numbers)
+            self.fail(~whole, lambda row: f"{name} must be an integer, found {_shown(column.iloc[row])}")
+            numbers = numbers.astype(np.int64)
         if low is not None:
             self.fail(numbers < low, lambda row: f"{name} must be >= {low}, found {numbers[row]}")
         return numbers
@@ -200,6 +269,9 @@ def read_click_log(path: str | os.PathLike, queries: Queries) -> LoggedRows:
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"{path}: no such click log")
+    if path.stat().st_size == 0:
+        raise ValueError(f"{path}: the file is empty; a click log needs a header (session, qid, doc or docid, "
+                         f"rank, click) and at least one row")
     frame = _read_table(path)
     frame.columns = [str(c).strip().lstrip("\ufeff") for c in frame.columns]
     missing = [c for c in REQUIRED if c not in frame.columns]
@@ -238,12 +310,13 @@ def read_click_log(path: str | os.PathLike, queries: Queries) -> LoggedRows:
             raise ValueError("the prepared dataset repeats a docid within a query; use a doc column")
         wanted = frame["docid"].astype(str).str.strip() + "\x00" + pd.Series(qid).astype(str)
         doc = lookup.get_indexer(wanted).astype(np.int64)
-        rows.fail(doc < 0, lambda row: f"docid {frame['docid'].iloc[row]!r} is not a document of qid {qid[row]}")
+        rows.fail(doc < 0, lambda row: f"docid {_shown(frame['docid'].iloc[row])} is not a document of qid "
+                                       f"{qid[row]}")
 
     rank = rows.integers("rank", low=1)
     click_text = frame["click"]
     click = pd.to_numeric(click_text, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-    rows.fail(~np.isin(click, (0.0, 1.0)), lambda row: f"click must be 0 or 1, found {click_text.iloc[row]!r}")
+    rows.fail((click != 0) & (click != 1), lambda row: f"click must be 0 or 1, found {_shown(click_text.iloc[row])}")
     click = click.astype(np.int64)
 
     propensity = np.full(len(frame), np.nan)
@@ -251,7 +324,7 @@ def read_click_log(path: str | os.PathLike, queries: Queries) -> LoggedRows:
         text = frame["propensity"]
         propensity = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
         rows.fail(~(np.isfinite(propensity) & (propensity > 0) & (propensity <= 1)),
-                  lambda row: f"propensity must be a number in (0, 1], found {text.iloc[row]!r}")
+                  lambda row: f"propensity must be a number in (0, 1], found {_shown(text.iloc[row])}")
 
     ranker = np.zeros(len(frame), dtype=np.int64)
     if "ranker" in frame.columns:
@@ -262,14 +335,14 @@ def read_click_log(path: str | os.PathLike, queries: Queries) -> LoggedRows:
     first_query = np.full(n_sessions, -1, dtype=np.int64)
     first_query[session[::-1]] = query[::-1]  # the query of each session's first row
     rows.fail(first_query[session] != query,
-              lambda row: f"session {frame['session'].iloc[row]!r} spans two queries (qid {qid[row]} here, another "
-                          f"qid on its earlier rows); a session is one result page of one query")
+              lambda row: f"session {_shown(frame['session'].iloc[row])} spans two queries (qid {qid[row]} here, "
+                          f"another qid on its earlier rows); a session is one result page of one query")
     for what, values in (("rank", rank), ("document", doc - queries.offsets[query])):
-        key = session * (int(values.max()) + 1) + values
-        repeated = np.ones(len(key), dtype=bool)
-        repeated[np.unique(key, return_index=True)[1]] = False
-        rows.fail(repeated, lambda row, what=what, values=values: (
-            f"{what} {values[row]} appears twice in session {frame['session'].iloc[row]!r}"))
+        width = int(values.max()) + 1
+        repeated = _repeated(session * width + values, n_sessions * width)
+        if repeated is not None:
+            rows.fail(repeated, lambda row, what=what, values=values: (
+                f"{what} {values[row]} appears twice in session {_shown(frame['session'].iloc[row])}"))
     return LoggedRows(session=session, query=query, doc=doc.astype(np.int64), rank=rank, click=click,
                       propensity=propensity, ranker=ranker)
 

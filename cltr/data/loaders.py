@@ -3,6 +3,7 @@
 Sources (DESIGN.md, "Datasets"):
     ``load_letor``  LETOR 4.0: MQ2007+MQ2008 FoldK train, MQ2008 vali and test
     ``load_yahoo``  Yahoo! LTR set 1 (700 features, labels 0-4)
+    ``load_svmlight_dataset``  any three SVMlight files (train, vali, test)
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from cltr.core.queries import (
 )
 from cltr.data.svmlight import find_split_file, load_svmlight_split
 
-__all__ = ['load_letor', 'load_yahoo']
+__all__ = ['load_letor', 'load_yahoo', 'load_svmlight_dataset']
 
 def _check_disjoint(named: dict[str, Queries]) -> None:
     names = list(named)
@@ -177,3 +178,74 @@ def load_yahoo(
     return Dataset(name="yahoo", relevant_from=int(relevant_from), meta=meta, **splits)
 
 
+def load_svmlight_dataset(
+    train: str | os.PathLike,
+    vali: str | os.PathLike,
+    test: str | os.PathLike,
+    *,
+    n_features: int | None = None,
+    relevant_from: int = 1,
+    label_range: tuple[int, int] | None = None,
+    dtype: Any = np.float64,
+    name: str = "svmlight",
+) -> Dataset:
+    """Any dataset given as three SVMlight files: train, vali and test.
+
+    Each file is plain or ``.gz``, ``.bz2``, ``.xz`` and is read with every check of
+    ``load_svmlight_split``. The splits must share one feature width and have disjoint
+    query ids.
+
+    Parameters
+    ----------
+    train, vali, test : path-like
+        The three files.
+    n_features : int, optional
+        Width of ``X`` for every split (an index above it is an error). Default: the largest
+        feature index, which must then be the same in the three files (give ``n_features``
+        for sparse files whose splits need not reach the last feature).
+    relevant_from : int
+        Labels at least this are relevant; some training document must be.
+    label_range : (int, int), optional
+        Inclusive range the labels must lie in.
+    dtype : numpy float dtype
+        Dtype of ``X`` (float32 halves its memory).
+    name : str
+        The dataset's name.
+
+    Returns
+    -------
+    Dataset
+        Splits with ``X`` of shape (n_docs, n_features) and document ids where the files
+        give them; ``meta`` records the files with their sha256, ``relevant_from``, the
+        width and label counts per split.
+    """
+    if isinstance(relevant_from, bool) or not isinstance(relevant_from, (int, np.integer)):
+        raise ValueError(f"relevant_from must be an integer, found {relevant_from!r}")
+    if label_range is not None:
+        check_relevant_from(relevant_from, label_range, "these")
+    options = {"n_features": n_features, "label_range": label_range, "dtype": dtype}
+    loaded = {split: load_svmlight_split(path, **options)
+              for split, path in (("train", train), ("vali", vali), ("test", test))}
+    widths = {provenance["path"]: provenance["n_features"] for _, provenance in loaded.values()}
+    if len(set(widths.values())) > 1:
+        listed = ", ".join(f"{path} has {width}" for path, width in widths.items())
+        raise ValueError(f"feature widths differ between splits: {listed} features; all splits "
+                         "of one dataset must share one feature width (give the width, n_features, "
+                         "to read sparse files whose largest index differs)")
+    _check_disjoint({f"{split} ({provenance['path']})": queries
+                     for split, (queries, provenance) in loaded.items()})
+    splits = {split: queries for split, (queries, _) in loaded.items()}
+    if not splits["train"].relevant(relevant_from).any():
+        raise ValueError(f"no training document has a label >= relevant_from = {relevant_from} "
+                         f"(label counts {label_counts(splits['train'].labels)}); nothing would be relevant")
+    meta = {
+        "source": "SVMlight files",
+        "relevant_from": int(relevant_from),
+        "n_features": int(splits["train"].n_features),
+        "label_range": None if label_range is None else list(label_range),
+        "dtype": np.dtype(dtype).name,
+        "files": {split: [provenance] for split, (_, provenance) in loaded.items()},
+        "label_counts": {split: label_counts(q.labels) for split, q in splits.items()},
+        "notes": [],
+    }
+    return Dataset(name=name, relevant_from=int(relevant_from), meta=meta, **splits)

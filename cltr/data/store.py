@@ -25,14 +25,46 @@ def _write_npz(stream, arrays: dict[str, np.ndarray]) -> None:
     np.savez(stream, **arrays)  # members carry a fixed time stamp: same dataset, same bytes
 
 
+def _docid_arrays(docid: np.ndarray, split: str, n_docs: int, name: str) -> dict[str, np.ndarray]:
+    # stored as unicode, not objects, so that the file loads without pickle
+    docid = np.asarray(docid, dtype=object)
+    if docid.shape != (n_docs,):
+        raise ValueError(f"{split} split of dataset {name!r}: docid must have shape ({n_docs},), "
+                         f"found {docid.shape}")
+    missing = np.array([value is None for value in docid.tolist()], dtype=bool)
+    arrays = {f"{split}/docid": np.array(["" if value is None else str(value) for value in docid.tolist()],
+                                         dtype=str)}
+    if missing.any():
+        arrays[f"{split}/docid_missing"] = missing
+    return arrays
+
+
+def _read_docid(archive, split: str, path: Path) -> np.ndarray | None:
+    key = f"{split}/docid"
+    if key not in archive.files:  # written before document ids were kept, or a source without
+        return None
+    docid = archive[key].astype(object)
+    n_docs = archive[f"{split}/labels"].shape[0]
+    if docid.shape != (n_docs,):
+        raise ValueError(f"{path}: {key} has shape {docid.shape}, expected ({n_docs},), one per document")
+    if f"{split}/docid_missing" in archive.files:
+        missing = archive[f"{split}/docid_missing"]
+        if missing.shape != (n_docs,) or missing.dtype != bool:
+            raise ValueError(f"{path}: {split}/docid_missing must be bool of shape ({n_docs},), "
+                             f"found {missing.dtype} of shape {missing.shape}")
+        docid[missing] = None
+    return docid
+
+
 def save_dataset(dataset: Dataset, path: str | os.PathLike) -> Path:
     """Write ``dataset`` to ``path`` as one .npz, atomically.
 
     The arrays of each split are stored as ``<split>/X``, ``<split>/labels``,
-    ``<split>/qid``, ``<split>/offsets``; ``name``, ``relevant_from`` and ``meta`` (as a
-    JSON string) beside them. The file is written under a temporary name in the same
-    directory and renamed into place, so a reader never sees half of it. The same dataset
-    always gives the same bytes.
+    ``<split>/qid``, ``<split>/offsets``, and, when the split has document ids,
+    ``<split>/docid`` (unicode; ``<split>/docid_missing`` marks the rows whose id is None);
+    ``name``, ``relevant_from`` and ``meta`` (as a JSON string) beside them. The file is
+    written under a temporary name in the same directory and renamed into place, so a reader
+    never sees half of it. The same dataset always gives the same bytes.
 
     Parameters
     ----------
@@ -58,6 +90,8 @@ def save_dataset(dataset: Dataset, path: str | os.PathLike) -> Path:
         check_queries(queries, where=f"{split} split of dataset {dataset.name!r}")
         for field_name in _FIELDS:
             arrays[f"{split}/{field_name}"] = np.ascontiguousarray(getattr(queries, field_name))
+        if queries.docid is not None:
+            arrays.update(_docid_arrays(queries.docid, split, queries.n_docs, dataset.name))
     with atomic_write(path) as stream:
         _write_npz(stream, arrays)
     return path
@@ -101,7 +135,8 @@ def load_dataset(path: str | os.PathLike) -> Dataset:
             raise ValueError(f"{path}: not a prepared cltr dataset; missing {', '.join(missing)}")
         if str(archive["format"]) != _FORMAT:
             raise ValueError(f"{path}: format {str(archive['format'])!r}, expected {_FORMAT!r}")
-        splits = {split: Queries(**{field_name: archive[f"{split}/{field_name}"] for field_name in _FIELDS})
+        splits = {split: Queries(**{field_name: archive[f"{split}/{field_name}"] for field_name in _FIELDS},
+                                 docid=_read_docid(archive, split, path))
                   for split in ("train", "vali", "test")}
         name, relevant_from = str(archive["name"]), int(archive["relevant_from"])
         meta = json.loads(str(archive["meta"]))

@@ -1,64 +1,17 @@
-"""`cltr figures`: specs, the cached task runner, determinism across backends, resume, outputs."""
+"""`cltr figures`: specs and their validation, the cached task runner, determinism across
+backends, resume after an interruption or a kill."""
 
 import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
-from cltr.cli import main
-from cltr.experiments import SPEC_DIR, load_spec, plan, run_experiment, spec_names
-from cltr.report import plot, summarise
-
-TINY_SPEC = """
-name = "tiny"
-artifact = "test"
-description = "fast methods on a tiny dataset"
-kind = "curve"
-dataset = "tiny"
-methods = ["svm-rank", "svm-proprank"]
-references = ["production"]
-reps = 2
-seed = 11
-x = "passes"
-values = [2, 4, 8]
-plot_x = "train_clicks"
-[synthetic]
-n_queries = 40
-[clicks]
-eta = 1.0
-eps_neg = 0.1
-[options.svm-rank]
-grid = [0.1, 10.0]
-[options.svm-proprank]
-grid = [0.1, 10.0]
-"""
-
-
-@pytest.fixture
-def tiny(tmp_path):
-    """A spec directory holding the tiny spec, and a workspace with its dataset prepared."""
-    specs = tmp_path / "specs"
-    specs.mkdir()
-    (specs / "tiny.toml").write_text(TINY_SPEC)
-    return specs
-
-
-def invoke(*args):
-    result = CliRunner().invoke(main, list(map(str, args)), catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.output
-
-
-def run_tiny(specs, workdir, *extra):
-    invoke("--workdir", workdir, "figures", "tiny", "--specs", specs, "--out", Path(workdir) / "results", *extra)
-    return (Path(workdir) / "results" / "tiny.csv").read_text()
+from cltr.pipeline.experiments import SPEC_DIR, find_spec_dir, load_spec, plan, run_experiment, spec_names
 
 
 def test_every_spec_loads_and_plans():
@@ -117,13 +70,53 @@ def test_yahoo_overrides_apply_by_dataset_prefix():
     assert spec.series == {"passes": [2, 10]} and spec.dataset == "yahoo"
 
 
-def test_smoke_spec_gives_the_same_csv_with_one_job_two_jobs_and_dask(tmp_path):
+def _spec(tmp_path, name, extra, methods='["svm-propdcg"]'):
+    (tmp_path / f"{name}.toml").write_text(f'name = "{name}"\nkind = "table"\nmethods = {methods}\n' + extra)
+    return name
+
+
+def test_a_misspelled_method_option_fails_at_load_time_naming_the_valid_one(tmp_path):
+    name = _spec(tmp_path, "typo", "[options.svm-propdcg]\nmax_ccp_iters = 3\n")
+    with pytest.raises(ValueError, match=r"\[options.svm-propdcg\]: unknown option 'max_ccp_iters' "
+                                         r"\(did you mean 'max_ccp_iter'\?\); valid: .*max_ccp_iter"):
+        load_spec(name, tmp_path)
+    name = _spec(tmp_path, "range", "[options.svm-propdcg]\nmax_ccp_iter = 0\n")
+    with pytest.raises(ValueError, match=r"\[options.svm-propdcg\]: max_ccp_iter must be an integer >= 1, found 0"):
+        load_spec(name, tmp_path)
+    name = _spec(tmp_path, "kind", '[options.svm-propdcg]\ngrid = "a,b"\n')
+    with pytest.raises(ValueError, match=r"\[options.svm-propdcg\]: grid: cannot read grid 'a,b'"):
+        load_spec(name, tmp_path)
+    name = _spec(tmp_path, "good", "[options.svm-propdcg]\nmax_ccp_iter = 3\ngrid = [1.0, 10.0]\n")
+    assert load_spec(name, tmp_path).options == {"svm-propdcg": {"max_ccp_iter": 3, "grid": [1.0, 10.0]}}
+
+
+def test_a_misspelled_or_invalid_click_setting_fails_at_load_time(tmp_path):
+    name = _spec(tmp_path, "typo", "[clicks]\neps_nge = 0.1\n")
+    with pytest.raises(ValueError, match=r"unknown settings \['eps_nge'\] of click model 'pbm'; "
+                                         r"known: model, passes, .*eps_neg"):
+        load_spec(name, tmp_path)
+    name = _spec(tmp_path, "range", "[clicks]\neps_neg = 2.0\n")
+    with pytest.raises(ValueError, match=r"\[clicks\]: eps_neg must be a finite number >= 0 and <= 1, found 2.0"):
+        load_spec(name, tmp_path)
+    name = _spec(tmp_path, "type", '[clicks]\neta = "strong"\n')
+    with pytest.raises(ValueError, match=r"\[clicks\]: eta must be a finite number >= 0, found 'strong'"):
+        load_spec(name, tmp_path)
+    name = _spec(tmp_path, "model", '[clicks]\nmodel = "cascade"\n')
+    with pytest.raises(ValueError, match="unknown click model 'cascade'; known: pbm"):
+        load_spec(name, tmp_path)
+    # a varied setting is checked per point, and a bad point is refused like a bad setting
+    (tmp_path / "curve.toml").write_text('name = "curve"\nkind = "curve"\nmethods = ["svm-rank"]\n'
+                                         'x = "eps_neg"\nvalues = [0.0, 0.2]\n')
+    assert [t.clicks["eps_neg"] for t in plan(load_spec("curve", tmp_path).resolved(), default_passes=10)] == [0.0, 0.2]
+
+
+def test_smoke_spec_gives_the_same_csv_with_one_job_two_jobs_and_dask(tmp_path, invoke):
     """Every method of the smoke spec, to the last digit, whatever runs the tasks."""
     pytest.importorskip("distributed")
     outputs = []
     for name, extra in (("one", ["--n-jobs", "1"]), ("two", ["--n-jobs", "2"]),
                         ("dask", ["--backend", "dask", "--n-jobs", "2"])):
-        invoke("--workdir", tmp_path / name, "figures", "smoke", "--out", tmp_path / name / "results", *extra)
+        invoke("figures", "smoke", "--out", tmp_path / name / "results", *extra, workdir=tmp_path / name)
         outputs.append((tmp_path / name / "results" / "smoke.csv").read_text())
     assert outputs[0] == outputs[1] == outputs[2]
     frame = pd.read_csv(tmp_path / "one" / "results" / "smoke.csv")
@@ -136,11 +129,11 @@ def test_smoke_spec_gives_the_same_csv_with_one_job_two_jobs_and_dask(tmp_path):
         assert np.all(np.diff(group.sort_values("point_passes")["train_clicks"].to_numpy()) > 0)
 
 
-def test_interrupted_run_resumes_with_only_the_unfinished_tasks(tiny, tmp_path):
-    reference = run_tiny(tiny, tmp_path / "reference")
+def test_interrupted_run_resumes_with_only_the_unfinished_tasks(tiny_specs, tmp_path, invoke, run_tiny):
+    reference = run_tiny(tiny_specs, tmp_path / "reference")
     workdir = tmp_path / "resumed"
-    invoke("--workdir", workdir, "prepare", "synthetic", "--queries", "40", "--name", "tiny")
-    spec = load_spec("tiny", tiny).resolved()
+    invoke("prepare", "synthetic", "--queries", "40", "--name", "tiny", workdir=workdir)
+    spec = load_spec("tiny", tiny_specs).resolved()
     finished = []
 
     def interrupt(task, reused):
@@ -152,16 +145,16 @@ def test_interrupted_run_resumes_with_only_the_unfinished_tasks(tiny, tmp_path):
         run_experiment(spec, workdir, on_task_done=interrupt)
     frame, counts = run_experiment(spec, workdir)
     assert counts == {"tasks": 6, "reused": 2, "computed": 4}
-    out = run_tiny(tiny, workdir)
+    out = run_tiny(tiny_specs, workdir)
     assert out == reference
     assert not list(workdir.rglob("*.tmp"))
 
 
-def test_killed_run_resumes(tiny, tmp_path):
+def test_killed_run_resumes(tiny_specs, tmp_path, run_tiny):
     """kill -9 in the middle of a run: no corrupt artifact, and the rerun finishes it."""
-    reference = run_tiny(tiny, tmp_path / "reference")
+    reference = run_tiny(tiny_specs, tmp_path / "reference")
     workdir = tmp_path / "killed"
-    command = [sys.executable, "-m", "cltr", "--workdir", str(workdir), "figures", "tiny", "--specs", str(tiny),
+    command = [sys.executable, "-m", "cltr", "--workdir", str(workdir), "figures", "tiny", "--specs", str(tiny_specs),
                "--out", str(workdir / "results")]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     tasks = workdir / "tiny" / "tasks"
@@ -172,51 +165,15 @@ def test_killed_run_resumes(tiny, tmp_path):
     process.wait()
     done_before = len(list(tasks.glob("*.json")))
     assert done_before < 6, "the run finished before it could be killed"
-    out = run_tiny(tiny, workdir)
+    out = run_tiny(tiny_specs, workdir)
     assert out == reference
 
 
-def test_plotted_data_match_the_csv(tiny, tmp_path):
-    run_tiny(tiny, tmp_path)
-    frame = pd.read_csv(tmp_path / "results" / "tiny.csv")
-    spec = load_spec("tiny", tiny).resolved()
-    _, data = plot(frame, spec)
-    for method, label in (("svm-rank", "SVM Rank"), ("svm-proprank", "SVM PropRank")):
-        rows = frame[frame["method"] == method].groupby("point_passes")
-        assert np.allclose(data[label]["mean"], rows["avg_dcg"].mean().to_numpy())
-        assert np.allclose(data[label]["x"], rows["train_clicks"].mean().to_numpy())
-        assert np.allclose(data[label]["std"], rows["avg_dcg"].std(ddof=1).to_numpy())
-    assert data["Production ranker"]["mean"][0] == pytest.approx(frame[frame["method"] == "production"]["avg_dcg"].mean())
-    for suffix in ("png", "pdf", "md", "tex"):
-        assert (tmp_path / "results" / f"tiny.{suffix}").stat().st_size > 0
-    summary = summarise(frame, spec)
-    assert set(summary["n"]) == {2}
-
-
-def test_table_and_ccp_kinds_write_their_outputs(tmp_path):
-    specs = tmp_path / "specs"
-    specs.mkdir()
-    (specs / "t.toml").write_text(TINY_SPEC.replace('name = "tiny"', 'name = "t"').replace(
-        'kind = "curve"', 'kind = "table"').replace('x = "passes"\nvalues = [2, 4, 8]\nplot_x = "train_clicks"\n', "")
-        + '[paper.tiny]\nsvm-rank = [0.5, 1e-2]\n')
-    (specs / "c.toml").write_text('name = "c"\nkind = "ccp"\ndataset = "tiny"\nmethods = ["svm-propdcg"]\n'
-                                  '[synthetic]\nn_queries = 40\n[clicks]\npasses = 5\n'
-                                  '[options.svm-propdcg]\ngrid = [1.0, 100.0]\n')
-    invoke("--workdir", tmp_path, "figures", "t", "--specs", specs, "--out", tmp_path / "out")
-    text = (tmp_path / "out" / "t.md").read_text()
-    assert "paper" in text and "0.5000" in text and "paired t-tests" in text.lower()
-    invoke("--workdir", tmp_path, "figures", "c", "--specs", specs, "--out", tmp_path / "out")
-    frame = pd.read_csv(tmp_path / "out" / "c.csv")
-    assert set(frame["C"]) == {1.0, 100.0}
-    for _, group in frame.groupby("C"):
-        objective = group.sort_values("iteration")["objective"].to_numpy()
-        assert np.all(np.diff(objective) <= 1e-9 * np.abs(objective[:-1]))
-    assert (tmp_path / "out" / "c.png").stat().st_size > 0
-
-
-def test_unprepared_real_dataset_is_a_clear_error(tmp_path):
-    result = CliRunner().invoke(main, ["--workdir", str(tmp_path), "figures", "table2", "--dataset", "letor"])
-    assert result.exit_code != 0 and "not prepared" in result.output
+def test_unprepared_real_dataset_is_a_clear_error(tmp_path, invoke):
+    result = invoke("figures", "table2", "--dataset", "letor", workdir=tmp_path, expect=1)
+    assert "Error: dataset 'letor' is not prepared in" in result.output and "cltr prepare" in result.output
+    result = invoke("figures", "tabel2", workdir=tmp_path, expect=1)
+    assert "no experiment spec 'tabel2'" in result.output and "table2" in result.output
 
 
 def test_readme_maps_every_spec_to_its_artifact_and_command():
@@ -226,8 +183,6 @@ def test_readme_maps_every_spec_to_its_artifact_and_command():
 
 
 def test_specs_are_found_in_a_checkout_and_in_an_installed_copy(tmp_path):
-    from cltr.experiments import find_spec_dir
-
     checkout = tmp_path / "checkout"
     (checkout / "cltr").mkdir(parents=True)
     (checkout / "experiments").mkdir()

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from cltr.svm import SVMResult, _line_search, _simplex_qp, pairwise_objective, solve_pairwise_svm
+from cltr.core.svm import SVMResult, _line_search, _simplex_qp, pairwise_objective, solve_pairwise_svm
 
 
 def tiny_problem(seed, *, sizes=(3, 5, 4), n_features=3, n_examples=6, scale=1.0):
@@ -202,7 +202,7 @@ def test_float32_features_work():
 def test_float32_scores_give_way_when_they_cannot_resolve_the_gap(monkeypatch):
     # separable, features around 300: the optimum is all margin (P ~ 1e-4) and float32
     # scores (error ~1e-5 per score) cannot certify 1e-3 of it; exact scores take over
-    import cltr.svm as svm
+    import cltr.core.svm as svm
 
     exact_scores = []
     margins = svm._Pairs.margins

@@ -1,13 +1,17 @@
 """Ranks, metrics (hand-computed, with ties) and the IPS / SNIPS estimators."""
 
 import itertools
+from collections import Counter
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from cltr.clicks import position_based_model, simulate_clicks
-from cltr.ranking import (avg_dcg, avg_rank, dcg_gain, ips_estimate, ndcg_at_k, rank_documents,
-                          snips_avg_dcg, snips_estimate)
+from cltr.clickmodels.pbm import PBMSettings, position_based_model
+from cltr.core.clicks import simulate_clicks
+from cltr.core.ranking import (avg_dcg, avg_rank, dcg_gain, evaluate, ips_estimate, ndcg_at_k, rank_documents,
+                               snips_avg_dcg, snips_estimate, validation_estimate)
+from cltr.core.scorers import LinearScorer
 
 
 def test_ranks_descending_within_each_query():
@@ -92,7 +96,8 @@ def test_ips_is_unbiased_and_naive_is_not():
     presented = np.array([1, 2, 3, 4, 5])  # the logging ranking
     evaluated = np.array([5, 1, 4, 2, 3])  # the ranking whose DCG we estimate
     truth = dcg_gain(evaluated[relevant]).sum()  # per-session DCG summed over relevant docs
-    click_probability, propensity = position_based_model(presented, relevant, eta=1.0, eps_neg=0.0)
+    click_probability, propensity = position_based_model(presented, relevant,
+                                                            PBMSettings(eta=1.0, eps_neg=0.0))
     rng = np.random.default_rng(11)
     ips, naive = [], []
     for _ in range(300):
@@ -111,7 +116,39 @@ def test_ips_rejects_no_sessions():
 
 
 def test_avg_rank_matches_permutation_enumeration():
-    # Brute force: the mean Avg Rank over all 4! rankings equals (n + 1) / 2.
+    # Brute force over all 4! rankings of one query: rank_documents puts every strict
+    # ordering exactly where its scores say ...
+    offsets = np.array([0, 4])
     relevant = np.array([True, False, True, False])
-    values = [avg_rank(np.array(p) + 1, relevant) for p in itertools.permutations(range(4))]
+    permutations = [np.array(p) + 1 for p in itertools.permutations(range(4))]
+    values = []
+    for ranking in permutations:
+        ranks = rank_documents(-ranking.astype(float), offsets, np.random.default_rng(0))
+        np.testing.assert_array_equal(ranks, ranking)
+        values.append(avg_rank(ranks, relevant))
+    # ... the mean Avg Rank over the enumeration is (n + 1) / 2 ...
     assert np.mean(values) == pytest.approx(2.5)
+    # ... and a constant scorer's tie-breaks draw every one of the 24 rankings about
+    # equally often (100 expected each: 4 standard deviations is about 39), so its
+    # expected Avg Rank is the enumeration's mean.
+    draws = [tuple(rank_documents(np.zeros(4), offsets, np.random.default_rng(s))) for s in range(2400)]
+    counts = Counter(draws)
+    assert set(counts) == {tuple(r) for r in permutations}
+    assert max(abs(c - 100) for c in counts.values()) < 4 * np.sqrt(100 * (1 - 1 / 24))
+    assert np.mean([avg_rank(np.array(d), relevant) for d in draws]) == pytest.approx(np.mean(values), abs=0.05)
+
+
+def test_evaluate_and_validation_estimate_rank_as_rank_documents():
+    # Two queries, a linear scorer on one feature: hand-computed ranks [2, 1, 3 | 1, 2].
+    X = np.array([[0.5], [0.9], [0.1], [2.0], [-1.0]])
+    queries = SimpleNamespace(X=X, offsets=np.array([0, 3, 5]))
+    relevant = np.array([True, False, True, False, True])
+    scorer = LinearScorer(np.array([1.0]))
+    ranks = np.array([2, 1, 3, 1, 2])
+    metrics = evaluate(scorer, queries, relevant, rng=np.random.default_rng(0))
+    assert metrics["avg_rank"] == pytest.approx((2 + 3 + 2) / 3)
+    assert metrics["avg_dcg"] == pytest.approx(avg_dcg(ranks, relevant))
+    assert metrics["ndcg@10"] == pytest.approx(ndcg_at_k(ranks, relevant, queries.offsets, k=10))
+    log = SimpleNamespace(doc=np.array([0, 1, 4]), propensity=np.array([0.5, 1.0, 0.25]))
+    expected = (2 * dcg_gain(2) + 1 * dcg_gain(1) + 4 * dcg_gain(2)) / 7  # SNIPS: weights 1/q
+    assert validation_estimate(scorer, queries, log, rng=np.random.default_rng(0)) == pytest.approx(expected)

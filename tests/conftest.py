@@ -1,0 +1,287 @@
+"""Fixtures and helpers shared by the whole suite (the one conftest; DESIGN.md, "Tests").
+
+- ``invoke``: the command line through click's CliRunner;
+- ``letor4`` / ``mq2008``: the real LETOR 4.0 data in ../shared/data/letor4, or a skip;
+- ``synthetic_dataset``: the embedded default synthetic dataset (300 queries, seed 0);
+- ``make_training_data``: production ranker, train/vali clicks and ``TrainingData`` on a
+  dataset, seeded as the pipeline seeds them; ``noise_free_clicks`` and
+  ``biased_clicks`` are two of them on ``synthetic_dataset``, computed once per session;
+- ``toy_queries``, ``toy_log``: hand-made ``Queries`` and ``ClickLog`` for small checks.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+
+LETOR4 = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "letor4"
+
+
+# -- the command line ---------------------------------------------------------------------
+
+def _invoke(*args, workdir: Path | str | None = None, expect: int | None = 0) -> Result:
+    """Run ``cltr [--workdir WORKDIR] ARGS...`` in-process and return click's Result.
+
+    ``expect`` is the exit code the call must end with (its output is shown when it does
+    not); None accepts any. Exceptions other than click's propagate, with their traceback.
+    """
+    from cltr.cli import main
+
+    prefix = [] if workdir is None else ["--workdir", str(workdir)]
+    result = CliRunner().invoke(main, [*prefix, *map(str, args)], prog_name="cltr", catch_exceptions=False)
+    if expect is not None:
+        assert result.exit_code == expect, f"exit code {result.exit_code}, expected {expect}:\n{result.output}"
+    return result
+
+
+@pytest.fixture
+def invoke():
+    """``invoke(*args, workdir=None, expect=0) -> click.testing.Result``."""
+    return _invoke
+
+
+# -- real data ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def letor4() -> Path:
+    """../shared/data/letor4 (MANIFEST.md there), or skip."""
+    if not LETOR4.is_dir():
+        pytest.skip(f"real LETOR 4.0 data not found at {LETOR4}")
+    return LETOR4
+
+
+@pytest.fixture(scope="session")
+def mq2008(letor4) -> Path:
+    """The MQ2008 directory holding Fold1..Fold5, or skip."""
+    path = letor4 / "MQ2008"
+    if not (path / "Fold1").is_dir():
+        pytest.skip(f"real LETOR 4.0 MQ2008 data not found at {path}")
+    return path
+
+
+# -- synthetic data and clicks -------------------------------------------------------------
+
+def _make_training_data(dataset, *, seed: int = 0, passes: int = 20, fraction: float = 0.01, **click_settings):
+    """``(production, TrainingData, test_relevant)``: the production ranker (Ranking SVM
+    on ``fraction`` of the training queries) and position-based-model clicks on train
+    and vali presented in its order, as ``clicks_stage`` draws them."""
+    from cltr.methods import TrainingData
+    from cltr.pipeline.stages import produce, simulated_logs
+
+    production, _ = produce(dataset, seed=seed, fraction=fraction)
+    logs = simulated_logs(dataset, production, passes=passes, seed=seed, model="pbm", settings=click_settings)
+    return production, TrainingData(dataset, logs["train"], logs["vali"], seed), \
+        dataset.test.relevant(dataset.relevant_from)
+
+
+@pytest.fixture(scope="session")
+def make_training_data():
+    """``make_training_data(dataset, *, seed=0, passes=20, fraction=0.01, **pbm_settings)``
+    -> ``(production, TrainingData, test_relevant)``."""
+    return _make_training_data
+
+
+@pytest.fixture(scope="session")
+def synthetic_dataset():
+    """The embedded default dataset: ``make_synthetic()`` (300 queries, seed 0)."""
+    from cltr.data.synthetic import make_synthetic
+
+    return make_synthetic()
+
+
+@pytest.fixture(scope="session")
+def noise_free_clicks(synthetic_dataset):
+    """20 passes of clicks without noise (eps_neg 0) on a production ranker trained on 5%
+    of the queries: ``(dataset, production, TrainingData, test_relevant)``."""
+    production, data, test_relevant = _make_training_data(synthetic_dataset, seed=0, passes=20, fraction=0.05,
+                                                          eps_neg=0.0)
+    return synthetic_dataset, production, data, test_relevant
+
+
+@pytest.fixture(scope="session")
+def biased_clicks(synthetic_dataset):
+    """20 passes of position-biased, noisy clicks (eta 1, eps_neg 0.1) on the default
+    production ranker: ``(dataset, production, TrainingData, test_relevant)``."""
+    production, data, test_relevant = _make_training_data(synthetic_dataset, seed=0, passes=20, eta=1.0,
+                                                          eps_neg=0.1)
+    return synthetic_dataset, production, data, test_relevant
+
+
+@pytest.fixture
+def avg_dcg_of():
+    """``avg_dcg_of(scorer, dataset, relevant, seed=0)``: test-set Avg DCG with the pipeline's tie-breaks."""
+    from cltr.core.ranking import evaluate
+    from cltr.core.seeds import stream
+
+    def dcg(scorer, dataset, relevant, seed=0):
+        return evaluate(scorer, dataset.test, relevant, rng=stream(seed, "evaluate"))["avg_dcg"]
+
+    return dcg
+
+
+# -- hand-made problems and containers -----------------------------------------------------
+
+def _tiny_click_problem(seed=0, *, sizes=(4, 5, 3, 6), n_features=3, n_clicks=9):
+    """``(X, offsets, click_query, click_doc, propensity)``: random features, clicks sorted
+    by query (repeats allowed), propensities in [0.2, 1]."""
+    rng = np.random.default_rng(seed)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    X = rng.random((offsets[-1], n_features))
+    click_query = np.sort(rng.integers(0, len(sizes), n_clicks))
+    click_doc = offsets[click_query] + (rng.random(n_clicks) * np.diff(offsets)[click_query]).astype(int)
+    propensity = rng.uniform(0.2, 1.0, n_clicks)
+    return X, offsets, click_query, click_doc, propensity
+
+
+@pytest.fixture
+def tiny_click_problem():
+    """``tiny_click_problem(seed=0, *, sizes=(4, 5, 3, 6), n_features=3, n_clicks=9)``
+    -> ``(X, offsets, click_query, click_doc, propensity)``."""
+    return _tiny_click_problem
+
+
+def _toy_queries(sizes, *, n_features: int = 2, seed: int | None = None, labels=None, qid_start: int = 1):
+    """``Queries`` with the given sizes: features ``arange`` (or standard normal with a
+    ``seed``), labels 0 unless given, qids from ``qid_start``."""
+    from cltr.core.queries import Queries
+
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n_docs = int(offsets[-1])
+    if seed is None:
+        X = np.arange(n_docs * n_features, dtype=np.float64).reshape(n_docs, n_features)
+    else:
+        X = np.random.default_rng(seed).normal(size=(n_docs, n_features))
+    labels = np.zeros(n_docs, dtype=np.int64) if labels is None else np.asarray(labels, dtype=np.int64)
+    return Queries(X=X, labels=labels, qid=np.arange(qid_start, qid_start + len(sizes), dtype=np.int64),
+                   offsets=offsets)
+
+
+def _toy_log(query, doc, *, n_queries: int, propensity=None, pass_index=None, n_passes: int = 1):
+    """A ``ClickLog`` of the given clicks (rank 1 each; propensity 1 unless given)."""
+    from cltr.core.clicks import ClickLog
+
+    n = len(doc)
+    return ClickLog(query=np.array(query, dtype=np.int64), doc=np.array(doc, dtype=np.int64),
+                    rank=np.ones(n, dtype=np.int64),
+                    propensity=np.ones(n) if propensity is None else np.array(propensity, dtype=np.float64),
+                    pass_index=np.zeros(n, dtype=np.int64) if pass_index is None
+                    else np.array(pass_index, dtype=np.int64),
+                    n_passes=n_passes, n_queries=n_queries)
+
+
+@pytest.fixture
+def toy_queries():
+    """``toy_queries(sizes, *, n_features=2, seed=None, labels=None, qid_start=1) -> Queries``."""
+    return _toy_queries
+
+
+@pytest.fixture
+def toy_log():
+    """``toy_log(query, doc, *, n_queries, propensity=None, pass_index=None, n_passes=1) -> ClickLog``."""
+    return _toy_log
+
+
+# -- files ------------------------------------------------------------------------------------
+
+_WRITERS = {"": open, ".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+
+
+def _write(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path``, compressed as its suffix says (.gz, .bz2, .xz or plain)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _WRITERS[path.suffix if path.suffix in _WRITERS else ""](path, "wb") as stream:
+        stream.write(text.encode())
+    return path
+
+
+@pytest.fixture
+def write_file():
+    """``write_file(path, text) -> path``, compressed by the path's suffix."""
+    return _write
+
+
+def _letor_text(rng, qids, n_features=46, docs=4):
+    lines = []
+    for q in qids:
+        for d in range(docs):
+            values = " ".join(f"{j}:{v:.6f}" for j, v in enumerate(rng.random(n_features), start=1))
+            lines.append(f"{rng.integers(0, 3)} qid:{q} {values} #docid = GX{q:03d}-{d:02d} inc = 1 prob = 0.5")
+    return "\n".join(lines) + "\n"
+
+
+def _make_letor_tree(root: Path, *, fold=1, suffix="", qid_start=10000, widths=None, seed=0) -> Path:
+    """A LETOR 4.0-shaped directory: ``FoldK/{train,vali,test}.txt[suffix]`` with 3, 2 and 2
+    queries of 4 documents, 46 features (or ``widths[split]``), labels 0..2."""
+    rng = np.random.default_rng(seed)
+    widths = widths or {}
+    for i, split in enumerate(("train", "vali", "test")):
+        qids = range(qid_start + 10 * i, qid_start + 10 * i + (3 if split == "train" else 2))
+        _write(root / f"Fold{fold}" / f"{split}.txt{suffix}", _letor_text(rng, qids, widths.get(split, 46)))
+    return root
+
+
+@pytest.fixture
+def make_letor_tree():
+    """``make_letor_tree(root, *, fold=1, suffix="", qid_start=10000, widths=None, seed=0) -> root``."""
+    return _make_letor_tree
+
+
+# -- experiment specs -------------------------------------------------------------------------
+
+TINY_SPEC = """
+name = "tiny"
+artifact = "test"
+description = "fast methods on a tiny dataset"
+kind = "curve"
+dataset = "tiny"
+methods = ["svm-rank", "svm-proprank"]
+references = ["production"]
+reps = 2
+seed = 11
+x = "passes"
+values = [2, 4, 8]
+plot_x = "train_clicks"
+[synthetic]
+n_queries = 40
+[clicks]
+eta = 1.0
+eps_neg = 0.1
+[options.svm-rank]
+grid = [0.1, 10.0]
+[options.svm-proprank]
+grid = [0.1, 10.0]
+"""
+
+
+@pytest.fixture
+def tiny_spec_text() -> str:
+    """``TINY_SPEC``, for variations of it."""
+    return TINY_SPEC
+
+
+@pytest.fixture
+def tiny_specs(tmp_path) -> Path:
+    """A spec directory holding ``tiny.toml`` (``TINY_SPEC``: two fast methods, 2 repetitions,
+    3 pass counts, 40 synthetic queries)."""
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "tiny.toml").write_text(TINY_SPEC)
+    return specs
+
+
+def _run_tiny(specs: Path, workdir: Path, *extra) -> str:
+    """``cltr figures tiny`` into WORKDIR/results; the CSV's text."""
+    _invoke("figures", "tiny", "--specs", specs, "--out", Path(workdir) / "results", *extra, workdir=workdir)
+    return (Path(workdir) / "results" / "tiny.csv").read_text()
+
+
+@pytest.fixture
+def run_tiny():
+    """``run_tiny(specs, workdir, *extra) -> str``: ``cltr figures tiny``, the CSV's text."""
+    return _run_tiny

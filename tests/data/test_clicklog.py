@@ -1,0 +1,575 @@
+"""The click-log table (``cltr.data.clicklog``) and the commands around it: ``clicks import``
+and ``export``, ``propensities estimate``, ``train --propensities / --clip``, ``score`` and
+``evaluate`` across datasets.
+
+Oracles: the simulated log a table was exported from (an import must give back the very
+same clicks and the very same model), hand-made tables with known clicks and sessions, and
+a log written by an independent generator below (plain numpy/pandas, its own RNG and
+known propensities 1/rank) from which the learners must beat the production ranker.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from cltr.cli import main
+from cltr.core.clicks import ClickLog, effective_sample_size
+from cltr.core.queries import Queries
+from cltr.core.ranking import dcg_gain, evaluate, rank_documents, validation_estimate
+from cltr.core.scorers import LinearScorer
+from cltr.core.seeds import stream
+from cltr.data.clicklog import read_click_log
+from cltr.data.store import load_dataset
+from cltr.pipeline.models import scorer_from_arrays
+from cltr.pipeline.stages import as_told, click_log_summary, click_logs
+from cltr.pipeline.workspace import Workspace
+
+DATASET = "synthetic"
+LOG_ARRAYS = ("query", "doc", "rank", "propensity", "pass_index")
+
+
+def cli(*args, workdir: Path, expect: int | None = 0):
+    """``cltr --workdir WORKDIR ARGS...`` through click's CliRunner (stdout and stderr)."""
+    result = CliRunner().invoke(main, ["--workdir", str(workdir), *map(str, args)], catch_exceptions=False)
+    if expect is not None:
+        assert result.exit_code == expect, f"exit code {result.exit_code}, expected {expect}:\n{result.output}"
+    return result
+
+
+def table_value(output: str, column: str) -> float:
+    """The number under ``column`` in the last table of a command's output (echo_table:
+    right-aligned cells joined by two spaces)."""
+    lines = output.splitlines()
+    header = max(i for i, line in enumerate(lines) if column in line)
+    names = re.split(r"\s{2,}", lines[header].strip())
+    return float(lines[header + 1].split()[names.index(column)])
+
+
+def current(workdir: Path, stage: str, dataset: str = DATASET):
+    workspace = Workspace(workdir)
+    return workspace.load(dataset, stage, workspace.current(dataset)[stage])
+
+
+def weights(model) -> np.ndarray:
+    return scorer_from_arrays(model.arrays).w
+
+
+def files_under(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+# -- a simulated log, exported and imported back ---------------------------------------
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory):
+    """``cltr simulate --rankers 2 --passes 20`` and ``train svm-proprank -C 1`` on it."""
+    work = tmp_path_factory.mktemp("simulated")
+    cli("simulate", "--rankers", 2, "--passes", 20, workdir=work)
+    clicks = current(work, "clicks")
+    cli("train", "svm-proprank", "-C", 1, "--clicks", clicks.key, workdir=work)
+    model = current(work, "models")
+    dataset = load_dataset(Workspace(work).dataset_path(DATASET))
+    return SimpleNamespace(work=work, clicks=clicks, model=model, dataset=dataset)
+
+
+@pytest.fixture(scope="module")
+def exported(sim):
+    """The simulated train and vali logs as TSV."""
+    paths = {}
+    for split in ("train", "vali"):
+        paths[split] = sim.work / f"exported-{split}.tsv"
+        cli("clicks", "export", paths[split], "--split", split, "--clicks", sim.clicks.key, workdir=sim.work)
+    return paths
+
+
+@pytest.mark.parametrize("suffix", [".tsv", ".csv.gz", ".parquet"])
+def test_export_then_import_gives_the_same_clicks_and_the_same_model(suffix, sim, tmp_path):
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+    for split in ("train", "vali"):
+        path = tmp_path / f"{split}{suffix}"
+        out = cli("clicks", "export", path, "--split", split, "--clicks", sim.clicks.key, workdir=sim.work).output
+        # every document of every query in every pass is an impression; the clicks are the log's
+        queries = getattr(sim.dataset, split)
+        log = click_logs(sim.clicks)[split == "vali"]
+        assert f"wrote {20 * queries.n_docs} impressions ({len(log)} clicks)" in out
+        cli("clicks", "import", path, "--split", split, workdir=sim.work)
+    imported = current(sim.work, "clicks")
+    assert imported.key != sim.clicks.key and imported.info["imported"] and imported.info["rankers"] == 2
+
+    for simulated_log, imported_log in zip(click_logs(sim.clicks), click_logs(imported)):
+        for name in LOG_ARRAYS:
+            assert np.array_equal(getattr(simulated_log, name), getattr(imported_log, name)), name
+        assert imported_log.n_passes == simulated_log.n_passes == 20
+        assert imported_log.n_sessions == simulated_log.n_sessions
+        assert np.all(imported_log.sessions_per_query == 20)
+
+    cli("train", "svm-proprank", "-C", 1, "--clicks", imported.key, workdir=sim.work)
+    model = current(sim.work, "models")
+    assert model.key != sim.model.key  # trained on another click log ...
+    assert np.array_equal(weights(model), weights(sim.model))  # ... which holds the same clicks
+
+
+def test_an_imported_log_exports_back_to_the_same_table(sim, exported, tmp_path):
+    for split in ("train", "vali"):
+        cli("clicks", "import", exported[split], "--split", split, workdir=sim.work)
+    imported = current(sim.work, "clicks")
+    again = tmp_path / "again.tsv"
+    cli("clicks", "export", again, "--split", "train", "--clicks", imported.key, workdir=sim.work)
+    first, second = (pd.read_csv(p, sep="\t") for p in (exported["train"], again))
+    assert list(first.columns) == ["session", "qid", "doc", "rank", "click", "propensity", "ranker"]
+    pd.testing.assert_frame_equal(first, second)
+
+
+# -- every validation error names the file and the line, and stores nothing -------------
+
+ROW = 250  # the corrupted data row (0-based): line 252 of a delimited file, row 251 of Parquet
+
+
+def _same_session_row(frame: pd.DataFrame) -> int:
+    assert frame.session[ROW] == frame.session[ROW - 1]  # so that ROW can repeat ROW - 1's values
+    return ROW - 1
+
+
+def _set(column, value):
+    def corrupt(frame, sizes):
+        frame.loc[ROW, column] = value
+    return corrupt
+
+
+def _doc_beyond(frame, sizes):
+    frame.loc[ROW, "doc"] = str(sizes[int(frame.qid[ROW])])
+
+
+def _repeat(column):
+    def corrupt(frame, sizes):
+        frame.loc[ROW, column] = frame.loc[_same_session_row(frame), column]
+    return corrupt
+
+
+def _other_query_session(frame, sizes):
+    assert frame.qid[0] != frame.qid[ROW]
+    frame.loc[ROW, "session"] = frame.session[0]
+
+
+# A message as a pattern: a reader of text shows the cell as text ('2'), one of typed columns
+# as a number (2); an empty Parquet cell is a missing value (nan).
+CORRUPTIONS = {  # name: (corrupt(frame, sizes by qid), pattern of the message after the location)
+    "unknown qid": (_set("qid", "99999"), r"qid 99999 is not a query of this split"),
+    "doc beyond the query": (_doc_beyond, r"doc (\d+) is not a document of qid \d+, which has \1 "),
+    "negative doc": (_set("doc", "-1"), r"doc must be >= 0, found -1"),
+    "fractional doc": (_set("doc", "2.5"), r"doc must be an integer, found '?2\.5'?$"),
+    "rank repeated in a session": (_repeat("rank"), r"rank \d+ appears twice in session '?\d+'?$"),
+    "document repeated in a session": (_repeat("doc"), r"document \d+ appears twice in session '?\d+'?$"),
+    "session over two queries": (_other_query_session, r"session '?0'? spans two queries"),
+    "click 2": (_set("click", "2"), r"click must be 0 or 1, found '?2'?$"),
+    "click yes": (_set("click", "yes"), r"click must be 0 or 1, found 'yes'$"),
+    "click empty": (_set("click", ""), r"click must be 0 or 1, found ('')?(nan)?$"),
+    "propensity nan": (_set("propensity", "nan"), r"propensity must be a number in \(0, 1\], found '?nan'?$"),
+    "propensity inf": (_set("propensity", "inf"), r"propensity must be a number in \(0, 1\], found '?inf'?$"),
+    "propensity 0": (_set("propensity", "0"), r"propensity must be a number in \(0, 1\], found '?0(\.0)?'?$"),
+    "propensity above 1": (_set("propensity", "1.5"), r"propensity must be a number in \(0, 1\], found '?1\.5'?$"),
+    "propensity negative": (_set("propensity", "-0.5"), r"propensity must be a number in \(0, 1\], found '?-0\.5'?$"),
+    "rank 0": (_set("rank", "0"), r"rank must be >= 1, found 0$"),
+    "fractional rank": (_set("rank", "1.5"), r"rank must be an integer, found '?1\.5'?$"),
+    "rank text": (_set("rank", "x"), r"rank must be an integer, found 'x'$"),
+}
+
+
+@pytest.fixture(scope="module")
+def clean_rows(exported):
+    """The first 400 rows of the exported train log, as text."""
+    return pd.read_csv(exported["train"], sep="\t", dtype=str, keep_default_na=False).head(400)
+
+
+def _write(frame: pd.DataFrame, path: Path) -> Path:
+    if path.suffix == ".parquet":
+        typed = {}
+        for name, column in frame.items():  # numbers where a column holds only numbers, as a writer would
+            try:
+                typed[name] = pd.to_numeric(column)
+            except ValueError:
+                typed[name] = column
+        pd.DataFrame(typed).to_parquet(path, index=False)
+    else:
+        frame.to_csv(path, sep="," if ".csv" in path.suffixes else "\t", index=False)
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".tsv", ".csv.gz", ".parquet"])
+def test_every_bad_row_is_reported_with_file_and_line_and_nothing_is_stored(suffix, sim, clean_rows, tmp_path):
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+    train = sim.dataset.train
+    sizes = dict(zip(train.qid.tolist(), np.diff(train.offsets).tolist()))
+    where = f"row {ROW + 1}" if suffix == ".parquet" else f"line {ROW + 2}"
+    before = files_under(sim.work)
+    # the clean rows import: the errors below are the corruptions'
+    assert read_click_log(_write(clean_rows, tmp_path / f"clean{suffix}"), train).click.sum() > 0
+    for name, (corrupt, message) in CORRUPTIONS.items():
+        frame = clean_rows.copy()
+        corrupt(frame, sizes)
+        path = _write(frame, tmp_path / f"{name.replace(' ', '-')}{suffix}")
+        result = cli("clicks", "import", path, "--split", "train", workdir=sim.work, expect=1)
+        pattern = re.escape(f"{where} of {path}: ") + message
+        assert re.search("^Error: " + pattern, result.output, re.MULTILINE), (name, result.output)
+        with pytest.raises(ValueError) as error:
+            read_click_log(path, train)
+        assert re.fullmatch(pattern + (".*" if not message.endswith("$") else ""), str(error.value)), \
+            (name, str(error.value))
+    assert files_under(sim.work) == before
+
+
+def test_messages_name_the_offending_values(sim, clean_rows, tmp_path):
+    train = sim.dataset.train
+    frame = clean_rows.copy()
+    qid, session = int(frame.qid[ROW]), frame.session[ROW]
+    previous = frame.loc[ROW - 1]
+    _repeat("rank")(frame, None)
+    with pytest.raises(ValueError, match=re.escape(f"line {ROW + 2} of {tmp_path / 'a.tsv'}: rank {previous['rank']} "
+                                                   f"appears twice in session {session}")):
+        read_click_log(_write(frame, tmp_path / "a.tsv"), train)
+    frame = clean_rows.copy()
+    size = int(np.diff(train.offsets)[np.flatnonzero(train.qid == qid)[0]])
+    _doc_beyond(frame, {qid: size})
+    with pytest.raises(ValueError, match=re.escape(f"doc {size} is not a document of qid {qid}, which has {size}")):
+        read_click_log(_write(frame, tmp_path / "b.tsv"), train)
+    frame = clean_rows.copy()
+    _other_query_session(frame, None)
+    with pytest.raises(ValueError, match=re.escape(f"session {frame.session[0]} spans two queries (qid {qid} here")):
+        read_click_log(_write(frame, tmp_path / "c.tsv"), train)
+
+
+def test_file_level_errors_store_nothing(sim, clean_rows, tmp_path):
+    before = files_under(sim.work)
+    missing = _write(clean_rows.drop(columns=["rank"]), tmp_path / "missing.tsv")
+    no_doc = _write(clean_rows.drop(columns=["doc"]), tmp_path / "no-doc.tsv")
+    empty = tmp_path / "empty.tsv"
+    empty.write_bytes(b"")
+    header_only = tmp_path / "header.tsv"
+    header_only.write_text("session\tqid\tdoc\trank\tclick\n")
+    unknown = _write(clean_rows, tmp_path / "log.tsv").rename(tmp_path / "log.json")
+    cases = {
+        missing: f"{missing}: missing column rank; found session, qid, doc, click, propensity, ranker",
+        no_doc: f"{no_doc}: missing column doc (or docid); found session, qid, rank, click, propensity, ranker",
+        empty: f"{empty}: the file is empty",
+        header_only: f"{header_only}: the log has no rows",
+        unknown: f"{unknown}: cannot tell the format from the extension .json",
+    }
+    for path, message in cases.items():
+        assert f"Error: {message}" in cli("clicks", "import", path, workdir=sim.work, expect=1).output
+        with pytest.raises(ValueError, match=re.escape(message)):
+            read_click_log(path, sim.dataset.train)
+    assert files_under(sim.work) == before
+
+
+def test_line_numbers_count_blank_lines_in_plain_and_compressed_files(tmp_path, toy_queries):
+    queries = toy_queries([3, 4], qid_start=10)
+    text = ("\nsession\tqid\tdoc\trank\tclick\n"  # line 2 is the header
+            "a\t10\t0\t1\t1\n\n"  # lines 3, 4
+            "a\t10\t1\t2\t0\r\n\n"  # lines 5, 6
+            "b\t11\t3\t1\t2\n")  # line 7: the bad click
+    plain, packed = tmp_path / "log.tsv", tmp_path / "log.tsv.gz"
+    plain.write_text(text)
+    packed.write_bytes(gzip.compress(text.encode()))
+    for path in (plain, packed):
+        with pytest.raises(ValueError, match=re.escape(f"line 7 of {path}: click must be 0 or 1, found")):
+            read_click_log(path, queries)
+
+
+def test_repeats_are_found_however_deep_the_ranks(tmp_path, toy_queries):
+    # ranks far beyond the number of rows: the repeat check cannot count over every
+    # (session, rank) and must sort instead; the answer is the same
+    queries = toy_queries([3, 4], qid_start=10)
+    path = tmp_path / "log.tsv"
+    path.write_text("session\tqid\tdoc\trank\tclick\na\t10\t0\t1\t1\na\t10\t1\t99999\t0\nb\t11\t0\t99999\t0\n")
+    assert read_click_log(path, queries).rank.tolist() == [1, 99999, 99999]  # two sessions: no repeat
+    path.write_text("session\tqid\tdoc\trank\tclick\na\t10\t0\t99999\t1\nb\t11\t0\t5\t0\na\t10\t1\t99999\t0\n")
+    with pytest.raises(ValueError, match=re.escape(f"line 4 of {path}: rank 99999 appears twice in session 'a'")):
+        read_click_log(path, queries)
+
+
+def test_true_false_clicks_are_rejected_by_every_reader(tmp_path, toy_queries):
+    queries = toy_queries([3], qid_start=10)
+    text = "session\tqid\tdoc\trank\tclick\na\t10\t0\t1\ttrue\na\t10\t1\t2\tfalse\n"
+    for path in (tmp_path / "log.tsv", tmp_path / "log.tsv.gz"):
+        path.write_bytes(gzip.compress(text.encode()) if path.suffix == ".gz" else text.encode())
+        with pytest.raises(ValueError, match=re.escape(f"line 2 of {path}: click must be 0 or 1, found 'true'")):
+            read_click_log(path, queries)
+
+
+# -- sessions without clicks, docids ----------------------------------------------------
+
+def test_sessions_without_clicks_count_as_sessions_and_impressions(tmp_path, toy_queries):
+    queries = toy_queries([3, 4], qid_start=10)  # qid 10: rows 0-2; qid 11: rows 3-6
+    path = tmp_path / "log.csv"
+    path.write_text("session,qid,doc,rank,click,propensity\n"
+                    "a,10,0,1,0,1\na,10,1,2,1,0.5\na,10,2,3,0,0.25\n"   # one click
+                    "b,10,2,1,0,1\nb,10,1,2,0,0.5\nb,10,0,3,0,0.25\n"   # none
+                    "c,11,3,1,0,1\nc,11,0,2,0,0.5\n"                    # none (doc 0 of qid 11 is row 3)
+                    "d,10,0,1,1,1\nd,10,1,2,1,0.5\n")                   # two
+    rows = read_click_log(path, queries)
+    assert rows.doc.tolist() == [0, 1, 2, 2, 1, 0, 6, 3, 0, 1]
+    assert rows.session.tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 3, 3]
+    log = rows.click_log(queries.n_queries)
+    # qid 10's sessions a, b, d are its passes 0, 1, 2; clicks in pass order, then by document
+    assert log.doc.tolist() == [1, 0, 1] and log.pass_index.tolist() == [0, 2, 2]
+    assert log.rank.tolist() == [2, 1, 2] and log.propensity.tolist() == [0.5, 1.0, 0.5]
+    assert log.sessions_per_query.tolist() == [3, 1] and log.n_sessions == 4 and log.n_passes == 3
+    assert click_log_summary(log, np.ones(7, bool))["clicks_per_query"] == 3 / 4
+    table = rows.impressions()
+    found = {(d, r): (n, c) for d, r, n, c in zip(table.doc, table.rank, table.impressions, table.clicks)}
+    assert found == {(0, 1): (2, 1), (0, 3): (1, 0), (1, 2): (3, 2), (2, 3): (1, 0), (2, 1): (1, 0),
+                     (6, 1): (1, 0), (3, 2): (1, 0)}
+    assert table.impressions.sum() == 10  # every row, with or without a click
+
+
+def _docid_queries(toy_queries):
+    if "docid" not in getattr(Queries, "__dataclass_fields__", {}):
+        pytest.skip("Queries has no docid field")
+    plain = toy_queries([3, 4], qid_start=10)
+    docid = np.array(["GX-a", "GX-b", "007", "GX-a", "x1", "x2", "x3"], dtype=object)
+    return Queries(X=plain.X, labels=plain.labels, qid=plain.qid, offsets=plain.offsets, docid=docid)
+
+
+@pytest.mark.parametrize("suffix", [".tsv", ".tsv.gz"])
+def test_docid_column_names_documents_within_their_query(suffix, tmp_path, toy_queries):
+    queries = _docid_queries(toy_queries)
+    text = ("session\tqid\tdocid\trank\tclick\n"
+            "a\t10\t007\t1\t1\na\t10\tGX-a\t2\t0\n"   # "007" stays text, not 7
+            "b\t11\tGX-a\t1\t0\nb\t11\tx3\t2\t1\n")  # GX-a of qid 11 is row 3, not row 0
+    path = tmp_path / f"log{suffix}"
+    path.write_bytes(gzip.compress(text.encode()) if suffix.endswith(".gz") else text.encode())
+    rows = read_click_log(path, queries)
+    assert rows.doc.tolist() == [2, 0, 3, 6] and rows.click.tolist() == [1, 0, 0, 1]
+    # x9 is no document at all; x1 is one of qid 11, not of qid 10
+    for wrong, line, name in (("b\t11\tx9", 4, "'x9'"), ("b\t10\tx1", 4, "'x1'")):
+        changed = text.replace("b\t11\tGX-a", wrong)
+        path.write_bytes(gzip.compress(changed.encode()) if suffix.endswith(".gz") else changed.encode())
+        with pytest.raises(ValueError, match=re.escape(f"line {line} of {path}: docid {name} is not a document of "
+                                                       f"qid {wrong.split()[1]}")):
+            read_click_log(path, queries)
+
+
+def test_docid_column_needs_docids_in_the_dataset(tmp_path, toy_queries):
+    path = tmp_path / "log.tsv"
+    path.write_text("session\tqid\tdocid\trank\tclick\na\t1\tGX-a\t1\t1\n")
+    with pytest.raises(ValueError, match="the prepared dataset has no docids"):
+        read_click_log(path, toy_queries([3]))
+
+
+# -- a log written by a different program -------------------------------------------------
+
+def write_foreign_log(queries: Queries, path: Path, *, passes: int, seed: int, propensity: bool = True) -> int:
+    """A click log as another system would write it, independent of cltr's simulator and
+    writer: two rankers ("prod", "alt") that sort each query by its labels plus their own
+    Gaussian noise; each session shows one of them, chosen at random; a document at rank r
+    is examined with probability 1/r and then clicked if relevant (label >= 1), or with
+    probability 0.05 if not. String session ids, rows shuffled (a log need not be
+    sorted). Returns the number of clicks."""
+    rng = np.random.default_rng(seed)
+    bounds = list(zip(queries.offsets[:-1], queries.offsets[1:]))
+    orders = {name: [np.argsort(-(queries.labels[a:b] + rng.standard_normal(b - a)), kind="stable")
+                     for a, b in bounds] for name in ("prod", "alt")}
+    records = []
+    session = 0
+    for _ in range(passes):
+        for q, (a, b) in enumerate(bounds):
+            name = ("prod", "alt")[rng.integers(2)]
+            order = orders[name][q]
+            rank = np.arange(1, b - a + 1)
+            examined = rng.random(b - a) < 1.0 / rank
+            relevant = queries.labels[a + order] >= 1
+            click = examined & (relevant | (rng.random(b - a) < 0.05))
+            session += 1
+            for d, r, c in zip(order, rank, click):
+                record = {"session": f"s-{session}", "qid": int(queries.qid[q]), "doc": int(d), "rank": int(r),
+                          "click": int(c)}
+                if propensity:
+                    record["propensity"] = 1.0 / r
+                record["ranker"] = name
+                records.append(record)
+    frame = pd.DataFrame(records).sample(frac=1.0, random_state=seed)
+    frame.to_csv(path, sep="\t", index=False)
+    return int(frame.click.sum())
+
+
+@pytest.fixture(scope="module")
+def foreign(tmp_path_factory):
+    """A fresh workspace with the default synthetic dataset and the production ranker."""
+    work = tmp_path_factory.mktemp("foreign")
+    cli("prepare", "synthetic", workdir=work)
+    production = table_value(cli("evaluate", "--production", workdir=work).output, "test Avg DCG")
+    dataset = load_dataset(Workspace(work).dataset_path(DATASET))
+    return SimpleNamespace(work=work, dataset=dataset, production=production)
+
+
+def test_learners_beat_production_on_a_log_written_by_another_program(foreign):
+    work = foreign.work
+    for split, seed in (("train", 1), ("vali", 2)):
+        path = work / f"foreign-{split}.tsv"
+        clicks = write_foreign_log(getattr(foreign.dataset, split), path, passes=20, seed=seed)
+        out = cli("clicks", "import", path, "--split", split, workdir=work).output
+        assert f"{clicks} clicks, 2 ranker(s), with propensities" in out
+    assert current(work, "clicks").info["train"]["sessions"] == 20 * foreign.dataset.train.n_queries
+    for method in ("svm-proprank", "svm-propdcg"):
+        cli("train", method, workdir=work)
+        dcg = table_value(cli("evaluate", workdir=work).output, "test Avg DCG")
+        assert dcg > foreign.production + 0.02, (method, dcg, foreign.production)
+
+
+def test_harvested_propensities_when_the_log_has_none(foreign):
+    pytest.importorskip("cltr.core.propensity")
+    work = foreign.work / "harvest"
+    for split, seed in (("train", 3), ("vali", 4)):
+        path = foreign.work / f"no-propensity-{split}.tsv"
+        write_foreign_log(getattr(foreign.dataset, split), path, passes=20, seed=seed, propensity=False)
+        out = cli("clicks", "import", path, "--split", split, workdir=work).output
+        assert "without propensities" in out
+    cli("train", "svm-proprank", "--propensities", "logged", workdir=work, expect=2)
+    assert "no propensities estimated" in cli("train", "svm-proprank", workdir=work, expect=1).output
+    out = cli("propensities", "estimate", "--method", "harvest", "--max-rank", 6, "--bootstrap", 20,
+              workdir=work).output
+    assert "(2 ranker(s))" in out
+    estimate = current(work, "propensities")
+    propensity = estimate.arrays["propensity"]
+    # the generator's propensities are 1/r: the harvested ones must be close
+    np.testing.assert_allclose(propensity, 1.0 / np.arange(1, 7), rtol=0.35)
+    cli("train", "svm-proprank", "--propensities", "estimated", workdir=work)
+    model = current(work, "models")
+    assert model.config["propensities"] == estimate.key
+    dcg = table_value(cli("evaluate", workdir=work).output, "test Avg DCG")
+    assert dcg > foreign.production + 0.02
+
+
+# -- clipping --------------------------------------------------------------------------
+
+def test_clipping_weights_hand_computed():
+    assert effective_sample_size([1.0, 10.0]) == pytest.approx(121 / 101)
+    assert effective_sample_size([1.0, 5.0]) == pytest.approx(36 / 26)  # 1/q clipped at 1/0.2
+    # one query of four documents ranked 1..4; clicks at ranks 1 and 3 with q = 1 and 0.05
+    queries = Queries(X=np.array([[3.0], [2.0], [1.0], [0.0]]), labels=np.zeros(4, np.int64), qid=np.array([1]),
+                      offsets=np.array([0, 4]))
+    log = ClickLog(query=np.array([0, 0]), doc=np.array([0, 2]), rank=np.array([1, 3]),
+                   propensity=np.array([1.0, 0.05]), pass_index=np.array([0, 0]), n_passes=1, n_queries=1)
+    scorer = LinearScorer(np.array([1.0]))
+    g1, g3 = dcg_gain(np.array([1, 3]))
+
+    def snips(log):
+        return validation_estimate(scorer, queries, log, rng=np.random.default_rng(0))
+
+    assert snips(log) == pytest.approx((g1 + 20 * g3) / 21)
+    assert snips(as_told(log, clip=0.1)) == pytest.approx((g1 + 10 * g3) / 11)
+    assert snips(as_told(log, clip=1.0)) == pytest.approx((g1 + g3) / 2)  # clip 1: the naive estimate
+    assert as_told(log, clip=0.01).propensity.tolist() == [1.0, 0.05]  # nothing below 0.01
+
+
+def test_clip_changes_the_model_its_weights_and_its_selection(sim):
+    out = cli("train", "svm-proprank", "-C", 1, "--clip", 0.1, "--clicks", sim.clicks.key, workdir=sim.work).output
+    clipped = current(sim.work, "models")
+    assert clipped.key != sim.model.key
+    assert clipped.config["clip"] == 0.1 and "clip" not in sim.model.config
+    assert "clipped at 0.1" in out
+    train_log, vali_log = click_logs(sim.clicks)
+    assert train_log.propensity.min() < 0.1  # clipping has something to do
+    ess = effective_sample_size(1.0 / train_log.propensity)
+    ess_clipped = effective_sample_size(1.0 / np.maximum(train_log.propensity, 0.1))
+    assert sim.model.info["effective_sample_size"] == pytest.approx(ess)
+    assert clipped.info["effective_sample_size"] == pytest.approx(ess_clipped)
+    assert ess_clipped > ess
+    assert not np.array_equal(weights(clipped), weights(sim.model))
+    # the validation estimate divides by the clipped propensities too
+    scorer = scorer_from_arrays(clipped.arrays)
+    ranks = rank_documents(scorer.scores(sim.dataset.vali.X), sim.dataset.vali.offsets, stream(0, "selection"))
+    gain = dcg_gain(ranks[vali_log.doc])
+    inverse = 1.0 / np.maximum(vali_log.propensity, 0.1)
+    assert clipped.info["validation_snips_avg_dcg"] == pytest.approx(np.sum(gain * inverse) / np.sum(inverse))
+    unclipped = np.sum(gain / vali_log.propensity) / np.sum(1.0 / vali_log.propensity)
+    assert abs(clipped.info["validation_snips_avg_dcg"] - unclipped) > 1e-4
+
+
+# -- cltr score and evaluate across datasets ----------------------------------------------
+
+def write_svmlight(queries: Queries, path: Path, docids=None) -> None:
+    lines = []
+    for q, (a, b) in enumerate(zip(queries.offsets[:-1], queries.offsets[1:])):
+        for row in range(a, b):
+            features = " ".join(f"{j + 1}:{v:.17g}" for j, v in enumerate(queries.X[row]))
+            comment = f" #docid = {docids[row]}" if docids is not None else ""
+            lines.append(f"{queries.labels[row]} qid:{queries.qid[q]} {features}{comment}\n")
+    path.write_text("".join(lines))
+
+
+def _trec_lines(path: Path) -> list[list[str]]:
+    return [line.split() for line in path.read_text().splitlines()]
+
+
+def test_score_writes_the_model_scores_and_a_trec_run(sim, tmp_path):
+    test = sim.dataset.test
+    features = tmp_path / "test.txt"
+    write_svmlight(test, features)
+    scores_path, run = tmp_path / "scores.txt", tmp_path / "run.txt"
+    cli("score", "--model", sim.model.key, features, "--out", scores_path, "--trec", run, "--run-name", "mine",
+        workdir=sim.work)
+    expected = scorer_from_arrays(sim.model.arrays).scores(test.X)
+    written = np.array([float(line) for line in scores_path.read_text().splitlines()])
+    np.testing.assert_allclose(written, expected, rtol=1e-9, atol=1e-12)
+
+    lines = _trec_lines(run)
+    assert len(lines) == test.n_docs and all(len(fields) == 6 for fields in lines)
+    score_of = {f"q{test.qid[q]}-d{i}": expected[test.offsets[q] + i]
+                for q in range(test.n_queries) for i in range(int(np.diff(test.offsets)[q]))}
+    by_query = {}
+    for qid, q0, docid, rank, score, name in lines:
+        assert q0 == "Q0" and name == "mine"
+        assert float(score) == pytest.approx(score_of[docid], rel=1e-9, abs=1e-12)
+        assert docid.startswith(f"q{qid}-d")
+        by_query.setdefault(int(qid), []).append((int(rank), float(score), docid))
+    assert list(by_query) == test.qid.tolist()  # queries in file order
+    for q, qid in enumerate(test.qid):
+        ranked = by_query[int(qid)]
+        assert [r for r, _, _ in ranked] == list(range(1, len(ranked) + 1))
+        assert all(a[1] >= b[1] for a, b in zip(ranked, ranked[1:]))  # descending scores
+        assert {d for _, _, d in ranked} == {f"q{qid}-d{i}" for i in range(len(ranked))}
+
+    # without --out and --trec the scores go to standard output
+    out = cli("score", "--model", sim.model.key, features, workdir=sim.work).output
+    assert out.splitlines()[:test.n_docs] == scores_path.read_text().splitlines()
+
+
+def test_score_uses_the_docid_comments(sim, tmp_path):
+    test = sim.dataset.test
+    features, run = tmp_path / "test.txt", tmp_path / "run.txt"
+    write_svmlight(test, features, docids=[f"GX{row:04d}" for row in range(test.n_docs)])
+    from cltr.data.svmlight import load_svmlight_split
+
+    if getattr(load_svmlight_split(features)[0], "docid", None) is None:
+        pytest.skip("the SVMlight reader keeps no docids")
+    cli("score", "--model", sim.model.key, features, "--trec", run, workdir=sim.work)
+    expected = scorer_from_arrays(sim.model.arrays).scores(test.X)
+    for qid, _, docid, _, score, _ in _trec_lines(run):
+        row = int(docid[2:])
+        assert test.qid[np.searchsorted(test.offsets, row, side="right") - 1] == int(qid)
+        assert float(score) == pytest.approx(expected[row], rel=1e-9, abs=1e-12)
+
+
+def test_evaluate_a_model_on_another_dataset_of_the_same_width(sim):
+    cli("prepare", "synthetic", "--queries", 40, "--seed", 5, "--name", "other", workdir=sim.work)
+    cli("prepare", "synthetic", "--queries", 40, "--features", 10, "--name", "narrow", workdir=sim.work)
+    out = cli("evaluate", "--model", sim.model.key, "--dataset", "other", workdir=sim.work).output
+    assert f"trained on '{DATASET}') on 'other'" in out
+    other = load_dataset(Workspace(sim.work).dataset_path("other"))
+    expected = evaluate(scorer_from_arrays(sim.model.arrays), other.test, other.test.relevant(other.relevant_from),
+                        rng=stream(0, "evaluate"))
+    assert table_value(out, "test Avg DCG") == pytest.approx(expected["avg_dcg"], abs=5e-5)
+    assert table_value(out, "test Avg Rank") == pytest.approx(expected["avg_rank"], abs=5e-3)
+    out = cli("evaluate", "--model", sim.model.key, "--dataset", "narrow", workdir=sim.work, expect=1).output
+    assert f"model {sim.model.key} (of '{DATASET}') takes 46 features; 'narrow' has 10" in out
