@@ -185,11 +185,15 @@ def aggregate_impressions(query, doc, rank, ranker, click) -> Impressions:
     doc = np.asarray(doc, dtype=np.int64)
     rank = np.asarray(rank, dtype=np.int64)
     ranker = np.asarray(ranker, dtype=np.int64)
-    keys = np.stack([doc, rank, ranker], axis=1)
-    unique, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.ravel()
+    if len(doc) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return Impressions(empty, empty, empty, empty, empty, empty)
+    # one int64 key per (document, rank, ranker): a 1-D unique sorts far faster than rows
+    ranks, rankers = int(rank.max()) + 1, int(ranker.max()) + 1
+    key = (doc * ranks + rank) * rankers + ranker
+    unique, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     return Impressions(
-        query=np.asarray(query, dtype=np.int64)[first], doc=unique[:, 0], rank=unique[:, 1], ranker=unique[:, 2],
+        query=np.asarray(query, dtype=np.int64)[first], doc=doc[first], rank=rank[first], ranker=ranker[first],
         impressions=np.bincount(inverse, minlength=len(unique)),
         clicks=np.bincount(inverse, weights=np.asarray(click, dtype=np.float64), minlength=len(unique)).astype(np.int64))
 

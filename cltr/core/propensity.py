@@ -1,9 +1,10 @@
 """Observation propensities estimated from click logs: intervention harvesting and regression EM.
 
 Legend (position-based model; Agarwal, Zaitsev, Wang, Li, Najork, Joachims, WSDM 2019,
-"Estimating Position Bias without Intrusive Interventions", Sec. 3-5; Wang, Golbandi,
-Bendersky, Metzler, Najork, WSDM 2018, "Position Bias Estimation for Unbiased Learning to
-Rank in Personal Search", Sec. 4):
+"Estimating Position Bias without Intrusive Interventions": interventional sets, harvested
+counts and the AllPairs extremum estimator; Wang, Golbandi, Bendersky, Metzler, Najork,
+WSDM 2018, "Position Bias Estimation for Unbiased Learning to Rank in Personal Search":
+regression EM):
     k, k'                        -> ``rank``, 1-based, at most ``K = max_rank``
     p_k = Pr(E = 1 | k)          -> ``PropensityEstimate.propensity[k - 1]``, relative to p_1
     rel(q, d)                    -> relevance of a (query, document), Pr(C = 1 | q, d, k) = p_k rel(q, d)
@@ -20,8 +21,8 @@ Rank in Personal Search", Sec. 4):
 The input is an aggregated impression table: flat int64 arrays of one length m, one row per
 distinct (query, document, rank, ranker) with the times the document was shown there
 (``impressions``) and clicked there (``clicks``). Everything is vectorised over rows; the only
-Python loops run over rank pairs (at most K^2), rankers, Newton/EM iterations and bootstrap
-replicates. Bootstrap bands resample queries (the clusters) with replacement.
+Python loops run over rank offsets (at most K), row chunks, Newton/EM iterations and
+bootstrap replicates. Bootstrap bands resample queries (the clusters) with replacement.
 """
 
 from __future__ import annotations
@@ -241,9 +242,9 @@ class _HarvestStatistics(NamedTuple):
 
 
 def _harvest_statistics(t: _Table, max_rank: int) -> _HarvestStatistics:
-    keep = t.rank <= max_rank
+    keep = (t.rank <= max_rank) & (t.impressions > 0)
     if not np.any(keep):
-        raise ValueError(f"no row has a rank <= max_rank = {max_rank}")
+        raise ValueError(f"no row has a rank <= max_rank = {max_rank} and impressions > 0")
     t = _Table(*(a[keep] for a in t))
     k_max = max_rank
     queries, qi = _factorize(t.query)
@@ -251,7 +252,7 @@ def _harvest_statistics(t: _Table, max_rank: int) -> _HarvestStatistics:
     n_rankers = len(rankers)
     if n_rankers < 2:
         raise ValueError(f"intervention harvesting needs logs from at least 2 rankers; found only ranker "
-                         f"{int(rankers[0])} among the rows with rank <= {k_max}")
+                         f"{int(rankers[0])} among the rows with rank <= {k_max} and impressions > 0")
     docs, di = _factorize(t.doc)
     _, qd = _factorize(qi * np.int64(len(docs)) + di)  # (query, document) pair index
     k0 = t.rank - 1
@@ -470,11 +471,11 @@ def harvest_propensities(
 ) -> PropensityEstimate:
     """Propensities by intervention harvesting and the AllPairs extremum estimator.
 
-    Agarwal, Zaitsev, Wang, Li, Najork and Joachims (WSDM 2019), Sec. 4-5. When several
+    Agarwal, Zaitsev, Wang, Li, Najork and Joachims (WSDM 2019). When several
     rankers f_1..f_m logged the same queries, a (query, document) shown at rank k by one of
     them and at rank k' by another is an intervention: its click rates at k and k' differ
-    only by p_k / p_k' (position-based model). The sessions of each ranker enter with the
-    weight (Sec. 4, the harvested click and impression counts)
+    only by p_k / p_k' (position-based model). The sessions of each ranker enter the
+    harvested click and impression counts with the paper's weight
 
         w(q, d, k) = N / Σ_i n_i 1[rk(d | f_i(q)) = k],       N = Σ_i n_i,
 
@@ -484,7 +485,7 @@ def harvest_propensities(
         c~_k^{k,k'} = Σ_{(q,d) in S_{k,k'}} w(q,d,k) clicks(q,d,k),
         n~_k^{k,k'} = Σ_{(q,d) in S_{k,k'}} w(q,d,k) impressions(q,d,k),
 
-    the AllPairs estimator (Sec. 5, Eq. of the extremum estimator) maximises
+    the AllPairs extremum estimator maximises
 
         Σ_{k != k'} c~_k^{k,k'} log(p_k c_{k,k'}) + (n~_k^{k,k'} - c~_k^{k,k'}) log(1 - p_k c_{k,k'})
 
@@ -548,7 +549,7 @@ def harvest_propensities(
     fit = _allpairs_fit(pair_clicks, pair_impressions)
     propensity = np.exp(fit.log_p)
 
-    low = high = np.full(k_max, np.nan)
+    low, high = np.full(k_max, np.nan), np.full(k_max, np.nan)
     disconnected = 0
     if bootstrap > 0:
         counts = _query_resamples(stats.n_queries, int(bootstrap), rng)
@@ -596,9 +597,9 @@ class _EMData(NamedTuple):
 
 
 def _em_data(t: _Table, X: np.ndarray, max_rank: int) -> _EMData:
-    keep = t.rank <= max_rank
+    keep = (t.rank <= max_rank) & (t.impressions > 0)
     if not np.any(keep):
-        raise ValueError(f"no row has a rank <= max_rank = {max_rank}")
+        raise ValueError(f"no row has a rank <= max_rank = {max_rank} and impressions > 0")
     t = _Table(*(a[keep] for a in t))
     k_max = max_rank
     queries, qi = _factorize(t.query)
@@ -855,7 +856,7 @@ def em_propensities(
 ) -> PropensityEstimate:
     """Propensities by regression EM for the position-based model, from one ranker's log.
 
-    Wang, Golbandi, Bendersky, Metzler and Najork (WSDM 2018), Sec. 4. Clicks follow
+    Wang, Golbandi, Bendersky, Metzler and Najork (WSDM 2018). Clicks follow
     Pr(C = 1 | q, d, k) = theta_k gamma(q, d) with hidden examination E ~ Bernoulli(theta_k) and
     relevance R ~ Bernoulli(gamma(q, d)). Each iteration:
 
@@ -948,7 +949,7 @@ def em_propensities(
     propensity = theta / theta[0]
     pen = _penalty(len(coef), float(l2))
     loglik, full_grad, hess, scores = _em_derivatives(data, log_theta, coef, pen, per_query=True)
-    low = high = np.full(k_max, np.nan)
+    low, high = np.full(k_max, np.nan), np.full(k_max, np.nan)
     if bootstrap > 0:
         counts = _query_resamples(data.n_queries, int(bootstrap), rng)
         grad = counts @ scores

@@ -55,10 +55,12 @@ block's parse (about 15 times its size) are small next to ``X``."""
 # 15 digits, so that reading them as doubles is exact. Anything else (nan, inf, '+1', '1_0',
 # a negative index, ...) sends its block to the line parser.
 _SPACE = rb"[ \t\r\x0b\x0c]"
-_NUMBER = rb"-?\d*\.?\d*(?:[eE][-+]?\d+)?"
+_NUMBER = rb"-?\d*+\.?\d*+(?:[eE][-+]?\d++)?+"
+# Possessive quantifiers (a third faster): each part ends where a different kind of byte
+# begins, so giving characters back could never make a line match.
 _BULK_LINE = re.compile(
-    _SPACE + rb"*(?:-?\d{1,15}(?:\.\d*)?" + _SPACE + rb"+qid:\d{1,15}(?:" + _SPACE
-    + rb"+\d{1,9}:" + _NUMBER + rb")*" + _SPACE + rb"*)?")
+    _SPACE + rb"*+(?:-?\d{1,15}+(?:\.\d*+)?+" + _SPACE + rb"++qid:\d{1,15}+(?:" + _SPACE
+    + rb"++\d{1,9}+:" + _NUMBER + rb")*+" + _SPACE + rb"*+)?+")
 _DOCID = re.compile(rb"docid\s*=\s*(\S+)")
 _BLANK_QID = bytes.maketrans(b"qid:", b"    ")
 

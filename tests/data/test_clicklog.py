@@ -99,7 +99,7 @@ def test_export_then_import_gives_the_same_clicks_and_the_same_model(suffix, sim
         out = cli("clicks", "export", path, "--split", split, "--clicks", sim.clicks.key, workdir=sim.work).output
         # every document of every query in every pass is an impression; the clicks are the log's
         queries = getattr(sim.dataset, split)
-        log = click_logs(sim.clicks)[split == "vali"]
+        log = dict(zip(("train", "vali"), click_logs(sim.clicks)))[split]
         assert f"wrote {20 * queries.n_docs} impressions ({len(log)} clicks)" in out
         cli("clicks", "import", path, "--split", split, workdir=sim.work)
     imported = current(sim.work, "clicks")
