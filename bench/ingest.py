@@ -5,10 +5,12 @@
 Writes seeded files of the Yahoo! shape (24 documents a query, 100 features on every line
 with 6 decimals, labels 0-4, a LETOR-style ``#docid = ...`` comment on each line) of about
 the given sizes in MB (whole queries, so a little more), then reads each in a fresh
-subprocess and prints: size, rows, wall seconds of the call, user+sys CPU seconds, MB/s,
-the child's peak RSS (``ru_maxrss`` from ``wait4``), the final arrays (X, labels, qid,
+subprocess and prints: size, rows, wall seconds of the call, user+sys CPU seconds of the
+call (both threads), MB/s, the child's peak RSS (``ru_maxrss`` from ``wait4``, and
+``VmHWM``, which counts only pages touched after exec), the final arrays (X, labels, qid,
 offsets and the document ids with their strings) and peak / final. ``baseline`` is the peak
-of a child that only imports numpy and cltr. Files just written are in the page cache.
+of a child that only imports numpy and cltr. Files just written are in the page cache; the
+machine's other load shows in wall seconds, not in CPU seconds.
 """
 
 from __future__ import annotations
@@ -90,7 +92,9 @@ docid = queries.docid
 final = queries.X.nbytes + queries.labels.nbytes + queries.qid.nbytes + queries.offsets.nbytes
 if docid is not None:
     final += docid.nbytes + sum(sys.getsizeof(d) for d in docid.tolist() if d is not None)
+hwm = [line for line in open("/proc/self/status") if line.startswith("VmHWM")][0]
 json.dump({"wall": wall, "cpu": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime,
+           "hwm": int(hwm.split()[1]) * 1024,
            "rows": queries.n_docs, "X": queries.X.nbytes, "final": final,
            "bytes": provenance["bytes"], "shape": list(queries.X.shape)}, open(out, "w"))
 """
@@ -118,7 +122,12 @@ def main() -> None:
                         help="n_features passed to the loader (0: the largest index).")
     parser.add_argument("--compression", choices=sorted(_OPENERS), default="none")
     parser.add_argument("--keep", action="store_true", help="Keep the generated files.")
+    parser.add_argument("--write", nargs=2, metavar=("PATH", "MB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.write:
+        print(json.dumps(write_yahoo_like(Path(args.write[0]), float(args.write[1]),
+                                          compression=args.compression)))
+        return
     temporary = None
     if args.out is None:
         temporary = tempfile.TemporaryDirectory(prefix="cltr-ingest-")
@@ -129,17 +138,22 @@ def main() -> None:
     print(f"Yahoo-shaped files: {DOCS} docs a query, {FEATURES} features a line, docid comments; "
           f"dtype {args.dtype}, compression {args.compression}, {os.cpu_count()} CPUs; "
           f"baseline peak (imports only) {baseline / 1e6:.0f} MB")
-    print(f"{'size MB':>8} {'rows':>9} {'wall s':>7} {'cpu s':>7} {'MB/s':>6} {'peak MB':>8} "
+    print(f"{'size MB':>8} {'rows':>9} {'wall s':>7} {'cpu s':>7} {'MB/s':>6} {'peak MB':>8} {'VmHWM MB':>9} "
           f"{'final MB':>9} {'peak/final':>10} {'(peak-base)/final':>18}")
     for size in args.sizes:
         path = args.out / f"yahoo-like-{size:g}MB.txt{suffix}"
         start = time.perf_counter()
-        written = write_yahoo_like(path, size, compression=args.compression)
+        # in a child: a fork starts with its parent's resident pages, which would count in
+        # the peak of the next child if this process had grown while writing the file
+        generator = subprocess.run([sys.executable, __file__, "--write", str(path), str(size),
+                                    "--compression", args.compression], check=True, capture_output=True)
+        written = json.loads(generator.stdout)
         generated = time.perf_counter() - start
         result = measure(str(path), args.dtype, args.features, args.out)
         megabytes = written["bytes"] / 1e6
         print(f"{megabytes:8.0f} {result['rows']:9d} {result['wall']:7.2f} {result['cpu']:7.2f} "
-              f"{megabytes / result['wall']:6.1f} {result['peak'] / 1e6:8.0f} {result['final'] / 1e6:9.0f} "
+              f"{megabytes / result['wall']:6.1f} {result['peak'] / 1e6:8.0f} {result['hwm'] / 1e6:9.0f} "
+              f"{result['final'] / 1e6:9.0f} "
               f"{result['peak'] / result['final']:10.2f} {(result['peak'] - baseline) / result['final']:18.2f}"
               f"   (written in {generated:.0f} s)", flush=True)
         if not args.keep:

@@ -35,7 +35,7 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit, xlog1py, xlogy
 
-__all__ = ["PropensityEstimate", "harvest_propensities", "em_propensities"]
+__all__ = ["PropensityEstimate", "em_propensities", "harvest_propensities"]
 
 
 # --------------------------------------------------------------------------- the estimate
@@ -202,6 +202,8 @@ def _percentile_band(replicates: np.ndarray, estimate: np.ndarray, level: float)
 
 def _query_resamples(n_queries: int, bootstrap: int, rng) -> np.ndarray:
     """Multinomial counts m[b, q]: how often query q is drawn in replicate b (each row sums to Q)."""
+    if rng is None:
+        raise ValueError("the bootstrap needs rng: a numpy Generator, SeedSequence or int seed; found None")
     generator = np.random.default_rng(rng)
     return generator.multinomial(n_queries, np.full(n_queries, 1.0 / n_queries), size=bootstrap).astype(np.float64)
 
@@ -500,7 +502,7 @@ def harvest_propensities(
     ----------
     query, doc, rank, ranker, impressions, clicks : array_like of int, shape (m,)
         The impression table: one row per distinct (query, document, rank, ranker); ``rank``
-        1-based, ``ranker`` the logging ranker (any ids; at least two distinct), the times
+        1-based, ``ranker`` the logging ranker (ids >= 0; at least two distinct), the times
         shown there and clicked there (0 <= clicks <= impressions). Duplicate rows are summed.
     max_rank : int, optional
         K: estimate p_1..p_K from the rows with rank <= K (default: the largest rank).
@@ -509,7 +511,7 @@ def harvest_propensities(
     level : float, default 0.95
         Coverage of the percentile band.
     rng : numpy.random.Generator, SeedSequence or int
-        Source of the bootstrap resamples.
+        Source of the bootstrap resamples (unused when ``bootstrap=0``).
 
     Returns
     -------
@@ -616,11 +618,18 @@ def _em_data(t: _Table, X: np.ndarray, max_rank: int) -> _EMData:
         raise ValueError(f"rank {missing[0]} has no impressions (ranks without any: "
                          f"{', '.join(map(str, missing[:10]))}); lower max_rank to at most {missing[0] - 1}")
     unit_doc = docs[units % len(docs)]
-    x = np.asarray(X[unit_doc], dtype=np.float64)
-    mean = x.mean(axis=0)
-    std = x.std(axis=0)
+    x = X[unit_doc]
+    finite = np.isfinite(x).all(axis=1)
+    if not np.all(finite):
+        raise ValueError(f"X must be finite; row {unit_doc[~finite].min()} of X (a document of the table) is not")
+    mean = x.mean(axis=0, dtype=np.float64)
+    std = x.std(axis=0, dtype=np.float64)
     varying = std > 1e-12 * np.maximum(1.0, np.abs(mean))
-    z = (x[:, varying] - mean[varying]) / std[varying]
+    # [1, standardised features], written into one array to keep the copies of X few.
+    features = np.empty((len(units), 1 + int(varying.sum())))
+    features[:, 0] = 1.0
+    np.subtract(x if np.all(varying) else x[:, varying], mean[varying], out=features[:, 1:])
+    features[:, 1:] /= std[varying]
     return _EMData(
         n_queries=len(queries),
         max_rank=k_max,
@@ -630,7 +639,7 @@ def _em_data(t: _Table, X: np.ndarray, max_rank: int) -> _EMData:
         cell_clicks=cell_clk,
         unit_query=units // len(docs),
         unit_weight=np.bincount(cell_unit, weights=cell_imp, minlength=len(units)),
-        features=np.hstack([np.ones((len(units), 1)), z]),
+        features=features,
     )
 
 
@@ -644,10 +653,6 @@ def _check_features(X, doc: np.ndarray) -> np.ndarray:
     if bad.size:
         raise ValueError(f"doc indexes the rows of X, so it must be in [0, {X.shape[0]}); row {bad[0]} has "
                          f"doc {doc[bad[0]]}")
-    used = np.unique(doc)
-    finite = np.isfinite(X[used]).all(axis=1)
-    if not np.all(finite):
-        raise ValueError(f"X must be finite; row {used[~finite][0]} of X (a document of the table) is not")
     return X
 
 
@@ -747,6 +752,25 @@ def _em_newton_direction(log_theta: np.ndarray, grad: np.ndarray, hess: np.ndarr
     return step if np.all(np.isfinite(step)) else None
 
 
+def _em_newton_update(data: _EMData, theta: np.ndarray, coef: np.ndarray, eta: np.ndarray, pen: np.ndarray):
+    """Try one projected Newton step on the marginal likelihood; returns (theta, coef, eta, taken)."""
+    k_max = data.max_rank
+    log_theta = np.log(theta)
+    value, grad, hess, _ = _em_derivatives(data, log_theta, coef, pen)
+    step = _em_newton_direction(log_theta, grad, hess)
+    if step is None:
+        return theta, coef, eta, False
+    t = 1.0
+    for _ in range(10):
+        trial_theta = np.clip(np.exp(np.minimum(log_theta + t * step[:k_max], 0.0)), 1e-12, 1.0 - 1e-12)
+        trial_coef = coef + t * step[k_max:]
+        trial_eta = data.features @ trial_coef
+        if _em_loglik(data, trial_theta, trial_coef, trial_eta, pen) >= value:
+            return trial_theta, trial_coef, trial_eta, True
+        t /= 2.0
+    return theta, coef, eta, False
+
+
 def _em_fit(data: _EMData, *, iterations: int, tol: float, l2: float, newton_steps: int):
     """Regression EM with a Newton step on the marginal likelihood after each EM step.
 
@@ -755,8 +779,9 @@ def _em_fit(data: _EMData, *, iterations: int, tol: float, l2: float, newton_ste
     log-likelihood in (log theta, w) is tried (the EM-Newton hybrid of Lange 1995): projected
     onto theta <= 1 (a theta_k held at 1 by its gradient is left out), taken only where the
     Hessian is negative definite on the rest and the likelihood rises (halving the step up
-    to 10 times). The fixed points are EM's, reached in about ten steps instead of hundreds.
-    Returns (theta, coef, iterations, converged, Newton steps taken).
+    to 10 times). While Newton steps succeed, EM steps are skipped; the fixed points are
+    EM's, reached in about ten iterations instead of hundreds. Returns (theta, coef,
+    iterations, converged, iterations in which a Newton step was taken).
     """
     pen = _penalty(data.features.shape[1], l2)
     n, c = data.cell_impressions, data.cell_clicks
@@ -767,24 +792,17 @@ def _em_fit(data: _EMData, *, iterations: int, tol: float, l2: float, newton_ste
     coef = np.zeros(data.features.shape[1])
     coef[0] = np.log(rate / (1.0 - rate))
     eta = data.features @ coef
-    converged, iteration, newton = False, 0, 0
+    converged, iteration, newton, newton_worked = False, 0, 0, False
     for iteration in range(1, iterations + 1):
         previous = theta / theta[0]
-        theta, coef, eta = _em_step(data, theta, coef, eta, pen, newton_steps)
-        value, grad, hess, _ = _em_derivatives(data, np.log(theta), coef, pen)
-        step = _em_newton_direction(np.log(theta), grad, hess)
-        if step is not None:
-            t = 1.0
-            for _ in range(10):
-                trial_log_theta = np.minimum(np.log(theta) + t * step[:k_max], 0.0)
-                trial_coef = coef + t * step[k_max:]
-                trial_eta = data.features @ trial_coef
-                trial_theta = np.clip(np.exp(trial_log_theta), 1e-12, 1.0 - 1e-12)
-                if _em_loglik(data, trial_theta, trial_coef, trial_eta, pen) >= value:
-                    theta, coef, eta = trial_theta, trial_coef, trial_eta
-                    newton += 1
-                    break
-                t /= 2.0
+        # Once Newton steps are taken, EM steps only slow them down; EM resumes when one fails.
+        moved = False
+        if newton_worked:
+            theta, coef, eta, moved = _em_newton_update(data, theta, coef, eta, pen)
+        if not moved:
+            theta, coef, eta = _em_step(data, theta, coef, eta, pen, newton_steps)
+            theta, coef, eta, newton_worked = _em_newton_update(data, theta, coef, eta, pen)
+        newton += int(moved or newton_worked)
         if np.max(np.abs(theta / theta[0] - previous)) < tol:
             converged = True
             break
@@ -876,6 +894,13 @@ def em_propensities(
     damped Newton (IRLS) steps from the previous coefficients (a generalised EM step).
     The estimate reports p_k = theta_k / theta_1.
 
+    Plain EM creeps here (hundreds of iterations to 1e-6, because position and relevance
+    explain the clicks almost interchangeably), so every EM step is followed by a Newton
+    step on the same objective, the marginal log-likelihood
+    Σ c log(theta_k gamma) + (n - c) log(1 - theta_k gamma) - l2/2 |w|^2, kept only when it
+    raises it (projected onto theta <= 1); once such steps succeed they continue alone.
+    The result is EM's fixed point, in about ten iterations.
+
     Identifiability: with a single ranker every document sits at one rank, so a free
     relevance per (q, d) would absorb any propensity curve (position and relevance are
     confounded). What makes theta identifiable is that the relevance model is a function of
@@ -893,28 +918,29 @@ def em_propensities(
         Document features; rows indexed by ``doc``. Features are standardised over the
         table's (query, document)s; constant ones are dropped.
     max_rank : int, optional
-        K (default: the largest rank); rows below K are ignored.
+        K (default: the largest rank); rows below rank K are ignored.
     iterations : int, default 100
-        Maximum EM iterations.
+        Maximum iterations (EM step and/or Newton step each).
     tol : float, default 1e-6
         Stop when no p_k = theta_k / theta_1 moves by more than this in an iteration.
     l2 : float, default 1.0
         Ridge penalty on the standardised coefficients (0.5 * l2 * |w|^2 against a
         log-likelihood summed over impressions, as scikit-learn's C = 1 / l2).
     newton_steps : int, default 1
-        Newton steps per M-step.
+        IRLS steps of the logistic regression per M-step.
     bootstrap : int, default 200
         Resamples of the queries for the band; 0 gives nan bands.
     level : float, default 0.95
         Coverage of the percentile band.
     rng : numpy.random.Generator, SeedSequence or int
-        Source of the bootstrap resamples.
+        Source of the bootstrap resamples (unused when ``bootstrap=0``).
 
     Returns
     -------
     PropensityEstimate
         ``method="regression-em"``; ``info`` holds ``iterations``, ``converged``,
-        ``log_likelihood`` (marginal, penalised), ``documents`` ((query, document)s),
+        ``newton_steps`` (iterations that took a Newton step), ``log_likelihood``
+        (marginal, penalised), ``documents`` ((query, document)s),
         ``impressions``, ``clicks``, ``features`` (used), ``examination`` (theta_k, not
         normalised), ``relevance_coefficients`` (intercept first, standardised features)
         and ``bootstrap``.
@@ -925,9 +951,16 @@ def em_propensities(
     the estimating-function bootstrap instead (Hu and Kalbfleisch 2000): a replicate is
     one Newton step from the full-data estimate on the resampled score,
     phi_b = phi_hat - H^-1 Σ_q m_bq s_q, with s_q the per-query scores and H the Hessian
-    of the marginal log-likelihood in phi = (log theta, w), both at the estimate. It agrees
-    with full re-estimation to first order; log theta makes the poorly identified common
-    scale of theta (traded against the intercept) cancel from p_k = theta_k / theta_1.
+    of the marginal log-likelihood in phi = (log theta, w), both at the estimate (a theta_k
+    held at 1 stays there). It agrees with full re-estimation to first order; log theta
+    makes the poorly identified common scale of theta (traded against the intercept)
+    cancel from p_k = theta_k / theta_1.
+
+    Raises
+    ------
+    ValueError
+        On a malformed table or X, on a rank in 1..K without impressions, and on a table
+        without clicks.
     """
     t = _check_table(query, doc, rank, None, impressions, clicks)
     k_max = _check_options(max_rank, t.rank, bootstrap, level, minimum=1)
@@ -968,7 +1001,7 @@ def em_propensities(
         "converged": bool(converged),
         "newton_steps": int(newton),
         "log_likelihood": loglik,
-        "documents": int(len(data.unit_weight)),
+        "documents": len(data.unit_weight),
         "impressions": float(data.cell_impressions.sum()),
         "clicks": float(data.cell_clicks.sum()),
         "features": int(data.features.shape[1] - 1),

@@ -14,7 +14,11 @@ from scipy import optimize
 from scipy.special import expit
 
 from cltr.core import propensity as P
-from cltr.core.propensity import PropensityEstimate, em_propensities, harvest_propensities
+from cltr.core.propensity import (
+    PropensityEstimate,
+    em_propensities,
+    harvest_propensities,
+)
 
 COLUMNS = ("query", "doc", "rank", "ranker", "impressions", "clicks")
 
