@@ -1,12 +1,16 @@
 """Fixtures and helpers shared by the whole suite (the one conftest; DESIGN.md, "Tests").
 
-- ``invoke``: the command line through click's CliRunner;
+- ``invoke(*args, workdir=None, expect=0)``: the command line through click's CliRunner,
+  returning its Result (the exit code checked against ``expect``);
 - ``letor4`` / ``mq2008``: the real LETOR 4.0 data in ../shared/data/letor4, or a skip;
 - ``synthetic_dataset``: the embedded default synthetic dataset (300 queries, seed 0);
 - ``make_training_data``: production ranker, train/vali clicks and ``TrainingData`` on a
-  dataset, seeded as the pipeline seeds them; ``noise_free_clicks`` and
+  dataset, drawn as the pipeline's stages draw them; ``noise_free_clicks`` and
   ``biased_clicks`` are two of them on ``synthetic_dataset``, computed once per session;
-- ``toy_queries``, ``toy_log``: hand-made ``Queries`` and ``ClickLog`` for small checks.
+  ``avg_dcg_of``: test-set Avg DCG with the pipeline's tie-breaks;
+- ``toy_queries``, ``toy_log``, ``tiny_click_problem``: hand-made containers and problems;
+- ``write_file``, ``make_letor_tree``: (compressed) SVMlight files and LETOR-shaped trees;
+- ``tiny_specs``, ``tiny_spec_text``, ``run_tiny``: a tiny ``cltr figures`` spec and its run.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ def _invoke(*args, workdir: Path | str | None = None, expect: int | None = 0) ->
     return result
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def invoke():
     """``invoke(*args, workdir=None, expect=0) -> click.testing.Result``."""
     return _invoke

@@ -13,10 +13,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from cltr import api
-from cltr.cli import main
 from cltr.data.store import load_dataset
 from cltr.methods.svm_propdcg import PropDCGOptions
 from cltr.pipeline.models import scorer_from_arrays
@@ -26,30 +24,25 @@ from cltr.pipeline.workspace import Workspace
 DATASET = "synthetic"
 
 
-def cli(*args, workdir: Path, expect: int = 0):
-    result = CliRunner().invoke(main, ["--workdir", str(workdir), *map(str, args)], catch_exceptions=False)
-    assert result.exit_code == expect, f"exit code {result.exit_code}, expected {expect}:\n{result.output}"
-    return result
-
-
 def current(workdir: Path, stage: str):
     workspace = Workspace(workdir)
     return workspace.load(DATASET, stage, workspace.current(DATASET)[stage])
 
 
 @pytest.fixture(scope="module")
-def logged(tmp_path_factory):
+def logged(tmp_path_factory, invoke):
     """20 passes of simulated clicks in a workspace, and the same logs as the API reads them."""
     work = tmp_path_factory.mktemp("api")
-    cli("simulate", "--passes", 20, workdir=work)
+    invoke("simulate", "--passes", 20, workdir=work)
     clicks = current(work, "clicks")
     dataset = load_dataset(Workspace(work).dataset_path(DATASET))
     train_log, vali_log = click_logs(clicks)
-    return SimpleNamespace(work=work, clicks=clicks, dataset=dataset, train_log=train_log, vali_log=vali_log)
+    return SimpleNamespace(work=work, clicks=clicks, dataset=dataset, train_log=train_log, vali_log=vali_log,
+                           invoke=invoke)
 
 
 def cli_model(logged, method: str, *options):
-    cli("train", method, *options, "--clicks", logged.clicks.key, "--seed", 0, workdir=logged.work)
+    logged.invoke("train", method, *options, "--clicks", logged.clicks.key, "--seed", 0, workdir=logged.work)
     model = current(logged.work, "models")
     return scorer_from_arrays(model.arrays).w, model.info
 
@@ -79,7 +72,7 @@ def test_api_on_read_click_logs_matches_the_cli_on_the_simulated_log(logged, tmp
     rows = {}
     for split in ("train", "vali"):
         path = tmp_path / f"{split}.tsv"
-        cli("clicks", "export", path, "--split", split, "--clicks", logged.clicks.key, workdir=logged.work)
+        logged.invoke("clicks", "export", path, "--split", split, "--clicks", logged.clicks.key, workdir=logged.work)
         rows[split] = api.read_click_log(path, getattr(data, split))
     w, _ = cli_model(logged, "svm-proprank", "-C", 1)
     model = api.PropRank(C=1.0).fit(data.train, rows["train"], vali=(data.vali, rows["vali"]))

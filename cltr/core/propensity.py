@@ -329,7 +329,7 @@ def _connected_to_top(pair_impressions: np.ndarray) -> np.ndarray:
 
 
 def _pair_relevance(pa: np.ndarray, pb: np.ndarray, clicks_a: np.ndarray, skips_a: np.ndarray,
-                       clicks_b: np.ndarray, skips_b: np.ndarray) -> np.ndarray:
+                    clicks_b: np.ndarray, skips_b: np.ndarray) -> np.ndarray:
     """Maximiser c* of one rank pair's likelihood for fixed propensities (closed form).
 
     For a pair {k, k'} with propensities a = p_k, b = p_k', weighted clicks C_a, C_b and
@@ -365,14 +365,16 @@ class _Fit(NamedTuple):
     converged: bool
 
 
-def _allpairs_profile(log_p: np.ndarray, pair_clicks: np.ndarray, pair_impressions: np.ndarray,
-                      hessian: bool = True):
+def _allpairs_profile(log_p: np.ndarray, pair_clicks: np.ndarray, pair_impressions: np.ndarray):
     """Profile log-likelihood of AllPairs at ``log_p`` (K,), its gradient (K,) and Hessian (K, K).
 
     With x = log p_k + log c_{k,k'}, an ordered pair's term is T(x) = C x + U log(1 - e^x)
     (C weighted clicks, U weighted skips): T' = C - U theta / (1 - theta), T'' = -U theta / (1 - theta)^2,
-    theta = e^x. c* is optimal, so the gradient is the explicit one (envelope theorem), and the
-    profile Hessian is H_uu - H_uv H_vv^-1 H_vu with H_vv diagonal (one log c per pair).
+    theta = e^x. Where c* is interior the gradient is the explicit one (envelope theorem) and
+    the profile Hessian is H_uu - H_uv H_vv^-1 H_vu, H_vv diagonal (one log c per pair). Where
+    c* sits on its bound 1 / p_m (the rank m of the pair with the larger p clicked on every
+    impression), theta_m = 1 and the pair's likelihood is T_o(log p_o - log p_m) of the other
+    rank o alone, differentiated as such.
     """
     k_max = pair_clicks.shape[0]
     p = np.exp(log_p)
@@ -384,24 +386,34 @@ def _allpairs_profile(log_p: np.ndarray, pair_clicks: np.ndarray, pair_impressio
     ta = np.minimum(p[i] * c, 1.0)
     tb = np.minimum(p[j] * c, 1.0)
     loglik = float((xlogy(ca, ta) + xlog1py(ua, -ta) + xlogy(cb, tb) + xlog1py(ub, -tb)).sum())
+    bind_a = (ua == 0) & (ta >= 1.0 - 1e-12) & (ca + cb > 0)
+    bind_b = (ub == 0) & (tb >= 1.0 - 1e-12) & (ca + cb > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         ra = np.where(ua > 0, ua * ta / (1.0 - ta), 0.0)
         rb = np.where(ub > 0, ub * tb / (1.0 - tb), 0.0)
-        grad = (np.bincount(i, weights=ca - ra, minlength=k_max)
-                + np.bincount(j, weights=cb - rb, minlength=k_max))
-        if not hessian:
-            return loglik, grad, None
         ha = np.where(ua > 0, -ra / (1.0 - ta), 0.0)
         hb = np.where(ub > 0, -rb / (1.0 - tb), 0.0)
         hv = ha + hb
         inv = np.where(hv < 0, 1.0 / np.where(hv < 0, hv, -1.0), 0.0)
+    # c* interior: the envelope gradient and the profile Hessian.
+    # c* on its bound: rank i saturated leaves T_b(log p_j - log p_i), rank j saturated T_a(log p_i - log p_j).
+    keep_b = bind_a & ~bind_b
+    keep_a = bind_b & ~bind_a
+    bound = keep_a | keep_b
+    da = np.where(keep_b, -(cb - rb), ca - ra)
+    db = np.where(keep_a, -(ca - ra), cb - rb)
+    h_kept = np.where(keep_b, hb, ha)
+    haa = np.where(bound, h_kept, ha - ha * ha * inv)
+    hbb = np.where(bound, h_kept, hb - hb * hb * inv)
+    hab = np.where(bound, -h_kept, -ha * hb * inv)
+    tie = bind_a & bind_b  # both ranks clicked every time at equal p: a kink, no smooth part
+    da, db, haa, hbb, hab = (np.where(tie, 0.0, v) for v in (da, db, haa, hbb, hab))
+    grad = np.bincount(i, weights=da, minlength=k_max) + np.bincount(j, weights=db, minlength=k_max)
     hess = np.zeros((k_max, k_max))
-    diag = (np.bincount(i, weights=ha - ha * ha * inv, minlength=k_max)
-            + np.bincount(j, weights=hb - hb * hb * inv, minlength=k_max))
-    off = -ha * hb * inv
-    hess[i, j] = off
-    hess[j, i] = off
-    hess[np.arange(k_max), np.arange(k_max)] = diag
+    hess[i, j] = hab
+    hess[j, i] = hab
+    hess[np.arange(k_max), np.arange(k_max)] = (np.bincount(i, weights=haa, minlength=k_max)
+                                                + np.bincount(j, weights=hbb, minlength=k_max))
     return loglik, grad, hess
 
 
@@ -412,10 +424,11 @@ def _allpairs_fit(pair_clicks: np.ndarray, pair_impressions: np.ndarray, start: 
                   *, max_iter: int = 200, tol: float = 1e-12) -> _Fit:
     """Maximise the AllPairs profile likelihood over log p_2..log p_K (p_1 = 1).
 
-    Projected Newton with backtracking: the profile is concave in log p, so Newton converges
-    from anywhere; a log p_k pushed to a bound (a rank never clicked in its pairs) is held
-    there. Written out rather than left to a scipy minimiser because this runs once per
-    bootstrap replicate on a K x K problem, where Newton needs a handful of steps.
+    Projected Newton with backtracking and steps of at most 2 in log p: the profile is
+    concave in log p, so this converges from anywhere; a log p_k pushed to a bound (a rank
+    never clicked in its pairs) is held there. Written out rather than left to a scipy
+    minimiser: it runs once per bootstrap replicate on a K x K problem, where Newton needs a
+    handful of steps, and L-BFGS-B's tiny LAPACK calls stall on a busy multi-threaded BLAS.
     """
     k_max = pair_clicks.shape[0]
     lo, hi = _LOG_P_BOUNDS
@@ -440,19 +453,24 @@ def _allpairs_fit(pair_clicks: np.ndarray, pair_impressions: np.ndarray, start: 
         if not np.dot(step_free, g[free]) > 0:  # not an ascent direction: fall back to the gradient
             step_free = g[free]
         step = np.zeros(k_max - 1)
-        step[free] = step_free
+        # At most a factor e^2 per iteration: where the profile is nearly linear (a rank clicked
+        # on every impression) the Newton step is unbounded.
+        step[free] = step_free * min(1.0, 2.0 / max(float(np.max(np.abs(step_free))), 1e-300))
         t = 1.0
         slope = float(np.dot(step, g))
-        while True:
+        while t >= 1e-10:
             trial = log_p.copy()
             trial[1:] = np.clip(x + t * step, lo, hi)
             trial_value, trial_grad, trial_hess = _allpairs_profile(trial, pair_clicks, pair_impressions)
-            if trial_value / scale >= value / scale + 1e-4 * t * slope or t < 1e-10:
+            if trial_value / scale >= value / scale + 1e-4 * t * slope:
                 break
             t /= 2.0
+        else:  # no ascent left at the precision of the sums: converged if nearly stationary
+            converged = bool(np.max(np.abs(g[free])) < 1e-8)
+            break
         moved = np.max(np.abs(trial - log_p))
         log_p, value, grad, hess = trial, trial_value, trial_grad, trial_hess
-        if moved < 1e-13:  # stalled at the precision of the sums: converged if nearly stationary
+        if moved < 1e-13:
             converged = bool(np.max(np.abs(grad[1:][free])) / scale < 1e-8)
             break
     return _Fit(log_p=log_p, loglik=value, iterations=iteration, converged=converged)
@@ -494,9 +512,9 @@ def harvest_propensities(
     over p (p_1 = 1, so the estimate is relative to rank 1) and one relevance c_{k,k'} = c_{k',k}
     per rank pair. For fixed p each c_{k,k'} has a closed-form maximiser
     (``_pair_relevance``), and the objective is jointly concave in (log p, log c), so the
-    profile in log p_2..log p_K is concave; Newton's method maximises it. The only constraint kept
-    is p_k c_{k,k'} <= 1 on the pair's own ranks, which is inactive unless a rank pair is
-    clicked on every impression.
+    profile in log p_2..log p_K is concave; Newton's method maximises it. The only
+    constraint kept is p_k c_{k,k'} <= 1 on the pair's own ranks, which binds only where a
+    rank of the pair was clicked on every impression.
 
     Parameters
     ----------
@@ -532,6 +550,11 @@ def harvest_propensities(
 
     Notes
     -----
+    n_i is read off the table: a session shows one document at each displayed rank, so
+    the sessions of a (query, ranker) are its impressions summed over documents at its
+    most-shown rank. Any two rows of a (query, document) at different ranks <= K form an
+    intervention (with deterministic rankers they come from different rankers).
+
     The bootstrap reuses per-(query, rank pair) weighted counts: a replicate's counts are
     the multinomial query counts times them, and each replicate's fit starts from the
     full-data estimate. The ranker weights keep the full data's n_i (the logging design).

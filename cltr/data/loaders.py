@@ -230,8 +230,8 @@ def load_svmlight_dataset(
     if len(set(widths.values())) > 1:
         listed = ", ".join(f"{path} has {width}" for path, width in widths.items())
         raise ValueError(f"feature widths differ between splits: {listed} features; all splits "
-                         "of one dataset must share one feature width (give the width, n_features, "
-                         "to read sparse files whose largest index differs)")
+                         "of one dataset must share one feature width (to read sparse files whose largest "
+                         "index differs, give the width: n_features, or --features N)")
     _check_disjoint({f"{split} ({provenance['path']})": queries
                      for split, (queries, provenance) in loaded.items()})
     splits = {split: queries for split, (queries, _) in loaded.items()}

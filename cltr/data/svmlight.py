@@ -65,12 +65,6 @@ _DOCID = re.compile(rb"docid\s*=\s*(\S+)")
 _BLANK_QID = bytes.maketrans(b"qid:", b"    ")
 
 
-def _tokens(line: bytes) -> list[bytes]:
-    # sklearn's rule: drop everything from the first '#', split on ASCII whitespace; a line
-    # with no token left is skipped, so row numbers count only the lines with tokens.
-    return line.split(b"#", 1)[0].split()
-
-
 def _show(token: bytes) -> str:
     text = token.decode("utf-8", "replace")
     return repr(text if len(text) <= 40 else text[:37] + "...")
@@ -343,7 +337,7 @@ class _Split:
             lines.pop()
         first_line = self.n_lines + 1
         self.n_lines += len(lines)
-        if b"#" in block:
+        if b"#" in block:  # sklearn's rule: a line's data ends at its first '#'
             parts = [line.partition(b"#") for line in lines]
             data = [part[0] for part in parts]
             comments = [part[2] if part[1] else None for part in parts]
@@ -374,15 +368,16 @@ class _Split:
             self._note_first("above", rows, index > self.n_features,
                              lambda at: f"feature index {index[at]} is out of range; expected "
                                         f"1..{self.n_features}")
-        finite = np.isfinite(value)
+        read = value  # float64, as written
+        finite = np.isfinite(read)
         self._note_first("finite", rows, ~finite,
-                         lambda at: f"feature {index[at]} has the value {value[at]}; feature values "
+                         lambda at: f"feature {index[at]} has the value {read[at]}; feature values "
                                     "must be finite")
         with np.errstate(over="ignore"):
-            value = value.astype(self.dtype, copy=False)
+            value = read.astype(self.dtype, copy=False)
         if self.dtype.itemsize < 8:
             self._note_first("overflow", rows, finite & np.isinf(value),
-                             lambda at: f"feature {index[at]} has the value {block.value[at]}, beyond the "
+                             lambda at: f"feature {index[at]} has the value {read[at]}, beyond the "
                                         f"range of {self.dtype}; read the file as float64")
         if index.size:
             self.max_index = max(self.max_index, int(index.max()))

@@ -97,6 +97,15 @@ def test_em_recovers_power_law_from_one_ranker(eta):
     assert max_relative_error(est, eta) < 0.10, est.propensity
 
 
+def test_harvest_on_truncated_lists():
+    # 20 candidates, the top 10 shown: a document may be shown by one ranker only.
+    rng = np.random.default_rng(15)
+    table, _, _ = simulate_table(2000, 20, eta=1.0, sessions=2000, rng=rng, max_rank=10)
+    assert table["rank"].max() == 10
+    est = harvest_propensities(**table, bootstrap=0, rng=rng)
+    assert est.max_rank == 10 and max_relative_error(est, 1.0) < 0.10, est.propensity
+
+
 def test_harvest_weights_rankers_by_their_sessions():
     # One ranker logs 20x the sessions of the other; unweighted pooling would compare
     # different documents at k and k' and miss rank 10 by -80% (or +400% the other way round).
@@ -119,6 +128,16 @@ def test_harvest_swap_by_hand():
     est = harvest_propensities(**table, bootstrap=0, rng=0)
     np.testing.assert_allclose(est.propensity, [1.0, 0.5], rtol=1e-9)
     assert est.info["intervention_docs"] == 2 and est.info["rank_pairs"] == 1
+
+
+def test_harvest_swap_with_a_rank_clicked_every_time():
+    # Rank 1 clicked on all 20 impressions: c* sits on its bound 1 / p_1, theta_1 = 1 and
+    # p_2 = the click rate at rank 2, (4 + 2) / 20.
+    table = {"query": [0, 0, 0, 0], "doc": [0, 1, 0, 1], "rank": [1, 2, 2, 1], "ranker": [0, 0, 1, 1],
+             "impressions": [10, 10, 10, 10], "clicks": [10, 2, 4, 10]}
+    est = harvest_propensities(**table, bootstrap=0, rng=0)
+    np.testing.assert_allclose(est.propensity, [1.0, 0.3], rtol=1e-9)
+    assert est.info["converged"]
 
 
 def test_em_without_informative_features_is_the_click_rate_ratio():
@@ -210,10 +229,17 @@ def test_allpairs_equals_generic_minimiser_of_written_out_likelihood(seed):
     assert est.info["sessions"] == {r: float(s) for r, s in sessions.items()}
 
 
-def test_allpairs_profile_derivatives_match_finite_differences():
+@pytest.mark.parametrize("saturated", [False, True])
+def test_allpairs_profile_derivatives_match_finite_differences(saturated):
     table, _ = _tiny_log(2)
     clicks, shown = P._harvest_statistics(P._check_table(**table), 4).totals()
     log_p = np.array([0.0, -0.4, -0.9, -0.7])
+    if saturated:  # rank 1 clicked on every impression it shares with rank 3: c* on its bound 1 / p_1
+        clicks[0, 2] = shown[0, 2]
+        log_p[2] = -2.5
+        p = np.exp(log_p)
+        relevance = P._pair_relevance(p[0], p[2], clicks[0, 2], 0.0, clicks[2, 0], shown[2, 0] - clicks[2, 0])
+        assert p[0] * relevance == pytest.approx(1.0, abs=1e-12)
     _, grad, hess = P._allpairs_profile(log_p, clicks, shown)
     eps = 1e-6
     for k in range(4):

@@ -18,9 +18,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
-from cltr.cli import main
 from cltr.core.clicks import ClickLog, effective_sample_size
 from cltr.core.queries import Queries
 from cltr.core.ranking import dcg_gain, evaluate, rank_documents, validation_estimate
@@ -34,14 +32,6 @@ from cltr.pipeline.workspace import Workspace
 
 DATASET = "synthetic"
 LOG_ARRAYS = ("query", "doc", "rank", "propensity", "pass_index")
-
-
-def cli(*args, workdir: Path, expect: int | None = 0):
-    """``cltr --workdir WORKDIR ARGS...`` through click's CliRunner (stdout and stderr)."""
-    result = CliRunner().invoke(main, ["--workdir", str(workdir), *map(str, args)], catch_exceptions=False)
-    if expect is not None:
-        assert result.exit_code == expect, f"exit code {result.exit_code}, expected {expect}:\n{result.output}"
-    return result
 
 
 def table_value(output: str, column: str) -> float:
@@ -69,39 +59,39 @@ def files_under(root: Path) -> dict[str, bytes]:
 # -- a simulated log, exported and imported back ---------------------------------------
 
 @pytest.fixture(scope="module")
-def sim(tmp_path_factory):
+def sim(tmp_path_factory, invoke):
     """``cltr simulate --rankers 2 --passes 20`` and ``train svm-proprank -C 1`` on it."""
     work = tmp_path_factory.mktemp("simulated")
-    cli("simulate", "--rankers", 2, "--passes", 20, workdir=work)
+    invoke("simulate", "--rankers", 2, "--passes", 20, workdir=work)
     clicks = current(work, "clicks")
-    cli("train", "svm-proprank", "-C", 1, "--clicks", clicks.key, workdir=work)
+    invoke("train", "svm-proprank", "-C", 1, "--clicks", clicks.key, workdir=work)
     model = current(work, "models")
     dataset = load_dataset(Workspace(work).dataset_path(DATASET))
     return SimpleNamespace(work=work, clicks=clicks, model=model, dataset=dataset)
 
 
 @pytest.fixture(scope="module")
-def exported(sim):
+def exported(sim, invoke):
     """The simulated train and vali logs as TSV."""
     paths = {}
     for split in ("train", "vali"):
         paths[split] = sim.work / f"exported-{split}.tsv"
-        cli("clicks", "export", paths[split], "--split", split, "--clicks", sim.clicks.key, workdir=sim.work)
+        invoke("clicks", "export", paths[split], "--split", split, "--clicks", sim.clicks.key, workdir=sim.work)
     return paths
 
 
 @pytest.mark.parametrize("suffix", [".tsv", ".csv.gz", ".parquet"])
-def test_export_then_import_gives_the_same_clicks_and_the_same_model(suffix, sim, tmp_path):
+def test_export_then_import_gives_the_same_clicks_and_the_same_model(suffix, sim, tmp_path, invoke):
     if suffix == ".parquet":
         pytest.importorskip("pyarrow")
     for split in ("train", "vali"):
         path = tmp_path / f"{split}{suffix}"
-        out = cli("clicks", "export", path, "--split", split, "--clicks", sim.clicks.key, workdir=sim.work).output
+        out = invoke("clicks", "export", path, "--split", split, "--clicks", sim.clicks.key, workdir=sim.work).output
         # every document of every query in every pass is an impression; the clicks are the log's
         queries = getattr(sim.dataset, split)
         log = dict(zip(("train", "vali"), click_logs(sim.clicks)))[split]
         assert f"wrote {20 * queries.n_docs} impressions ({len(log)} clicks)" in out
-        cli("clicks", "import", path, "--split", split, workdir=sim.work)
+        invoke("clicks", "import", path, "--split", split, workdir=sim.work)
     imported = current(sim.work, "clicks")
     assert imported.key != sim.clicks.key and imported.info["imported"] and imported.info["rankers"] == 2
 
@@ -112,18 +102,18 @@ def test_export_then_import_gives_the_same_clicks_and_the_same_model(suffix, sim
         assert imported_log.n_sessions == simulated_log.n_sessions
         assert np.all(imported_log.sessions_per_query == 20)
 
-    cli("train", "svm-proprank", "-C", 1, "--clicks", imported.key, workdir=sim.work)
+    invoke("train", "svm-proprank", "-C", 1, "--clicks", imported.key, workdir=sim.work)
     model = current(sim.work, "models")
     assert model.key != sim.model.key  # trained on another click log ...
     assert np.array_equal(weights(model), weights(sim.model))  # ... which holds the same clicks
 
 
-def test_an_imported_log_exports_back_to_the_same_table(sim, exported, tmp_path):
+def test_an_imported_log_exports_back_to_the_same_table(sim, exported, tmp_path, invoke):
     for split in ("train", "vali"):
-        cli("clicks", "import", exported[split], "--split", split, workdir=sim.work)
+        invoke("clicks", "import", exported[split], "--split", split, workdir=sim.work)
     imported = current(sim.work, "clicks")
     again = tmp_path / "again.tsv"
-    cli("clicks", "export", again, "--split", "train", "--clicks", imported.key, workdir=sim.work)
+    invoke("clicks", "export", again, "--split", "train", "--clicks", imported.key, workdir=sim.work)
     first, second = (pd.read_csv(p, sep="\t") for p in (exported["train"], again))
     assert list(first.columns) == ["session", "qid", "doc", "rank", "click", "propensity", "ranker"]
     pd.testing.assert_frame_equal(first, second)
@@ -205,7 +195,7 @@ def _write(frame: pd.DataFrame, path: Path) -> Path:
 
 
 @pytest.mark.parametrize("suffix", [".tsv", ".csv.gz", ".parquet"])
-def test_every_bad_row_is_reported_with_file_and_line_and_nothing_is_stored(suffix, sim, clean_rows, tmp_path):
+def test_every_bad_row_is_reported_with_file_and_line_and_nothing_is_stored(suffix, sim, clean_rows, tmp_path, invoke):
     if suffix == ".parquet":
         pytest.importorskip("pyarrow")
     train = sim.dataset.train
@@ -218,7 +208,7 @@ def test_every_bad_row_is_reported_with_file_and_line_and_nothing_is_stored(suff
         frame = clean_rows.copy()
         corrupt(frame, sizes)
         path = _write(frame, tmp_path / f"{name.replace(' ', '-')}{suffix}")
-        result = cli("clicks", "import", path, "--split", "train", workdir=sim.work, expect=1)
+        result = invoke("clicks", "import", path, "--split", "train", workdir=sim.work, expect=1)
         pattern = re.escape(f"{where} of {path}: ") + message
         assert re.search("^Error: " + pattern, result.output, re.MULTILINE), (name, result.output)
         with pytest.raises(ValueError) as error:
@@ -248,7 +238,7 @@ def test_messages_name_the_offending_values(sim, clean_rows, tmp_path):
         read_click_log(_write(frame, tmp_path / "c.tsv"), train)
 
 
-def test_file_level_errors_store_nothing(sim, clean_rows, tmp_path):
+def test_file_level_errors_store_nothing(sim, clean_rows, tmp_path, invoke):
     before = files_under(sim.work)
     missing = _write(clean_rows.drop(columns=["rank"]), tmp_path / "missing.tsv")
     no_doc = _write(clean_rows.drop(columns=["doc"]), tmp_path / "no-doc.tsv")
@@ -265,7 +255,7 @@ def test_file_level_errors_store_nothing(sim, clean_rows, tmp_path):
         unknown: f"{unknown}: cannot tell the format from the extension .json",
     }
     for path, message in cases.items():
-        assert f"Error: {message}" in cli("clicks", "import", path, workdir=sim.work, expect=1).output
+        assert f"Error: {message}" in invoke("clicks", "import", path, workdir=sim.work, expect=1).output
         with pytest.raises(ValueError, match=re.escape(message)):
             read_click_log(path, sim.dataset.train)
     assert files_under(sim.work) == before
@@ -403,50 +393,50 @@ def write_foreign_log(queries: Queries, path: Path, *, passes: int, seed: int, p
 
 
 @pytest.fixture(scope="module")
-def foreign(tmp_path_factory):
+def foreign(tmp_path_factory, invoke):
     """A fresh workspace with the default synthetic dataset and the production ranker."""
     work = tmp_path_factory.mktemp("foreign")
-    cli("prepare", "synthetic", workdir=work)
-    production = table_value(cli("evaluate", "--production", workdir=work).output, "test Avg DCG")
+    invoke("prepare", "synthetic", workdir=work)
+    production = table_value(invoke("evaluate", "--production", workdir=work).output, "test Avg DCG")
     dataset = load_dataset(Workspace(work).dataset_path(DATASET))
     return SimpleNamespace(work=work, dataset=dataset, production=production)
 
 
-def test_learners_beat_production_on_a_log_written_by_another_program(foreign):
+def test_learners_beat_production_on_a_log_written_by_another_program(foreign, invoke):
     work = foreign.work
     for split, seed in (("train", 1), ("vali", 2)):
         path = work / f"foreign-{split}.tsv"
         clicks = write_foreign_log(getattr(foreign.dataset, split), path, passes=20, seed=seed)
-        out = cli("clicks", "import", path, "--split", split, workdir=work).output
+        out = invoke("clicks", "import", path, "--split", split, workdir=work).output
         assert f"{clicks} clicks, 2 ranker(s), with propensities" in out
     assert current(work, "clicks").info["train"]["sessions"] == 20 * foreign.dataset.train.n_queries
     for method in ("svm-proprank", "svm-propdcg"):
-        cli("train", method, workdir=work)
-        dcg = table_value(cli("evaluate", workdir=work).output, "test Avg DCG")
+        invoke("train", method, workdir=work)
+        dcg = table_value(invoke("evaluate", workdir=work).output, "test Avg DCG")
         assert dcg > foreign.production + 0.02, (method, dcg, foreign.production)
 
 
-def test_harvested_propensities_when_the_log_has_none(foreign):
+def test_harvested_propensities_when_the_log_has_none(foreign, invoke):
     pytest.importorskip("cltr.core.propensity")
     work = foreign.work / "harvest"
     for split, seed in (("train", 3), ("vali", 4)):
         path = foreign.work / f"no-propensity-{split}.tsv"
         write_foreign_log(getattr(foreign.dataset, split), path, passes=20, seed=seed, propensity=False)
-        out = cli("clicks", "import", path, "--split", split, workdir=work).output
+        out = invoke("clicks", "import", path, "--split", split, workdir=work).output
         assert "without propensities" in out
-    cli("train", "svm-proprank", "--propensities", "logged", workdir=work, expect=2)
-    assert "no propensities estimated" in cli("train", "svm-proprank", workdir=work, expect=1).output
-    out = cli("propensities", "estimate", "--method", "harvest", "--max-rank", 6, "--bootstrap", 20,
+    invoke("train", "svm-proprank", "--propensities", "logged", workdir=work, expect=2)
+    assert "no propensities estimated" in invoke("train", "svm-proprank", workdir=work, expect=1).output
+    out = invoke("propensities", "estimate", "--method", "harvest", "--max-rank", 6, "--bootstrap", 20,
               workdir=work).output
     assert "(2 ranker(s))" in out
     estimate = current(work, "propensities")
     propensity = estimate.arrays["propensity"]
     # the generator's propensities are 1/r: the harvested ones must be close
     np.testing.assert_allclose(propensity, 1.0 / np.arange(1, 7), rtol=0.35)
-    cli("train", "svm-proprank", "--propensities", "estimated", workdir=work)
+    invoke("train", "svm-proprank", "--propensities", "estimated", workdir=work)
     model = current(work, "models")
     assert model.config["propensities"] == estimate.key
-    dcg = table_value(cli("evaluate", workdir=work).output, "test Avg DCG")
+    dcg = table_value(invoke("evaluate", workdir=work).output, "test Avg DCG")
     assert dcg > foreign.production + 0.02
 
 
@@ -472,8 +462,8 @@ def test_clipping_weights_hand_computed():
     assert as_told(log, clip=0.01).propensity.tolist() == [1.0, 0.05]  # nothing below 0.01
 
 
-def test_clip_changes_the_model_its_weights_and_its_selection(sim):
-    out = cli("train", "svm-proprank", "-C", 1, "--clip", 0.1, "--clicks", sim.clicks.key, workdir=sim.work).output
+def test_clip_changes_the_model_its_weights_and_its_selection(sim, invoke):
+    out = invoke("train", "svm-proprank", "-C", 1, "--clip", 0.1, "--clicks", sim.clicks.key, workdir=sim.work).output
     clipped = current(sim.work, "models")
     assert clipped.key != sim.model.key
     assert clipped.config["clip"] == 0.1 and "clip" not in sim.model.config
@@ -512,12 +502,12 @@ def _trec_lines(path: Path) -> list[list[str]]:
     return [line.split() for line in path.read_text().splitlines()]
 
 
-def test_score_writes_the_model_scores_and_a_trec_run(sim, tmp_path):
+def test_score_writes_the_model_scores_and_a_trec_run(sim, tmp_path, invoke):
     test = sim.dataset.test
     features = tmp_path / "test.txt"
     write_svmlight(test, features)
     scores_path, run = tmp_path / "scores.txt", tmp_path / "run.txt"
-    cli("score", "--model", sim.model.key, features, "--out", scores_path, "--trec", run, "--run-name", "mine",
+    invoke("score", "--model", sim.model.key, features, "--out", scores_path, "--trec", run, "--run-name", "mine",
         workdir=sim.work)
     expected = scorer_from_arrays(sim.model.arrays).scores(test.X)
     written = np.array([float(line) for line in scores_path.read_text().splitlines()])
@@ -541,11 +531,11 @@ def test_score_writes_the_model_scores_and_a_trec_run(sim, tmp_path):
         assert {d for _, _, d in ranked} == {f"q{qid}-d{i}" for i in range(len(ranked))}
 
     # without --out and --trec the scores go to standard output
-    out = cli("score", "--model", sim.model.key, features, workdir=sim.work).output
+    out = invoke("score", "--model", sim.model.key, features, workdir=sim.work).output
     assert out.splitlines()[:test.n_docs] == scores_path.read_text().splitlines()
 
 
-def test_score_uses_the_docid_comments(sim, tmp_path):
+def test_score_uses_the_docid_comments(sim, tmp_path, invoke):
     test = sim.dataset.test
     features, run = tmp_path / "test.txt", tmp_path / "run.txt"
     write_svmlight(test, features, docids=[f"GX{row:04d}" for row in range(test.n_docs)])
@@ -553,7 +543,7 @@ def test_score_uses_the_docid_comments(sim, tmp_path):
 
     if getattr(load_svmlight_split(features)[0], "docid", None) is None:
         pytest.skip("the SVMlight reader keeps no docids")
-    cli("score", "--model", sim.model.key, features, "--trec", run, workdir=sim.work)
+    invoke("score", "--model", sim.model.key, features, "--trec", run, workdir=sim.work)
     expected = scorer_from_arrays(sim.model.arrays).scores(test.X)
     for qid, _, docid, _, score, _ in _trec_lines(run):
         row = int(docid[2:])
@@ -561,15 +551,15 @@ def test_score_uses_the_docid_comments(sim, tmp_path):
         assert float(score) == pytest.approx(expected[row], rel=1e-9, abs=1e-12)
 
 
-def test_evaluate_a_model_on_another_dataset_of_the_same_width(sim):
-    cli("prepare", "synthetic", "--queries", 40, "--seed", 5, "--name", "other", workdir=sim.work)
-    cli("prepare", "synthetic", "--queries", 40, "--features", 10, "--name", "narrow", workdir=sim.work)
-    out = cli("evaluate", "--model", sim.model.key, "--dataset", "other", workdir=sim.work).output
+def test_evaluate_a_model_on_another_dataset_of_the_same_width(sim, invoke):
+    invoke("prepare", "synthetic", "--queries", 40, "--seed", 5, "--name", "other", workdir=sim.work)
+    invoke("prepare", "synthetic", "--queries", 40, "--features", 10, "--name", "narrow", workdir=sim.work)
+    out = invoke("evaluate", "--model", sim.model.key, "--dataset", "other", workdir=sim.work).output
     assert f"trained on '{DATASET}') on 'other'" in out
     other = load_dataset(Workspace(sim.work).dataset_path("other"))
     expected = evaluate(scorer_from_arrays(sim.model.arrays), other.test, other.test.relevant(other.relevant_from),
                         rng=stream(0, "evaluate"))
     assert table_value(out, "test Avg DCG") == pytest.approx(expected["avg_dcg"], abs=5e-5)
     assert table_value(out, "test Avg Rank") == pytest.approx(expected["avg_rank"], abs=5e-3)
-    out = cli("evaluate", "--model", sim.model.key, "--dataset", "narrow", workdir=sim.work, expect=1).output
+    out = invoke("evaluate", "--model", sim.model.key, "--dataset", "narrow", workdir=sim.work, expect=1).output
     assert f"model {sim.model.key} (of '{DATASET}') takes 46 features; 'narrow' has 10" in out

@@ -8,6 +8,7 @@ import bz2
 import gzip
 import lzma
 import re
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -64,7 +65,7 @@ def random_file(rng: np.random.Generator, *, n_features: int, density: float, sl
 
 def oracle(path: Path, width: int):
     """X (n_rows, width), labels, qid per query, offsets by scikit-learn's reader."""
-    from sklearn.datasets import load_svmlight_file  # the test oracle only
+    load_svmlight_file = pytest.importorskip("sklearn.datasets").load_svmlight_file  # the oracle only
 
     sparse, y, qid = load_svmlight_file(str(path), dtype=np.float64, zero_based=True, query_id=True,
                                         n_features=width + 1)
@@ -235,6 +236,7 @@ def test_malformed_input_is_reported_as_before(tmp_path, name, text, options, me
         write(path, text)
     with pytest.raises(ValueError, match=message.format(file=re.escape(name))):
         load_svmlight_split(path, block_size=block_size, **options)
+    assert not any(thread.name == "svmlight-reader" for thread in threading.enumerate())  # none left behind
 
 
 def _shift_lines(message: str, shift: int) -> str:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import cltr.methods
-from cltr.methods import Method, TrainingData, get, methods, train
+from cltr.methods import Method, get, methods, train
 from cltr.options import Options
 
 ALL_METHODS = ["svm-rank", "lambdarank", "svm-proprank", "svm-propdcg", "deep-propdcg", "tree-propdcg", "skyline"]
