@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from cltr import clickmodels, methods
 from cltr.core.clicks import ClickLog, Impressions, effective_sample_size, position_propensity, presented_impressions
@@ -332,13 +333,14 @@ def estimate_propensities(table: Impressions, X: np.ndarray, *, method: str = "h
     from cltr.core.propensity import em_propensities, harvest_propensities
 
     max_rank = int(min(max_rank or DEFAULT_MAX_RANK, table.rank.max()))
-
     common = {"max_rank": max_rank, "bootstrap": bootstrap, "level": level, "rng": stream(seed, "propensity")}
-    if method == "harvest":
-        return harvest_propensities(table.query, table.doc, table.rank, table.ranker, table.impressions, table.clicks,
-                                    **common)
-    if method == "em":
-        return em_propensities(table.query, table.doc, table.rank, table.impressions, table.clicks, X, **common)
+    # small dense solves: one BLAS thread is faster and never stalls on a shared machine (bench/propensity.py)
+    with threadpool_limits(1):
+        if method == "harvest":
+            return harvest_propensities(table.query, table.doc, table.rank, table.ranker, table.impressions,
+                                        table.clicks, **common)
+        if method == "em":
+            return em_propensities(table.query, table.doc, table.rank, table.impressions, table.clicks, X, **common)
     raise ValueError(f"unknown estimator {method!r}; known: {', '.join(ESTIMATORS)}")
 
 
