@@ -15,19 +15,18 @@ import math
 import os
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import click
 import numpy as np
 
 from cltr import __version__, clickmodels, methods
-from cltr.options import Options, option
+from cltr.options import Field, OptionSpec
 from cltr.core.queries import Dataset, default_passes, describe_split
 from cltr.data.loaders import load_letor, load_svmlight_dataset, load_yahoo
 from cltr.data.store import load_dataset, save_dataset
 from cltr.data.synthetic import make_synthetic
-from cltr.pipeline.stages import clicks_stage, evaluation_stage, model_stage, production_stage
+from cltr.pipeline.stages import clicks_stage, evaluation_stage, logging_rankers, model_stage, production_stage
 from cltr.pipeline.workspace import Workspace, atomic_write, file_sha256
 
 DEFAULT_DATASET = "synthetic"
@@ -330,10 +329,7 @@ def _simulate(session: Session, dataset_name: str, *, production_key=None, model
     production = session.upstream(dataset_name, "production", production_key,
                                   lambda: _produce(session, dataset_name)[0])
     if rankers > 1:
-        # the other logging rankers: the same recipe, each on its own sample of queries
-        recipe = {k: production.config[k] for k in ("fraction", "C", "seed")}
-        production = [production] + [production_stage(session.workspace, dataset_name, dataset, fingerprint,
-                                                       ranker=k, **recipe)[0] for k in range(1, rankers)]
+        production = logging_rankers(session.workspace, dataset_name, dataset, fingerprint, production, rankers)
     passes = passes or default_passes(dataset_name, dataset.meta)
     bars = {}
 
@@ -505,12 +501,8 @@ def train_method(session: Session, method, options, dataset: str, clicks_key, se
     return info
 
 
-@dataclass(frozen=True)
-class _ClipOptions(Options):
-    tau: float = option(1.0, "clipping threshold", low=0, low_open=True, high=1)
-
-
-_CLIP_FIELD = _ClipOptions.option_fields()[0]
+_CLIP_FIELD = Field("clip", float, sequence=False, optional=True, default=None,
+                    spec=OptionSpec(help="clipping threshold", low=0, low_open=True, high=1))
 
 
 def _train_command(method) -> click.Command:

@@ -51,8 +51,8 @@ import pandas as pd
 from cltr import clickmodels, methods
 from cltr.core.queries import Dataset, default_passes
 from cltr.data.store import load_dataset
-from cltr.pipeline.stages import (ESTIMATORS, click_logs, clicks_stage, evaluation_stage, model_stage,
-                                  production_stage, propensity_stage)
+from cltr.pipeline.stages import (ESTIMATORS, click_logs, clicks_stage, evaluation_stage, logging_rankers,
+                                  model_stage, production_stage, propensity_stage)
 from cltr.pipeline.workspace import Workspace, config_key
 
 __all__ = ["Spec", "Task", "SPEC_DIR", "find_spec_dir", "load_spec", "spec_names", "plan", "run_task", "run_experiment",
@@ -341,11 +341,9 @@ def run_task(root: str | Path, task: Task) -> tuple[list[dict], bool]:
 
 def _task_rows(workspace: Workspace, dataset: Dataset, fingerprint: str, task: Task) -> list[dict]:
     name, seed, clicks_config = task.dataset, task.seed, task.clicks
-    recipe = {"seed": seed}
-    production, _ = production_stage(workspace, name, dataset, fingerprint, **recipe)
+    production, _ = production_stage(workspace, name, dataset, fingerprint, seed=seed)
     rankers = int(clicks_config.get("rankers", 1))
-    productions = [production] + [production_stage(workspace, name, dataset, fingerprint, ranker=k, **recipe)[0]
-                                  for k in range(1, rankers)]
+    productions = logging_rankers(workspace, name, dataset, fingerprint, production, rankers)
     model = clickmodels.get(clicks_config["model"])
     # eta_model is applied when the log is read, so that its points share one simulation
     settings = {f.name: clicks_config[f.name] for f in model.settings.option_fields() if f.name != "eta_model"}

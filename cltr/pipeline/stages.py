@@ -29,7 +29,7 @@ from cltr.options import Options
 from cltr.pipeline.models import scorer_from_arrays, scorer_to_arrays
 from cltr.pipeline.workspace import Artifact, Workspace, file_sha256
 
-__all__ = ["production_queries", "produce", "production_stage", "simulate", "clicks_stage", "click_logs",
+__all__ = ["production_queries", "produce", "production_stage", "logging_rankers", "simulate", "clicks_stage", "click_logs",
            "click_log_summary", "simulated_logs", "impressions_of", "import_stage", "imported_clicks_stage", "export_rows",
            "propensity_stage", "estimate_propensities", "as_told", "estimate_to_arrays", "estimate_from_arrays", "model_stage", "evaluation_stage"]
 
@@ -85,6 +85,15 @@ def production_stage(workspace: Workspace, name: str, dataset: Dataset, fingerpr
         return scorer_to_arrays(scorer), info
 
     return workspace.cached(name, "production", config, compute)
+
+
+def logging_rankers(workspace: Workspace, name: str, dataset: Dataset, fingerprint: str, production: Artifact,
+                    rankers: int) -> list[Artifact]:
+    """``production`` and ``rankers - 1`` more logging rankers made by its recipe (fraction,
+    C, seed), each on its own sample of queries (``produce``'s ``ranker``)."""
+    recipe = {k: production.config[k] for k in ("fraction", "C", "seed")}
+    return [production] + [production_stage(workspace, name, dataset, fingerprint, ranker=k, **recipe)[0]
+                           for k in range(1, rankers)]
 
 
 # -- clicks ------------------------------------------------------------------------------
@@ -237,8 +246,13 @@ def impressions_of(clicks: Artifact, split: str, dataset: Dataset) -> Impression
         log = train_log if split == "train" else vali_log
         return presented_impressions(arrays[f"{split}/presented_rank"], arrays[f"{split}/pass_ranker"], log,
                                      getattr(dataset, split).offsets)
-    rows = LoggedRows.from_arrays({k.split("/", 2)[2]: v for k, v in arrays.items() if k.startswith(f"{split}/rows/")})
-    return rows.impressions()
+    return _imported_rows(arrays, split).impressions()
+
+
+def _imported_rows(arrays, split: str) -> LoggedRows:
+    """The impression rows an imported split stores under ``<split>/rows/``."""
+    prefix = f"{split}/rows/"
+    return LoggedRows.from_arrays({k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)})
 
 
 # -- click logs from files ---------------------------------------------------------------
@@ -286,7 +300,7 @@ def export_rows(clicks: Artifact, split: str, dataset: Dataset) -> dict[str, np.
         of_rank = None if click_model.propensity is None else (lambda rank: click_model.propensity(rank, settings))
         return simulated_rows(train_log if split == "train" else vali_log, arrays[f"{split}/presented_rank"],
                               arrays[f"{split}/pass_ranker"], queries, of_rank)
-    rows = LoggedRows.from_arrays({k.split("/", 2)[2]: v for k, v in arrays.items() if k.startswith(f"{split}/rows/")})
+    rows = _imported_rows(arrays, split)
     offsets = np.asarray(queries.offsets, dtype=np.int64)
     columns = {"session": rows.session, "qid": np.asarray(queries.qid)[rows.query], "doc": rows.doc - offsets[rows.query],
                "rank": rows.rank, "click": rows.click}
