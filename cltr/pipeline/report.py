@@ -275,7 +275,7 @@ def plot(frame: pd.DataFrame, spec: Spec):
                     axes.axhline(level, color=color, linestyle=styles[s % len(styles)], linewidth=1,
                                  label=_label(reference) + suffix)
                     data[_label(reference) + suffix] = {"x": [], "mean": [level], "std": [0.0]}
-        if x_column in ("train_clicks", "passes"):
+        if x_column in ("train_clicks", "passes", "clip"):
             axes.set_xscale("log")
         axes.set_xlabel(_X_LABELS.get(x_column, x_column))
         axes.legend(fontsize=7)
