@@ -26,6 +26,7 @@ from cltr.core.queries import Dataset, default_passes, describe_split
 from cltr.data.loaders import load_letor, load_svmlight_dataset, load_yahoo
 from cltr.data.store import load_dataset, save_dataset
 from cltr.data.synthetic import make_synthetic
+from cltr.pipeline import corrections
 from cltr.pipeline.stages import clicks_stage, evaluation_stage, logging_rankers, model_stage, production_stage
 from cltr.pipeline.workspace import Workspace, atomic_write, file_sha256
 
@@ -432,12 +433,12 @@ def _propensity_artifact(session: Session, dataset_name: str, clicks, which: str
 
 
 def _train(session: Session, dataset_name: str, method: str, options, *, clicks_key=None, seed=0, progress=None,
-           propensities: str | None = None, clip: float | None = None):
+           propensities: str | None = None, clip: float | None = None, correction: str | None = None):
     dataset, _ = session.dataset(dataset_name)
     clicks = session.upstream(dataset_name, "clicks", clicks_key, lambda: _simulate(session, dataset_name)[0])
     propensity = _propensity_artifact(session, dataset_name, clicks, propensities)
     artifact, reused = model_stage(session.workspace, dataset_name, dataset, clicks, method, options, seed=seed,
-                                   propensity=propensity, clip=clip, progress=progress)
+                                   propensity=propensity, clip=clip, correction=correction, progress=progress)
     session.workspace.set_current(dataset_name, "models", artifact.key)
     return artifact, reused
 
@@ -464,7 +465,7 @@ _HIDDEN_COLUMNS = ("lower_bound", "solver_seconds", "ccp_trace", "trace", "initi
 
 
 def train_method(session: Session, method, options, dataset: str, clicks_key, seed, *, propensities=None,
-                 clip=None) -> dict:
+                 clip=None, correction=None) -> dict:
     """Train (or reuse) with a progress bar; print the selection table, the model's key and
     chosen hyperparameters, and the method's own tables; return its info."""
     bar = None
@@ -480,7 +481,7 @@ def train_method(session: Session, method, options, dataset: str, clicks_key, se
 
     try:
         artifact, reused = _train(session, dataset, method.name, options, clicks_key=clicks_key, seed=seed,
-                                  progress=progress, propensities=propensities, clip=clip)
+                                  progress=progress, propensities=propensities, clip=clip, correction=correction)
     finally:
         if bar is not None:
             bar.close()
@@ -506,9 +507,12 @@ _CLIP_FIELD = Field("clip", float, sequence=False, optional=True, default=None,
 
 
 def _train_command(method) -> click.Command:
-    def callback(session: Session, dataset, clicks_key, seed, propensities, clip, **values):
+    def callback(session: Session, dataset, clicks_key, seed, propensities, clip, correction, **values):
         options = parse_or_usage(method.parse_options, given(values, method.options), what=f"cltr train {method.name}")
-        train_method(session, method, options, dataset, clicks_key, seed, propensities=propensities, clip=clip)
+        train_method(session, method, options, dataset, clicks_key, seed, propensities=propensities, clip=clip,
+                     correction=correction)
+
+    applicable = [c for c in corrections.CORRECTIONS.values() if c.methods is None or method.name in c.methods]
 
     return click.Command(
         method.name, callback=click.pass_obj(_errors_as_usage(callback)),
@@ -526,6 +530,10 @@ def _train_command(method) -> click.Command:
                 click.Option(["--clip"], type=FiniteFloat(_CLIP_FIELD), default=None, metavar="TAU",
                              help="Raise propensities below TAU to TAU (Joachims et al. 2017), in training and "
                                   "in the SNIPS selection [default: no clipping]."),
+                click.Option(["--correction"], type=click.Choice([c.name for c in applicable]),
+                             default=corrections.DEFAULT_CORRECTION, show_default=True,
+                             help="How the clicks are weighted, in training and in the SNIPS selection: "
+                                  + "; ".join(f"{c.name}: {c.summary}" for c in applicable)),
                 click.Option(["--seed"], type=click.IntRange(min=0), default=0, show_default=True,
                              help="Seed of every random draw of this stage.")])
 

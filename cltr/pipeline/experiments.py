@@ -51,6 +51,7 @@ import pandas as pd
 from cltr import clickmodels, methods
 from cltr.core.queries import Dataset, default_passes
 from cltr.data.store import load_dataset
+from cltr.pipeline import corrections
 from cltr.pipeline.stages import (ESTIMATORS, click_logs, clicks_stage, evaluation_stage, logging_rankers,
                                   model_stage, production_stage, propensity_stage)
 from cltr.pipeline.workspace import Workspace, config_key
@@ -71,9 +72,10 @@ def find_spec_dir(package_dir: Path, prefixes: Iterable[Path]) -> Path:
 
 SPEC_DIR = find_spec_dir(Path(__file__).resolve().parents[1], [Path(sys.prefix), Path(site.USER_BASE or sys.prefix)])
 # "model" names the click model; "passes" and "rankers" (logging rankers) are the
-# simulation's; "propensities" ("logged", or an estimator: "harvest", "em") and "clip" are
-# how the learner is told the log; the rest are the click models' settings
-LOG_SETTINGS = ("model", "passes", "rankers", "propensities", "clip")
+# simulation's; "propensities" ("logged", or an estimator: "harvest", "em"), "correction"
+# (cltr.pipeline.corrections) and "clip" are how the learner is told the log; the rest are
+# the click models' settings
+LOG_SETTINGS = ("model", "passes", "rankers", "propensities", "correction", "clip")
 CLICK_SETTINGS = (*LOG_SETTINGS, *dict.fromkeys(f.name for m in clickmodels.models().values()
                                                 for f in m.settings.option_fields()))
 PROPENSITY_CHOICES = ("logged", *ESTIMATORS)
@@ -188,7 +190,7 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
     if unknown:
         raise ValueError(f"{where}: unknown settings {unknown} of click model {model.name!r}; "
                          f"known: {', '.join(LOG_SETTINGS)}, {', '.join(sorted(own))}")
-    values_of = {k: [clicks[k]] if k in clicks else [] for k in ("rankers", "propensities", "clip")}
+    values_of = {k: [clicks[k]] if k in clicks else [] for k in ("rankers", "propensities", "correction", "clip")}
     for key, values in raw.get("series", {}).items():
         values_of.setdefault(key, []).extend(values)
     if x is not None:
@@ -196,9 +198,10 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
     bad = [v for v in values_of.get("rankers", ()) if not isinstance(v, int) or v < 1]
     bad += [v for v in values_of.get("propensities", ()) if v not in PROPENSITY_CHOICES]
     bad += [v for v in values_of.get("clip", ()) if not isinstance(v, (int, float)) or not 0 < v <= 1]
+    bad += [v for v in values_of.get("correction", ()) if v not in corrections.CORRECTIONS]
     if bad:
         raise ValueError(f"{where}: rankers must be positive integers, propensities one of {PROPENSITY_CHOICES}, "
-                         f"clip in (0, 1]; found {bad}")
+                         f"clip in (0, 1], correction one of {tuple(corrections.CORRECTIONS)}; found {bad}")
     estimators = raw.get("estimators", [])
     if raw["kind"] == "propensity" and (not estimators or set(estimators) - set(ESTIMATORS)):
         raise ValueError(f"{where}: kind = \"propensity\" needs estimators among {ESTIMATORS}, found {estimators}")
@@ -359,8 +362,9 @@ def _task_rows(workspace: Workspace, dataset: Dataset, fingerprint: str, task: T
     if told != "logged":
         propensity, _ = propensity_stage(workspace, name, dataset, clicks, method=told, seed=seed)
         eta_model = None  # the estimate replaces every logged propensity
-    clip = clicks_config.get("clip")
-    train_log, _ = click_logs(clicks, passes=passes, eta_model=eta_model, propensity=propensity, clip=clip)
+    clip, correction = clicks_config.get("clip"), clicks_config.get("correction")
+    train_log, _ = click_logs(clicks, passes=passes, eta_model=eta_model, propensity=propensity, clip=clip,
+                              correction=correction)
     relevant = dataset.train.relevant(dataset.relevant_from)
     common = {"train_clicks": len(train_log),
               "irrelevant_click_share": float(np.mean(~relevant[train_log.doc])) if len(train_log) else float("nan")}
@@ -372,7 +376,7 @@ def _task_rows(workspace: Workspace, dataset: Dataset, fingerprint: str, task: T
         options = dict(task.options.get(method, {}))
         # the skyline sees labels, not clicks: one per repetition, shared by every point
         subset = {} if method == "skyline" else {"passes": passes, "eta_model": eta_model, "propensity": propensity,
-                                                 "clip": clip}
+                                                 "clip": clip, "correction": correction}
         trained, _ = model_stage(workspace, name, dataset, clicks, method, options, seed=seed, **subset)
         evaluation, _ = evaluation_stage(workspace, name, dataset, trained, clicks, seed=seed)
         row = {"method": method, **common, **{m: evaluation.info[m] for m in _METRICS},

@@ -17,6 +17,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from cltr import clickmodels, methods
+from cltr.pipeline import corrections
 from cltr.core.clicks import ClickLog, Impressions, effective_sample_size, position_propensity, presented_impressions
 from cltr.data.clicklog import LoggedRows, read_click_log, simulated_rows
 from cltr.core.queries import Dataset, Queries
@@ -205,7 +206,8 @@ def clicks_stage(workspace: Workspace, name: str, dataset: Dataset, production, 
 
 
 def click_logs(clicks: Artifact, *, passes: int | None = None, eta_model: float | None = None,
-               propensity: Artifact | None = None, clip: float | None = None) -> tuple[ClickLog, ClickLog]:
+               propensity: Artifact | None = None, clip: float | None = None,
+               correction: str | None = None) -> tuple[ClickLog, ClickLog]:
     """The train and vali logs of a clicks artifact as a learner sees them.
 
     Parameters
@@ -218,7 +220,10 @@ def click_logs(clicks: Artifact, *, passes: int | None = None, eta_model: float 
         A ``propensities`` artifact: its estimate per rank replaces the logged propensities.
     clip : float, optional
         Propensities below ``clip`` raised to it.
+    correction : str, optional
+        A correction of ``cltr.pipeline.corrections`` applied before clipping [default: ips].
     """
+    fix = corrections.get(correction or corrections.DEFAULT_CORRECTION)
     logs = []
     for split in ("train", "vali"):
         prefix = f"{split}/"
@@ -227,7 +232,9 @@ def click_logs(clicks: Artifact, *, passes: int | None = None, eta_model: float 
             log = log.first_passes(passes)
         if eta_model is not None:
             log = log.with_propensity(position_propensity(log.rank, eta_model))
-        logs.append(as_told(log, None if propensity is None else estimate_from_arrays(propensity.arrays), clip))
+        if propensity is not None:
+            log = log.with_propensity(estimate_from_arrays(propensity.arrays).at(log.rank))
+        logs.append(as_told(fix.apply(log, clicks, split), None, clip))
     return logs[0], logs[1]
 
 
@@ -379,18 +386,24 @@ def jsonable_info(info: dict) -> dict:
 def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artifact, method: str,
                 options: dict | Options | None, *, seed: int = 0, passes: int | None = None,
                 eta_model: float | None = None, propensity: Artifact | None = None, clip: float | None = None,
-                progress: Callable | None = None) -> tuple[Artifact, bool]:
+                correction: str | None = None, progress: Callable | None = None) -> tuple[Artifact, bool]:
     """``method`` trained on the clicks as ``click_logs`` presents them (a prefix of
-    passes, other propensities, clipped); ``progress`` receives the method's progress dicts."""
+    passes, other propensities, a correction, clipped); ``progress`` receives the method's
+    progress dicts."""
     options = methods.get(method).parse_options(options)
+    fix = corrections.get(correction or corrections.DEFAULT_CORRECTION)
+    if fix.methods is not None and method not in fix.methods:
+        raise ValueError(f"correction {fix.name!r} applies to {', '.join(fix.methods)}, not {method!r}")
     # only what differs from the whole log as logged enters the key
-    subset = {k: v for k, v in {"passes": passes, "eta_model": eta_model, "clip": clip,
+    correction = None if fix.name == corrections.DEFAULT_CORRECTION else fix.name
+    subset = {k: v for k, v in {"passes": passes, "eta_model": eta_model, "clip": clip, "correction": correction,
                                 "propensities": None if propensity is None else propensity.key}.items()
               if v is not None}
     config = {"clicks": clicks.key, "method": method, "options": options.to_dict(), "seed": seed, **subset}
 
     def compute():
-        train_log, vali_log = click_logs(clicks, passes=passes, eta_model=eta_model, propensity=propensity, clip=clip)
+        train_log, vali_log = click_logs(clicks, passes=passes, eta_model=eta_model, propensity=propensity, clip=clip,
+                                         correction=correction)
         scorer, info = methods.train(method, TrainingData(dataset, train_log, vali_log, seed), options,
                                      progress=progress)
         info["train_clicks"] = len(train_log)
@@ -413,7 +426,8 @@ def evaluation_stage(workspace: Workspace, name: str, dataset: Dataset, model: A
         if model.config.get("propensities") is not None:
             propensity = workspace.load(name, "propensities", model.config["propensities"])
         _, vali_log = click_logs(clicks, passes=model.config.get("passes"), eta_model=model.config.get("eta_model"),
-                                 propensity=propensity, clip=model.config.get("clip"))
+                                 propensity=propensity, clip=model.config.get("clip"),
+                                 correction=model.config.get("correction"))
         info["validation_snips_avg_dcg"] = validation_estimate(scorer, dataset.vali, vali_log,
                                                                rng=stream(seed, "selection"))
         info["method"] = model.config["method"]
