@@ -25,7 +25,7 @@ import numpy as np
 from cltr import methods
 from cltr.core.clicks import ClickLog
 from cltr.core.queries import Dataset, Queries
-from cltr.core.ranking import evaluate as _evaluate
+from cltr.core.ranking import DCG_BASE, evaluate as _evaluate
 from cltr.core.seeds import stream
 from cltr.data.clicklog import LoggedRows, read_click_log, write_click_log
 from cltr.data.loaders import load_letor, load_yahoo
@@ -180,7 +180,8 @@ def estimate_propensities(log: LoggedRows, queries: Queries, *, method: str = "h
                      level=level, seed=seed)
 
 
-def evaluate(model, queries: Queries, *, relevant_from: int = 1, seed: int = 0) -> dict:
-    """Avg DCG, Avg Rank and nDCG@10 of a fitted estimator (or scorer) on a labelled split."""
+def evaluate(model, queries: Queries, *, relevant_from: int = 1, dcg_base: float = DCG_BASE, seed: int = 0) -> dict:
+    """Avg DCG, Avg Rank and nDCG@10 of a fitted estimator (or scorer) on a labelled split
+    (relevant = label >= ``relevant_from``; Avg DCG's gain 1/log_dcg_base(1 + rank))."""
     scorer = model.scorer_ if isinstance(model, Estimator) else model
-    return _evaluate(scorer, queries, queries.relevant(relevant_from), rng=stream(seed, "evaluate"))
+    return _evaluate(scorer, queries, queries.relevant(relevant_from), rng=stream(seed, "evaluate"), dcg_base=dcg_base)

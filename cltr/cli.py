@@ -10,6 +10,7 @@ artifact is missing, the stage builds it with default settings and says so, so t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -22,8 +23,8 @@ import numpy as np
 
 from cltr import __version__, clickmodels, methods
 from cltr.options import Field, OptionSpec
-from cltr.core.queries import Dataset, default_passes, describe_split
-from cltr.data.loaders import load_letor, load_svmlight_dataset, load_yahoo
+from cltr.core.queries import Dataset, default_passes, describe_convention, describe_split
+from cltr.data.loaders import LETOR_RELEVANT_FROM, load_letor, load_svmlight_dataset, load_yahoo
 from cltr.data.store import load_dataset, save_dataset
 from cltr.data.synthetic import make_synthetic
 from cltr.pipeline import corrections
@@ -73,6 +74,7 @@ class Session:
         save_dataset(dataset, path)
         summary = {split: describe_split(q, dataset.relevant_from) for split, q in dataset.splits().items()}
         record = {"name": name, "fingerprint": file_sha256(path), "relevant_from": dataset.relevant_from,
+                  "dcg_base": dataset.dcg_base,
                   "summary": summary, "meta": dataset.meta, "cltr_version": __version__,
                   "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         with atomic_write(path.with_suffix(".json"), "w") as stream_:
@@ -155,8 +157,19 @@ def prepare() -> None:
     """Load or generate a dataset and store it, checked, in the workspace."""
 
 
+def _dcg_log_option(function):
+    return click.option(
+        "--dcg-log", "dcg_log", type=click.Choice(["e", "2"]), default="e", show_default=True,
+        help="Base of the log in Avg DCG's gain 1/log(1 + rank): e (the paper's) or 2. It only scales "
+             "every Avg DCG; comparisons and model selection are the same either way.")(function)
+
+
+def _with_convention(dataset: Dataset, dcg_log: str) -> Dataset:
+    return dataclasses.replace(dataset, dcg_base=math.e if dcg_log == "e" else float(dcg_log))
+
+
 def _report_prepared(record: dict) -> None:
-    click.echo(f"prepared {record['name']!r} (relevant = label >= {record['relevant_from']})")
+    click.echo(f"prepared {record['name']!r}: {describe_convention(record['relevant_from'], record['dcg_base'])}")
     rows = [{"split": split, **values} for split, values in record["summary"].items()]
     echo_table(rows)
     for note in record["meta"].get("notes", []):
@@ -170,12 +183,13 @@ def _report_prepared(record: dict) -> None:
               help="Number of features [default: the generator's, LETOR's 46].")
 @click.option("--seed", type=int, default=0, help="Seed of the generator.")
 @click.option("--name", default=DEFAULT_DATASET, help="Name to store it under.")
+@_dcg_log_option
 @click.pass_obj
 @_errors_as_usage
-def prepare_synthetic(session: Session, n_queries, n_features, seed, name) -> None:
+def prepare_synthetic(session: Session, n_queries, n_features, seed, name, dcg_log) -> None:
     """The embedded default: a seeded LETOR-shaped dataset with partly non-linear relevance."""
     options = {k: v for k, v in {"n_queries": n_queries, "n_features": n_features}.items() if v is not None}
-    _report_prepared(session.write_dataset(name, make_synthetic(seed=seed, **options)))
+    _report_prepared(session.write_dataset(name, _with_convention(make_synthetic(seed=seed, **options), dcg_log)))
 
 
 @prepare.command("letor")
@@ -184,14 +198,17 @@ def prepare_synthetic(session: Session, n_queries, n_features, seed, name) -> No
 @click.option("--mq2007", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="MQ2007 directory; its FoldK train split is added to the training set.")
 @click.option("--fold", type=click.IntRange(1, 5), default=1, help="Which fold.")
-@click.option("--relevant-from", type=int, default=1, help="Labels at least this are relevant.")
+@click.option("--relevant-from", type=int, default=LETOR_RELEVANT_FROM, show_default=True,
+              help="Labels at least this are relevant (2: the paper's convention, see the README's "
+                   "\"Conventions inferred from the paper\"; 1: every partly relevant document).")
 @click.option("--name", default="letor", help="Name to store it under.")
+@_dcg_log_option
 @click.pass_obj
 @_errors_as_usage
-def prepare_letor(session: Session, mq2008, mq2007, fold, relevant_from, name) -> None:
+def prepare_letor(session: Session, mq2008, mq2007, fold, relevant_from, name, dcg_log) -> None:
     """LETOR 4.0 as in the paper: MQ2007+MQ2008 train, MQ2008 vali and test."""
     dataset = load_letor(mq2008, mq2007_dir=mq2007, fold=fold, relevant_from=relevant_from)
-    _report_prepared(session.write_dataset(name, dataset))
+    _report_prepared(session.write_dataset(name, _with_convention(dataset, dcg_log)))
 
 
 _SPLIT_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -207,13 +224,14 @@ _SPLIT_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 @click.option("--dtype", type=click.Choice(["float32", "float64"]), default="float64",
               help="Dtype of the features (float32 halves the memory).")
 @click.option("--name", default="svmlight", help="Name to store it under.")
+@_dcg_log_option
 @click.pass_obj
 @_errors_as_usage
-def prepare_svmlight(session: Session, train, vali, test, n_features, relevant_from, dtype, name) -> None:
+def prepare_svmlight(session: Session, train, vali, test, n_features, relevant_from, dtype, name, dcg_log) -> None:
     """Any three SVMlight/LETOR files: one width, disjoint query ids, every line checked."""
     dataset = load_svmlight_dataset(train, vali, test, n_features=n_features, relevant_from=relevant_from,
                                     dtype=np.dtype(dtype), name=name)
-    _report_prepared(session.write_dataset(name, dataset))
+    _report_prepared(session.write_dataset(name, _with_convention(dataset, dcg_log)))
 
 
 @prepare.command("yahoo")
@@ -221,11 +239,13 @@ def prepare_svmlight(session: Session, train, vali, test, n_features, relevant_f
               help="Directory holding set1.train.txt, set1.valid.txt, set1.test.txt.")
 @click.option("--relevant-from", type=int, default=3, help="Labels at least this are relevant.")
 @click.option("--name", default="yahoo", help="Name to store it under.")
+@_dcg_log_option
 @click.pass_obj
 @_errors_as_usage
-def prepare_yahoo(session: Session, root, relevant_from, name) -> None:
+def prepare_yahoo(session: Session, root, relevant_from, name, dcg_log) -> None:
     """Yahoo! Learning to Rank Challenge, set 1 (700 features, labels 0-4)."""
-    _report_prepared(session.write_dataset(name, load_yahoo(root, relevant_from=relevant_from)))
+    dataset = load_yahoo(root, relevant_from=relevant_from)
+    _report_prepared(session.write_dataset(name, _with_convention(dataset, dcg_log)))
 
 
 def _produce(session: Session, dataset_name: str, *, fraction=0.01, C=1.0, seed=0):
@@ -568,6 +588,7 @@ def evaluate_command(session: Session, dataset, model_key, production, seed) -> 
                    f"{artifact.info['n_queries']} labelled training queries) on {dataset!r}:")
         echo_table([{"test Avg DCG": test["avg_dcg"], "test Avg Rank": test["avg_rank"],
                      "test nDCG@10": test["ndcg@10"]}])
+        _echo_convention(session, dataset)
         return
     if model_key is not None and session.workspace.load(dataset, "models", model_key) is None:
         # a model trained on another prepared dataset: scored on this one's test split
@@ -583,16 +604,22 @@ def evaluate_command(session: Session, dataset, model_key, production, seed) -> 
             raise click.ClickException(f"model {model_key} (of {origin!r}) takes {width} features; {dataset!r} has "
                                        f"{dataset_obj.test.n_features}")
         test = evaluate(scorer, dataset_obj.test, dataset_obj.test.relevant(dataset_obj.relevant_from),
-                        rng=stream(seed, "evaluate"))
+                        rng=stream(seed, "evaluate"), dcg_base=dataset_obj.dcg_base)
         click.echo(f"model {model.key} ({model.config['method']} trained on {origin!r}) on {dataset!r}:")
         echo_table([{"test Avg DCG": test["avg_dcg"], "test Avg Rank": test["avg_rank"],
                      "test nDCG@10": test["ndcg@10"]}])
+        _echo_convention(session, dataset)
         return
     artifact, model, _ = _evaluate(session, dataset, model_key, seed)
     info = artifact.info
     click.echo(f"model {model.key} ({info['method']}, {_describe_chosen(model.info)}) on {dataset!r}:")
     echo_table([{"test Avg DCG": info["avg_dcg"], "test Avg Rank": info["avg_rank"],
                  "test nDCG@10": info["ndcg@10"], "vali SNIPS Avg DCG": info["validation_snips_avg_dcg"]}])
+    _echo_convention(session, dataset)
+
+
+def _echo_convention(session: Session, dataset_name: str) -> None:
+    click.echo(session.dataset(dataset_name)[0].convention)
 
 
 @main.command("run")
@@ -618,6 +645,7 @@ def run_command(session: Session, dataset, method_names, seed) -> None:
     click.echo(f"test metrics on {dataset!r} ({clicks.info['train']['clicks']} training clicks, "
                f"{time.perf_counter() - start:.1f} s):")
     echo_table(rows, ["method", "chosen", "avg_dcg", "avg_rank", "ndcg@10"])
+    _echo_convention(session, dataset)
 
 
 # -- click logs, propensities, scores ------------------------------------------------

@@ -10,11 +10,13 @@ Every split is a flat array of documents plus query offsets: no padding.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Queries", "Dataset", "check_queries", "concatenate_queries", "describe_split", "label_counts", "check_relevant_from",
+__all__ = ["Queries", "Dataset", "describe_convention", "check_queries", "concatenate_queries", "describe_split", "label_counts", "check_relevant_from",
            "default_passes", "LETOR_FEATURES", "YAHOO_FEATURES"]
 
 LETOR_FEATURES = 46
@@ -91,10 +93,12 @@ class Queries:
 
 @dataclass(frozen=True)
 class Dataset:
-    """A prepared dataset: three splits, the binarization threshold and provenance.
+    """A prepared dataset: three splits, the metric convention and provenance.
 
-    ``meta`` records where the data came from (files and their sha256, generator
-    settings) so that the prepared artifact documents itself.
+    The convention is the binarization threshold ``relevant_from`` (relevant = label >=
+    it) and ``dcg_base``, the base of the log in Avg DCG's gain 1/log(1 + rank) (e: the
+    paper's; see ``cltr.core.ranking``). ``meta`` records where the data came from (files
+    and their sha256, generator settings) so that the prepared artifact documents itself.
     """
 
     name: str
@@ -103,9 +107,21 @@ class Dataset:
     test: Queries
     relevant_from: int
     meta: dict = field(default_factory=dict)
+    dcg_base: float = math.e
 
     def splits(self) -> dict[str, Queries]:
         return {"train": self.train, "vali": self.vali, "test": self.test}
+
+    @property
+    def convention(self) -> str:
+        """The metric convention in words, printed with every table."""
+        return describe_convention(self.relevant_from, self.dcg_base)
+
+
+def describe_convention(relevant_from: int, dcg_base: float) -> str:
+    log = "ln" if math.isclose(dcg_base, math.e) else f"log{dcg_base:g}"
+    return (f"Avg DCG = mean of 1/{log}(1 + rank) over relevant test documents (label >= {relevant_from}); "
+            f"Avg Rank = their mean rank")
 
 
 # -- checks shared by every source -------------------------------------------------------

@@ -9,15 +9,21 @@ Legend (paper Sec. 3):
 Conventions (DESIGN.md): scores sort descending; ties are broken by a seeded random
 permutation, never by file order, so a constant scorer gets a random ranking's value.
 Avg DCG and Avg Rank average over all relevant (query, document) pairs, so queries
-without a relevant document contribute nothing.
+without a relevant document contribute nothing. Avg DCG's gain is 1/ln(1 + rank) (the
+paper's lambda(r) = -1/log(1 + r) has no base; ``DCG_BASE``), or 1/log_b(1 + rank) for
+another base b: the base only scales every value, so it never changes a comparison or a
+model selection. nDCG@10 is a ratio of DCGs and so has no base.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 __all__ = [
     "rank_documents",
+    "DCG_BASE",
     "dcg_gain",
     "avg_dcg",
     "avg_rank",
@@ -60,17 +66,20 @@ def rank_documents(scores: np.ndarray, offsets: np.ndarray, rng: np.random.Gener
     return ranks
 
 
-def dcg_gain(ranks: np.ndarray) -> np.ndarray:
-    """The DCG contribution 1 / log2(1 + rank) of a result at each rank."""
-    return 1.0 / np.log2(1.0 + np.asarray(ranks, dtype=np.float64))
+DCG_BASE = math.e
 
 
-def avg_dcg(ranks: np.ndarray, relevant: np.ndarray) -> float:
-    """Mean of 1/log2(1 + rank) over all relevant documents (the paper's Avg DCG)."""
+def dcg_gain(ranks: np.ndarray, base: float = DCG_BASE) -> np.ndarray:
+    """The DCG contribution 1 / log_base(1 + rank) of a result at each rank."""
+    return math.log(base) / np.log1p(np.asarray(ranks, dtype=np.float64))
+
+
+def avg_dcg(ranks: np.ndarray, relevant: np.ndarray, *, base: float = DCG_BASE) -> float:
+    """Mean of 1/log_base(1 + rank) over all relevant documents (the paper's Avg DCG)."""
     relevant = np.asarray(relevant, dtype=bool)
     if not relevant.any():
         return float("nan")
-    return float(dcg_gain(ranks[relevant]).mean())
+    return float(dcg_gain(ranks[relevant], base).mean())
 
 
 def avg_rank(ranks: np.ndarray, relevant: np.ndarray) -> float:
@@ -130,24 +139,25 @@ def snips_estimate(values: np.ndarray, propensity: np.ndarray) -> float:
     return float((np.asarray(values, dtype=np.float64) * inverse).sum() / total)
 
 
-def snips_avg_dcg(ranks: np.ndarray, click_doc: np.ndarray, propensity: np.ndarray) -> float:
+def snips_avg_dcg(ranks: np.ndarray, click_doc: np.ndarray, propensity: np.ndarray, *,
+                  base: float = DCG_BASE) -> float:
     """SNIPS estimate of Avg DCG from clicks, the model-selection criterion (DESIGN.md).
 
-    sum_i (1/q_i) / log2(1 + rank(y_i)) / sum_i (1/q_i), where ``ranks`` are the ranks
+    sum_i (1/q_i) / log_base(1 + rank(y_i)) / sum_i (1/q_i), where ``ranks`` are the ranks
     the evaluated model gives to every document and ``click_doc`` the clicked rows.
     """
-    return snips_estimate(dcg_gain(np.asarray(ranks)[click_doc]), propensity)
+    return snips_estimate(dcg_gain(np.asarray(ranks)[click_doc], base), propensity)
 
 
-def evaluate(scorer, queries, relevant: np.ndarray, *, rng: np.random.Generator) -> dict:
+def evaluate(scorer, queries, relevant: np.ndarray, *, rng: np.random.Generator, dcg_base: float = DCG_BASE) -> dict:
     """Avg DCG, Avg Rank and nDCG@10 of ``scorer`` on a fully labelled split (binarized labels)."""
     ranks = rank_documents(scorer.scores(queries.X), queries.offsets, rng)
-    return {"avg_dcg": avg_dcg(ranks, relevant), "avg_rank": avg_rank(ranks, relevant),
+    return {"avg_dcg": avg_dcg(ranks, relevant, base=dcg_base), "avg_rank": avg_rank(ranks, relevant),
             "ndcg@10": ndcg_at_k(ranks, relevant, queries.offsets, k=10)}
 
 
-def validation_estimate(scorer, queries, log, *, rng: np.random.Generator) -> float:
+def validation_estimate(scorer, queries, log, *, rng: np.random.Generator, dcg_base: float = DCG_BASE) -> float:
     """SNIPS estimate of Avg DCG of ``scorer`` on a (validation) click log: the
     model-selection criterion."""
     ranks = rank_documents(scorer.scores(queries.X), queries.offsets, rng)
-    return snips_avg_dcg(ranks, log.doc, log.propensity)
+    return snips_avg_dcg(ranks, log.doc, log.propensity, base=dcg_base)

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from cltr.core.queries import Dataset, Queries, check_queries
+from cltr.core.ranking import DCG_BASE
 from cltr.pipeline.workspace import atomic_write, jsonable
 
 __all__ = ['save_dataset', 'load_dataset']
@@ -62,7 +63,7 @@ def save_dataset(dataset: Dataset, path: str | os.PathLike) -> Path:
     The arrays of each split are stored as ``<split>/X``, ``<split>/labels``,
     ``<split>/qid``, ``<split>/offsets``, and, when the split has document ids,
     ``<split>/docid`` (unicode; ``<split>/docid_missing`` marks the rows whose id is None);
-    ``name``, ``relevant_from`` and ``meta`` (as a JSON string) beside them. The file is
+    ``name``, ``relevant_from``, ``dcg_base`` and ``meta`` (as a JSON string) beside them. The file is
     written under a temporary name in the same directory and renamed into place, so a reader
     never sees half of it. The same dataset always gives the same bytes.
 
@@ -84,6 +85,7 @@ def save_dataset(dataset: Dataset, path: str | os.PathLike) -> Path:
         "format": np.array(_FORMAT),
         "name": np.array(dataset.name),
         "relevant_from": np.array(int(dataset.relevant_from), dtype=np.int64),
+        "dcg_base": np.array(float(dataset.dcg_base)),
         "meta": np.array(json.dumps(jsonable(dataset.meta), sort_keys=True)),
     }
     for split, queries in dataset.splits().items():
@@ -139,6 +141,7 @@ def load_dataset(path: str | os.PathLike) -> Dataset:
                                  docid=_read_docid(archive, split, path))
                   for split in ("train", "vali", "test")}
         name, relevant_from = str(archive["name"]), int(archive["relevant_from"])
+        dcg_base = float(archive["dcg_base"]) if "dcg_base" in archive.files else DCG_BASE
         meta = json.loads(str(archive["meta"]))
     for split, queries in splits.items():
         check_queries(queries, where=f"{split} split of {path}")
@@ -146,4 +149,4 @@ def load_dataset(path: str | os.PathLike) -> Dataset:
     if len(set(widths.values())) > 1:
         raise ValueError(f"{path}: feature widths differ between splits ({widths}); all splits of one "
                          "dataset must share one feature width")
-    return Dataset(name=name, relevant_from=relevant_from, meta=meta, **splits)
+    return Dataset(name=name, relevant_from=relevant_from, meta=meta, dcg_base=dcg_base, **splits)

@@ -84,7 +84,8 @@ class TrainingData:
 
     def estimate(self, scorer) -> float:
         """SNIPS Avg DCG on validation clicks, with the same tie-breaks for every candidate."""
-        return validation_estimate(scorer, self.dataset.vali, self.vali_log, rng=stream(self.seed, "selection"))
+        return validation_estimate(scorer, self.dataset.vali, self.vali_log, rng=stream(self.seed, "selection"),
+                                   dcg_base=self.dataset.dcg_base)
 
 
 _REGISTRY: dict[str, Method] | None = None

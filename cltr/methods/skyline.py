@@ -29,7 +29,8 @@ def train(data: TrainingData, options: LinearSVMOptions, *, progress=None):
         return result.w, solver_info(result)
 
     def label_estimate(scorer):
-        return evaluate(scorer, dataset.vali, vali_relevant, rng=stream(data.seed, "skyline-selection"))["avg_dcg"]
+        return evaluate(scorer, dataset.vali, vali_relevant, rng=stream(data.seed, "skyline-selection"),
+                        dcg_base=dataset.dcg_base)["avg_dcg"]
 
     scorer, info = select_c(options, fit, label_estimate, progress=progress, criterion="validation_label_avg_dcg")
     info["validation_snips_avg_dcg"] = data.estimate(scorer)

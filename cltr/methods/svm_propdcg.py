@@ -47,7 +47,8 @@ def train(data: TrainingData, options: PropDCGOptions, *, progress=None):
     split, log = data.dataset.train, data.train_log
 
     def monitor(w):
-        return validation_estimate(LinearScorer(w), split, log, rng=stream(data.seed, "training-estimate"))
+        return validation_estimate(LinearScorer(w), split, log, rng=stream(data.seed, "training-estimate"),
+                                   dcg_base=data.dataset.dcg_base)
 
     def fit(C, _previous):
         w0 = None

@@ -82,7 +82,7 @@ def production_stage(workspace: Workspace, name: str, dataset: Dataset, fingerpr
     def compute():
         scorer, info = produce(dataset, fraction=fraction, C=C, seed=seed, ranker=ranker)
         info["test"] = evaluate(scorer, dataset.test, dataset.test.relevant(dataset.relevant_from),
-                                rng=stream(seed, "evaluate"))
+                                rng=stream(seed, "evaluate"), dcg_base=dataset.dcg_base)
         return scorer_to_arrays(scorer), info
 
     return workspace.cached(name, "production", config, compute)
@@ -421,7 +421,7 @@ def evaluation_stage(workspace: Workspace, name: str, dataset: Dataset, model: A
     def compute():
         scorer = scorer_from_arrays(model.arrays)
         info = evaluate(scorer, dataset.test, dataset.test.relevant(dataset.relevant_from),
-                        rng=stream(seed, "evaluate"))
+                        rng=stream(seed, "evaluate"), dcg_base=dataset.dcg_base)
         propensity = None
         if model.config.get("propensities") is not None:
             propensity = workspace.load(name, "propensities", model.config["propensities"])
@@ -429,7 +429,8 @@ def evaluation_stage(workspace: Workspace, name: str, dataset: Dataset, model: A
                                  propensity=propensity, clip=model.config.get("clip"),
                                  correction=model.config.get("correction"))
         info["validation_snips_avg_dcg"] = validation_estimate(scorer, dataset.vali, vali_log,
-                                                               rng=stream(seed, "selection"))
+                                                               rng=stream(seed, "selection"),
+                                                               dcg_base=dataset.dcg_base)
         info["method"] = model.config["method"]
         return {}, info
 

@@ -17,7 +17,7 @@ def test_letor_mq2008_alone_and_with_mq2007(tmp_path, make_letor_tree):
     mq2008 = make_letor_tree(tmp_path / "MQ2008", suffix=".xz", qid_start=10000)
     mq2007 = make_letor_tree(tmp_path / "MQ2007", suffix=".gz", qid_start=1000, seed=1)
     alone = load_letor(mq2008)
-    assert alone.name == "letor" and alone.relevant_from == 1
+    assert alone.name == "letor" and alone.relevant_from == 2  # the paper's convention
     assert [q.n_queries for q in alone.splits().values()] == [3, 2, 2]
     assert alone.meta["mq2007"] is False and "MQ2007 was not given" in alone.meta["notes"][0]
     assert alone.meta["fold"] == 1 and alone.meta["default_passes"] == 100
