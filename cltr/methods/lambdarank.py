@@ -9,6 +9,12 @@ Legend (paper Sec. 5, "LambdaRank" baseline; DESIGN.md "Baselines"):
     learning rate, leaves  -> chosen on validation clicks by the SNIPS Avg DCG estimate
     number of trees        -> early stopping on the same estimate
 
+Presets: ``tuned`` (the default) chooses learning rate and leaves over the grids of
+``trees`` by SNIPS Avg DCG on validation clicks. ``paper`` is the baseline as the paper
+ran it (Sec. 5.2): learning rate 0.1, 4 leaves on LETOR-width data and 64 on Yahoo's (the
+values its grid search chose), trees early-stopped on the average DCG of the clicked
+validation documents, each click weighted 1 (``TrainingData.clicked_avg_dcg``).
+
 Click labels (the choice, documented): with ``labels="documents"`` (the default, as the
 paper describes the baseline) a document is relevant iff it was clicked at least once in
 the click log in use, and each query is one group of all its candidate documents. With
@@ -23,7 +29,7 @@ selection criterion ranks every candidate of every validation query.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -33,10 +39,16 @@ from cltr.methods import Method, TrainingData
 from cltr.methods.trees import TreeOptions, select_trees
 from cltr.options import option
 
-__all__ = ["ClickLabels", "click_labels", "LambdaRankOptions", "METHOD"]
+__all__ = ["ClickLabels", "click_labels", "LambdaRankOptions", "paper_leaves", "METHOD"]
 
 ORDER = 20
 LABEL_CHOICES = ("documents", "sessions")
+
+
+PRESETS = ("tuned", "paper")
+# the paper's chosen leaves: 4 on LETOR (46 features), 64 on Yahoo (700)
+PAPER_LEAVES = {"letor": 4, "yahoo": 64}
+PAPER_LEARNING_RATE = 0.1
 
 
 @dataclass(frozen=True)
@@ -44,6 +56,15 @@ class LambdaRankOptions(TreeOptions):
     labels: str = option("documents", "documents: one group per query, relevant iff clicked at least once; "
                                       "sessions: one group per session with a click, relevant iff clicked in it.",
                          choices=LABEL_CHOICES)
+    preset: str = option("tuned", "tuned: learning rate and leaves chosen by SNIPS Avg DCG on validation clicks; "
+                                  "paper: the paper's run (learning rate 0.1, 4 leaves, or 64 on Yahoo-width data "
+                                  "of 500+ features; trees early-stopped on the unweighted average DCG of the "
+                                  "clicked validation documents).", choices=PRESETS)
+
+
+def paper_leaves(n_features: int) -> int:
+    """The paper's leaves for data of this width: Yahoo's 64 from 500 features, else LETOR's 4."""
+    return PAPER_LEAVES["yahoo"] if n_features >= 500 else PAPER_LEAVES["letor"]
 
 
 @dataclass(frozen=True)
@@ -126,9 +147,18 @@ def train(data: TrainingData, options: LambdaRankOptions, *, progress=None):
     click = click_labels(data.dataset.train, data.train_log, labels=options.labels)
     if len(click.group) == 0:
         raise ValueError("no training query has a clicked document; LambdaRank has nothing to learn from")
-    scorer, info = select_trees(data, options, name="lambdarank", X=data.dataset.train.X[click.rows],
-                                label=click.label, group=click.group, objective=None, progress=progress)
-    info.update({"labels": options.labels, "training_rows": int(len(click.rows)),
+    X = data.dataset.train.X[click.rows]
+    common = {"name": "lambdarank", "X": X, "label": click.label, "group": click.group, "objective": None,
+              "progress": progress}
+    if options.preset == "paper":
+        options = replace(options, learning_rate=options.learning_rate or PAPER_LEARNING_RATE,
+                          num_leaves=options.num_leaves or paper_leaves(X.shape[1]))
+        scorer, info = select_trees(data, options, estimate=data.clicked_avg_dcg,
+                                    criterion_name="validation_clicked_avg_dcg", **common)
+        info["validation_snips_avg_dcg"] = data.estimate(scorer)
+    else:
+        scorer, info = select_trees(data, options, **common)
+    info.update({"labels": options.labels, "preset": options.preset, "training_rows": int(len(click.rows)),
                  "training_groups": int(len(click.group))})
     return scorer, info
 
@@ -139,6 +169,7 @@ METHOD = Method(
     description="LambdaRank (LightGBM) with clicks as labels, as the paper's baseline: with --labels documents a "
                 "document is relevant iff clicked at least once in the log; queries (or sessions) without a click "
                 "are left out, having no pair to order. Learning rate and leaves are chosen, and the number of "
-                "trees early-stopped, by SNIPS Avg DCG on validation clicks; no split uses more than half of the "
-                "features.",
+                "trees early-stopped, by SNIPS Avg DCG on validation clicks (--preset tuned), or fixed at the "
+                "paper's learning rate 0.1 and 4 leaves (64 on Yahoo) with trees early-stopped on the clicked "
+                "validation documents' average DCG (--preset paper); no split uses more than half of the features.",
 )

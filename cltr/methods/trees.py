@@ -225,14 +225,16 @@ def _grow(params: dict, sets: _TreeSets, *, objective: Callable | None, n_estima
 
 def select_trees(data, options: TreeOptions, *, name: str, X: np.ndarray, label: np.ndarray,
                  group: np.ndarray | None, objective: Callable | None, progress: Callable | None = None,
-                 learning_rates=LEARNING_RATE_GRID, leaves=NUM_LEAVES_GRID):
+                 learning_rates=LEARNING_RATE_GRID, leaves=NUM_LEAVES_GRID, estimate: Callable | None = None,
+                 criterion_name: str = "validation_snips_avg_dcg"):
     """Grid over learning rate x leaves, trees by early stopping, chosen on validation clicks.
 
     Parameters
     ----------
     data : methods.TrainingData
         ``data.estimate`` (SNIPS Avg DCG on validation clicks, seeded tie-breaks) is both the
-        early-stopping criterion and the selection criterion; test labels are never read.
+        early-stopping criterion and the selection criterion unless ``estimate`` is given;
+        test labels are never read.
     options : TreeOptions
         ``learning_rate``, ``num_leaves`` (each fixes that axis), ``n_estimators`` (a fixed
         number of trees, no early stopping) and the early-stopping settings.
@@ -244,6 +246,8 @@ def select_trees(data, options: TreeOptions, *, name: str, X: np.ndarray, label:
         A custom objective (``objective="none"`` in LightGBM), or None for LambdaRank.
     progress : callable, optional
         Called with each candidate's row.
+    estimate : callable, optional
+        Another validation criterion (scorer -> float), named ``criterion_name`` in the table.
 
     Returns
     -------
@@ -260,8 +264,10 @@ def select_trees(data, options: TreeOptions, *, name: str, X: np.ndarray, label:
     sets = _tree_sets(X, label=label, group=group,
                       valid_X=data.dataset.vali.X if n_estimators is None else None, threads=threads)
 
+    estimate = estimate or data.estimate
+
     def criterion(scores):
-        return data.estimate(_Precomputed(scores))
+        return estimate(_Precomputed(scores))
 
     def fit(params, _previous):
         base = "none" if objective is not None else "lambdarank"
@@ -271,11 +277,11 @@ def select_trees(data, options: TreeOptions, *, name: str, X: np.ndarray, label:
         return _grow(lgb_params, sets, objective=objective, n_estimators=n_estimators, criterion=criterion,
                      max_rounds=rounds, eval_every=options.eval_every, patience=options.patience, threads=threads)
 
-    selection = select_on_validation(candidates, fit, data.estimate, progress=progress)
+    selection = select_on_validation(candidates, fit, estimate, progress=progress, criterion=criterion_name)
     best_row = next(row for row in selection.table
                     if all(row[k] == v for k, v in selection.best_params.items()))
     chosen = {**selection.best_params, "n_estimators": best_row["n_estimators"]}
-    info = {"chosen": chosen, "validation_snips_avg_dcg": selection.best_estimate,
+    info = {"chosen": chosen, criterion_name: selection.best_estimate,
             "selection": selection.table, "lightgbm_seed": seed,
             "early_stopping": {"max_rounds": options.max_rounds, "eval_every": options.eval_every,
                                "patience": options.patience, "shrinkage_budget": options.shrinkage_budget}}

@@ -114,3 +114,17 @@ def test_lambdarank_beats_production_on_noise_free_clicks(noise_free_clicks, avg
     lambdarank_dcg = avg_dcg_of(scorer, dataset, test_relevant)
     baseline = avg_dcg_of(production, dataset, test_relevant)
     assert lambdarank_dcg > baseline + 0.01, (lambdarank_dcg, baseline, info["chosen"])
+
+
+def test_paper_preset_runs_the_papers_settings_and_selects_on_unweighted_clicked_dcg(biased_clicks):
+    _, _, data, _ = biased_clicks
+    options = LambdaRankOptions(preset="paper", max_rounds=30, eval_every=5, patience=10)
+    scorer, info = train("lambdarank", data, options)
+    assert info["chosen"]["learning_rate"] == 0.1 and info["chosen"]["num_leaves"] == 4  # LETOR width
+    assert len(info["selection"]) == 1 and info["preset"] == "paper"
+    # the criterion is the clicked documents' average DCG, every click weighted 1 ...
+    assert info["validation_clicked_avg_dcg"] == pytest.approx(data.clicked_avg_dcg(scorer))
+    # ... which is not the propensity-weighted SNIPS estimate on position-biased clicks
+    assert info["validation_snips_avg_dcg"] == pytest.approx(data.estimate(scorer))
+    assert abs(data.clicked_avg_dcg(scorer) - data.estimate(scorer)) > 1e-3
+    assert lambdarank.paper_leaves(700) == 64 and lambdarank.paper_leaves(46) == 4
