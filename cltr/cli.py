@@ -11,25 +11,28 @@ artifact is missing, the stage builds it with default settings and says so, so t
 from __future__ import annotations
 
 import dataclasses
-import json
+import errno
+import logging
 import math
 import os
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import click
 import numpy as np
 
 from cltr import __version__, clickmodels, methods
 from cltr.options import Field, OptionSpec
-from cltr.core.queries import Dataset, default_passes, describe_convention, describe_split
+from cltr.core.queries import Dataset, default_passes, describe_convention, describe_split, label_counts
+from cltr.core.ranking import DCG_BASE
 from cltr.data.loaders import LETOR_RELEVANT_FROM, load_letor, load_svmlight_dataset, load_yahoo
-from cltr.data.store import load_dataset, save_dataset
 from cltr.data.synthetic import make_synthetic
 from cltr.pipeline import corrections
+from cltr.pipeline.experiments import SELECTIONS, dataset_record
 from cltr.pipeline.stages import clicks_stage, evaluation_stage, logging_rankers, model_stage, production_stage
-from cltr.pipeline.workspace import Workspace, atomic_write, file_sha256
+from cltr.pipeline.workspace import DamagedArtifact, Workspace, atomic_write
 
 DEFAULT_DATASET = "synthetic"
 
@@ -52,47 +55,189 @@ def echo_table(rows: list[dict], columns: list[str] | None = None) -> None:
     click.echo("  ".join(c.rjust(w) for c, w in zip(columns, widths)))
     for r in text:
         click.echo("  ".join(v.rjust(w) for v, w in zip(r, widths)))
+    warn_if_undefined(rows, columns)
 
 
-def progress_bar(total: int, description: str, unit: str = "pass"):
-    """A tqdm bar on stderr (with its ETA) that stays silent when stderr is not a terminal."""
-    from tqdm import tqdm
+def warn_if_undefined(rows: list[dict], columns: list[str]) -> None:
+    """A NaN printed is said to be one: which columns, and what it means."""
+    undefined = [c for c in columns if any(isinstance(row.get(c), float) and math.isnan(row[c]) for row in rows)]
+    if undefined:
+        warn(f"nan in {', '.join(undefined)}: undefined, an average over nothing (no relevant document, or no "
+             "click, to average over)")
 
-    return tqdm(total=total, desc=description, unit=unit, leave=False, file=sys.stderr,
-                disable=None)
+
+def warn(message: str) -> None:
+    """A one-line warning on stderr (shown under -q too)."""
+    click.echo(f"warning: {message}", err=True)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+class Progress:
+    """The progress of one long step, on stderr.
+
+    On a terminal, a tqdm bar (its rate and time left). Elsewhere (a log file, a batch or
+    cluster job), a line whenever a task finishes (``update(..., task_done=True)``) or
+    ``INTERVAL`` seconds have passed, with done/total and an estimate of the time left, so
+    that a log never looks hung; steps shorter than ``INTERVAL`` print nothing. Nothing
+    at all under ``-q``. ``update`` takes the count done so far, not an increment.
+    """
+
+    INTERVAL = 10.0
+
+    def __init__(self, description: str, total: int | None = None, unit: str = "step"):
+        self.description, self.total, self.unit = description, total, unit
+        self.done, self.postfix = 0, {}
+        self.start = self.last_line = time.monotonic()
+        self.printed = None  # the count of the last line printed
+        self.bar = None
+        shown, terminal = _verbosity() >= 0, sys.stderr.isatty()
+        self.lines = shown and not terminal
+        if shown and terminal:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc=description, unit=unit, leave=False, file=sys.stderr)
+
+    def update(self, done, total: int | None = None, *, postfix: dict | None = None, task_done: bool = False):
+        if total is not None:
+            self.total = total
+            if self.bar is not None:
+                self.bar.total = total
+        self.done, self.postfix = done, postfix or self.postfix
+        if self.bar is not None:
+            if postfix:
+                self.bar.set_postfix(postfix, refresh=False)
+            self.bar.update(done - self.bar.n)
+        now = time.monotonic()
+        if self.lines and (task_done or now - self.last_line >= self.INTERVAL):
+            self._line(now)
+
+    def _line(self, now: float) -> None:
+        elapsed = now - self.start
+        text = f"{self.description}: {self.unit} {self.done:g}"
+        if self.total:
+            text += f"/{self.total:g} ({100 * self.done / self.total:.0f}%)"
+        text += f", {_duration(elapsed)}"
+        if self.total and 0 < self.done < self.total:
+            text += f", about {_duration(elapsed * (self.total - self.done) / self.done)} left"
+        text += "".join(f"; {key} {value}" for key, value in self.postfix.items())
+        click.echo(text, err=True)
+        self.last_line, self.printed = now, self.done
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        if self.lines and self.printed is not None and self.printed != self.done:
+            self._line(time.monotonic())  # a log that showed the step running shows it ending
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def reading_progress() -> Callable[[str, int, int], None]:
+    """The ``progress`` of the loaders: a Progress per file read, in MB of the file."""
+    shown: dict[str, Progress] = {}
+
+    def show(path: str, done: int, total: int) -> None:
+        bar = shown.get(path) or shown.setdefault(path, Progress(f"reading {Path(path).name}", round(total / 1e6, 1),
+                                                                 "MB"))
+        bar.update(round(done / 1e6, 1), task_done=done == total)
+        if done == total:
+            bar.close()
+
+    return show
+
+
+def _verbosity() -> int:
+    """-1 under -q, 1 under -v, else 0 (0 too outside a command)."""
+    context = click.get_current_context(silent=True)
+    session = context.find_object(Session) if context is not None else None
+    return session.verbosity if session is not None else 0
+
+
+class _EchoHandler(logging.Handler):
+    """The library's log records on stderr: warnings as "warning: ...", the rest (-v) as they are."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        click.echo(f"warning: {message}" if record.levelno >= logging.WARNING else message, err=True)
+
+
+def _show_library_log(verbosity: int) -> None:
+    logger = logging.getLogger("cltr")
+    logger.handlers = [_EchoHandler()]
+    logger.setLevel(logging.INFO if verbosity > 0 else logging.WARNING)
+
+
+# -- option types --------------------------------------------------------------------------
+
+class FiniteFloat(click.ParamType):
+    """A finite float within an optional range (click's FloatRange lets nan and inf through)."""
+
+    name = "float"
+
+    def __init__(self, field):
+        self.field = field
+
+    def convert(self, value, param, ctx):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        s = self.field.spec
+        if (s.low is not None and (number < s.low or (s.low_open and number == s.low))) or \
+                (s.high is not None and (number > s.high or (s.high_open and number == s.high))):
+            self.fail(f"{value} is not {self.field.range_text()}", param, ctx)
+        return number
+
+
+def finite_float(low: float | None = None, high: float | None = None, *, low_open: bool = False,
+                 high_open: bool = False) -> FiniteFloat:
+    """The type of a hand-written float option (generated ones take their field's range)."""
+    return FiniteFloat(Field("value", float, sequence=False, optional=False, default=None,
+                             spec=OptionSpec(help="", low=low, high=high, low_open=low_open, high_open=high_open)))
 
 
 # -- the session: workspace plus the resolution of upstream artifacts -------------------
 
 class Session:
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, verbosity: int = 0):
         self.workspace = Workspace(workdir)
+        self.verbosity = verbosity
 
     # datasets
     def write_dataset(self, name: str, dataset: Dataset) -> dict:
-        path = self.workspace.dataset_path(name)
-        save_dataset(dataset, path)
+        """Store a dataset whose every split has a relevant document; its record."""
+        check_relevant_documents(dataset)
         summary = {split: describe_split(q, dataset.relevant_from) for split, q in dataset.splits().items()}
-        record = {"name": name, "fingerprint": file_sha256(path), "relevant_from": dataset.relevant_from,
-                  "dcg_base": dataset.dcg_base,
-                  "summary": summary, "meta": dataset.meta, "cltr_version": __version__,
-                  "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        with atomic_write(path.with_suffix(".json"), "w") as stream_:
-            json.dump(record, stream_, indent=2, sort_keys=True, default=str)
-        return record
+        return self.workspace.save_dataset(name, dataset, {"summary": summary})
 
     def dataset(self, name: str) -> tuple[Dataset, str]:
         """The prepared dataset and its fingerprint; the synthetic default is made on demand."""
-        path = self.workspace.dataset_path(name)
-        if not path.exists():
+        if not self.workspace.has_dataset(name):
             if name != DEFAULT_DATASET:
+                interrupted = self.workspace.dataset_path(name).exists()
                 raise click.ClickException(
-                    f"dataset {name!r} is not prepared in {self.workspace.root}; run "
-                    f"`cltr prepare {name} ...` first (see `cltr prepare --help`)")
+                    f"dataset {name!r} is not prepared in {self.workspace.root}"
+                    + (f" (an interrupted `cltr prepare` left {self.workspace.dataset_path(name)} without its record)"
+                       if interrupted else "")
+                    + f"; run `cltr prepare {name} ...` first (see `cltr prepare --help`)")
             click.echo(f"dataset {name!r} is not prepared yet: generating it with default settings")
             self.write_dataset(name, make_synthetic())
-        record = json.loads(path.with_suffix(".json").read_text())
-        return load_dataset(path), record["fingerprint"]
+        dataset, record = self.workspace.load_dataset(name)
+        return dataset, record["fingerprint"]
 
     def upstream(self, dataset_name: str, stage: str, key: str | None, make_default):
         """The artifact of ``stage`` named by ``key``, or the current one, or a default one."""
@@ -108,16 +253,72 @@ class Session:
         return make_default()
 
 
+def check_relevant_documents(dataset: Dataset) -> None:
+    """Refuse a dataset with a split that has no relevant document: its metrics (or, for
+    train, the production ranker) would be undefined."""
+    for split, queries in dataset.splits().items():
+        if not queries.relevant(dataset.relevant_from).any():
+            raise click.ClickException(
+                f"the {split} split of {dataset.name!r} has no relevant document at relevant_from = "
+                f"{dataset.relevant_from} (label counts {label_counts(queries.labels)}): its metrics would be "
+                "undefined; give a lower --relevant-from, or other files")
+
+
+_OS_ADVICE = {
+    errno.EROFS: "the file system is read-only; give a --workdir (or --out) on a writable one",
+    errno.EACCES: "permission denied; give a --workdir (or --out) you can write to, or change its permissions",
+    errno.EPERM: "operation not permitted; give a --workdir (or --out) you can write to, or change its permissions",
+    errno.ENOSPC: "no space left on the device; free some, or give a --workdir (or --out) on another disk",
+    errno.EDQUOT: "disk quota exceeded; free some space, or give a --workdir (or --out) on another disk",
+    errno.EFBIG: "file too large for the file-size limit in force (ulimit -f); raise the limit",
+    errno.ENOTDIR: "a part of this path is a file, not a directory; give another path",
+    errno.EISDIR: "this is a directory, not a file; give another path",
+    errno.ENOENT: "no such file or directory",
+}
+
+# The command that makes (and remakes) the artifacts of each stage directory.
+_STAGE_COMMANDS = {"production": "`cltr produce`", "clicks": "`cltr simulate` (or `cltr clicks import`)",
+                   "models": "`cltr train METHOD`", "evaluations": "`cltr evaluate`",
+                   "propensities": "`cltr propensities estimate`", "imports": "`cltr clicks import`",
+                   "tasks": "`cltr figures NAME`"}
+
+
+def describe_os_error(error: OSError) -> str:
+    """One line: the file and what to do."""
+    if error.errno is None:
+        return str(error)  # a message of ours, which names its file
+    where = error.filename if error.filename is not None else "a file"
+    return f"{where}: {_OS_ADVICE.get(error.errno, error.strerror)}"
+
+
+def describe_damage(error: DamagedArtifact) -> str:
+    """One line: the damaged file, what is wrong, and how to make it again."""
+    path = error.path
+    if path.name == "current.json":
+        fix = "delete it: it only records which artifact each stage used last (the artifacts stay)"
+    elif path.parent.name == "datasets":
+        fix = f"prepare the dataset again (`cltr prepare ... --name {path.stem}`)"
+    else:
+        fix = (f"run {_STAGE_COMMANDS.get(path.parent.name, 'the command that made it')} again with the same "
+               "options: it computes it anew")
+    return f"{error}; {fix}"
+
+
 def _errors_as_usage(function):
-    """Turn the library's ValueErrors (bad input) into clean one-line CLI errors."""
+    """Turn the library's ValueErrors (bad input), damaged artifacts and OSErrors (full disk,
+    read-only workspace, ...) into clean one-line CLI errors."""
     import functools
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
         try:
             return function(*args, **kwargs)
-        except (ValueError, FileNotFoundError) as error:
+        except DamagedArtifact as error:
+            raise click.ClickException(describe_damage(error)) from error
+        except ValueError as error:
             raise click.ClickException(str(error)) from error
+        except OSError as error:
+            raise click.ClickException(describe_os_error(error)) from error
 
     return wrapper
 
@@ -126,10 +327,13 @@ def _errors_as_usage(function):
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), envvar="CLTR_WORKDIR",
-              default="cltr-work", help="Workspace directory holding every artifact ($CLTR_WORKDIR).")
+              default="cltr-work", help="Workspace directory holding every artifact ($CLTR_WORKDIR); also "
+                                        "accepted after the command.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr (warnings and errors still).")
+@click.option("-v", "--verbose", is_flag=True, help="Also say which artifact each stage computed or reused.")
 @click.version_option(__version__, prog_name="cltr")
 @click.pass_context
-def main(ctx: click.Context, workdir: Path) -> None:
+def main(ctx: click.Context, workdir: Path, quiet: bool, verbose: bool) -> None:
     """Counterfactual learning-to-rank from simulated clicks (Agarwal et al., SIGIR 2019).
 
     \b
@@ -142,14 +346,26 @@ def main(ctx: click.Context, workdir: Path) -> None:
                      (see `cltr train --help`)
       cltr evaluate  Avg DCG, Avg Rank, nDCG@10 on the test set
       cltr figures   the paper's Table 2 and figures (`cltr figures --help`)
-    `cltr run` does all of it on the embedded synthetic dataset.
+    `cltr run` runs the pipeline on the embedded synthetic dataset and trains the
+    paper's three linear methods, svm-rank, svm-proprank and svm-propdcg (--method
+    for others).
+
+    \b
+    Progress goes to stderr: bars on a terminal, otherwise a line per finished task or
+    per 10 s with the time left (-q: none). Errors are one line, exit status 1 (2 for
+    a bad option).
     """
-    ctx.obj = Session(workdir)
+    if quiet and verbose:
+        raise click.UsageError("-q and -v contradict each other; give one")
+    verbosity = -1 if quiet else int(verbose)
+    _show_library_log(verbosity)
+    ctx.obj = Session(workdir, verbosity)
 
 
 dataset_option = click.option("--dataset", default=DEFAULT_DATASET,
                               help="Name of a prepared dataset in the workspace.")
-seed_option = click.option("--seed", type=int, default=0, help="Seed of every random draw of this stage.")
+seed_option = click.option("--seed", type=click.IntRange(min=0), default=0,
+                           help="Seed of every random draw of this stage.")
 
 
 @main.group()
@@ -181,14 +397,19 @@ def _report_prepared(record: dict) -> None:
               help="Number of queries over all splits [default: the generator's].")
 @click.option("--features", "n_features", type=click.IntRange(min=1), default=None,
               help="Number of features [default: the generator's, LETOR's 46].")
-@click.option("--seed", type=int, default=0, help="Seed of the generator.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, help="Seed of the generator.")
+@click.option("--relevant-from", type=click.IntRange(1, 2), default=None,
+              help="Labels (0..2) at least this are relevant [default: 2, as for LETOR].")
 @click.option("--name", default=DEFAULT_DATASET, help="Name to store it under.")
 @_dcg_log_option
 @click.pass_obj
 @_errors_as_usage
-def prepare_synthetic(session: Session, n_queries, n_features, seed, name, dcg_log) -> None:
-    """The embedded default: a seeded LETOR-shaped dataset with partly non-linear relevance."""
-    options = {k: v for k, v in {"n_queries": n_queries, "n_features": n_features}.items() if v is not None}
+def prepare_synthetic(session: Session, n_queries, n_features, seed, relevant_from, name, dcg_log) -> None:
+    """The embedded default: a seeded dataset shaped like the paper's LETOR training set
+    (1,484 training queries, about 41 documents each, 46 features), with partly non-linear
+    relevance."""
+    options = {k: v for k, v in {"n_queries": n_queries, "n_features": n_features,
+                                 "relevant_from": relevant_from}.items() if v is not None}
     _report_prepared(session.write_dataset(name, _with_convention(make_synthetic(seed=seed, **options), dcg_log)))
 
 
@@ -207,7 +428,8 @@ def prepare_synthetic(session: Session, n_queries, n_features, seed, name, dcg_l
 @_errors_as_usage
 def prepare_letor(session: Session, mq2008, mq2007, fold, relevant_from, name, dcg_log) -> None:
     """LETOR 4.0 as in the paper: MQ2007+MQ2008 train, MQ2008 vali and test."""
-    dataset = load_letor(mq2008, mq2007_dir=mq2007, fold=fold, relevant_from=relevant_from)
+    dataset = load_letor(mq2008, mq2007_dir=mq2007, fold=fold, relevant_from=relevant_from,
+                         progress=reading_progress())
     _report_prepared(session.write_dataset(name, _with_convention(dataset, dcg_log)))
 
 
@@ -230,7 +452,7 @@ _SPLIT_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 def prepare_svmlight(session: Session, train, vali, test, n_features, relevant_from, dtype, name, dcg_log) -> None:
     """Any three SVMlight/LETOR files: one width, disjoint query ids, every line checked."""
     dataset = load_svmlight_dataset(train, vali, test, n_features=n_features, relevant_from=relevant_from,
-                                    dtype=np.dtype(dtype), name=name)
+                                    dtype=np.dtype(dtype), name=name, progress=reading_progress())
     _report_prepared(session.write_dataset(name, _with_convention(dataset, dcg_log)))
 
 
@@ -244,7 +466,7 @@ def prepare_svmlight(session: Session, train, vali, test, n_features, relevant_f
 @_errors_as_usage
 def prepare_yahoo(session: Session, root, relevant_from, name, dcg_log) -> None:
     """Yahoo! Learning to Rank Challenge, set 1 (700 features, labels 0-4)."""
-    dataset = load_yahoo(root, relevant_from=relevant_from)
+    dataset = load_yahoo(root, relevant_from=relevant_from, progress=reading_progress())
     _report_prepared(session.write_dataset(name, _with_convention(dataset, dcg_log)))
 
 
@@ -258,9 +480,9 @@ def _produce(session: Session, dataset_name: str, *, fraction=0.01, C=1.0, seed=
 
 @main.command("produce")
 @dataset_option
-@click.option("--fraction", type=click.FloatRange(0, 1, min_open=True), default=0.01,
+@click.option("--fraction", type=finite_float(0, 1, low_open=True), default=0.01,
               help="Share of training queries with labels the production ranker sees.")
-@click.option("-C", "C", type=click.FloatRange(0, min_open=True), default=1.0,
+@click.option("-C", "C", type=finite_float(0, low_open=True), default=1.0,
               help="Regularisation constant of the production Ranking SVM.")
 @seed_option
 @click.pass_obj
@@ -274,28 +496,7 @@ def produce_command(session: Session, dataset, fraction, C, seed) -> None:
                f"solver gap {info['gap']:.1e} after {info['iterations']} iterations")
     click.echo(f"test Avg DCG {info['test']['avg_dcg']:.4f}  Avg Rank {info['test']['avg_rank']:.2f}  "
                f"nDCG@10 {info['test']['ndcg@10']:.4f}")
-
-
-class FiniteFloat(click.ParamType):
-    """A finite float within an optional range (click's FloatRange lets nan and inf through)."""
-
-    name = "float"
-
-    def __init__(self, field):
-        self.field = field
-
-    def convert(self, value, param, ctx):
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            self.fail(f"{value!r} is not a number", param, ctx)
-        if not math.isfinite(number):
-            self.fail(f"{value!r} is not a finite number", param, ctx)
-        s = self.field.spec
-        if (s.low is not None and (number < s.low or (s.low_open and number == s.low))) or \
-                (s.high is not None and (number > s.high or (s.high_open and number == s.high))):
-            self.fail(f"{value} is not {self.field.range_text()}", param, ctx)
-        return number
+    warn_if_undefined([info["test"]], ["avg_dcg", "avg_rank", "ndcg@10"])
 
 
 def option_params(options_type, *, only_for: str | None = None) -> list[click.Option]:
@@ -345,23 +546,25 @@ def parse_or_usage(parse, values: dict, *, what: str):
 
 
 def _simulate(session: Session, dataset_name: str, *, production_key=None, model: str = clickmodels.DEFAULT_MODEL,
-              settings=None, passes: int | None = None, rankers: int = 1, seed=0):
+              settings=None, passes: int | None = None, rankers: int = 1, seed=0, top_k: int = 0,
+              logging_temperature: float = 0.0):
     dataset, fingerprint = session.dataset(dataset_name)
     production = session.upstream(dataset_name, "production", production_key,
                                   lambda: _produce(session, dataset_name)[0])
     if rankers > 1:
         production = logging_rankers(session.workspace, dataset_name, dataset, fingerprint, production, rankers)
     passes = passes or default_passes(dataset_name, dataset.meta)
-    bars = {}
+    shown = {}
 
     def progress(split, done, total):
-        bar = bars.get(split) or bars.setdefault(split, progress_bar(total, f"clicks on {split}"))
-        bar.update(done - bar.n)
+        bar = shown.get(split) or shown.setdefault(split, Progress(f"clicks on {split}", total, "pass"))
+        bar.update(done)
         if done == total:
             bar.close()
 
     artifact, reused = clicks_stage(session.workspace, dataset_name, dataset, production, settings or {},
-                                    model=model, passes=passes, seed=seed, progress=progress)
+                                    model=model, passes=passes, seed=seed, top_k=top_k,
+                                    logging_temperature=logging_temperature, progress=progress)
     session.workspace.set_current(dataset_name, "clicks", artifact.key)
     return artifact, reused
 
@@ -383,7 +586,8 @@ def _click_model_params() -> list[click.Option]:
     return params
 
 
-def simulate_command(session: Session, dataset, click_model, passes, rankers, production_key, seed, **values) -> None:
+def simulate_command(session: Session, dataset, click_model, passes, rankers, production_key, seed, top_k,
+                     logging_temperature, **values) -> None:
     """Simulate clicks of a click model on the production ranker's rankings of train and vali."""
     model = clickmodels.get(click_model)
     settings = parse_or_usage(model.parse_settings, given(values, model.settings),
@@ -394,7 +598,8 @@ def simulate_command(session: Session, dataset, click_model, passes, rankers, pr
     dataset_obj, _ = session.dataset(dataset)
     passes = passes or default_passes(dataset, dataset_obj.meta)
     artifact, reused = _simulate(session, dataset, production_key=production_key, model=model.name,
-                                 settings=settings, passes=passes, rankers=rankers, seed=seed)
+                                 settings=settings, passes=passes, rankers=rankers, seed=seed, top_k=top_k,
+                                 logging_temperature=logging_temperature)
     shown = artifact.config["production"]
     click.echo(f"click log {artifact.key}{' (reused)' if reused else ''} ({model.name}, "
                f"{'production ranker ' + shown if isinstance(shown, str) else f'{len(shown)} logging rankers'}, "
@@ -423,6 +628,13 @@ main.add_command(click.Command(
                      help="Key of the production ranker to present [default: the last produced]."),
         click.Option(["--seed"], type=click.IntRange(min=0), default=0, show_default=True,
                      help="Seed of every random draw of this stage."),
+        click.Option(["--top-k"], type=click.IntRange(min=0), default=0, show_default=True,
+                     help="Display only the first K results of each ranking: documents below cannot be clicked "
+                          "(0: the full list)."),
+        click.Option(["--logging-temperature"], type=click.FloatRange(min=0), default=0.0, show_default=True,
+                     help="Show a fresh Plackett-Luce ranking each pass, drawn from softmax(production scores / T) "
+                          "(0: the deterministic ranking). With --top-k or a temperature the log also stores the "
+                          "policy-aware propensities (--correction policy-aware)."),
         *_click_model_params(),
     ]))
 
@@ -453,13 +665,16 @@ def _propensity_artifact(session: Session, dataset_name: str, clicks, which: str
 
 
 def _train(session: Session, dataset_name: str, method: str, options, *, clicks_key=None, seed=0, progress=None,
-           propensities: str | None = None, clip: float | None = None, correction: str | None = None):
+           propensities: str | None = None, clip: float | None = None, correction: str | None = None,
+           remember: bool = True):
+    """Train (or reuse) a model; ``remember``: make it the current model."""
     dataset, _ = session.dataset(dataset_name)
     clicks = session.upstream(dataset_name, "clicks", clicks_key, lambda: _simulate(session, dataset_name)[0])
     propensity = _propensity_artifact(session, dataset_name, clicks, propensities)
     artifact, reused = model_stage(session.workspace, dataset_name, dataset, clicks, method, options, seed=seed,
                                    propensity=propensity, clip=clip, correction=correction, progress=progress)
-    session.workspace.set_current(dataset_name, "models", artifact.key)
+    if remember:
+        session.workspace.set_current(dataset_name, "models", artifact.key)
     return artifact, reused
 
 
@@ -489,15 +704,20 @@ def train_method(session: Session, method, options, dataset: str, clicks_key, se
     """Train (or reuse) with a progress bar; print the selection table, the model's key and
     chosen hyperparameters, and the method's own tables; return its info."""
     bar = None
+    done = {"units": 0, "candidates": 0}
 
     def progress(row):
         nonlocal bar
-        if row.get("event") == "progress":
+        if row.get("event") == "progress":  # inner units (epochs, trees) with their total
             if bar is None:
-                bar = progress_bar(row["total"], method.name, unit=row.get("unit", "step"))
-            bar.update(row.get("advance", 1))
-            if row.get("postfix"):
-                bar.set_postfix(row["postfix"])
+                bar = Progress(method.name, row["total"], row.get("unit", "step"))
+            done["units"] += row.get("advance", 1)
+            bar.update(done["units"], row["total"], postfix=row.get("postfix"))
+        elif not done["units"]:  # a fitted candidate of the grid (their number is the method's)
+            if bar is None:
+                bar = Progress(method.name, unit="candidate")
+            done["candidates"] += 1
+            bar.update(done["candidates"])
 
     try:
         artifact, reused = _train(session, dataset, method.name, options, clicks_key=clicks_key, seed=seed,
@@ -514,8 +734,10 @@ def train_method(session: Session, method, options, dataset: str, clicks_key, se
     if "effective_sample_size" in info:
         where = f", propensities {artifact.config['propensities']}" if "propensities" in artifact.config else ""
         clipped = f", clipped at {artifact.config['clip']:g}" if "clip" in artifact.config else ""
-        click.echo(f"{info['train_clicks']} training clicks, effective sample size of the weights 1/q "
-                   f"{info['effective_sample_size']:.1f}{where}{clipped}")
+        examples = (f" as {info['train_examples']} examples (displayed documents) with signed weights"
+                    if "train_examples" in info else "")
+        click.echo(f"{info['train_clicks']} training clicks{examples}, effective sample size of the weights "
+                   f"{'' if examples else '1/q '}{info['effective_sample_size']:.1f}{where}{clipped}")
     for title, table, columns in (method.tables(info) if method.tables else []):
         click.echo(title)
         echo_table(table, columns)
@@ -630,7 +852,9 @@ def _echo_convention(session: Session, dataset_name: str) -> None:
 @click.pass_obj
 @_errors_as_usage
 def run_command(session: Session, dataset, method_names, seed) -> None:
-    """The whole path with default settings: produce, simulate, train, evaluate."""
+    """The whole path with default settings: produce, simulate, then train and evaluate the
+    paper's three linear methods (svm-rank, svm-proprank, svm-propdcg; a few seconds in all),
+    or the methods given by --method (e.g. --method deep-propdcg --method lambdarank)."""
     start = time.perf_counter()
     production, _ = _produce(session, dataset, seed=seed)
     clicks, _ = _simulate(session, dataset, production_key=production.key, seed=seed)
@@ -638,7 +862,9 @@ def run_command(session: Session, dataset, method_names, seed) -> None:
     for method in method_names:
         where = "labels (an oracle reference)" if method == "skyline" else "clicks"
         click.echo(f"training {method} (hyperparameters selected on validation {where})")
-        model, _ = _train(session, dataset, method, {}, clicks_key=clicks.key, seed=seed)
+        # the last method trained becomes the current model; one pointer write, none on a rerun
+        model, _ = _train(session, dataset, method, {}, clicks_key=clicks.key, seed=seed,
+                          remember=method == method_names[-1])
         evaluation, _, _ = _evaluate(session, dataset, model.key, seed)
         rows.append({"method": method, "chosen": _describe_chosen(model.info),
                      **{k: evaluation.info[k] for k in ("avg_dcg", "avg_rank", "ndcg@10")}})
@@ -725,16 +951,19 @@ def propensities_group() -> None:
 
 @propensities_group.command("estimate")
 @dataset_option
-@click.option("--method", type=click.Choice(["harvest", "em"]), default="harvest", show_default=True,
+@click.option("--method", type=click.Choice(["harvest", "em", "trust-em"]), default="harvest", show_default=True,
               help="harvest: intervention harvesting, AllPairs (Agarwal et al., WSDM 2019; needs logs of two or "
                    "more rankers); em: regression EM for the position-based model with a feature-based "
-                   "relevance model (Wang et al., WSDM 2018; one ranker suffices).")
+                   "relevance model (Wang et al., WSDM 2018; one ranker suffices); trust-em: the trust-bias "
+                   "click probabilities c+_k, c-_k of relevant and irrelevant documents per rank by EM over "
+                   "documents shown at several ranks (after Agarwal et al., WWW 2019; best with --rankers >= 2), "
+                   "for --correction bayes-ips | affine.")
 @click.option("--clicks", "clicks_key", default=None, help="Key of the click log [default: the current one].")
 @click.option("--max-rank", type=click.IntRange(min=2), default=None,
               help="Estimate ranks 1..MAX_RANK; deeper ranks take the value of MAX_RANK [default: 20, or the deepest rank shown if less].")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=100, show_default=True,
               help="Bootstrap resamples of the queries for the confidence band (0: no band).")
-@click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
+@click.option("--level", type=finite_float(0, 1, low_open=True, high_open=True), default=0.95,
               show_default=True, help="Confidence level of the band.")
 @seed_option
 @click.pass_obj
@@ -752,6 +981,16 @@ def propensities_estimate(session: Session, dataset, method, clicks_key, max_ran
     click.echo(f"propensities {artifact.key}{' (reused)' if reused else ''}: {method} on click log {clicks.key} "
                f"({artifact.info['rankers']} ranker(s)); band: {level:.0%} bootstrap over queries")
     echo_table(artifact.info["rows"], ["rank", "propensity", "low", "high"])
+    if "trust" in artifact.info:
+        trust = artifact.info["trust"]
+        click.echo(f"trust bias: click probability of relevant (c+) and irrelevant (c-) documents per rank; "
+                   f"share of relevant documents {trust['prior']:.3f}")
+        echo_table([{"rank": k + 1, **{name: trust[name][k] for name in
+                                       ("relevant_click", "relevant_click_low", "relevant_click_high",
+                                        "irrelevant_click", "irrelevant_click_low", "irrelevant_click_high")}}
+                    for k in range(len(trust["relevant_click"]))],
+                   ["rank", "relevant_click", "relevant_click_low", "relevant_click_high", "irrelevant_click",
+                    "irrelevant_click_low", "irrelevant_click_high"])
 
 
 def _find_model(session: Session, key: str, dataset: str | None):
@@ -848,9 +1087,23 @@ def _model_width(scorer) -> int | None:
               help="Directory for NAME.csv, NAME.md, NAME.tex, NAME.png and NAME.pdf.")
 @click.option("--specs", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="Directory of experiment specs [default: the project's experiments/].")
+@click.option("--select", type=click.Choice(SELECTIONS), default=None,
+              help="How the linear SVMs' C is chosen: per repetition, each on its own validation clicks, or "
+                   "pooled, the paper's way: one C per point for all repetitions, by their mean validation "
+                   "SNIPS Avg DCG [default: the spec's select, else repetition].")
+@click.option("--folds", default=None, callback=lambda ctx, param, value: _folds_option(value),
+              help="LETOR folds to run, e.g. 1-5 or 1,3: the --dataset (prepared by `cltr prepare letor`) "
+                   "is its own fold; every other fold K runs on DATASET-foldK, prepared like it when missing. "
+                   "Reports per fold and over all (fold, repetition) runs.")
+@click.option("--check", "check_paper", is_flag=True,
+              help="Compare every row with the paper's value ([paper.PREFIX] of the spec) and fail when one is "
+                   "more than --tolerance of the paper's standard deviations away.")
+@click.option("--tolerance", type=click.FloatRange(0, min_open=True), default=2.0,
+              help="--check's tolerance, in units of the paper's standard deviation.")
 @click.pass_obj
 @_errors_as_usage
-def figures_command(session: Session, name, dataset, reps, n_jobs, backend, scheduler, quick, out, specs) -> None:
+def figures_command(session: Session, name, dataset, reps, n_jobs, backend, scheduler, quick, out, specs, select,
+                    folds, check_paper, tolerance) -> None:
     """Regenerate a table or figure of the paper: NAME is a spec in experiments/ or `all`.
 
     \b
@@ -866,27 +1119,134 @@ def figures_command(session: Session, name, dataset, reps, n_jobs, backend, sche
     Every (point, repetition) is a cached task: an interrupted run resumes where it stopped.
     """
     from cltr.pipeline.experiments import SPEC_DIR, load_spec, run_experiment, spec_names
-    from cltr.pipeline.report import table_rows, write_outputs
+    import pandas as pd
+
+    from cltr.pipeline.report import check_out_directory, stated_rows, table_rows, write_outputs
 
     directory = specs or SPEC_DIR
     n_jobs = n_jobs or os.cpu_count() or 1
     names = [n for n in spec_names(directory) if n != "smoke"] if name == "all" else [name]
+    failures = []
     for spec_name in names:
-        spec = load_spec(spec_name, directory).resolved(dataset=dataset, reps=reps, quick=quick)
-        _ensure_dataset(session, spec)
-        click.echo(f"{spec.name} ({spec.artifact}) on {spec.dataset!r}: {spec.reps} repetition(s)")
-        start = time.perf_counter()
-        with progress_bar(0, spec.name, unit="task") as bar:
-            def progress(done, total):
-                bar.total = total
-                bar.update(done - bar.n)
+        loaded = load_spec(spec_name, directory)
+        report_spec = loaded.resolved(dataset=dataset, reps=reps, quick=quick, select=select)
+        fold_names = _fold_datasets(session, report_spec.dataset, folds) if folds else [report_spec.dataset]
+        frames, records = [], {}
+        for fold_name in fold_names:
+            spec = loaded.resolved(dataset=fold_name, reps=reps, quick=quick, select=select)
+            _ensure_dataset(session, spec)
+            records[fold_name] = dataset_record(session.workspace, fold_name)
+            click.echo(f"{spec.name} ({spec.artifact}) on {spec.dataset!r}: {spec.reps} repetition(s)")
+            check_out_directory(out)  # now, not after the computing
+            start = time.perf_counter()
+            with Progress(spec.name, unit="step") as bar:
+                frame, counts = run_experiment(spec, session.workspace.root, n_jobs=n_jobs, backend=backend,
+                                               scheduler=scheduler, progress=_experiment_progress(bar))
+            frames.append(frame)
+            click.echo(f"{counts['tasks']} tasks ({counts['computed']} computed, {counts['reused']} reused) in "
+                       f"{time.perf_counter() - start:.1f} s")
+        frame = pd.concat(frames, ignore_index=True)
+        paths = write_outputs(frame, report_spec, out, records=records)
+        click.echo(f"wrote {', '.join(str(p) for p in paths.values())}")
+        echo_table(table_rows(frame, report_spec))
+        stated = stated_rows(frame, report_spec)
+        if stated:
+            click.echo("numbers the paper states in its text, beside ours:")
+            echo_table(stated)
+        if check_paper:
+            failures += _check_against_paper(frame, report_spec, tolerance)
+    if failures:
+        raise click.ClickException(f"{len(failures)} value(s) more than {tolerance:g} of the paper's standard "
+                                   f"deviations from the paper: {'; '.join(failures)}")
 
-            frame, counts = run_experiment(spec, session.workspace.root, n_jobs=n_jobs, backend=backend,
-                                           scheduler=scheduler, progress=progress)
-        paths = write_outputs(frame, spec, out)
-        click.echo(f"{counts['tasks']} tasks ({counts['computed']} computed, {counts['reused']} reused) in "
-                   f"{time.perf_counter() - start:.1f} s; wrote {', '.join(str(p) for p in paths.values())}")
-        echo_table(table_rows(frame, spec))
+
+def _folds_option(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        return parse_folds(text)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--folds") from None
+
+
+def parse_folds(text: str) -> list[int]:
+    """``"1-5"`` -> [1, 2, 3, 4, 5]; ``"1,3"`` -> [1, 3]; ``"2-3,5"`` -> [2, 3, 5]; each fold once, in order."""
+    folds = []
+    for part in text.split(","):
+        low, dash, high = part.strip().partition("-")
+        if not low.strip().isdigit() or (dash and not high.strip().isdigit()):
+            raise ValueError(f"{part.strip()!r} is not a fold number or a range like 1-5 (folds: e.g. 1-5 or 1,3)")
+        first, last = int(low), int(high) if dash else int(low)
+        if first < 1 or last < first:
+            raise ValueError(f"{part.strip()!r}: folds are numbered from 1 and a range runs upwards, e.g. 1-5")
+        folds.extend(range(first, last + 1))
+    return list(dict.fromkeys(folds))
+
+
+def _fold_datasets(session: Session, base: str, folds: list[int]) -> list[str]:
+    """The prepared dataset of each fold: ``base`` for its own fold, ``{base}-fold{K}`` for the
+    others, prepared like ``base`` (its MQ2008/MQ2007 directories, relevance threshold and DCG
+    log base) when missing, so that every fold follows one metric convention."""
+    if not session.workspace.has_dataset(base):
+        raise click.ClickException(
+            f"--folds runs the folds of a LETOR dataset prepared as {base!r}, which is not prepared in "
+            f"{session.workspace.root}: run `cltr prepare letor --mq2008 DIR --name {base}` first (Fold 1); "
+            f"the other folds are prepared like it")
+    record = dataset_record(session.workspace, base)
+    meta = record.get("meta", {})
+    if meta.get("source") != "LETOR 4.0":
+        raise click.ClickException(f"--folds needs a LETOR 4.0 dataset (`cltr prepare letor`); {base!r} is "
+                                   f"{meta.get('source', 'not one')}: give --dataset letor")
+    directories = meta.get("directories")
+    names = []
+    for fold in folds:
+        name = base if meta.get("fold") == fold else f"{base}-fold{fold}"
+        names.append(name)
+        if session.workspace.has_dataset(name):
+            other = dataset_record(session.workspace, name)
+            found = (other.get("meta", {}).get("fold"), other["relevant_from"], other.get("dcg_base", DCG_BASE))
+            wanted = (fold, record["relevant_from"], record.get("dcg_base", DCG_BASE))
+            if found != wanted:
+                raise click.ClickException(
+                    f"{name!r} holds fold {found[0]} with relevant = label >= {found[1]} and DCG log base "
+                    f"{found[2]:g}, but the run needs fold {fold} prepared like {base!r} (label >= {wanted[1]}, "
+                    f"base {wanted[2]:g}): re-prepare it with `cltr prepare letor --fold {fold} --name {name} ...`")
+            continue
+        if directories is None:
+            raise click.ClickException(f"the record of {base!r} does not say where its folds lie (prepared by an "
+                                       f"older cltr): prepare it again with `cltr prepare letor --mq2008 DIR`")
+        click.echo(f"preparing {name!r}: LETOR 4.0 Fold{fold} like {base!r} (from {directories['mq2008']})")
+        loaded = load_letor(directories["mq2008"], mq2007_dir=directories["mq2007"], fold=fold,
+                            relevant_from=record["relevant_from"], progress=reading_progress())
+        session.write_dataset(name, dataclasses.replace(loaded, dcg_base=record.get("dcg_base", DCG_BASE)))
+    return names
+
+
+def _check_against_paper(frame, spec, tolerance: float) -> list[str]:
+    """Print ``--check``'s table; the failing rows, as text."""
+    from cltr.pipeline.report import check
+
+    rows = check(frame, spec, tolerance=tolerance)
+    if not rows:
+        click.echo(f"--check: the spec {spec.name!r} gives no paper values for {spec.dataset!r} ([paper.PREFIX]); "
+                   f"nothing to check")
+        return []
+    click.echo(f"--check: {spec.name} against the paper; tolerance {tolerance:g} of the paper's standard deviations")
+    echo_table([{**row, "within": {True: "yes", False: "NO", None: "not run"}[row["within"]]} for row in rows])
+    return [f"{spec.name} {row['method']} ({row['gap (paper std)']})" for row in rows if row["within"] is False]
+
+
+def _experiment_progress(bar: Progress):
+    """``run_experiment``'s progress shown on ``bar``: its steps move it (bars on a terminal
+    move within a task), and each finished task prints a line in a log."""
+    finished = [None]
+
+    def show(state) -> None:
+        bar.update(state.steps_done, state.steps, postfix={"tasks": f"{state.tasks_done}/{state.tasks}"},
+                   task_done=state.tasks_done != finished[0])
+        finished[0] = state.tasks_done
+
+    return show
 
 
 def _ensure_dataset(session: Session, spec) -> None:
@@ -898,3 +1258,31 @@ def _ensure_dataset(session: Session, spec) -> None:
             f"dataset {spec.dataset!r} is not prepared in {session.workspace.root}; run `cltr prepare ...` first")
     click.echo(f"dataset {spec.dataset!r} is not prepared yet: generating it ({spec.synthetic or 'defaults'})")
     session.write_dataset(spec.dataset, make_synthetic(**spec.synthetic))
+
+
+# -- --workdir after the command -----------------------------------------------------------
+
+def _workdir_after_command(ctx: click.Context, param, value: Path | None) -> None:
+    """``cltr COMMAND ... --workdir DIR``: DIR replaces the workspace that ``cltr --workdir``
+    (or $CLTR_WORKDIR, or the default) named, unless the two disagree on the command line."""
+    if value is None:
+        return
+    root = ctx.find_root()
+    given = root.params.get("workdir")
+    if root.get_parameter_source("workdir") == click.core.ParameterSource.COMMANDLINE and Path(given) != value:
+        raise click.UsageError(f"--workdir is given twice, as {given} and as {value}; give it once")
+    ctx.find_object(Session).workspace = Workspace(value)
+
+
+def _accept_workdir_after_commands(group: click.Group) -> None:
+    for command in group.commands.values():
+        if isinstance(command, click.Group):
+            _accept_workdir_after_commands(command)
+        else:
+            command.params.append(click.Option(
+                ["--workdir"], type=click.Path(file_okay=False, path_type=Path), default=None, expose_value=False,
+                is_eager=True, callback=_workdir_after_command,
+                help="Workspace directory (the same as `cltr --workdir DIR COMMAND`)."))
+
+
+_accept_workdir_after_commands(main)

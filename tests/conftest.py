@@ -93,10 +93,12 @@ def make_training_data():
 
 @pytest.fixture(scope="session")
 def synthetic_dataset():
-    """The embedded default dataset: ``make_synthetic()`` (300 queries, seed 0)."""
+    """A small synthetic dataset (300 queries of 5 to 120 documents, relevant = label >= 1,
+    seed 0): the embedded default's generator at a sixth of its size (and twice the
+    relevant documents), so that the tests that train on it take seconds."""
     from cltr.data.synthetic import make_synthetic
 
-    return make_synthetic()
+    return make_synthetic(n_queries=300, docs=(5, 120), relevant_from=1)
 
 
 @pytest.fixture(scope="session")

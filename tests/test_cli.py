@@ -67,6 +67,7 @@ def test_clear_errors(tmp_path, invoke):
     assert f"Error: no model '0123' in {tmp_path}" in result.output
     assert "`cltr train` prints each model's key" in result.output
     # a model's real key is found; 0123 still is not
+    invoke("prepare", "synthetic", "--queries", "40", workdir=tmp_path)
     invoke("train", "svm-rank", "-C", "1", workdir=tmp_path)
     model_key = Workspace(tmp_path).current("synthetic")["models"]
     assert f"model {model_key} (svm-rank" in invoke("evaluate", "--model", model_key, workdir=tmp_path).output
@@ -206,9 +207,80 @@ def test_simulate_help_lists_every_click_model_setting(invoke):
     (["simulate", "--eta", "nan"], "Invalid value for '--eta': 'nan' is not a finite number"),
     (["simulate", "--eps-neg", "2"], "Invalid value for '--eps-neg': 2 is not >= 0 and <= 1"),
     (["simulate", "--eps-pos", "-0.5"], "Invalid value for '--eps-pos': -0.5 is not >= 0 and <= 1"),
+    (["simulate", "--eta-model", "nan"], "Invalid value for '--eta-model': 'nan' is not a finite number"),
+    (["simulate", "--eps-neg", "nan"], "Invalid value for '--eps-neg': 'nan' is not a finite number"),
+    (["train", "svm-proprank", "-C", "inf"], "Invalid value for '-C': 'inf' is not a finite number"),
+    (["train", "svm-propdcg", "--tol", "nan"], "Invalid value for '--tol': 'nan' is not a finite number"),
+    # hand-written options, not generated from an options type
+    (["produce", "--fraction", "nan"], "Invalid value for '--fraction': 'nan' is not a finite number"),
+    (["produce", "-C", "inf"], "Invalid value for '-C': 'inf' is not a finite number"),
+    (["produce", "--seed", "-1"], "Invalid value for '--seed': -1 is not in the range x>=0"),
+    (["evaluate", "--seed", "-1"], "Invalid value for '--seed': -1 is not in the range x>=0"),
+    (["prepare", "synthetic", "--seed", "-1"], "Invalid value for '--seed': -1 is not in the range x>=0"),
+    (["propensities", "estimate", "--level", "nan"], "Invalid value for '--level': 'nan' is not a finite number"),
 ])
 def test_bad_option_values_are_usage_errors_before_any_work(tmp_path, invoke, args, message):
     workdir = tmp_path / "work"
     result = invoke(*args, workdir=workdir, expect=2)
     assert message in result.output and "Usage: cltr" in result.output
     assert not workdir.exists()  # nothing prepared, simulated or trained
+
+
+# -- cltr figures: --check, --folds -----------------------------------------------------------
+
+def _table_spec(specs, text: str, paper: str) -> None:
+    """``t.toml``: the tiny spec as a table, with made-up paper values."""
+    specs.mkdir(exist_ok=True)
+    (specs / "t.toml").write_text(text.replace('name = "tiny"', 'name = "t"').replace('kind = "curve"', 'kind = "table"')
+                                  .replace('x = "passes"\nvalues = [2, 4, 8]\nplot_x = "train_clicks"\n', "")
+                                  .replace("[clicks]", "[clicks]\npasses = 4") + paper)
+
+
+def test_check_compares_with_the_paper_and_fails_beyond_the_tolerance(tmp_path, invoke, tiny_spec_text):
+    specs = tmp_path / "specs"
+    _table_spec(specs, tiny_spec_text, "[paper.tiny]\nsvm-rank = [0.0, 1e-3]\nsvm-proprank = [0.45, 1.0]\n")
+    args = ("figures", "t", "--specs", specs, "--out", tmp_path / "out", "--check")
+    result = invoke(*args, workdir=tmp_path, expect=1)
+    assert "--check: t against the paper; tolerance 2 of the paper's standard deviations" in result.output
+    assert re.search(r"SVM Rank\s+0\.\d{4}\s+0\.0000 ± 1e-03\s+\+\d+\.\d\d\s+NO", result.output)
+    assert "1 value(s) more than 2 of the paper's standard deviations from the paper: t SVM Rank" in result.output
+    assert "yes" in result.output  # SVM PropRank is within 2 of its (made-up) std 1.0
+    result = invoke(*args, "--tolerance", "1e6", workdir=tmp_path)  # the tasks are cached now
+    assert "NO" not in result.output and "0 computed" in result.output
+    # a dataset the paper has no values for is said to be unchecked, not passed silently
+    _table_spec(specs, tiny_spec_text, "[paper.letor]\nsvm-rank = [0.0, 1e-3]\n")
+    assert "nothing to check" in invoke(*args, workdir=tmp_path).output
+
+
+def test_parse_folds():
+    from cltr.cli import parse_folds
+
+    assert parse_folds("1-5") == [1, 2, 3, 4, 5]
+    assert parse_folds("1,3") == [1, 3] and parse_folds("2") == [2] and parse_folds("2-3, 5,3") == [2, 3, 5]
+    for bad in ("0", "3-1", "a", "1-", "1,,2", "-2"):
+        with pytest.raises(ValueError):
+            parse_folds(bad)
+
+
+def test_folds_prepares_every_fold_like_the_first_and_reports_each(tmp_path, invoke, tiny_spec_text,
+                                                                     make_letor_tree):
+    root = tmp_path / "MQ2008"
+    for fold in (1, 2):
+        make_letor_tree(root, fold=fold, seed=fold)
+    specs = tmp_path / "specs"
+    _table_spec(specs, tiny_spec_text.replace('dataset = "tiny"', 'dataset = "letor"')
+                .replace("[synthetic]\nn_queries = 40\n", ""), "")
+    args = ("figures", "t", "--specs", specs, "--out", tmp_path / "out", "--dataset", "letor")
+    assert "not prepared" in invoke(*args, "--folds", "1-2", workdir=tmp_path, expect=1).output
+    invoke("prepare", "letor", "--mq2008", root, "--relevant-from", "1", "--dcg-log", "2", workdir=tmp_path)
+    assert "Invalid value for --folds" in invoke(*args, "--folds", "2-1", workdir=tmp_path, expect=2).output
+    out = invoke(*args, "--folds", "1-2", workdir=tmp_path).output
+    assert "preparing 'letor-fold2': LETOR 4.0 Fold2 like 'letor'" in out
+    record = json.loads((tmp_path / "datasets" / "letor-fold2.json").read_text())
+    assert record["meta"]["fold"] == 2 and record["relevant_from"] == 1 and record["dcg_base"] == 2
+    text = (tmp_path / "out" / "t.md").read_text()
+    assert "letor, folds 1, 2" in text and "Avg DCG letor-fold2" in text and "4 runs" in text
+    assert "1/log2(1 + rank)" in text and "(label >= 1)" in text
+    # a fold prepared under another convention is refused, not mixed in
+    invoke("prepare", "letor", "--mq2008", root, "--fold", "2", "--name", "letor-fold2", workdir=tmp_path)
+    assert "prepared like 'letor'" in invoke(*args, "--folds", "1-2", workdir=tmp_path, expect=1).output

@@ -42,6 +42,7 @@ class ClickModel:
     simulate: Callable[..., ClickLog]
     description: str = ""
     propensity: Callable | None = None  # (rank, settings) -> the propensity a learner uses, if per rank
+    trust: Callable | None = None  # (settings, max_rank) -> cltr.core.trust.TrustBias, for the trust-bias corrections
 
     def parse_settings(self, values: dict | Options | None, *, where: str | None = None) -> Options:
         if isinstance(values, self.settings):

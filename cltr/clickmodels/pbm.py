@@ -19,6 +19,7 @@ import numpy as np
 
 from cltr.clickmodels import ClickModel
 from cltr.core.clicks import ClickLog, position_propensity, simulate_clicks
+from cltr.core.trust import TrustBias
 from cltr.options import Options, option
 
 __all__ = ["PBMSettings", "position_based_model", "MODEL"]
@@ -69,7 +70,15 @@ def propensity(rank, settings: PBMSettings) -> np.ndarray:
     return position_propensity(rank, settings.eta if settings.eta_model is None else settings.eta_model)
 
 
+def trust_bias(settings: PBMSettings, max_rank: int) -> TrustBias:
+    """The position-based model as a trust-bias model with constant eps+ and eps- (under
+    the model eta, as the logged propensities), for ``--correction bayes-ips | affine``,
+    which then also correct the click noise eps_neg."""
+    k = np.arange(1, int(max_rank) + 1)
+    return TrustBias(propensity(k, settings), np.full(len(k), settings.eps_pos), np.full(len(k), settings.eps_neg))
+
+
 MODEL = ClickModel(
-    name="pbm", settings=PBMSettings, simulate=simulate, propensity=propensity,
+    name="pbm", settings=PBMSettings, simulate=simulate, propensity=propensity, trust=trust_bias,
     summary="Position-based model: rank r observed with (1/r)^eta, observed documents clicked with eps+/eps-.",
 )

@@ -47,6 +47,12 @@ class ClickLog:
         Queries in the split.
     sessions_per_query : ndarray of int64, shape (n_queries,), optional
         Sessions of each query; None means ``n_passes`` for every query (simulated logs).
+    weight : ndarray of float64, shape (n_clicks,), optional
+        An explicit, possibly negative weight c_i per example, which learners use instead
+        of 1 / propensity (``cost``). Set by corrections whose examples are not clicks
+        divided by a propensity: the affine correction's examples are displayed documents
+        with signed weights, aggregated over every pass (such a log cannot be cut into
+        passes or clipped).
     """
 
     query: np.ndarray
@@ -57,6 +63,7 @@ class ClickLog:
     n_passes: int
     n_queries: int
     sessions_per_query: np.ndarray | None = None
+    weight: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.doc)
@@ -72,11 +79,17 @@ class ClickLog:
         """A session id per click, shape (n_clicks,): pass · n_queries + query."""
         return self.pass_index * self.n_queries + self.query
 
+    @property
+    def cost(self) -> np.ndarray:
+        """The weight c_i a learner gives each example: ``weight`` if set, else 1 / propensity."""
+        return 1.0 / self.propensity if self.weight is None else self.weight
+
     def _replace(self, keep, **changes) -> "ClickLog":
         fields = {"query": self.query[keep], "doc": self.doc[keep], "rank": self.rank[keep],
                   "propensity": self.propensity[keep], "pass_index": self.pass_index[keep],
                   "n_passes": self.n_passes, "n_queries": self.n_queries,
-                  "sessions_per_query": self.sessions_per_query}
+                  "sessions_per_query": self.sessions_per_query,
+                  "weight": None if self.weight is None else self.weight[keep]}
         fields.update(changes)
         return ClickLog(**fields)
 
@@ -84,18 +97,27 @@ class ClickLog:
         """The log of the first ``passes`` passes: a nested prefix, for learning curves."""
         if not 1 <= passes <= self.n_passes:
             raise ValueError(f"passes must be between 1 and {self.n_passes}, found {passes}")
+        if self.weight is not None:
+            raise ValueError("this log's examples are weighted over all its passes (a correction such as affine); "
+                             "take the first passes before the correction")
         end = int(np.searchsorted(self.pass_index, passes, side="left"))
         spq = None if self.sessions_per_query is None else np.minimum(self.sessions_per_query, passes)
         return self._replace(slice(0, end), n_passes=passes, sessions_per_query=spq)
 
     def with_propensity(self, propensity: np.ndarray) -> "ClickLog":
         """The same clicks told with other propensities (misspecification, estimates)."""
+        if self.weight is not None:
+            raise ValueError("this log's examples carry explicit weights (a correction such as affine), which "
+                             "propensities would not change; change the propensities before the correction")
         return self._replace(slice(None), propensity=np.asarray(propensity, dtype=np.float64))
 
     def clipped(self, tau: float) -> "ClickLog":
         """Propensities below ``tau`` raised to ``tau`` (Joachims et al. 2017's clipping)."""
         if not 0 < tau <= 1:
             raise ValueError(f"the clipping threshold must lie in (0, 1], found {tau}")
+        if self.weight is not None:
+            raise ValueError("clipping raises propensities, and this log's examples carry explicit weights instead "
+                             "(a correction such as affine): train it without --clip")
         return self.with_propensity(np.maximum(self.propensity, tau))
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -104,11 +126,14 @@ class ClickLog:
                   "n_passes": np.int64(self.n_passes), "n_queries": np.int64(self.n_queries)}
         if self.sessions_per_query is not None:
             arrays["sessions_per_query"] = self.sessions_per_query
+        if self.weight is not None:
+            arrays["weight"] = self.weight
         return arrays
 
     @classmethod
     def from_arrays(cls, arrays) -> "ClickLog":
         spq = arrays.get("sessions_per_query") if hasattr(arrays, "get") else None
+        weight = arrays.get("weight") if hasattr(arrays, "get") else None
         return cls(
             query=np.asarray(arrays["query"], dtype=np.int64),
             doc=np.asarray(arrays["doc"], dtype=np.int64),
@@ -118,6 +143,7 @@ class ClickLog:
             n_passes=int(arrays["n_passes"]),
             n_queries=int(arrays["n_queries"]),
             sessions_per_query=None if spq is None else np.asarray(spq, dtype=np.int64),
+            weight=None if weight is None else np.asarray(weight, dtype=np.float64),
         )
 
 
@@ -153,9 +179,9 @@ class Impressions:
 
 
 def presented_impressions(presented_rank: np.ndarray, pass_ranker: np.ndarray, log: ClickLog,
-                          offsets: np.ndarray) -> Impressions:
+                          offsets: np.ndarray, *, top_k: int | None = None) -> Impressions:
     """Impressions of a simulated log: pass p shows every document of every query at
-    ``presented_rank[pass_ranker[p], doc]``.
+    ``presented_rank[pass_ranker[p], doc]`` (only ranks 1..``top_k`` with a top-k display).
 
     Parameters
     ----------
@@ -163,6 +189,7 @@ def presented_impressions(presented_rank: np.ndarray, pass_ranker: np.ndarray, l
     pass_ranker : ndarray of int, shape (n_passes,)
     log : ClickLog
     offsets : ndarray, shape (n_queries + 1,)
+    top_k : int, optional
     """
     presented_rank = np.atleast_2d(np.asarray(presented_rank, dtype=np.int64))
     pass_ranker = np.asarray(pass_ranker, dtype=np.int64)[:log.n_passes]
@@ -173,10 +200,15 @@ def presented_impressions(presented_rank: np.ndarray, pass_ranker: np.ndarray, l
     clicks = np.bincount(click_ranker * n_docs + log.doc, minlength=n_rankers * n_docs).reshape(n_rankers, n_docs)
     used = np.flatnonzero(sessions > 0)
     docs = np.arange(n_docs)
-    return Impressions(
+    table = Impressions(
         query=np.tile(doc_query, len(used)), doc=np.tile(docs, len(used)),
         rank=presented_rank[used].ravel(), ranker=np.repeat(used, n_docs),
         impressions=np.repeat(sessions[used], n_docs), clicks=clicks[used].ravel())
+    if top_k is None:
+        return table
+    shown = table.rank <= top_k
+    return Impressions(*(getattr(table, name)[shown] for name in ("query", "doc", "rank", "ranker", "impressions",
+                                                                  "clicks")))
 
 
 def aggregate_impressions(query, doc, rank, ranker, click) -> Impressions:

@@ -266,12 +266,13 @@ def loss_and_gradient(
     offsets: np.ndarray,
     click_query: np.ndarray,
     click_doc: np.ndarray,
-    propensity: np.ndarray,
+    propensity: np.ndarray | None,
     weight: RankWeight | str,
     *,
     n: int | None = None,
     pairs: tuple[np.ndarray, np.ndarray] | None = None,
     scale: float = 1.0,
+    example_weight: np.ndarray | None = None,
 ) -> tuple[float, list[np.ndarray]]:
     """scale · R(f_w) on the given rows and its gradient with respect to every parameter.
 
@@ -280,7 +281,7 @@ def loss_and_gradient(
     net : MLPScorer
     X : ndarray, shape (n_docs, n_features)
         The rows of the queries concerned (a whole split or one batch).
-    offsets, click_query, click_doc, propensity, weight, n, pairs
+    offsets, click_query, click_doc, propensity, weight, n, pairs, example_weight
         As in ``objectives.risk``, relative to these rows.
     scale : float
         Multiplies the value and the gradients (the batch factor B of the module docstring).
@@ -293,7 +294,7 @@ def loss_and_gradient(
     """
     activations = net.forward(X)
     value, grad_scores = risk_gradient(activations[-1][:, 0], offsets, click_query, click_doc,
-                                       propensity, weight, n=n, pairs=pairs)
+                                       propensity, weight, n=n, pairs=pairs, example_weight=example_weight)
     if scale != 1.0:
         grad_scores *= scale
     return float(value * scale), net.backward(activations, grad_scores)
@@ -312,17 +313,20 @@ class Batch:
     offsets : ndarray of int64, shape (n_batch_queries + 1,)
     click_query, click_doc : ndarray of int64, shape (k,)
         Local query and local row of each of the batch's clicks.
-    propensity : ndarray of float64, shape (k,)
+    propensity : ndarray of float64, shape (k,), or None
     pairs : tuple of ndarray
         ``click_pairs`` of the local arrays, expanded once.
+    example_weight : ndarray of float64, shape (k,), or None
+        The clicks' explicit weights, where given instead of propensities.
     """
 
     rows: np.ndarray
     offsets: np.ndarray
     click_query: np.ndarray
     click_doc: np.ndarray
-    propensity: np.ndarray
+    propensity: np.ndarray | None
     pairs: tuple
+    example_weight: np.ndarray | None = None
 
 
 def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -336,10 +340,11 @@ def click_batches(
     offsets: np.ndarray,
     click_query: np.ndarray,
     click_doc: np.ndarray,
-    propensity: np.ndarray,
+    propensity: np.ndarray | None,
     *,
     batch_docs: int,
     rng: np.random.Generator | None,
+    example_weight: np.ndarray | None = None,
 ) -> list[Batch]:
     """One epoch's minibatches: the clicked queries shuffled and cut at about ``batch_docs`` documents.
 
@@ -347,11 +352,14 @@ def click_batches(
     ----------
     offsets : ndarray, shape (n_queries + 1,)
     click_query, click_doc, propensity : ndarray, shape (n_clicks,)
-        The click log (``click_doc`` are rows of the split).
+        The click log (``click_doc`` are rows of the split); ``propensity`` None with
+        ``example_weight``.
     batch_docs : int
         Target documents per batch (>= 1); a query is never split.
     rng : numpy.random.Generator or None
         Shuffles the queries; ``None`` keeps query order.
+    example_weight : ndarray, shape (n_clicks,), optional
+        Explicit weights c_i (``objectives.risk``), carried into the batches.
 
     Returns
     -------
@@ -363,7 +371,8 @@ def click_batches(
     offsets = np.asarray(offsets, dtype=np.int64)
     click_query = np.asarray(click_query, dtype=np.int64)
     click_doc = np.asarray(click_doc, dtype=np.int64)
-    propensity = np.asarray(propensity, dtype=np.float64)
+    propensity = None if propensity is None else np.asarray(propensity, dtype=np.float64)
+    example_weight = None if example_weight is None else np.asarray(example_weight, dtype=np.float64)
     n_queries = len(offsets) - 1
     by_query = np.argsort(click_query, kind="stable")
     clicks_per_query = np.bincount(click_query, minlength=n_queries)
@@ -384,8 +393,9 @@ def click_batches(
         local_query = np.repeat(np.arange(len(q), dtype=np.int64), clicks_per_query[q])
         local_doc = click_doc[clicks] - offsets[q][local_query] + local_offsets[local_query]
         batches.append(Batch(rows=rows, offsets=local_offsets, click_query=local_query,
-                             click_doc=local_doc, propensity=propensity[clicks],
-                             pairs=click_pairs(local_offsets, local_query, local_doc)))
+                             click_doc=local_doc, propensity=None if propensity is None else propensity[clicks],
+                             pairs=click_pairs(local_offsets, local_query, local_doc),
+                             example_weight=None if example_weight is None else example_weight[clicks]))
     return batches
 
 

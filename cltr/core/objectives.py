@@ -38,6 +38,7 @@ __all__ = [
     "hinge_rank_bound",
     "risk",
     "risk_gradient",
+    "check_signed_weights",
 ]
 
 
@@ -364,6 +365,37 @@ def _check_propensity(propensity, n_examples):
     return propensity
 
 
+def _example_costs(propensity, example_weight, n_examples) -> np.ndarray:
+    """c_i of every example: ``example_weight`` where given (finite, of either sign: the
+    affine correction's), else 1 / propensity (checked > 0)."""
+    if example_weight is None:
+        return 1.0 / _check_propensity(propensity, n_examples)
+    if propensity is not None:
+        raise ValueError("give either propensity or example_weight, not both")
+    cost = np.asarray(example_weight, dtype=np.float64)
+    if cost.shape != (n_examples,):
+        raise ValueError(f"example_weight must have one entry per example, shape ({n_examples},), got {cost.shape}")
+    bad = ~np.isfinite(cost)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"example {i}: example_weight must be finite, got {cost[i]!r}")
+    return cost
+
+
+def check_signed_weights(cost, weight: RankWeight | str) -> None:
+    """Refuse negative example weights under an unbounded rank weight.
+
+    A negative c_i (the affine correction's penalty on displayed documents) rewards pushing
+    that document down, by c_i lambda(bound_i). DCG's and RBP's lambda are bounded above
+    (-1/log(1 + r) and -(1-p) p^(r-1) tend to 0), so the reward is too; average rank's
+    lambda(r) = r is not, and the risk would have no minimum.
+    """
+    weight = _weight(weight)
+    if weight.name == "avgrank" and np.any(np.asarray(cost) < 0):
+        raise ValueError("negative example weights (the affine correction) need a bounded rank weight: train on "
+                         "'dcg' or 'rbp:<p>', not 'avgrank', whose risk would have no minimum")
+
+
 def _normaliser(n, n_examples) -> float:
     if n is None:
         if n_examples == 0:
@@ -434,16 +466,17 @@ def risk(
     offsets: np.ndarray,
     click_query: np.ndarray,
     click_doc: np.ndarray,
-    propensity: np.ndarray,
+    propensity: np.ndarray | None,
     weight: RankWeight | str,
     *,
     n: int | None = None,
     candidate: np.ndarray | None = None,
     pairs: tuple[np.ndarray, np.ndarray] | None = None,
+    example_weight: np.ndarray | None = None,
 ) -> float:
     """Propensity-weighted hinge bound on the risk, R(f) (paper Eq. riskhinge).
 
-    R(f) = (1/n) Σ_i (1/q_i) · lambda(bound_i), with bound_i from ``hinge_rank_bound``.
+    R(f) = (1/n) Σ_i c_i · lambda(bound_i), c_i = 1/q_i, with bound_i from ``hinge_rank_bound``.
     It is at least the IPS estimate (1/n) Σ_i (1/q_i) lambda(rank_f(y_i)) whenever lambda is
     non-decreasing, which every ``RankWeight`` here is (Prec@k included).
 
@@ -452,8 +485,8 @@ def risk(
     scores, offsets, click_query, click_doc
         As in ``hinge_rank_bound``: shapes (n_docs,), (n_queries + 1,), (n_examples,),
         (n_examples,).
-    propensity : ndarray, shape (n_examples,)
-        q_i > 0 of each click.
+    propensity : ndarray, shape (n_examples,), or None
+        q_i > 0 of each click; None with ``example_weight``.
     weight : RankWeight or str
         lambda; a string is parsed by ``rank_weight``.
     n : int, optional
@@ -463,6 +496,9 @@ def risk(
         See ``hinge_rank_bound``.
     pairs : tuple of ndarray, optional
         See ``hinge_rank_bound``.
+    example_weight : ndarray, shape (n_examples,), optional
+        c_i itself, instead of 1/q_i; may be negative (the affine correction's displayed
+        documents), and then R(f) is an estimate, not a bound.
 
     Returns
     -------
@@ -471,9 +507,9 @@ def risk(
     weight = _weight(weight)
     bound = hinge_rank_bound(scores, offsets, click_query, click_doc, candidate=candidate,
                              pairs=pairs)
-    propensity = _check_propensity(propensity, len(bound))
+    cost = _example_costs(propensity, example_weight, len(bound))
     scale = _normaliser(n, len(bound))
-    return float(np.sum(weight.value(bound) / propensity) / scale)
+    return float(np.sum(weight.value(bound) * cost) / scale)
 
 
 def risk_gradient(
@@ -481,17 +517,18 @@ def risk_gradient(
     offsets: np.ndarray,
     click_query: np.ndarray,
     click_doc: np.ndarray,
-    propensity: np.ndarray,
+    propensity: np.ndarray | None,
     weight: RankWeight | str,
     *,
     n: int | None = None,
     candidate: np.ndarray | None = None,
     pairs: tuple[np.ndarray, np.ndarray] | None = None,
     with_curvature: bool = False,
+    example_weight: np.ndarray | None = None,
 ) -> tuple[float, np.ndarray] | tuple[float, np.ndarray, np.ndarray]:
     """R(f) and its (sub)gradient with respect to the scores, for any scorer.
 
-    With c_i = lambda'(bound_i) / (n q_i) and the active pairs A_i = {y : 1 - (f(y_i) - f(y))
+    With c_i = lambda'(bound_i) c_i' / n (c_i' = 1/q_i or ``example_weight``) and the active pairs A_i = {y : 1 - (f(y_i) - f(y))
     > 0} (a hinge exactly at its kink counts as inactive: the zero subgradient),
 
         dR/df(y)   = Σ_{i : y in A_i} c_i            (for y != y_i)
@@ -502,10 +539,10 @@ def risk_gradient(
 
     Parameters
     ----------
-    scores, offsets, click_query, click_doc, propensity, weight, n, candidate, pairs
+    scores, offsets, click_query, click_doc, propensity, weight, n, candidate, pairs, example_weight
         As in ``risk``. ``weight`` must be differentiable (not Prec@k).
     with_curvature : bool
-        Also return the pair curvature h(y) = Σ_{i : y in A_i} c_i + Σ_{i : y = y_i} c_i |A_i|,
+        Also return the pair curvature h(y) = Σ_{i : y in A_i} |c_i| + Σ_{i : y = y_i} |c_i| |A_i|,
         the sum of the absolute pair terms at y (Tree PropDCG's Gauss-Newton curvature).
 
     Returns
@@ -524,16 +561,16 @@ def risk_gradient(
     scores, offsets, click_query, click_doc = _check_examples(scores, offsets, click_query, click_doc)
     pair_example, pair_doc = _pairs(offsets, click_query, click_doc, candidate, pairs)
     n_examples = len(click_doc)
-    propensity = _check_propensity(propensity, n_examples)
+    cost = _example_costs(propensity, example_weight, n_examples)
     scale = _normaliser(n, n_examples)
 
     margin = _margins(scores, click_doc, pair_example, pair_doc)
     active = margin > 0.0
     hinge = np.where(active, margin, 0.0)
     bound = 1.0 + np.bincount(pair_example, weights=hinge, minlength=n_examples)
-    value = float(np.sum(weight.value(bound) / propensity) / scale)
+    value = float(np.sum(weight.value(bound) * cost) / scale)
 
-    coef = weight.derivative(bound) / (propensity * scale)
+    coef = weight.derivative(bound) * cost / scale
     active_example = pair_example[active]
     n_active = np.bincount(active_example, minlength=n_examples)
     # bincount returns int64 when no pair is active; the scatter needs float64
@@ -541,6 +578,12 @@ def risk_gradient(
                        minlength=len(scores)).astype(np.float64, copy=False)
     clicked = np.bincount(click_doc, weights=coef * n_active, minlength=len(scores))
     if with_curvature:
-        return value, grad - clicked, grad + clicked
+        if np.all(coef >= 0):
+            return value, grad - clicked, grad + clicked
+        # signed example weights: the curvature sums the pair terms' absolute values
+        size = np.abs(coef)
+        curvature = np.bincount(pair_doc[active], weights=size[active_example], minlength=len(scores)) \
+            + np.bincount(click_doc, weights=size * n_active, minlength=len(scores))
+        return value, grad - clicked, curvature
     grad -= clicked
     return value, grad

@@ -129,24 +129,34 @@ def ips_estimate(values: np.ndarray, propensity: np.ndarray, *, n_sessions: int)
     return float(np.sum(np.asarray(values) / np.asarray(propensity)) / n_sessions)
 
 
-def snips_estimate(values: np.ndarray, propensity: np.ndarray) -> float:
-    """Self-normalised IPS: sum_i values[i] / q_i divided by sum_i 1 / q_i."""
-    inverse = 1.0 / np.asarray(propensity, dtype=np.float64)
+def snips_estimate(values: np.ndarray, propensity: np.ndarray | None, *, weight: np.ndarray | None = None) -> float:
+    """Self-normalised IPS: sum_i values[i] / q_i divided by sum_i 1 / q_i.
+
+    With ``weight`` (instead of ``propensity``), sum_i c_i values[i] / sum_i c_i for explicit
+    example weights c_i, which may be signed (the affine correction: displayed documents
+    weighted by their relevance estimates). The normaliser sum_i c_i then estimates the
+    number of relevant (session, document) pairs without bias, as sum_i 1/q_i does under
+    noise-free position bias, so the ratio still estimates Avg DCG (consistently, as SNIPS
+    does); it is NaN when that sum is not positive (too few sessions to say).
+    """
+    inverse = 1.0 / np.asarray(propensity, dtype=np.float64) if weight is None \
+        else np.asarray(weight, dtype=np.float64)
     total = inverse.sum()
-    if total == 0:
+    if not total > 0:
         return float("nan")
     # not np.dot: a multithreaded BLAS ddot over many clicks stalls on a busy machine
     return float((np.asarray(values, dtype=np.float64) * inverse).sum() / total)
 
 
-def snips_avg_dcg(ranks: np.ndarray, click_doc: np.ndarray, propensity: np.ndarray, *,
-                  base: float = DCG_BASE) -> float:
+def snips_avg_dcg(ranks: np.ndarray, click_doc: np.ndarray, propensity: np.ndarray | None, *,
+                  base: float = DCG_BASE, weight: np.ndarray | None = None) -> float:
     """SNIPS estimate of Avg DCG from clicks, the model-selection criterion (DESIGN.md).
 
     sum_i (1/q_i) / log_base(1 + rank(y_i)) / sum_i (1/q_i), where ``ranks`` are the ranks
-    the evaluated model gives to every document and ``click_doc`` the clicked rows.
+    the evaluated model gives to every document and ``click_doc`` the clicked rows;
+    ``weight`` replaces 1/q_i by explicit example weights (``snips_estimate``).
     """
-    return snips_estimate(dcg_gain(np.asarray(ranks)[click_doc], base), propensity)
+    return snips_estimate(dcg_gain(np.asarray(ranks)[click_doc], base), propensity, weight=weight)
 
 
 def evaluate(scorer, queries, relevant: np.ndarray, *, rng: np.random.Generator, dcg_base: float = DCG_BASE) -> dict:
@@ -158,6 +168,7 @@ def evaluate(scorer, queries, relevant: np.ndarray, *, rng: np.random.Generator,
 
 def validation_estimate(scorer, queries, log, *, rng: np.random.Generator, dcg_base: float = DCG_BASE) -> float:
     """SNIPS estimate of Avg DCG of ``scorer`` on a (validation) click log: the
-    model-selection criterion."""
+    model-selection criterion, with each example weighted by ``log.cost`` (1/q_i, or a
+    correction's weight)."""
     ranks = rank_documents(scorer.scores(queries.X), queries.offsets, rng)
-    return snips_avg_dcg(ranks, log.doc, log.propensity, base=dcg_base)
+    return snips_avg_dcg(ranks, log.doc, None, base=dcg_base, weight=log.cost)

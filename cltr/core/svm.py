@@ -20,13 +20,17 @@ at least the plane b - g.w with b = Σ a_i δ_iy and g = Σ a_i δ_iy d_iy; δ =
 makes it touch R at w_t. Each iteration
 
 1. minimises ½‖w‖² + max(0, max_t b_t - g_t.w) over the planes so far: a tiny QP, solved
-   in its dual max_{β in simplex} Σ β_t b_t - ½‖Σ β_t g_t‖² by an active-set method;
-   its solution is w_cp = Σ β_t g_t;
+   in its dual max_{β in simplex} Σ β_t b_t - ½‖Σ β_t g_t‖² by a primal active-set method
+   whose Cholesky factor is updated as planes enter and leave (``_PlaneQP``); its solution
+   is w_cp = Σ β_t g_t;
 2. moves the best point w_b to the exact minimiser of P on the ray w_b + k (w_cp - w_b),
    k >= 0: P is piecewise quadratic along it, so with the margins at w_cp (one X @ w_cp)
    the minimiser takes a few vectorised passes over the pairs;
 3. adds the plane at w_c = 0.9 w_b + 0.1 w_cp (one X.T @ coef, where coef aggregates the
    pair coefficients per document, so each document's features are read once).
+
+The pair passes run over blocks of pairs small enough to stay in cache, and the margins
+at w_c follow from those at w_b and w_cp without a product.
 
 The certificate: α_iy = a_i Σ_t β_t δ^t_iy lies in the dual box and D(α) equals the reduced
 dual value, so ``lower_bound`` is a dual value of the full problem and
@@ -34,11 +38,14 @@ dual value, so ``lower_bound`` is a dual value of the full problem and
 the same clicked document (the candidate set follows from it) are merged by adding their
 costs, which leaves P unchanged; with many passes of clicks this shrinks the pairs a lot.
 
-float32 X is never copied whole. The planes, which carry the certificate, and the
-returned objective come from float64 products (blocks of rows widened in a small buffer;
-the float32 values are exact in float64). The scores that steer the search use float32
-products, about 2.5 times faster, until they fail to resolve the gap (no 1% progress in
-10 iterations, or a final check against exact scores fails); then exact scores take over.
+float32 X is never copied whole, and every product inside the loop is a float32 product
+(summed in float64 over blocks of rows): the scores only steer the search, and the planes
+they give are slightly off, so their QP values are estimates. What is returned is exact:
+one last pass widens blocks of rows to float64 (the float32 values are exact in float64)
+and computes P(w_b) and D(α) for the α of the final β, from the planes' stored per-document
+coefficients. If that exact gap misses ``tol``, or the estimates stop making progress (no
+1% smaller gap in 10 iterations), the solver goes on with exact products only, from one
+exact plane that aggregates the old ones (a convex combination of planes is a plane).
 
 This module imports only numpy and scipy; it never prints or reads files (progress is a
 callback).
@@ -51,16 +58,20 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+from scipy.linalg.lapack import dpotrs as _potrs, dtrtrs as _trtrs
 
-from cltr.core.objectives import check_example_rows, click_pairs
+from cltr.core.objectives import check_example_rows
 
 __all__ = ["SVMResult", "PairwiseProblem", "pairwise_objective", "solve_pairwise_svm", "train_ranking_svm",
            "train_svm_on_clicks", "solver_info"]
 
 _TINY = 1e-12  # floor of |objective| in the relative gap
 _CUT_STEP = 0.1  # OCAS's mu: the new plane is taken a tenth of the way from w_b to w_cp
-_WIDE_BLOCK_BYTES = 1 << 19  # float32 rows widened to float64 per block: a 512 KB buffer
-_NARROW_BLOCK_BYTES = 1 << 21  # float32 rows per float32 product block: about 1 MB of X
+_WIDE_BLOCK_BYTES = 1 << 22  # float32 rows widened to float64 per block: a 4 MB buffer
+_NARROW_BLOCK_BYTES = 1 << 22  # float32 rows per float32 product block: 4 MB of X
+_BLOCK_PAIRS = 1 << 17  # pairs per block of a pair pass: a few 1 MB slices stay in cache
+_RIDGE = 1e-12  # the plane QP's ridge, relative to its largest Gram diagonal
+_SAMPLE = 4096  # pairs sampled to bracket the line search's root
 _IDLE = 10  # a plane unused (β = 0) for more than this many QP solves in a row is dropped
 _STALL = 10  # iterations without a 1% smaller gap after which float32 products give way
 
@@ -173,57 +184,44 @@ def _weighted_sum(weight: np.ndarray, values: np.ndarray) -> float:
     return float(np.multiply(weight, values).sum())
 
 
-def _block_rows(X: np.ndarray, block_bytes: int) -> int:
-    return max(16, block_bytes // max(1, 8 * X.shape[1]))
+def _products(X: np.ndarray, w: np.ndarray | None = None, coef: np.ndarray | None = None, *,
+              exact: bool = True) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """X @ w, shape (n_docs,), and X.T @ coef, shape (n_features,); either may be skipped (None).
 
+    ``exact`` (and always for float64 X): float64 arithmetic. float32 X is widened to float64
+    a block of rows at a time (its values are exact in float64), and each block serves both
+    products, so X is read once. Every value the solver certifies goes through here, which
+    is also what makes ``pairwise_objective`` and the solver agree to the last bit.
 
-def _scores(X: np.ndarray, w: np.ndarray, *, precise: bool = True) -> np.ndarray:
-    """X @ w as float64, shape (n_docs,).
-
-    float32 X: ``precise`` widens blocks of rows to float64 in a small buffer before the
-    product (the float32 values are exact in float64, so the scores carry only float64
-    rounding; about 2.5 times the time of the float32 product); otherwise the product runs
-    in float32.
+    Otherwise (float32 X): float32 products, X @ w returned in float32 and X.T @ coef summed
+    in float64 over blocks of rows (one float32 sum over ~10^6 rows would lose about three
+    digits).
     """
     if X.dtype == np.float64:
-        return X @ w
-    if not precise:
-        return np.asarray(X @ w.astype(np.float32), dtype=np.float64)
-    rows = _block_rows(X, _WIDE_BLOCK_BYTES)
+        return (None if w is None else X @ w), (None if coef is None else coef @ X)
+    if not exact:
+        scores = None if w is None else X @ w.astype(np.float32)
+        if coef is None:
+            return scores, None
+        coef32 = coef.astype(np.float32)
+        rows = max(16, _NARROW_BLOCK_BYTES // (4 * X.shape[1]))
+        total = np.zeros(X.shape[1])
+        for start in range(0, X.shape[0], rows):
+            total += coef32[start:start + rows] @ X[start:start + rows]
+        return scores, total
+    rows = max(16, _WIDE_BLOCK_BYTES // (8 * X.shape[1]))
     buffer = np.empty((min(rows, X.shape[0]), X.shape[1]))
-    scores = np.empty(X.shape[0])
+    scores = None if w is None else np.empty(X.shape[0])
+    total = None if coef is None else np.zeros(X.shape[1])
     for start in range(0, X.shape[0], rows):
         block = X[start:start + rows]
         wide = buffer[:len(block)]
         np.copyto(wide, block)
-        np.dot(wide, w, out=scores[start:start + len(block)])
-    return scores
-
-
-def _transposed_product(X: np.ndarray, coef: np.ndarray, *, precise: bool = True) -> np.ndarray:
-    """X.T @ coef as float64, shape (n_features,).
-
-    float32 X: ``precise`` widens blocks to float64 as ``_scores`` does; otherwise float32
-    products over blocks of rows are summed in float64 (one float32 accumulation over
-    ~10^6 rows would lose about three digits).
-    """
-    if X.dtype == np.float64:
-        return X.T @ coef
-    total = np.zeros(X.shape[1])
-    if precise:
-        rows = _block_rows(X, _WIDE_BLOCK_BYTES)
-        buffer = np.empty((min(rows, X.shape[0]), X.shape[1]))
-        for start in range(0, X.shape[0], rows):
-            block = X[start:start + rows]
-            wide = buffer[:len(block)]
-            np.copyto(wide, block)
+        if scores is not None:
+            np.dot(wide, w, out=scores[start:start + len(block)])
+        if total is not None:
             total += coef[start:start + len(block)] @ wide
-        return total
-    coef32 = coef.astype(np.float32)
-    rows = _block_rows(X, _NARROW_BLOCK_BYTES)
-    for start in range(0, X.shape[0], rows):
-        total += X[start:start + rows].T @ coef32[start:start + rows]
-    return total
+    return scores, total
 
 
 def pairwise_objective(w, X, offsets, click_query, click_doc, cost, C, *, candidate=None) -> float:
@@ -262,14 +260,34 @@ def pairwise_objective(w, X, offsets, click_query, click_doc, cost, C, *, candid
 # --------------------------------------------------------------------------- the pairs, once
 
 
+def _run_pairs(offsets: np.ndarray, doc: np.ndarray, candidate: np.ndarray | None):
+    """The pairs of each clicked document d (a "run"): every candidate of its query but d, in
+    row order. Returns the runs' pair counts, shape (n_runs,), and every pair's other
+    document, shape (n_pairs,), runs one after another."""
+    query = np.searchsorted(offsets, doc, side="right") - 1
+    if candidate is None:
+        first, last = offsets[query], offsets[query + 1]
+        own = doc  # where d stands among the candidates: it is one
+    else:
+        before = np.concatenate([[0], np.cumsum(candidate)])  # candidates before each row
+        first, last = before[offsets[query]], before[offsets[query + 1]]
+        own = np.where(candidate[doc], before[doc], last)  # not a candidate: skip nothing
+    count = last - first - (own < last)
+    # pair j of a run is candidate first + j, or the one after it once past d
+    other = np.repeat(first - (np.cumsum(count) - count), count)
+    other += np.arange(len(other))
+    other += other >= np.repeat(own, count)
+    return count, (other if candidate is None else np.flatnonzero(candidate)[other])
+
+
 class PairwiseProblem:
     """The pairs of one click problem, expanded once for any number of solves.
 
     Everything but the costs: the solves of a CCP run differ only in c_i, so it builds this
     once and calls ``solve`` per step. Examples with the same clicked document have the
-    same candidate set, so pairs are expanded over the distinct clicked documents and an
-    example's costs are added to its document's (which leaves P unchanged; with many
-    passes of clicks it shrinks the pairs a lot).
+    same candidate set, so pairs are expanded over the distinct clicked documents ("runs":
+    each one's pairs are contiguous) and an example's costs are added to its document's
+    (which leaves P unchanged; with many passes of clicks it shrinks the pairs a lot).
 
     Parameters
     ----------
@@ -291,33 +309,42 @@ class PairwiseProblem:
         self.X, self.n_examples = X, len(click_doc)
         # distinct clicked documents, and each example's among them
         self.doc, self.example_of = np.unique(click_doc, return_inverse=True)
-        doc_query = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
-        self.pair_example, self.pair_doc = click_pairs(offsets, doc_query[self.doc], self.doc, candidate)
-        self.count = np.bincount(self.pair_example, minlength=len(self.doc))
+        self.count, negative = _run_pairs(offsets, self.doc, candidate)
+        self.run_start = np.cumsum(self.count) - self.count
         # the solver reads only rows that occur in a pair: copy them when they are few
         used = np.zeros(X.shape[0], dtype=bool)
         used[self.doc[self.count > 0]] = True
-        used[self.pair_doc] = True
+        used[negative] = True
         rows = np.flatnonzero(used)
-        self.rows = np.arange(X.shape[0])  # row of X behind each row of self.X_used
-        self.X_used, self.position = X, None
+        self.rows, self.X_used, run_row = None, X, self.doc  # rows: of X behind X_used's, if a copy
         if 0 < len(rows) <= X.shape[0] // 2:
-            self.rows = rows
-            self.position = np.zeros(X.shape[0], dtype=np.int64)
-            self.position[rows] = np.arange(len(rows))
-            self.X_used = X[rows]
+            position = np.zeros(X.shape[0], dtype=np.int64)
+            position[rows] = np.arange(len(rows))
+            self.rows, self.X_used = rows, X[rows]
+            run_row, negative = position[self.doc], position[negative]
+        self.run_row = run_row  # row of X_used of each distinct clicked document
+        self.negative = negative  # row of X_used of each pair's other document
 
-    def _hinge_sums(self, w) -> np.ndarray:
-        """Σ_y max(0, 1 - w.(x_d - x_y)) per distinct clicked document d, float64 scores."""
-        scores = _scores(self.X, w)
-        hinge = 1.0 - (scores[self.doc[self.pair_example]] - scores[self.pair_doc])
+    def _hinge_sums(self, scores: np.ndarray) -> np.ndarray:
+        """Σ_y max(0, 1 - (s_d - s_y)) per distinct clicked document d, from exact scores of X_used."""
+        hinge = np.take(scores, self.negative)
+        hinge -= np.repeat(scores[self.run_row], self.count)
+        hinge += 1.0
         np.maximum(hinge, 0.0, out=hinge)
-        return np.bincount(self.pair_example, weights=hinge, minlength=len(self.doc))
+        sums = np.zeros(len(self.doc))
+        some = self.count > 0
+        if hinge.size:
+            sums[some] = np.add.reduceat(hinge, self.run_start[some])
+        return sums
+
+    def _objective(self, w: np.ndarray, doc_weight: np.ndarray, scores: np.ndarray) -> float:
+        """P(w) from exact scores of X_used at w: the one formula behind every returned objective."""
+        return float(0.5 * np.dot(w, w) + _weighted_sum(doc_weight, self._hinge_sums(scores)))
 
     def slack_sums(self, w) -> np.ndarray:
         """S_i(w) = Σ_{y in Y_i, y != y_i} max(0, 1 - w.(x_{y_i} - x_y)) per example, shape (n_examples,)."""
         w = _check_point(w, self.X.shape[1], "w")
-        return self._hinge_sums(w)[self.example_of]
+        return self._hinge_sums(_products(self.X_used, w)[0])[self.example_of]
 
     def doc_weight(self, cost, C) -> np.ndarray:
         """(C/n) Σ c_i over the examples of each distinct clicked document."""
@@ -331,7 +358,7 @@ class PairwiseProblem:
         weight = self.doc_weight(cost, C)
         if self.n_examples == 0:
             return float(0.5 * np.dot(w, w))
-        return float(0.5 * np.dot(w, w) + _weighted_sum(weight, self._hinge_sums(w)))
+        return self._objective(w, weight, _products(self.X_used, w)[0])
 
     def solve(self, cost, C, *, w0=None, tol: float = 1e-3, max_iter: int = 1000,
               callback: Callable[[int, float, float], None] | None = None) -> "SVMResult":
@@ -339,61 +366,188 @@ class PairwiseProblem:
         return _ocas(self, cost, C, w0=w0, tol=tol, max_iter=max_iter, callback=callback)
 
 
-class _Pairs:
-    """The pairs of a ``PairwiseProblem`` with positive weight, for one solve.
+# --------------------------------------------------------------------------- pair passes
 
-    Pairs of zero weight are dropped. Pair-length scratch buffers are allocated once: fresh
-    temporaries of this size cost more in page faults than in arithmetic.
+
+def _active_slope(slack, slope, weight, work) -> float:
+    """Σ_p a_p slope_p over the pairs in the hinge just after k = 0: slack_p > 0, or on the
+    kink (slack_p = 0) and moving into the hinge (slope_p < 0)."""
+    product, active, tied = work
+    np.greater(slack, 0.0, out=active)
+    np.equal(slack, 0.0, out=tied)
+    if tied.any():
+        tied &= slope < 0.0
+        active |= tied
+    np.multiply(weight, active, out=product)
+    return float(np.einsum("i,i->", product, slope))
+
+
+class _Pairs:
+    """The pairs of positive weight of a ``PairwiseProblem`` for one solve, with their slack
+    1 - w_b.d_p at the best point w_b.
+
+    Pairs are swept in blocks of whole runs of about ``_BLOCK_PAIRS`` pairs, so that a
+    block's slack, slope and scratch stay in cache from one operation to the next; a run's
+    positive document is one score repeated, never a gather. Pair-length arrays are
+    allocated once per solve (fresh temporaries of this size cost more in page faults
+    than in arithmetic).
     """
 
     def __init__(self, problem: PairwiseProblem, doc_weight: np.ndarray):
         keep = (doc_weight > 0) & (problem.count > 0)
-        pair_example, negative = problem.pair_example, problem.pair_doc
-        if not keep[pair_example].all():
-            mask = keep[pair_example]
-            pair_example, negative = pair_example[mask], negative[mask]
-        count = np.where(keep, problem.count, 0)
-        # pairs are grouped by example, so a segment sum gives each example's total
-        self.example_start = (np.cumsum(count) - count)[keep]
-        self.example_doc = problem.doc[keep]
-        self.weight = np.repeat(doc_weight[keep], count[keep])
-        if problem.position is not None:
-            self.example_doc = problem.position[self.example_doc]
-            negative = problem.position[negative]
-        self.X, self.rows = problem.X_used, problem.rows
-        self.positive = np.repeat(self.example_doc, count[keep])
-        self.negative = negative
-        self.n_rows = self.X.shape[0]
-        self.n_pairs = len(self.positive)
-        # float32 X: scores by float32 products until they no longer resolve the gap (they
-        # only steer the search); planes always from widened products (they certify)
-        self.precise = self.X.dtype == np.float64
-        self.scratch = [np.empty(self.n_pairs) for _ in range(2)]
-        self.flags = [np.empty(self.n_pairs, dtype=bool) for _ in range(2)]
+        self.count = problem.count[keep]
+        self.negative = problem.negative
+        if not keep[problem.count > 0].all():
+            self.negative = self.negative[np.repeat(keep, problem.count)]
+        self.run_row = problem.run_row[keep]
+        self.run_start = np.cumsum(self.count) - self.count
+        self.weight = np.repeat(doc_weight[keep], self.count)
+        self.X = problem.X_used
+        self.n_pairs = n = len(self.negative)
+        self.slack = np.ones(n)
+        # the slope of each margin along the ray, then the weights a_p δ_p of the new plane
+        self.slope = np.zeros(n)
+        if n == 0:
+            return
+        ends = self.run_start + self.count
+        last = np.unique(np.searchsorted(ends, np.arange(_BLOCK_PAIRS, n, _BLOCK_PAIRS)))
+        runs = np.concatenate([[0], last + 1, [len(ends)]])
+        runs = np.unique(runs[runs <= len(ends)])
+        pairs = np.concatenate([[0], ends])[runs]
+        self.blocks = [(slice(int(p0), int(p1)), slice(int(r0), int(r1)))
+                       for p0, p1, r0, r1 in zip(pairs[:-1], pairs[1:], runs[:-1], runs[1:])]
+        size = int(np.diff(pairs).max())
+        self.floats = (np.empty(size), np.empty(size))
+        self.flags = (np.empty(size, dtype=bool), np.empty(size, dtype=bool))
+        # a fixed sample of pairs, to bracket the line search's root before the exact pass
+        sample = np.arange(0, n, max(1, n // _SAMPLE))
+        self.sample = sample
+        self.sample_scale = n / len(sample)
 
-    def margins(self, w: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """w.d_p of every pair into ``out``, shape (n_pairs,): one ``X @ w``."""
-        scores = _scores(self.X, w, precise=self.precise)
-        first, second = self.scratch
-        np.take(scores, self.positive, out=first)
-        np.take(scores, self.negative, out=second)
-        return np.subtract(first, second, out=out)
+    def _scratch(self, pairs: slice):
+        m = pairs.stop - pairs.start
+        return self.floats[0][:m], self.floats[1][:m], self.flags[0][:m], self.flags[1][:m]
 
-    def loss(self, margins: np.ndarray) -> float:
-        """R = Σ_p a_p max(0, 1 - m_p)."""
-        hinge = np.subtract(1.0, margins, out=self.scratch[0])
-        np.maximum(hinge, 0.0, out=hinge)
-        hinge *= self.weight
-        return float(hinge.sum())  # not np.dot: see _weighted_sum
+    def reset(self, scores: np.ndarray) -> float:
+        """Slack at the point of these document scores; returns R = Σ a_p max(0, slack_p)."""
+        loss = 0.0
+        for pairs, runs in self.blocks:
+            first, _, _, _ = self._scratch(pairs)
+            slack = self.slack[pairs]
+            np.take(scores, self.negative[pairs], out=first)
+            np.subtract(first, np.repeat(scores[self.run_row[runs]], self.count[runs]), out=slack)
+            slack += 1.0
+            np.maximum(slack, 0.0, out=first)
+            loss += float(np.einsum("i,i->", self.weight[pairs], first))
+        return loss
 
-    def plane(self, margins: np.ndarray) -> tuple[float, np.ndarray]:
-        """The cutting plane (b, g) at margins m: R(w) >= b - g.w for every w; one ``X.T @ coef``."""
-        active = np.less(margins, 1.0, out=self.flags[0])
-        coefficient = np.multiply(self.weight, active, out=self.scratch[0])
-        per_example = np.add.reduceat(coefficient, self.example_start)
-        coef = np.bincount(self.example_doc, weights=per_example, minlength=self.n_rows)
-        coef -= np.bincount(self.negative, weights=coefficient, minlength=self.n_rows)
-        return float(coefficient.sum()), _transposed_product(self.X, coef)
+    def scan(self, change: np.ndarray) -> float:
+        """Slopes d_p.(w_cp - w_b) from the change of the document scores; returns φ'(0+)'s
+        pair part Σ_{active} a_p slope_p."""
+        total = 0.0
+        for pairs, runs in self.blocks:
+            first, _, active, tied = self._scratch(pairs)
+            slope = self.slope[pairs]
+            np.take(change, self.negative[pairs], out=first)
+            np.subtract(np.repeat(change[self.run_row[runs]], self.count[runs]), first, out=slope)
+            total += _active_slope(self.slack[pairs], slope, self.weight[pairs], (first, active, tied))
+        return total
+
+    def line_search(self, derivative: float, curvature: float) -> tuple[float, float]:
+        """The exact minimiser k >= 0 of φ along the ray (``_line_root``), given φ'(0+) < 0 and
+        ‖Δ‖² > 0 and the slopes of ``scan``; returns k and φ(k) - φ(0).
+
+        The root lies below k_hi = -φ'(0+) / ‖Δ‖², but far below it as a rule: the jumps of φ'
+        pass 0 first. A sample of the pairs predicts where, so one pass collects only the
+        breakpoints around there and sums the jumps before; if the root is not inside after
+        all, a pass over the side it is on settles it.
+        """
+        upper = -derivative / curvature
+        low, high = self.bracket(derivative, curvature)
+        high = min(high, upper)
+        low = min(low, high)
+        while True:
+            base, moment, breaks, jumps = self.breaks(low, high)
+            if low > 0.0 and derivative + low * curvature + base >= 0.0:
+                low, high = 0.0, low  # the root is at or below low
+            elif high < upper and derivative + high * curvature + base + float(jumps.sum()) < 0.0:
+                low, high = high, upper  # the root is above high
+            else:
+                break
+        k = _line_root(derivative + base, curvature, breaks, jumps)
+        passed = breaks <= k
+        # φ(k) - φ(0) = k φ'(0+) + ½k²‖Δ‖² + Σ_{k_p <= k} jump_p (k - k_p)
+        change = (k * derivative + 0.5 * k * k * curvature + k * base - moment
+                  + float(np.einsum("i,i->", jumps[passed], k - breaks[passed])))
+        return k, change
+
+    def bracket(self, derivative: float, curvature: float) -> tuple[float, float]:
+        """(low, high) around the root as the sample predicts it: its φ' (jumps scaled up)
+        crosses 0 at its j-th breakpoint; low and high are 8 + 3√j breakpoints either side."""
+        slope = np.take(self.slope, self.sample)
+        quotient = np.take(self.slack, self.sample) / slope
+        inside = np.flatnonzero(quotient > 0.0)
+        order = np.argsort(quotient[inside])
+        breaks = quotient[inside][order]
+        jumps = np.abs(np.take(self.weight, self.sample[inside]) * slope[inside])[order]
+        crossed = np.flatnonzero(derivative + breaks * curvature + self.sample_scale * np.cumsum(jumps) >= 0.0)
+        j = int(crossed[0]) if len(crossed) else len(breaks)
+        margin = 8 + int(3.0 * np.sqrt(j))
+        low = float(breaks[j - margin]) if j >= margin else 0.0
+        high = float(breaks[j + margin]) if j + margin < len(breaks) else np.inf
+        return low, high
+
+    def breaks(self, low: float, high: float) -> tuple[float, float, np.ndarray, np.ndarray]:
+        """The breakpoints in (low, high] with their jumps; before them, the sum of the jumps
+        in (0, low] and of jump times breakpoint there."""
+        base = moment = 0.0
+        found = []
+        for pairs, _ in self.blocks:
+            quotient, jump, inside, below = self._scratch(pairs)
+            slack, slope, weight = self.slack[pairs], self.slope[pairs], self.weight[pairs]
+            np.divide(slack, slope, out=quotient)  # 0/0 is NaN and x/0 is ±inf: never inside
+            if low > 0.0:
+                np.greater(quotient, 0.0, out=inside)
+                np.less_equal(quotient, low, out=below)
+                inside &= below
+                passed = np.flatnonzero(inside)
+                np.multiply(weight, slope, out=jump)
+                np.abs(jump, out=jump)
+                base += float(jump[passed].sum())
+                moment += float(np.einsum("i,i->", jump[passed], quotient[passed]))
+            np.greater(quotient, low, out=inside)
+            np.less_equal(quotient, high, out=below)
+            inside &= below
+            chosen = np.flatnonzero(inside)
+            found.append((quotient[chosen], np.abs(weight[chosen] * slope[chosen])))
+        return base, moment, *self._joined(found)
+
+    @staticmethod
+    def _joined(found):
+        if not found:
+            return np.zeros(0), np.zeros(0)
+        return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found])
+
+    def advance(self, k: float, cut: float) -> tuple[float, np.ndarray]:
+        """Move w_b by k along the ray, and take the plane where the slack is slack - cut·slope.
+
+        Returns the plane's offset b = Σ a_p δ_p and its per-document coefficients (its
+        normal is X_used.T @ coef), with δ_p = [margin < 1] there.
+        """
+        for pairs, _ in self.blocks:
+            first, _, flags, _ = self._scratch(pairs)
+            slack, slope = self.slack[pairs], self.slope[pairs]
+            if k > 0.0:
+                np.multiply(slope, k, out=first)
+                slack -= first
+            np.multiply(slope, cut, out=first)
+            np.less(first, slack, out=flags)
+            np.multiply(self.weight[pairs], flags, out=slope)
+        per_run = np.add.reduceat(self.slope, self.run_start)
+        coef = np.bincount(self.negative, weights=self.slope, minlength=self.X.shape[0])
+        np.negative(coef, out=coef)
+        coef[self.run_row] += per_run
+        return float(per_run.sum()), coef
 
 
 # --------------------------------------------------------------------------- OCAS pieces
@@ -402,39 +556,27 @@ class _Pairs:
 _FEW_BREAKS = 2048  # below this many candidate breakpoints the line search simply sorts them
 
 
-def _line_search(derivative_at_zero: float, curvature: float, slack: np.ndarray, slope: np.ndarray,
-                 weight: np.ndarray, *, work: tuple[np.ndarray, np.ndarray] | None = None) -> float:
+def _line_root(base: float, curvature: float, breaks: np.ndarray, jumps: np.ndarray) -> float:
     """Exact argmin over k >= 0 of φ(k) = ½‖w_b + kΔ‖² + Σ_p a_p max(0, slack_p - k slope_p).
 
     φ is convex and piecewise quadratic; its right derivative is
     φ'(k) = φ'(0+) + k‖Δ‖² + Σ_{p: 0 < k_p <= k} a_p |slope_p|, jumping at k_p = slack_p / slope_p
-    wherever slack_p and slope_p share a sign. The root lies below k_hi = -φ'(0+) / ‖Δ‖².
-    The breakpoints below k_hi are narrowed around the root that a sorted sample of them
+    wherever slack_p and slope_p share a sign. Given the breakpoints of a bracket (low, high]
+    that holds the root, and ``base`` = φ'(k+) - k‖Δ‖² just above low (φ'(0+) plus the jumps
+    at or below low), they are narrowed around the root that a sorted sample of them
     predicts (each round one exact pass; usually one or two rounds) and the few left are
-    sorted: O(n_pairs), no full sort.
+    sorted: O(n_breaks), no full sort.
 
     Parameters
     ----------
-    derivative_at_zero, curvature : float
-        φ'(0+) and ‖Δ‖².
-    slack, slope, weight : ndarray, shape (n_pairs,)
-        1 - m_p at k = 0, the rate at which m_p grows with k, and a_p.
-    work : (ndarray of float, ndarray of bool), shape (n_pairs,) each, optional
-        Scratch buffers.
+    base, curvature : float
+        φ'(k+) - k‖Δ‖² for k just above the bracket's low end, and ‖Δ‖² > 0.
+    breaks, jumps : ndarray, shape (n_breaks,)
+        The breakpoints in the bracket and the jumps a_p |slope_p| of φ' there.
     """
-    if derivative_at_zero >= 0.0 or curvature <= 0.0:
+    if base >= 0.0 or curvature <= 0.0:
         return 0.0
-    upper = -derivative_at_zero / curvature
-    breaks, inside = work if work is not None else (np.empty(len(slack)), np.empty(len(slack), dtype=bool))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        np.divide(slack, slope, out=breaks)
-    np.greater(breaks, 0.0, out=inside)  # false for NaN (0/0) and for breaks behind us
-    chosen = np.flatnonzero(inside)
-    kept = np.take(breaks, chosen)
-    below = np.flatnonzero(kept < upper)
-    chosen, breaks = chosen[below], kept[below]
-    jumps = np.abs(np.take(weight, chosen) * np.take(slope, chosen))
-    base = derivative_at_zero  # φ'(k+) - k‖Δ‖² - Σ_{remaining k_p <= k} jumps, for k in the bracket
+    # base: φ'(k+) - k‖Δ‖² - Σ_{remaining k_p <= k} jumps, for k in the bracket
     while len(breaks) > _FEW_BREAKS:
         stride = max(1, len(breaks) // 256)
         sample_breaks, sample_jumps = breaks[::stride], jumps[::stride]
@@ -471,134 +613,212 @@ def _line_search(derivative_at_zero: float, curvature: float, slack: np.ndarray,
     return float(min(breaks[j], -before / curvature))
 
 
-def _simplex_qp(g: np.ndarray, b: np.ndarray, beta: np.ndarray, tolerance: float) -> np.ndarray:
-    """min ½‖gᵀβ‖² - bᵀβ over the simplex (β >= 0, Σβ = 1): primal active set, warm-started.
+class _PlaneQP:
+    """The cutting planes so far, offsets b (k,) and normals g (k, n_features), and the QP
 
-    The planes are often long and nearly parallel (‖g_t‖ >> ‖Σ β_t g_t‖), so the Gram matrix
-    g gᵀ would drown the gradient in rounding: gradients are always g (gᵀβ) - b, and the
-    step on the free set F solves its equality-constrained problem in null-space form,
-    β_F = β̄ + Z y with Z an orthonormal basis of {z: Σz = 0}, by an SVD of A = g_Fᵀ Z
-    (condition of A, not of AᵀA). A gradient component along the null space of A means the
-    subproblem is unbounded there: the step goes along it until the first bound, as the
-    exact method would.
+        min_β ½‖Σ β_t g_t‖² - Σ β_t b_t  over the simplex (β >= 0, Σβ = 1),
 
-    Parameters
-    ----------
-    g : ndarray, shape (k, n_features)
-        Plane normals.
-    b : ndarray, shape (k,)
-        Plane offsets.
-    beta : ndarray, shape (k,)
-        A feasible start (copied).
-    tolerance : float
-        Stop when Σβ_j grad_j - min_j grad_j <= tolerance.
+    the dual of min_w ½‖w‖² + max(0, max_t b_t - g_t.w); its solution gives w_cp = Σ β_t g_t.
 
-    Returns
-    -------
-    ndarray, shape (k,)
-        Feasible β (the best reached after a bounded number of steps: any feasible β
-        certifies a lower bound).
-    """
-    k = len(b)
-    beta = beta.copy()
-    free = beta > 0
-    solved = False  # whether β minimises the subproblem on its free set F
-    for _ in range(4 * k + 20):
-        index = np.flatnonzero(free)
-        m = len(index)
-        current = beta[index]
-        gradient = g @ (beta @ g) - b
-        if solved or m == 1:
-            worst = int(np.argmin(gradient))
-            if float(beta @ gradient) - gradient[worst] <= tolerance or free[worst]:
-                return beta
-            free[worst] = True
-            solved = False
-            continue
-        # Householder reflection mapping e_1 to 1/√m: its other columns span {Σz = 0}
-        u = np.full(m, 1.0 / np.sqrt(m))
-        u[0] -= 1.0
-        Z = np.eye(m)[:, 1:] - (2.0 / (u @ u)) * np.outer(u, u[1:])
-        A = g[index].T @ Z  # (n_features, m - 1)
-        descent = -(Z.T @ gradient[index])
-        _, S, Vt = np.linalg.svd(A, full_matrices=A.shape[0] < m - 1)
-        S = np.concatenate([S, np.zeros(m - 1 - len(S))])
-        rank = S > 1e-10 * max(float(S[0]), 1e-300)
-        along = Vt @ descent
-        unbounded = np.abs(along[~rank])
-        if unbounded.size and unbounded.max() > 1e-9 * max(float(np.abs(descent).max()), 1e-300):
-            step = Z @ (Vt[~rank].T @ along[~rank])  # flat and descending: go to a bound
-            limit = np.inf
-        else:
-            step = Z @ (Vt[rank].T @ (along[rank] / S[rank] ** 2))  # Newton step on F
-            limit = 1.0
-        falling = step < 0.0
-        ratios = current[falling] / -step[falling]
-        tau = min(limit, float(ratios.min())) if ratios.size else limit
-        if not np.isfinite(tau):
-            return beta
-        beta[index] = current + tau * step
-        solved = tau == limit
-        if not solved:
-            blocked = index[falling][ratios <= tau]
-            beta[blocked] = 0.0
-            free[blocked] = False
-        np.maximum(beta, 0.0, out=beta)
-        beta /= beta.sum()
-    return beta
+    Plane 0 is R >= 0 (b = 0, g = 0), which turns Σβ <= 1 into the simplex. A plane left out
+    of the solution (β = 0) for more than ``_IDLE`` solves in a row is dropped, as OCAS does:
+    every value returned stays a valid lower bound, so the certificate is unaffected.
 
-
-class _Planes:
-    """The cutting planes so far: offsets b (k,) and normals g (k, n_features).
-
-    Plane 0 is R >= 0 (b = 0, g = 0), which turns Σβ <= 1 into the simplex. A plane left
-    out of the QP's solution (β = 0) for more than ``_IDLE`` solves in a row is dropped, as
-    OCAS does: the reduced QP's cost grows with the number of planes, and every value it
-    returned stays a valid lower bound, so the certificate is unaffected.
+    Primal active set, warm-started from the last β, on the free set F = {t: β_t > 0}. One
+    plane p of F (the pivot) is eliminated by Σβ = 1, so the others, S, carry the
+    subproblem: with D_t = g_t - g_p, its Hessian is the Gram matrix K = D_S D_Sᵀ. Planes
+    are often long and nearly parallel (‖g_t‖ >> ‖Σ β_t g_t‖), so K is built from the
+    differences, never from g gᵀ. K's rows are kept for all planes (one product per new
+    plane) and its Cholesky factor on S is updated as planes enter S (one triangular solve)
+    or leave it (a refactorisation of the trailing block); only a change of pivot refactors
+    it whole. A ridge of ``_RIDGE`` times the largest diagonal keeps the factor positive
+    definite when planes are affinely dependent: a flat direction then becomes a
+    steep-but-bounded Newton step that runs into a bound, as the exact method would.
     """
 
-    def __init__(self, n_features: int, capacity: int = 64):
+    def __init__(self, n_features: int, capacity: int = 64, *, keep_coef: bool = False):
         self.size = 1
         self.b = np.zeros(capacity)
         self.g = np.zeros((capacity, n_features))
         self.beta = np.zeros(capacity)
         self.beta[0] = 1.0
         self.idle = np.zeros(capacity, dtype=np.int64)
+        self.gram = np.zeros((capacity, capacity))  # (g_s - g_p).(g_t - g_p)
+        self.largest = 0.0  # the largest diagonal of gram
+        self.factor = np.zeros((capacity, capacity))  # lower Cholesky factor of gram[S, S] + ridge
+        self.coef = [None] * capacity if keep_coef else None
+        self.pivot = 0
+        self.free = []  # S, in the factor's order
+        self.solved = True  # whether β minimises the subproblem on F (a new plane leaves F as is)
 
-    def add(self, b: float, g: np.ndarray) -> None:
+    def add(self, b: float, g: np.ndarray, coef: np.ndarray | None = None) -> None:
+        """A new plane (b, g), with β = 0; ``coef`` (kept when asked for) gives g = X.T @ coef."""
         k = self.size
         if k == len(self.b):
-            self.b = np.concatenate([self.b, np.zeros(k)])
-            self.g = np.concatenate([self.g, np.zeros_like(self.g)])
-            self.beta = np.concatenate([self.beta, np.zeros(k)])
-            self.idle = np.concatenate([self.idle, np.zeros(k, dtype=np.int64)])
+            self._grow()
         self.b[k] = b
         self.g[k] = g
         self.beta[k] = 0.0
         self.idle[k] = 0
+        if self.coef is not None:
+            self.coef[k] = coef
+        difference = g - self.g[self.pivot]
+        row = (self.g[:k] - self.g[self.pivot]) @ difference
+        self.gram[k, :k] = row
+        self.gram[:k, k] = row
+        self.gram[k, k] = square = float(difference @ difference)
+        self.largest = max(self.largest, square)
         self.size = k + 1
 
-    def solve(self, tolerance: float) -> tuple[np.ndarray, float]:
-        """w_cp = Σ β_t g_t and the reduced dual value b.β - ½‖w_cp‖² (a certified lower bound)."""
+    def _grow(self) -> None:
+        k = len(self.b)
+        self.b = np.concatenate([self.b, np.zeros(k)])
+        self.g = np.concatenate([self.g, np.zeros_like(self.g)])
+        self.beta = np.concatenate([self.beta, np.zeros(k)])
+        self.idle = np.concatenate([self.idle, np.zeros(k, dtype=np.int64)])
+        for name in ("gram", "factor"):
+            grown = np.zeros((2 * k, 2 * k))
+            grown[:k, :k] = getattr(self, name)
+            setattr(self, name, grown)
+        if self.coef is not None:
+            self.coef += [None] * k
+
+    def _ridge(self) -> float:
+        return _RIDGE * max(self.largest, 1e-200)
+
+    def _refactor(self, pivot: int) -> None:
+        """Make ``pivot`` the eliminated plane: Gram matrix and factor from scratch."""
         k = self.size
-        beta = _simplex_qp(self.g[:k], self.b[:k], self.beta[:k], tolerance)
-        self.beta[:k] = beta
-        w = beta @ self.g[:k]
-        value = float(beta @ self.b[:k] - 0.5 * np.dot(w, w))
-        self.idle[:k] = np.where(beta > 0, 0, self.idle[:k] + 1)
-        self._prune()
+        self.pivot = pivot
+        difference = self.g[:k] - self.g[pivot]
+        self.gram[:k, :k] = difference @ difference.T
+        self.largest = float(self.gram[:k, :k].diagonal().max())
+        self.free = [int(t) for t in np.flatnonzero(self.beta[:k] > 0.0) if t != pivot]
+        m = len(self.free)
+        if m:
+            S = np.asarray(self.free)
+            self.factor[:m, :m] = np.linalg.cholesky(self.gram[S][:, S] + self._ridge() * np.eye(m))
+
+    def _enter(self, j: int) -> None:
+        """Append plane j to S: one row more of the Cholesky factor."""
+        m = len(self.free)
+        square = self.gram[j, j] + self._ridge()
+        if m:
+            below, _ = _trtrs(self.factor[:m, :m], self.gram[self.free, j], lower=1)
+            self.factor[m, :m] = below
+            square -= float(below @ below)
+        self.factor[m, m] = np.sqrt(max(square, self._ridge()))
+        self.free.append(j)
+
+    def _leave(self, j: int) -> None:
+        """Drop plane j (now β_j = 0) from F."""
+        if j == self.pivot:
+            # the new pivot is the plane with most weight: it is the least likely to leave
+            rest = [t for t in self.free if t != j]
+            if rest:
+                self._refactor(max(rest, key=lambda t: self.beta[t]))
+            return
+        i = self.free.index(j)
+        m = len(self.free)
+        L = self.factor
+        trailing = L[i + 1:m, i + 1:m] @ L[i + 1:m, i + 1:m].T + np.outer(L[i + 1:m, i], L[i + 1:m, i])
+        L[i:m - 1, :i] = L[i + 1:m, :i]
+        if i < m - 1:
+            L[i:m - 1, i:m - 1] = np.linalg.cholesky(trailing)
+        L[m - 1, :m] = 0.0
+        L[:m, m - 1] = 0.0
+        del self.free[i]
+
+    def solve(self, tolerance: float) -> tuple[np.ndarray, float]:
+        """β minimising the QP (stop when Σβ_j grad_j - min_j grad_j <= tolerance, or after a
+        bounded number of steps: any feasible β certifies a lower bound); returns
+        w_cp = Σ β_t g_t and the reduced dual value b.β - ½‖w_cp‖²."""
+        k = self.size
+        g, b, beta = self.g[:k], self.b[:k], self.beta[:k]
+        solved = self.solved
+        for _ in range(4 * k + 20):
+            w = beta @ g
+            gradient = g @ w
+            gradient -= b
+            if solved or not self.free:
+                worst = int(gradient.argmin())
+                if float(beta @ gradient) - gradient[worst] <= tolerance or beta[worst] > 0.0:
+                    solved = True
+                    break
+                self._enter(worst)
+                solved = False
+                continue
+            # Newton step on S, β_p taking up the sum, then back to the first bound it crosses
+            S, p, m = self.free, self.pivot, len(self.free)
+            step, _ = _potrs(self.factor[:m, :m], gradient[p] - gradient[S], lower=1)
+            current = beta[S]
+            pivot_step = -float(step.sum())
+            tau, blocked = 1.0, None
+            if pivot_step < 0.0 and beta[p] < -pivot_step:
+                tau, blocked = beta[p] / -pivot_step, p
+            falling = step < 0.0
+            if falling.any():
+                ratios = np.where(falling, current, np.inf) / np.where(falling, -step, 1.0)
+                i = int(ratios.argmin())
+                if ratios[i] < tau:
+                    tau, blocked = float(ratios[i]), S[i]
+            beta[S] = np.maximum(current + tau * step, 0.0)
+            beta[p] = max(beta[p] + tau * pivot_step, 0.0)
+            if blocked is not None:
+                beta[blocked] = 0.0
+                self._leave(blocked)
+            beta /= beta.sum()
+            solved = blocked is None
+        else:
+            w = beta @ g  # out of steps: the last one moved β
+        self.solved = solved
+        value = float(beta @ b - 0.5 * np.dot(w, w))
+        self.idle[:k] += 1
+        self.idle[:k][beta > 0.0] = 0
+        if self.idle[:k].max() > _IDLE:
+            self._prune()
         return w, value
 
     def _prune(self) -> None:
-        keep = self.idle[:self.size] <= _IDLE
+        k = self.size
+        keep = self.idle[:k] <= _IDLE
         keep[0] = True
-        if keep.all():
-            return
         index = np.flatnonzero(keep)
+        new = np.full(k, -1)
+        new[index] = np.arange(len(index))
         m = len(index)
         self.b[:m], self.g[:m], self.beta[:m], self.idle[:m] = (
             self.b[index], self.g[index], self.beta[index], self.idle[index])
+        self.gram[:m, :m] = self.gram[index][:, index]
+        if self.coef is not None:
+            self.coef[:k] = [self.coef[t] for t in index] + [None] * (k - m)
+        self.pivot = int(new[self.pivot])
+        self.free = [int(new[t]) for t in self.free]
         self.size = m
+
+    def certificate(self) -> tuple[float, np.ndarray | None]:
+        """Σ β_t b_t and the per-document coefficients Σ β_t coef_t of Σ β_t g_t (None when
+        no plane but R >= 0 carries weight)."""
+        k = self.size
+        total = None
+        for t in np.flatnonzero(self.beta[:k] > 0.0):
+            if self.coef[t] is not None:
+                total = self.beta[t] * self.coef[t] if total is None else total + self.beta[t] * self.coef[t]
+        return float(self.beta[:k] @ self.b[:k]), total
+
+    def restart(self, b: float, g: np.ndarray) -> None:
+        """Replace every plane by R >= 0 and the one plane (b, g), with all the weight."""
+        self.size = 1
+        self.beta[0] = 0.0
+        self.pivot = 0
+        self.free = []
+        self.solved = True
+        self.coef = None
+        self.add(b, g)
+        self.beta[1] = 1.0
+        self.idle[:2] = 0
+        self._refactor(1)
+
 
 # --------------------------------------------------------------------------- the solver
 
@@ -643,7 +863,8 @@ def solve_pairwise_svm(
     max_iter : int
         Largest number of cutting planes.
     callback : callable (iteration, objective, lower_bound) -> None, optional
-        Called once per iteration with the best P so far and the best lower bound.
+        Called once per iteration with the best P so far and the best lower bound (with
+        float32 X, until exact products take over, both from float32 products: estimates).
 
     Returns
     -------
@@ -672,77 +893,89 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol, max_iter, callback, sta
     pairs = _Pairs(problem, doc_weight)
     if pairs.n_pairs == 0:
         return SVMResult(np.zeros(n_features), 0.0, 0.0, 0.0, 0, time.perf_counter() - start, True)
+    X = pairs.X
+    exact = X.dtype == np.float64  # float32 X: float32 products until they no longer serve
 
     # Stop a hair inside tol: the returned objective is recomputed by pairwise_objective's
     # formula, whose rounding may differ in the last digits.
     target = float(tol) * (1.0 - 1e-3)
 
-    def canonical_objective(w):  # exactly pairwise_objective's arithmetic
-        return float(0.5 * np.dot(w, w) + _weighted_sum(doc_weight, problem._hinge_sums(w)))
+    def scores(v):
+        return _products(X, v, exact=exact)[0]
 
-    final = None  # (w, canonical objective) when already computed
-    margins, margins_cp, slope, slack = (np.empty(pairs.n_pairs) for _ in range(4))
-    pairs.margins(w, out=margins)
-    objective = 0.5 * float(np.dot(w, w)) + pairs.loss(margins)
-    if not np.isfinite(objective):
-        bad = np.flatnonzero(~np.isfinite(pairs.X).all(axis=1))
-        where = f"row {int(pairs.rows[bad[0]])}" if len(bad) else "a row"
+    if np.any(w):
+        at_w = np.asarray(scores(w), dtype=np.float64)
+        loss = pairs.reset(at_w)
+    else:
+        at_w = np.zeros(X.shape[0])
+        loss = float(pairs.weight.sum())  # every slack is 1
+    objective = 0.5 * float(np.dot(w, w)) + loss
+    b, coef = pairs.advance(0.0, 0.0)
+    normal = _products(X, coef=coef, exact=exact)[1]
+    if not (np.isfinite(objective) and np.isfinite(normal).all()):
+        bad = np.flatnonzero(~np.isfinite(X).all(axis=1))
+        row = int(bad[0] if problem.rows is None else problem.rows[bad[0]]) if len(bad) else None
+        where = f"row {row}" if row is not None else "a row"
         raise ValueError(f"X must be finite in every row that takes part in a pair; {where} holds NaN or inf")
-    planes = _Planes(n_features, capacity=min(int(max_iter), 63) + 1)
-    planes.add(*pairs.plane(margins))
-    lower_bound = 0.0  # P >= 0 always
+    planes = _PlaneQP(n_features, capacity=min(int(max_iter), 63) + 1, keep_coef=not exact)
+    planes.add(b, normal, coef)
+    change = np.empty(X.shape[0])
+    estimate = 0.0  # the best QP value: a lower bound once every plane is exact
+    certified = 0.0  # P >= 0 always
+    final = None  # the exact objective of the current w, once known
     iteration, converged, gaps = 1, False, []
     while True:
         w_cp, value = planes.solve(1e-2 * target * max(objective, _TINY))
-        lower_bound = max(lower_bound, value)
-        converged = objective - lower_bound <= target * max(objective, _TINY)
-        gaps.append(objective - lower_bound)
+        estimate = max(estimate, value)
+        if exact:
+            certified = estimate
+        converged = objective - estimate <= target * max(objective, _TINY)
+        gaps.append(objective - estimate)
         stalled = len(gaps) > _STALL and gaps[-1] > 0.99 * gaps[-1 - _STALL]
-        if not pairs.precise and (converged or stalled):
-            # float32 scores may no longer resolve the gap: check with exact ones, and
-            # if need be go on with them (the planes, always exact, stay)
-            final = (w, canonical_objective(w))
-            if stalled or final[1] - lower_bound > target * max(final[1], _TINY):
-                pairs.precise = True
-                pairs.margins(w, out=margins)
-                objective = 0.5 * float(np.dot(w, w)) + pairs.loss(margins)
-                converged = objective - lower_bound <= target * max(objective, _TINY)
-                gaps = [objective - lower_bound]
+        if not exact and (converged or stalled or iteration >= max_iter):
+            # the estimates say done (or no longer move): the exact values decide
+            offset, combined = planes.certificate()
+            at_w, product = _products(X, w, combined)
+            dual = offset if product is None else offset - 0.5 * float(np.dot(product, product))
+            certified = max(certified, dual)
+            final = (w, problem._objective(w, doc_weight, at_w))
+            converged = final[1] - certified <= target * max(final[1], _TINY)
+            if not converged and iteration < max_iter:
+                # go on with exact products, from one exact plane aggregating the old ones
+                exact = True
+                planes.restart(offset, np.zeros(n_features) if product is None else product)
+                estimate = certified
+                objective = 0.5 * float(np.dot(w, w)) + pairs.reset(at_w)
+                gaps = [objective - estimate]
         if callback is not None:
-            callback(iteration, objective, lower_bound)
+            callback(iteration, objective, estimate)
         if converged or iteration >= max_iter:
             break
         # exact line search from the best point w towards w_cp, all in margin space
-        pairs.margins(w_cp, out=margins_cp)
+        np.subtract(scores(w_cp), at_w, out=change)
         direction = w_cp - w
-        np.subtract(margins_cp, margins, out=slope)
-        np.subtract(1.0, margins, out=slack)
-        active = np.greater(slack, 0.0, out=pairs.flags[0])
-        tied = np.flatnonzero(np.equal(slack, 0.0, out=pairs.flags[1]))  # on the kink: active
-        active[tied] = slope[tied] < 0.0  # iff moving into the hinge
-        weighted = np.multiply(pairs.weight, slope, out=pairs.scratch[0])
-        weighted *= active
-        derivative = float(np.dot(w, direction)) - float(weighted.sum())
-        k = _line_search(derivative, float(np.dot(direction, direction)), slack, slope, pairs.weight,
-                         work=(pairs.scratch[1], pairs.flags[1]))
-        if k > 0.0:
-            w_new = w + k * direction
-            margins_new = np.multiply(slope, k, out=slack)  # slack is free from here on
-            margins_new += margins
-            value = 0.5 * float(np.dot(w_new, w_new)) + pairs.loss(margins_new)
-            if value < objective:  # exact in exact arithmetic; guards rounding
-                w, objective = w_new, value
-                margins, slack = margins_new, margins
+        along = float(np.dot(w, direction))
+        curvature = float(np.dot(direction, direction))
+        derivative = along - pairs.scan(change)
+        k = phi_change = 0.0
+        if derivative < 0.0 and curvature > 0.0:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                k, phi_change = pairs.line_search(derivative, curvature)
         # OCAS: the next plane is taken a little beyond the best point, towards w_cp
-        margins_cut = np.multiply(margins, 1.0 - _CUT_STEP, out=slope)
-        margins_cut += np.multiply(margins_cp, _CUT_STEP, out=margins_cp)
-        planes.add(*pairs.plane(margins_cut))
+        b, coef = pairs.advance(k, _CUT_STEP * (1.0 - k))
+        if k > 0.0:
+            objective += phi_change
+            w = w + k * direction
+            change *= k
+            at_w += change
+        planes.add(b, _products(X, coef=coef, exact=exact)[1], coef if not exact else None)
         iteration += 1
 
-
-    objective = final[1] if final is not None and final[0] is w else canonical_objective(w)
-    gap = (objective - lower_bound) / max(abs(objective), _TINY)
-    return SVMResult(w, objective, lower_bound, gap, iteration, time.perf_counter() - start, bool(gap <= tol))
+    if final is None or final[0] is not w:
+        final = (w, problem._objective(w, doc_weight, _products(X, w)[0]))
+    objective = final[1]
+    gap = (objective - certified) / max(abs(objective), _TINY)
+    return SVMResult(w, objective, certified, gap, iteration, time.perf_counter() - start, bool(gap <= tol))
 
 
 # -- the paper's two uses of the solver ---------------------------------------------------

@@ -99,19 +99,27 @@ class LoggedRows:
     def impressions(self) -> Impressions:
         return aggregate_impressions(self.query, self.doc, self.rank, self.ranker, self.click)
 
-    def click_log(self, n_queries: int) -> ClickLog:
-        """The training examples: every click, in pass order (pass k of a query = its k-th
-        session in file order), then by document row, as a simulated log is ordered."""
+    def session_passes(self, n_queries: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(session_pass, per_query)``: the pass of each session (its position among its
+        query's sessions in file order), shape (n_sessions,), and the sessions of each query,
+        shape (n_queries,)."""
         n_sessions = int(self.session.max()) + 1 if len(self.session) else 0
         session_query = np.zeros(n_sessions, dtype=np.int64)
         session_query[self.session] = self.query
-        # a session's pass is its position among its query's sessions (sessions are numbered
-        # by first appearance, so a stable sort by query keeps file order within a query)
+        # sessions are numbered by first appearance, so a stable sort by query keeps file
+        # order within a query
         order = np.argsort(session_query, kind="stable")
         per_query = np.bincount(session_query, minlength=n_queries)
         starts = np.concatenate([[0], np.cumsum(per_query)[:-1]])
         session_pass = np.empty(n_sessions, dtype=np.int64)
         session_pass[order] = np.arange(n_sessions) - np.repeat(starts, per_query)
+        return session_pass, per_query
+
+    def click_log(self, n_queries: int) -> ClickLog:
+        """The training examples: every click, in pass order (pass k of a query = its k-th
+        session in file order), then by document row, as a simulated log is ordered."""
+        n_sessions = int(self.session.max()) + 1 if len(self.session) else 0
+        session_pass, per_query = self.session_passes(n_queries)
         clicked = np.flatnonzero(self.click == 1)
         pass_index = session_pass[self.session[clicked]]
         clicked = clicked[np.lexsort((self.doc[clicked], pass_index))]
@@ -369,10 +377,10 @@ def write_click_log(path: str | os.PathLike, columns: dict[str, np.ndarray]) -> 
 
 
 def simulated_rows(log: ClickLog, presented_rank: np.ndarray, pass_ranker: np.ndarray, queries: Queries,
-                   propensity_of_rank=None) -> dict[str, np.ndarray]:
+                   propensity_of_rank=None, *, top_k: int | None = None) -> dict[str, np.ndarray]:
     """The impressions of a simulated log as a click table: session p · n_queries + q shows
-    every document of query q at ranker ``pass_ranker[p]``'s ranks, ordered by session
-    and rank.
+    every document of query q at ranker ``pass_ranker[p]``'s ranks (only ranks 1..``top_k``
+    with a top-k display), ordered by session and rank.
 
     Parameters
     ----------
@@ -407,4 +415,7 @@ def simulated_rows(log: ClickLog, presented_rank: np.ndarray, pass_ranker: np.nd
         row_logged = logged[pass_of_row * n_docs + doc]
         columns["propensity"] = np.where(click, row_logged, propensity)
     columns["ranker"] = ranker[pass_of_row]
+    if top_k is not None:
+        shown = rank <= top_k
+        columns = {name: values[shown] for name, values in columns.items()}
     return columns

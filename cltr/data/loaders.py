@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -49,6 +49,7 @@ def load_letor(
     mq2007_dir: str | os.PathLike | None = None,
     fold: int = 1,
     relevant_from: int = LETOR_RELEVANT_FROM,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> Dataset:
     """LETOR 4.0 as in the paper: train = MQ2007 FoldK train + MQ2008 FoldK train.
 
@@ -68,13 +69,15 @@ def load_letor(
         Which fold (1..5).
     relevant_from : int
         Labels at least this are relevant (1 or 2; 2 is the paper's convention).
+    progress : callable (path, bytes_read, file_size), optional
+        Called as each file is read (``load_svmlight_split``'s).
 
     Returns
     -------
     Dataset
         Named ``"letor"``; splits with ``X`` of shape (n_docs, 46); ``meta`` records the
-        files with their sha256, the fold, ``mq2007`` (bool), ``relevant_from``, label
-        counts per split and ``notes``.
+        files with their sha256, the fold, ``mq2007`` (bool), the source ``directories``,
+        ``relevant_from``, label counts per split and ``notes``.
     """
     label_range = (0, 2)
     check_relevant_from(relevant_from, label_range, "LETOR 4.0")
@@ -89,7 +92,7 @@ def load_letor(
                                     f"layout Fold{fold}/{{train,vali,test}}.txt)")
         return directory
 
-    options = {"n_features": LETOR_FEATURES, "label_range": label_range}
+    options = {"n_features": LETOR_FEATURES, "label_range": label_range, "progress": progress}
     mq2008 = fold_dir(mq2008_dir, "MQ2008")
     loaded: dict[str, tuple[Queries, dict]] = {}
     if mq2007_dir is not None:
@@ -120,6 +123,9 @@ def load_letor(
         "source": "LETOR 4.0",
         "fold": fold,
         "mq2007": mq2007_dir is not None,
+        # where the folds lie, so that `cltr figures --folds` prepares the other folds alike
+        "directories": {"mq2008": str(Path(mq2008_dir).resolve()),
+                        "mq2007": None if mq2007_dir is None else str(Path(mq2007_dir).resolve())},
         "relevant_from": int(relevant_from),
         "n_features": LETOR_FEATURES,
         "label_range": list(label_range),
@@ -140,6 +146,7 @@ def load_yahoo(
     *,
     relevant_from: int = 3,
     dtype: Any = np.float64,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> Dataset:
     """Yahoo! Learning to Rank Challenge, set 1.
 
@@ -155,6 +162,8 @@ def load_yahoo(
         Labels at least this are relevant (3, as in Joachims et al. 2017).
     dtype : numpy float dtype
         Dtype of ``X``; float32 halves the memory of the full set (~4 GB as float64).
+    progress : callable (path, bytes_read, file_size), optional
+        Called as each file is read (``load_svmlight_split``'s).
 
     Returns
     -------
@@ -167,7 +176,7 @@ def load_yahoo(
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"Yahoo! LTR directory not found: {root}")
-    options = {"n_features": YAHOO_FEATURES, "label_range": label_range, "dtype": dtype}
+    options = {"n_features": YAHOO_FEATURES, "label_range": label_range, "dtype": dtype, "progress": progress}
     loaded = {split: load_svmlight_split(find_split_file(root, f"set1.{stem}.txt"), **options)
               for split, stem in (("train", "train"), ("vali", "valid"), ("test", "test"))}
     splits = {split: queries for split, (queries, _) in loaded.items()}
@@ -194,6 +203,7 @@ def load_svmlight_dataset(
     label_range: tuple[int, int] | None = None,
     dtype: Any = np.float64,
     name: str = "svmlight",
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> Dataset:
     """Any dataset given as three SVMlight files: train, vali and test.
 
@@ -217,6 +227,8 @@ def load_svmlight_dataset(
         Dtype of ``X`` (float32 halves its memory).
     name : str
         The dataset's name.
+    progress : callable (path, bytes_read, file_size), optional
+        Called as each file is read (``load_svmlight_split``'s).
 
     Returns
     -------
@@ -229,7 +241,7 @@ def load_svmlight_dataset(
         raise ValueError(f"relevant_from must be an integer, found {relevant_from!r}")
     if label_range is not None:
         check_relevant_from(relevant_from, label_range, "these")
-    options = {"n_features": n_features, "label_range": label_range, "dtype": dtype}
+    options = {"n_features": n_features, "label_range": label_range, "dtype": dtype, "progress": progress}
     loaded = {split: load_svmlight_split(path, **options)
               for split, path in (("train", train), ("vali", vali), ("test", test))}
     widths = {provenance["path"]: provenance["n_features"] for _, provenance in loaded.values()}

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import zipfile
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -14,7 +16,7 @@ from cltr.core.queries import Dataset, Queries, check_queries
 from cltr.core.ranking import DCG_BASE
 from cltr.pipeline.workspace import atomic_write, jsonable
 
-__all__ = ['save_dataset', 'load_dataset']
+__all__ = ['save_dataset', 'load_dataset', 'read_dataset', 'dataset_arrays', 'dataset_fingerprint', 'write_npz']
 
 # -- the prepared dataset as one .npz ----------------------------------------------------
 
@@ -22,8 +24,25 @@ _FORMAT = "cltr-dataset/1"
 _FIELDS = ("X", "labels", "qid", "offsets")
 
 
-def _write_npz(stream, arrays: dict[str, np.ndarray]) -> None:
+def write_npz(stream, arrays: dict[str, np.ndarray]) -> None:
     np.savez(stream, **arrays)  # members carry a fixed time stamp: same dataset, same bytes
+
+
+# Members that describe a dataset but do not determine any result: its name, and ``meta``,
+# which records among other things the paths the files were read from.
+_NOT_CONTENT = ("name", "meta")
+
+
+def dataset_fingerprint(arrays: dict[str, np.ndarray]) -> str:
+    """The sha256 of a dataset's content: every member of ``dataset_arrays`` but its name and
+    ``meta`` (so the same data read through another spelling of its path, or under another
+    name, has the same fingerprint), each with its name, dtype and shape."""
+    digest = hashlib.sha256()
+    for key in sorted(set(arrays) - set(_NOT_CONTENT)):
+        array = np.ascontiguousarray(arrays[key])
+        digest.update(f"{key}\0{array.dtype.str}\0{array.shape}\0".encode())
+        digest.update(array.reshape(-1).view(np.uint8))
+    return digest.hexdigest()
 
 
 def _docid_arrays(docid: np.ndarray, split: str, n_docs: int, name: str) -> dict[str, np.ndarray]:
@@ -57,6 +76,24 @@ def _read_docid(archive, split: str, path: Path) -> np.ndarray | None:
     return docid
 
 
+def dataset_arrays(dataset: Dataset) -> dict[str, np.ndarray]:
+    """The members of ``dataset``'s .npz (see ``save_dataset``), every split checked."""
+    arrays: dict[str, np.ndarray] = {
+        "format": np.array(_FORMAT),
+        "name": np.array(dataset.name),
+        "relevant_from": np.array(int(dataset.relevant_from), dtype=np.int64),
+        "dcg_base": np.array(float(dataset.dcg_base)),
+        "meta": np.array(json.dumps(jsonable(dataset.meta), sort_keys=True)),
+    }
+    for split, queries in dataset.splits().items():
+        check_queries(queries, where=f"{split} split of dataset {dataset.name!r}")
+        for field_name in _FIELDS:
+            arrays[f"{split}/{field_name}"] = np.ascontiguousarray(getattr(queries, field_name))
+        if queries.docid is not None:
+            arrays.update(_docid_arrays(queries.docid, split, queries.n_docs, dataset.name))
+    return arrays
+
+
 def save_dataset(dataset: Dataset, path: str | os.PathLike) -> Path:
     """Write ``dataset`` to ``path`` as one .npz, atomically.
 
@@ -81,21 +118,9 @@ def save_dataset(dataset: Dataset, path: str | os.PathLike) -> Path:
         ``path``.
     """
     path = Path(path)
-    arrays: dict[str, np.ndarray] = {
-        "format": np.array(_FORMAT),
-        "name": np.array(dataset.name),
-        "relevant_from": np.array(int(dataset.relevant_from), dtype=np.int64),
-        "dcg_base": np.array(float(dataset.dcg_base)),
-        "meta": np.array(json.dumps(jsonable(dataset.meta), sort_keys=True)),
-    }
-    for split, queries in dataset.splits().items():
-        check_queries(queries, where=f"{split} split of dataset {dataset.name!r}")
-        for field_name in _FIELDS:
-            arrays[f"{split}/{field_name}"] = np.ascontiguousarray(getattr(queries, field_name))
-        if queries.docid is not None:
-            arrays.update(_docid_arrays(queries.docid, split, queries.n_docs, dataset.name))
+    arrays = dataset_arrays(dataset)
     with atomic_write(path) as stream:
-        _write_npz(stream, arrays)
+        write_npz(stream, arrays)
     return path
 
 
@@ -123,12 +148,25 @@ def load_dataset(path: str | os.PathLike) -> Dataset:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"prepared dataset not found: {path}")
+    with open(path, "rb") as stream:
+        return read_dataset(stream, where=path)
+
+
+def read_dataset(stream: BinaryIO, *, where: str | os.PathLike) -> Dataset:
+    """``load_dataset`` from an open binary file; ``where`` names it in errors."""
     try:
-        archive = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, zipfile.BadZipFile) as error:
-        raise ValueError(f"{path}: not a prepared cltr dataset ({error})") from error
+        archive = np.load(stream, allow_pickle=False)
+    except (EOFError, ValueError, zipfile.BadZipFile) as error:
+        raise ValueError(f"{where}: not a prepared cltr dataset ({error})") from error
     if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise ValueError(f"{path}: not a prepared cltr dataset (a single array, not an .npz)")
+        raise ValueError(f"{where}: not a prepared cltr dataset (a single array, not an .npz)")
+    try:
+        return _dataset_of(archive, where)
+    except (zipfile.BadZipFile, EOFError) as error:  # a member cut short or changed (its CRC fails)
+        raise ValueError(f"{where}: damaged ({error}); prepare the dataset again") from error
+
+
+def _dataset_of(archive, path) -> Dataset:
     with archive:
         required = ["format", "name", "relevant_from", "meta"] + [
             f"{split}/{field_name}" for split in ("train", "vali", "test") for field_name in _FIELDS]

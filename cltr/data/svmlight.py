@@ -25,7 +25,7 @@ import zlib
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -63,6 +63,31 @@ _BULK_LINE = re.compile(
     + rb"++\d{1,9}+:" + _NUMBER + rb")*+" + _SPACE + rb"*+)?+")
 _DOCID = re.compile(rb"docid\s*=\s*(\S+)")
 _BLANK_QID = bytes.maketrans(b"qid:", b"    ")
+
+
+# Byte-order marks: UTF-8's is skipped (editors on Windows write it); the others mean an
+# encoding whose every ASCII character comes with NUL bytes, which no line would parse in.
+_UTF8_BOM = b"\xef\xbb\xbf"
+_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32 (little-endian)"), (b"\x00\x00\xfe\xff", "UTF-32 (big-endian)"),
+              (b"\xff\xfe", "UTF-16 (little-endian)"), (b"\xfe\xff", "UTF-16 (big-endian)"))
+_SNIFF_BYTES = 4
+
+
+def _after_byte_order_mark(data: bytes, name: str) -> bytes:
+    """The start of a file's content without a UTF-8 byte-order mark; a ValueError naming the
+    encoding for UTF-16 and UTF-32, with or without their mark."""
+    if data.startswith(_UTF8_BOM):
+        return data[len(_UTF8_BOM):]
+    how = "SVMlight files are ASCII or UTF-8: convert it first, e.g. `iconv -f UTF-16 -t UTF-8`"
+    for mark, encoding in _WIDE_BOMS:
+        if data.startswith(mark):
+            raise ValueError(f"{name}: the file is encoded as {encoding} (it begins with that byte-order mark); "
+                             f"{how}")
+    end = data.find(b"\n")
+    if b"\x00" in data[:end if end >= 0 else len(data)]:
+        raise ValueError(f"line 1 of {name}: NUL bytes between the characters: the file looks encoded as UTF-16 "
+                         f"or UTF-32 without a byte-order mark; {how}")
+    return data
 
 
 def _show(token: bytes) -> str:
@@ -444,6 +469,7 @@ def load_svmlight_split(
     label_range: tuple[int, int] | None = None,
     dtype: Any = np.float64,
     block_size: int = BLOCK_SIZE,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> tuple[Queries, dict]:
     """Read one SVMlight/LETOR file into a checked ``Queries``, streamed in blocks.
 
@@ -470,6 +496,8 @@ def load_svmlight_split(
         float64 and rounded once to ``dtype``.
     block_size : int
         Bytes of uncompressed content read at a time (a block is cut at its last newline).
+    progress : callable (path, bytes_read, file_size), optional
+        Called after each block with the bytes of the file (compressed, if it is) read so far.
 
     Returns
     -------
@@ -515,12 +543,19 @@ def load_svmlight_split(
     split = _Split(name, None if n_features is None else int(n_features), dtype)
     bad_line: ValueError | None = None
     with _Reader(path, int(block_size)) as reader:
-        pending, consumed = b"", 0
+        pending, consumed, started = b"", 0, False
         for chunk, compressed_read in reader:
             consumed += len(chunk)
+            if progress is not None:
+                progress(name, compressed_read, reader.file_size)
             if bad_line is not None:
                 continue  # read on: a file that does not decompress is reported first, as before
             data = pending + chunk if pending else chunk
+            if not started:
+                if len(data) < _SNIFF_BYTES:  # too little to tell a byte-order mark yet
+                    pending = data
+                    continue
+                data, started = _after_byte_order_mark(data, name), True
             cut = data.rfind(b"\n") + 1
             pending = data[cut:]
             if cut:
@@ -531,6 +566,8 @@ def load_svmlight_split(
                 except _BadLine as error:
                     bad_line = error
         if pending and bad_line is None:
+            if not started:
+                pending = _after_byte_order_mark(pending, name)
             try:
                 split.add_lines(pending, consumed, consumed)
             except _BadLine as error:
@@ -599,9 +636,15 @@ def load_svmlight_split(
 
 
 def find_split_file(directory: Path, filename: str) -> Path:
-    """``directory/filename`` plain or with a .gz, .bz2 or .xz suffix (plain first)."""
-    for suffix in _SUFFIXES:
-        candidate = directory / (filename + suffix)
-        if candidate.is_file():
-            return candidate
-    raise FileNotFoundError(f"no {filename} (nor {filename}.gz, .bz2, .xz) in {directory}")
+    """``directory/filename``, plain or with a .gz, .bz2 or .xz suffix: exactly one of them.
+
+    Two copies (``train.txt`` beside ``train.txt.xz``, say) are an error, not a choice: one
+    may be a stale or half-written decompression of the other, and nothing tells which.
+    """
+    found = [directory / (filename + suffix) for suffix in _SUFFIXES if (directory / (filename + suffix)).is_file()]
+    if len(found) > 1:
+        raise ValueError(f"{directory} holds {' and '.join(path.name for path in found)}: more than one copy of "
+                         f"{filename}, which may differ; remove all but one (cltr does not guess which is current)")
+    if not found:
+        raise FileNotFoundError(f"no {filename} (nor {filename}.gz, .bz2, .xz) in {directory}")
+    return found[0]

@@ -21,7 +21,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from cltr.core.mlp import ACTIVATIONS, Adam, MLPScorer, _check_activation, _check_dtype, _ranges, click_batches, init_mlp, loss_and_gradient
-from cltr.core.objectives import rank_weight
+from cltr.core.objectives import check_signed_weights, rank_weight
 from cltr.core.seeds import stream
 from cltr.methods import Method, TrainingData
 from cltr.options import Options, option
@@ -199,12 +199,13 @@ def train_deep_propdcg(
     offsets: np.ndarray,
     click_query: np.ndarray,
     click_doc: np.ndarray,
-    propensity: np.ndarray,
+    propensity: np.ndarray | None,
     *,
     settings: DeepSettings = PRESETS["default"],
     rng: np.random.Generator,
     validate: Callable[[MLPScorer], float] | None = None,
     progress: Callable[[EpochRecord], None] | None = None,
+    example_weight: np.ndarray | None = None,
 ) -> DeepResult:
     """Train the network on R(f) by Adam over minibatches of whole queries (paper Sec. 4.2).
 
@@ -219,7 +220,7 @@ def train_deep_propdcg(
         Training features (float32 or float64; gathered per batch, never copied whole).
     offsets : ndarray, shape (n_queries + 1,)
     click_query, click_doc, propensity : ndarray, shape (n_clicks,)
-        The training click log.
+        The training click log (``propensity`` None with ``example_weight``).
     settings : DeepSettings
     rng : numpy.random.Generator
         Source of the initialisation and of every epoch's shuffle.
@@ -227,6 +228,9 @@ def train_deep_propdcg(
         ``validate(scorer) -> float``, higher is better (SNIPS Avg DCG on validation clicks).
     progress : callable, optional
         Called with an ``EpochRecord`` after every epoch.
+    example_weight : ndarray, shape (n_clicks,), optional
+        Each example's weight c_i instead of 1/propensity (``ClickLog.cost``; signed under
+        the affine correction).
 
     Returns
     -------
@@ -258,12 +262,13 @@ def train_deep_propdcg(
             start = time.perf_counter()
             lr = settings.learning_rate(base, epoch)
             batches = click_batches(offsets, click_query, click_doc, propensity,
-                                    batch_docs=settings.batch_docs, rng=shuffle_seed)
+                                    batch_docs=settings.batch_docs, rng=shuffle_seed, example_weight=example_weight)
             losses = []
             for batch in batches:
                 value, grads = loss_and_gradient(
                     net, X[batch.rows], batch.offsets, batch.click_query, batch.click_doc,
-                    batch.propensity, weight, n=n_clicks, pairs=batch.pairs, scale=float(len(batches)))
+                    batch.propensity, weight, n=n_clicks, pairs=batch.pairs, scale=float(len(batches)),
+                    example_weight=batch.example_weight)
                 optimizer.step(grads, lr)
                 losses.append(value)
             diverged = not np.isfinite(np.mean(losses))
@@ -339,8 +344,9 @@ def train(data: TrainingData, options: DeepOptions, *, progress=None):
                       "postfix": {"lr": f"{record.learning_rate:g}", "loss": f"{record.train_loss:.4g}",
                                   "vali": f"{record.validation_snips_avg_dcg:.4f}"}})
 
+    check_signed_weights(log.cost, settings.metric)
     with threadpool_limits(limits=options.blas_threads, user_api="blas"):
-        result = train_deep_propdcg(split.X, split.offsets, log.query, log.doc, log.propensity,
+        result = train_deep_propdcg(split.X, split.offsets, log.query, log.doc, None, example_weight=log.cost,
                                     settings=settings, rng=stream(data.seed, "deep-propdcg"),
                                     validate=data.estimate, progress=report)
     trace = [asdict(record) for record in result.trace]

@@ -12,7 +12,7 @@ from cltr.core.svm import solver_info, train_svm_on_clicks
 from cltr.core.selection import parse_grid, select_on_validation
 from cltr.options import Options, option
 
-__all__ = ["DEFAULT_C_GRID", "LinearSVMOptions", "c_candidates", "select_c", "train_on_clicks"]
+__all__ = ["DEFAULT_C_GRID", "LinearSVMOptions", "c_candidates", "select_c", "train_on_clicks", "positive_costs"]
 
 DEFAULT_C_GRID = tuple(float(c) for c in np.logspace(-3, 3, 7))
 
@@ -52,6 +52,17 @@ def select_c(options: LinearSVMOptions, fit: Callable, estimate: Callable, *, pr
     info = {"C": selection.best_params["C"], "chosen": selection.best_params,
             criterion: selection.best_estimate, "selection": selection.table}
     return selection.best, info
+
+
+def positive_costs(log, method: str) -> np.ndarray:
+    """The log's example weights c_i (``ClickLog.cost``), which a Ranking SVM needs positive:
+    with a negative cost the hinge term is concave and the primal is no longer convex."""
+    cost = log.cost
+    if np.any(cost <= 0):
+        raise ValueError(f"{method} needs positive example weights (a convex SVM); this log has "
+                         f"{int(np.sum(cost <= 0))} examples weighted <= 0 (the affine correction's signed weights): "
+                         f"train deep-propdcg or tree-propdcg on it instead")
+    return cost
 
 
 def train_on_clicks(data, options: LinearSVMOptions, cost: np.ndarray, *, progress=None):

@@ -18,7 +18,7 @@ from cltr.core.scorers import LinearScorer
 from cltr.core.seeds import stream
 from cltr.core.svm import train_svm_on_clicks
 from cltr.methods import Method, TrainingData
-from cltr.methods.linear import LinearSVMOptions, select_c
+from cltr.methods.linear import LinearSVMOptions, positive_costs, select_c
 from cltr.options import option
 
 ORDER = 40
@@ -45,6 +45,7 @@ class PropDCGOptions(LinearSVMOptions):
 def train(data: TrainingData, options: PropDCGOptions, *, progress=None):
     weight = rank_weight(options.metric)
     split, log = data.dataset.train, data.train_log
+    propensity = 1.0 / positive_costs(log, "svm-propdcg")  # CCP re-weights q_i: the correction's weights as 1/q_i
 
     def monitor(w):
         return validation_estimate(LinearScorer(w), split, log, rng=stream(data.seed, "training-estimate"),
@@ -53,8 +54,8 @@ def train(data: TrainingData, options: PropDCGOptions, *, progress=None):
     def fit(C, _previous):
         w0 = None
         if options.init == "proprank":
-            w0 = train_svm_on_clicks(split, log.query, log.doc, 1.0 / log.propensity, C=C, tol=options.tol).w
-        result = propdcg_ccp(split.X, split.offsets, log.query, log.doc, log.propensity, C, weight, w0=w0,
+            w0 = train_svm_on_clicks(split, log.query, log.doc, 1.0 / propensity, C=C, tol=options.tol).w
+        result = propdcg_ccp(split.X, split.offsets, log.query, log.doc, propensity, C, weight, w0=w0,
                              max_iter=options.max_ccp_iter, tol=options.ccp_tol, inner_tol=options.tol,
                              monitor=monitor)
         start = np.zeros(split.n_features) if w0 is None else w0

@@ -8,13 +8,13 @@ validation clicks.
 from __future__ import annotations
 
 from cltr.methods import Method, TrainingData
-from cltr.methods.linear import LinearSVMOptions, train_on_clicks
+from cltr.methods.linear import LinearSVMOptions, positive_costs, train_on_clicks
 
 ORDER = 30
 
 
 def train(data: TrainingData, options: LinearSVMOptions, *, progress=None):
-    return train_on_clicks(data, options, 1.0 / data.train_log.propensity, progress=progress)
+    return train_on_clicks(data, options, positive_costs(data.train_log, "svm-proprank"), progress=progress)
 
 
 METHOD = Method(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cltr.core.clicks import ClickLog
-from cltr.core.objectives import click_pairs, rank_weight, risk_gradient
+from cltr.core.objectives import check_signed_weights, click_pairs, rank_weight, risk_gradient
 from cltr.core.queries import Queries
 from cltr.methods import Method, TrainingData
 from cltr.methods.lambdarank import click_labels
@@ -47,7 +47,7 @@ class PropensityObjective:
 
     Legend (paper Sec. 4, Eq. riskhinge; DESIGN.md "The general objective"):
         f(y), the tree ensemble's score -> ``preds`` (LightGBM's raw training scores)
-        y_i, q_i, Y_i                   -> ``click_doc``, ``propensity``, the rows of ``click_query``
+        y_i, 1/q_i, Y_i                 -> ``click_doc``, ``cost`` (c_i), the rows of ``click_query``
         lambda                          -> ``weight`` (``rank_weight("dcg" | "rbp:P" | "avgrank")``)
 
     **Gradient.** ``n · dR/df``, i.e. ``objectives.risk_gradient`` with ``n=1``: for a
@@ -89,20 +89,21 @@ class PropensityObjective:
         Query offsets of the training rows handed to LightGBM.
     click_query, click_doc : ndarray of int64, shape (n_clicks,)
         Query and row (within those training rows) of each click.
-    propensity : ndarray, shape (n_clicks,)
-        q_i of each click.
+    cost : ndarray, shape (n_clicks,)
+        c_i of each example: 1/q_i, or a correction's weight (the affine correction's are
+        signed; the curvature then sums absolute pair terms).
     weight : RankWeight or str
         lambda, e.g. ``"dcg"``.
     hessian : {"pairs", "constant"}
     """
 
-    def __init__(self, offsets, click_query, click_doc, propensity, weight, *, hessian: str = "pairs"):
+    def __init__(self, offsets, click_query, click_doc, cost, weight, *, hessian: str = "pairs"):
         if hessian not in HESSIAN_CHOICES:
             raise ValueError(f"hessian must be one of {', '.join(HESSIAN_CHOICES)}, found {hessian!r}")
         self.offsets = np.asarray(offsets, dtype=np.int64)
         self.click_query = np.asarray(click_query, dtype=np.int64)
         self.click_doc = np.asarray(click_doc, dtype=np.int64)
-        self.propensity = np.asarray(propensity, dtype=np.float64)
+        self.cost = np.asarray(cost, dtype=np.float64)
         self.weight = rank_weight(weight)
         if len(self.click_doc) == 0:
             raise ValueError("no clicks: Tree PropDCG has nothing to learn from")
@@ -119,11 +120,11 @@ class PropensityObjective:
     def gradient(self, scores: np.ndarray, *, with_curvature: bool = False):
         """``(n · R(f), n · dR/df)`` at ``scores``, shape (n_docs,), by ``risk_gradient``
         (and the pair curvature, with ``with_curvature``)."""
-        return risk_gradient(scores, self.offsets, self.click_query, self.click_doc, self.propensity,
-                             self.weight, n=1, pairs=self.pairs, with_curvature=with_curvature)
+        return risk_gradient(scores, self.offsets, self.click_query, self.click_doc, None, self.weight, n=1,
+                             pairs=self.pairs, with_curvature=with_curvature, example_weight=self.cost)
 
     def pair_curvature(self, scores: np.ndarray) -> np.ndarray:
-        """h(y) = Σ over y's active pairs of lambda'(bound_i) / q_i, shape (n_docs,)."""
+        """h(y) = Σ over y's active pairs of lambda'(bound_i) |c_i|, shape (n_docs,)."""
         return self.gradient(scores, with_curvature=True)[2]
 
     def __call__(self, preds, _dataset) -> tuple[np.ndarray, np.ndarray]:
@@ -142,7 +143,7 @@ def propensity_objective(queries: Queries, log: ClickLog, weight, *, hessian: st
     queries : Queries
         The split the clicks were logged on.
     log : ClickLog
-        Its clicks (queries, documents, propensities).
+        Its examples (queries, documents, weights ``log.cost``).
     weight : RankWeight or str
     hessian : {"pairs", "constant"}
 
@@ -152,8 +153,8 @@ def propensity_objective(queries: Queries, log: ClickLog, weight, *, hessian: st
         Rows of ``queries.X`` given to LightGBM: every candidate of every query with a click
         (a query without one has no term in R(f)).
     objective : PropensityObjective
-        Over those rows, in that order; repeated clicks (one document, one propensity)
-        merged into one example of propensity q/m, which leaves n·R(f) unchanged.
+        Over those rows, in that order; repeated examples (one document, one weight c)
+        merged into one example of weight m·c, which leaves n·R(f) unchanged.
     """
     click = click_labels(queries, log, labels="documents")
     if len(click.group) == 0:
@@ -161,20 +162,21 @@ def propensity_objective(queries: Queries, log: ClickLog, weight, *, hessian: st
     offsets = np.concatenate([[0], np.cumsum(click.group)]).astype(np.int64)
     position = np.searchsorted(click.group_query, log.query)
     doc = offsets[position] + (log.doc - np.asarray(queries.offsets, dtype=np.int64)[log.query])
-    # m clicks on one document with one propensity q are m equal terms (1/q) lambda(bound):
-    # one term with propensity q/m is the same sum, exactly, for R, its gradient and the
+    # m clicks on one document with one weight c are m equal terms c lambda(bound): one
+    # term with weight m·c is the same sum, exactly, for R, its gradient and the
     # curvature. Over 100 passes of a fixed production ranking this merges most clicks.
-    key = np.stack([doc.astype(np.float64), np.asarray(log.propensity, dtype=np.float64)], axis=1)
+    key = np.stack([doc.astype(np.float64), np.asarray(log.cost, dtype=np.float64)], axis=1)
     unique, count = np.unique(key, axis=0, return_counts=True)
     unique_doc = unique[:, 0].astype(np.int64)
     unique_query = np.searchsorted(offsets, unique_doc, side="right") - 1
-    return click.rows, PropensityObjective(offsets, unique_query, unique_doc, unique[:, 1] / count, weight,
+    return click.rows, PropensityObjective(offsets, unique_query, unique_doc, unique[:, 1] * count, weight,
                                            hessian=hessian)
 
 
 
 def train(data: TrainingData, options: TreePropDCGOptions, *, progress=None):
     weight = rank_weight(options.metric)
+    check_signed_weights(data.train_log.cost, weight)
     rows, objective = propensity_objective(data.dataset.train, data.train_log, weight, hessian=options.hessian)
     scorer, info = select_trees(data, options, name="tree-propdcg", X=data.dataset.train.X[rows],
                                 label=np.zeros(len(rows)), group=None, objective=objective, progress=progress)

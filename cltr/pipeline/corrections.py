@@ -17,7 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from cltr.core.clicks import ClickLog
+import numpy as np
+
+from cltr import clickmodels
+from cltr.clickmodels import dcm
+from cltr.core.cascade import cascade_propensity
+from cltr.core.clicks import ClickLog, Impressions, aggregate_impressions, presented_impressions
+from cltr.core.trust import TrustBias, affine_document_weights, bayes_ips_weight, trust_from_clicks
+from cltr.data.clicklog import LoggedRows
 
 __all__ = ["Correction", "CORRECTIONS", "DEFAULT_CORRECTION", "get"]
 
@@ -41,20 +48,117 @@ class Correction:
         simulated logs or the impression rows of imported ones), ``split`` "train" or "vali".
     methods : tuple of str, optional
         The methods it applies to, if not every method.
+    context : tuple of str
+        Further keyword arguments ``apply`` takes: ``"queries"`` (the split's ``Queries``)
+        and ``"estimate"`` (the ``propensities`` artifact the learner was told to use, or
+        None).
     """
 
     name: str
     summary: str
-    apply: Callable[[ClickLog, object, str], ClickLog]
+    apply: Callable[..., ClickLog]
     methods: tuple[str, ...] | None = None
+    context: tuple[str, ...] = ()
 
 
 def _as_logged(log: ClickLog, clicks, split: str) -> ClickLog:
     return log
 
 
+def _cascade(log: ClickLog, clicks, split: str) -> ClickLog:
+    """Each click divided by prod lambda over the clicks above it in its session (DCM logs)."""
+    model = clicks.config.get("click_model")
+    if model != dcm.MODEL.name:
+        raise ValueError(f"correction 'cascade' needs clicks of the dcm click model (its continuation "
+                         f"probabilities lambda_k); these clicks come from {model or 'an imported log'}")
+    settings = dcm.MODEL.parse_settings({f.name: clicks.config[f.name] for f in dcm.DCMSettings.option_fields()
+                                         if f.name in clicks.config})
+    return log.with_propensity(cascade_propensity(log.session, log.rank, dcm.continuation_probability(log.rank,
+                                                                                                      settings)))
+
+
+def _policy_aware(log: ClickLog, clicks, split: str) -> ClickLog:
+    """Each click divided by its document's examination averaged over the logging policy."""
+    key = f"{split}/policy_propensity"
+    if key not in clicks.arrays:
+        raise ValueError("correction 'policy-aware' needs the policy propensities that `cltr simulate --top-k K "
+                         "--logging-temperature T` stores (with a click model whose examination depends on the "
+                         "rank alone, such as pbm); these clicks have none")
+    return log.with_propensity(np.asarray(clicks.arrays[key], dtype=np.float64)[log.doc])
+
+
+def _trust(log: ClickLog, clicks, estimate, name: str) -> TrustBias:
+    """The trust-bias parameters a correction uses: those estimated (``--propensities``
+    naming a ``trust-em`` estimate), else those of the click model that simulated the log."""
+    if estimate is not None:
+        if "trust" not in estimate.info:
+            raise ValueError(f"correction {name!r} needs trust-bias parameters, and propensities {estimate.key} "
+                             f"({estimate.config.get('method')}) has none: estimate them with `cltr propensities "
+                             f"estimate --method trust-em`")
+        return trust_from_clicks(estimate.info["trust"]["relevant_click"], estimate.info["trust"]["irrelevant_click"])
+    name_of_model = clicks.config.get("click_model")
+    model = clickmodels.get(name_of_model) if name_of_model else None
+    if model is None or model.trust is None:
+        raise ValueError(f"correction {name!r} needs trust-bias parameters: these clicks come from "
+                         f"{name_of_model or 'an imported log'}, which has none; estimate them with `cltr propensities "
+                         f"estimate --method trust-em` and train with --propensities estimated")
+    settings = model.parse_settings({f.name: clicks.config[f.name] for f in model.settings.option_fields()
+                                     if f.name in clicks.config})
+    deepest = int(log.rank.max()) if len(log) else 1
+    return model.trust(settings, deepest)
+
+
+def _bayes_ips(log: ClickLog, clicks, split: str, *, estimate=None) -> ClickLog:
+    """Each click weighted by Pr(R = 1 | C = 1, k) / theta_k, kept as propensity 1 / weight."""
+    return log.with_propensity(1.0 / bayes_ips_weight(log.rank, _trust(log, clicks, estimate, "bayes-ips")))
+
+
+def _impressions(log: ClickLog, clicks, split: str, queries) -> Impressions:
+    """The impressions of the log's passes: of a simulated log from its presented rankings,
+    of an imported one from its rows (sessions beyond the log's first passes left out)."""
+    arrays = clicks.arrays
+    if f"{split}/presented_rank" in arrays:
+        return presented_impressions(arrays[f"{split}/presented_rank"], arrays[f"{split}/pass_ranker"], log,
+                                     queries.offsets, top_k=clicks.config.get("top_k"))
+    prefix = f"{split}/rows/"
+    rows = LoggedRows.from_arrays({k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)})
+    session_pass, _ = rows.session_passes(queries.n_queries)
+    kept = session_pass[rows.session] < log.n_passes
+    return aggregate_impressions(rows.query[kept], rows.doc[kept], rows.rank[kept], rows.ranker[kept],
+                                 rows.click[kept])
+
+
+def _affine(log: ClickLog, clicks, split: str, *, queries, estimate=None) -> ClickLog:
+    """One example per displayed document, weighted by its summed relevance estimates
+    (c - beta_k) / alpha_k over its impressions (signed)."""
+    table = _impressions(log, clicks, split, queries)
+    trust = _trust(log, clicks, estimate, "affine")
+    documents, weight = affine_document_weights(table.doc, table.rank, table.impressions, table.clicks, trust)
+    # a document without weight (never clicked where beta_k = 0) is no example
+    keep = weight != 0
+    documents, weight = documents[keep], weight[keep]
+    first_rank = np.zeros(queries.n_docs, dtype=np.int64)
+    first_rank[table.doc[::-1]] = table.rank[::-1]  # the rank of its first impression row
+    doc_query = np.repeat(np.arange(queries.n_queries), np.diff(np.asarray(queries.offsets, dtype=np.int64)))
+    return ClickLog(query=doc_query[documents], doc=documents, rank=first_rank[documents],
+                    propensity=1.0 / np.abs(weight), pass_index=np.zeros(len(documents), dtype=np.int64),
+                    n_passes=log.n_passes, n_queries=log.n_queries, sessions_per_query=log.sessions_per_query,
+                    weight=weight)
+
+
 CORRECTIONS: dict[str, Correction] = {
     "ips": Correction("ips", "Divide every click by its logged propensity (the paper's IPS).", _as_logged),
+    "cascade": Correction("cascade", "Cascade propensities of dcm clicks: the product of the continuation "
+                                     "probabilities of the clicks above (Vardasbi et al., SIGIR 2020).", _cascade),
+    "policy-aware": Correction("policy-aware", "Examination averaged over the logging policy's top-k rankings "
+                                               "(Oosterhuis and de Rijke, SIGIR 2020).", _policy_aware),
+    "bayes-ips": Correction("bayes-ips", "Trust bias: each click weighted by the posterior probability of relevance "
+                                         "given a click at its rank over the examination propensity (Agarwal et "
+                                         "al., WWW 2019).", _bayes_ips, context=("estimate",)),
+    "affine": Correction("affine", "Trust bias: every displayed document weighted by its relevance estimates "
+                                   "(c - beta_k) / alpha_k, signed (Vardasbi et al., CIKM 2020); gradient-based "
+                                   "methods only.", _affine, methods=("deep-propdcg", "tree-propdcg"),
+                         context=("queries", "estimate")),
 }
 
 

@@ -23,23 +23,38 @@ Spec keys (see ``experiments/README.md`` for the files):
     methods, references           trained methods; "production" and/or "skyline" lines
     reps, seed                    repetitions and the experiment seed
     metric                        the plotted metric (avg_dcg, avg_rank, ndcg@10)
-    x, values                     the varied setting (passes, eta, eps_neg, eta_model) and its values
+    x, values                     the varied setting (passes, eta, eps_neg, eta_model, continuation,
+                                  top_k, ...) and its values
     plot_x                        the plotted x column (e.g. train_clicks for x = passes)
     series                        {setting: [values]}: one line per value (e.g. two data sizes)
-    [clicks]                      eta, eps_pos, eps_neg, passes ("default": the dataset's)
+    [clicks]                      model, the click model's settings (eta, eps_pos, eps_neg, ...),
+                                  passes ("default": the dataset's), rankers, top_k (0: the full
+                                  list), logging_temperature (0: deterministic), correction, ...
     [options.METHOD]              method options (grids, presets)
     [synthetic]                   make_synthetic options when the dataset must be generated
     [datasets.PREFIX]             overrides for datasets whose name starts with PREFIX
     [quick]                       overrides for ``--quick``
-    [paper.PREFIX]                the paper's values (table2), {method: [mean, std]}
+    [paper.PREFIX]                the paper's values (table2), {method: [mean, std]}; `cltr figures --check`
+                                  compares every row with them
+    claimed_order                 methods in the order the paper claims them to be, worst first
+                                  (Table 2's "SVM Rank < LambdaRank < ..."): the report tests every pair
+    [[stated]]                    numbers the paper states in its text, printed beside ours: text,
+                                  dataset (the paper's), measure (STATED_MEASURES), value (a number
+                                  or [low, high]), optionally point ({setting: value})
+    select                        "repetition" (default: every repetition selects its own C) or
+                                  "pooled" (the paper's: one C per point for all repetitions, the one
+                                  with the best mean validation SNIPS Avg DCG); ``--select``
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import os
 import site
 import sys
+import threading
+import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,14 +65,15 @@ import pandas as pd
 
 from cltr import clickmodels, methods
 from cltr.core.queries import Dataset, default_passes
-from cltr.data.store import load_dataset
 from cltr.pipeline import corrections
 from cltr.pipeline.stages import (ESTIMATORS, click_logs, clicks_stage, evaluation_stage, logging_rankers,
                                   model_stage, production_stage, propensity_stage)
 from cltr.pipeline.workspace import Workspace, config_key
 
-__all__ = ["Spec", "Task", "SPEC_DIR", "find_spec_dir", "load_spec", "spec_names", "plan", "run_task", "run_experiment",
-           "repetition_seed", "CLICK_SETTINGS"]
+__all__ = ["Spec", "Task", "ExperimentProgress", "SPEC_DIR", "find_spec_dir", "load_spec", "spec_names", "plan",
+           "task_steps", "run_task", "run_experiment",
+           "repetition_seed", "CLICK_SETTINGS", "SELECTIONS", "STATED_MEASURES", "dataset_record", "pool_selection",
+           "poolable"]
 
 def find_spec_dir(package_dir: Path, prefixes: Iterable[Path]) -> Path:
     """Where the specs are: ``experiments/`` of a source checkout (``package_dir``'s parent
@@ -72,16 +88,21 @@ def find_spec_dir(package_dir: Path, prefixes: Iterable[Path]) -> Path:
 
 SPEC_DIR = find_spec_dir(Path(__file__).resolve().parents[1], [Path(sys.prefix), Path(site.USER_BASE or sys.prefix)])
 # "model" names the click model; "passes" and "rankers" (logging rankers) are the
-# simulation's; "propensities" ("logged", or an estimator: "harvest", "em"), "correction"
-# (cltr.pipeline.corrections) and "clip" are how the learner is told the log; the rest are
-# the click models' settings
-LOG_SETTINGS = ("model", "passes", "rankers", "propensities", "correction", "clip")
+# simulation's, "top_k" (0: the full list) and "logging_temperature" (0: the deterministic
+# ranking) its presentation; "propensities" ("logged", or an estimator: "harvest", "em"),
+# "correction" (cltr.pipeline.corrections) and "clip" are how the learner is told the log;
+# the rest are the click models' settings
+LOG_SETTINGS = ("model", "passes", "rankers", "top_k", "logging_temperature", "propensities", "correction", "clip")
 CLICK_SETTINGS = (*LOG_SETTINGS, *dict.fromkeys(f.name for m in clickmodels.models().values()
                                                 for f in m.settings.option_fields()))
 PROPENSITY_CHOICES = ("logged", *ESTIMATORS)
 KINDS = ("table", "curve", "ccp", "propensity")
 REFERENCES = ("production", "skyline")
 _METRICS = ("avg_dcg", "avg_rank", "ndcg@10")
+SELECTIONS = ("repetition", "pooled")
+# what a [[stated]] number of the paper is compared with: a column of the rows, or the CCP's
+# iterations per C
+STATED_MEASURES = ("irrelevant_click_share", "train_clicks", "ccp_iterations")
 
 
 @dataclass(frozen=True)
@@ -107,14 +128,18 @@ class Spec:
     synthetic: dict = field(default_factory=dict)
     paper: dict = field(default_factory=dict)
     estimators: tuple[str, ...] = ()
+    claimed_order: tuple[str, ...] = ()
+    stated: tuple[dict, ...] = ()
+    select: str = "repetition"
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
-    def resolved(self, *, dataset: str | None = None, reps: int | None = None, quick: bool = False) -> "Spec":
+    def resolved(self, *, dataset: str | None = None, reps: int | None = None, quick: bool = False,
+                 select: str | None = None) -> "Spec":
         """The spec for one dataset, ``--quick`` and ``--reps``.
 
         Order: the spec, then ``[quick]``, then the dataset's ``[datasets.PREFIX]`` (whose
         values are the dataset's own scale, e.g. Yahoo's 10 passes, so they win over
-        ``[quick]``'s), then its ``[datasets.PREFIX.quick]``.
+        ``[quick]``'s), then its ``[datasets.PREFIX.quick]``; ``reps`` and ``select`` last.
         """
         raw = dict(self.raw)
         name = dataset or raw.get("dataset", "synthetic")
@@ -130,6 +155,8 @@ class Spec:
         raw["dataset"] = name
         if reps is not None:
             raw["reps"] = reps
+        if select is not None:
+            raw["select"] = select
         return _spec_from_dict(raw, where=f"spec {self.name!r}")
 
 
@@ -146,7 +173,7 @@ def _merge(base: dict, overrides: dict) -> dict:
 def _spec_from_dict(raw: dict, *, where: str) -> Spec:
     known = {"name", "kind", "artifact", "description", "dataset", "methods", "references", "reps", "seed",
              "metric", "x", "values", "plot_x", "series", "clicks", "options", "synthetic", "paper",
-             "datasets", "quick", "estimators"}
+             "datasets", "quick", "estimators", "claimed_order", "stated", "select"}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ValueError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
@@ -190,7 +217,8 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
     if unknown:
         raise ValueError(f"{where}: unknown settings {unknown} of click model {model.name!r}; "
                          f"known: {', '.join(LOG_SETTINGS)}, {', '.join(sorted(own))}")
-    values_of = {k: [clicks[k]] if k in clicks else [] for k in ("rankers", "propensities", "correction", "clip")}
+    values_of = {k: [clicks[k]] if k in clicks else []
+                 for k in ("rankers", "top_k", "logging_temperature", "propensities", "correction", "clip")}
     for key, values in raw.get("series", {}).items():
         values_of.setdefault(key, []).extend(values)
     if x is not None:
@@ -199,9 +227,13 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
     bad += [v for v in values_of.get("propensities", ()) if v not in PROPENSITY_CHOICES]
     bad += [v for v in values_of.get("clip", ()) if not isinstance(v, (int, float)) or not 0 < v <= 1]
     bad += [v for v in values_of.get("correction", ()) if v not in corrections.CORRECTIONS]
+    bad += [v for v in values_of.get("top_k", ()) if isinstance(v, bool) or not isinstance(v, int) or v < 0]
+    bad += [v for v in values_of.get("logging_temperature", ())
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < float("inf")]
     if bad:
         raise ValueError(f"{where}: rankers must be positive integers, propensities one of {PROPENSITY_CHOICES}, "
-                         f"clip in (0, 1], correction one of {tuple(corrections.CORRECTIONS)}; found {bad}")
+                         f"clip in (0, 1], correction one of {tuple(corrections.CORRECTIONS)}, top_k a "
+                         f"non-negative integer, logging_temperature a number >= 0; found {bad}")
     estimators = raw.get("estimators", [])
     if raw["kind"] == "propensity" and (not estimators or set(estimators) - set(ESTIMATORS)):
         raise ValueError(f"{where}: kind = \"propensity\" needs estimators among {ESTIMATORS}, found {estimators}")
@@ -213,6 +245,29 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
         raise ValueError(f"{where}: reps must be a positive integer, found {reps!r}")
     if raw.get("metric", "avg_dcg") not in _METRICS:
         raise ValueError(f"{where}: metric must be one of {_METRICS}, found {raw.get('metric')!r}")
+    unknown = sorted(set(raw.get("claimed_order", ())) - set(raw.get("methods", ())))
+    if unknown:
+        raise ValueError(f"{where}: claimed_order names methods the spec does not run: {unknown}")
+    select = raw.get("select", "repetition")
+    if select not in SELECTIONS:
+        raise ValueError(f"{where}: select must be one of {SELECTIONS}, found {select!r}")
+    if select == "pooled" and raw["kind"] not in ("table", "curve"):
+        raise ValueError(f"{where}: select = \"pooled\" applies to kinds \"table\" and \"curve\", not {raw['kind']!r}")
+    stated = raw.get("stated", [])
+    if not isinstance(stated, list):
+        raise ValueError(f"{where}: stated must be an array of tables ([[stated]]), found {stated!r}")
+    for i, entry in enumerate(stated):
+        what = f"{where}: [[stated]] entry {i + 1}"
+        if not isinstance(entry, dict) or not {"text", "dataset", "measure", "value"} <= set(entry) \
+                or set(entry) - {"text", "dataset", "measure", "value", "point"}:
+            raise ValueError(f"{what} needs the keys text, dataset, measure, value (and optionally point), "
+                             f"found {sorted(entry) if isinstance(entry, dict) else entry!r}")
+        if entry["measure"] not in STATED_MEASURES:
+            raise ValueError(f"{what}: measure must be one of {STATED_MEASURES}, found {entry['measure']!r}")
+        value = entry["value"]
+        numbers = value if isinstance(value, list) else [value]
+        if not 1 <= len(numbers) <= 2 or not all(isinstance(v, (int, float)) for v in numbers):
+            raise ValueError(f"{what}: value must be a number or [low, high], found {value!r}")
     return Spec(
         name=raw["name"], kind=raw["kind"], artifact=raw.get("artifact", ""),
         description=raw.get("description", ""), dataset=raw.get("dataset", "synthetic"),
@@ -221,7 +276,8 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
         values=tuple(raw.get("values", ())), plot_x=raw.get("plot_x"), series=dict(raw.get("series", {})),
         clicks=dict(raw.get("clicks", {})), options=dict(raw.get("options", {})),
         synthetic=dict(raw.get("synthetic", {})), paper=dict(raw.get("paper", {})),
-        estimators=tuple(raw.get("estimators", ())), raw=raw)
+        estimators=tuple(raw.get("estimators", ())), claimed_order=tuple(raw.get("claimed_order", ())),
+        stated=tuple(raw.get("stated", ())), select=select, raw=raw)
 
 
 def spec_names(directory: Path = SPEC_DIR) -> list[str]:
@@ -270,12 +326,15 @@ class Task:
     options: dict
     repetition: int
     seed: int
+    select: str = "repetition"   # "pooled": poolable methods give a row per C candidate
 
     def config(self, fingerprint: str) -> dict:
         """What determines the task's rows (not its experiment's name: identical tasks of
         two specs are computed once)."""
+        # select enters only when pooled, so that per-repetition tasks keep their keys
         return {"dataset": fingerprint, "kind": self.kind, "clicks": self.clicks, "methods": list(self.methods),
-                "references": list(self.references), "options": self.options, "seed": self.seed}
+                "references": list(self.references), "options": self.options, "seed": self.seed,
+                **({"select": self.select} if self.select != "repetition" else {})}
 
 
 def plan(spec: Spec, *, default_passes: int) -> list[Task]:
@@ -307,33 +366,41 @@ def plan(spec: Spec, *, default_passes: int) -> list[Task]:
                     clicks["passes"] = default_passes
                 clicks["passes"] = int(clicks["passes"])
                 tasks.append(Task(spec.name, spec.kind, spec.dataset, point, clicks, spec.methods,
-                                  spec.references, spec.options, repetition, seed))
+                                  spec.references, spec.options, repetition, seed, spec.select))
     most = max(task.clicks["passes"] for task in tasks)
     return [Task(t.experiment, t.kind, t.dataset, t.point, {**t.clicks, "simulated_passes": most}, t.methods,
-                 t.references, t.options, t.repetition, t.seed) for t in tasks]
+                 t.references, t.options, t.repetition, t.seed, t.select) for t in tasks]
 
 
-def _record(workspace: Workspace, name: str) -> dict:
-    record_path = workspace.dataset_path(name).with_suffix(".json")
-    if not record_path.exists():
-        raise ValueError(f"dataset {name!r} is not prepared in {workspace.root}; run `cltr prepare` first")
-    return json.loads(record_path.read_text())
+def dataset_record(workspace: Workspace, name: str) -> dict:
+    """The JSON record ``cltr prepare`` wrote beside a prepared dataset (its fingerprint,
+    convention ``relevant_from`` and ``dcg_base``, ``meta``)."""
+    return workspace.dataset_record(name)
 
 
 def task_key(task: Task, fingerprint: str) -> str:
     return config_key(task.config(fingerprint))
 
 
-def run_task(root: str | Path, task: Task) -> tuple[list[dict], bool]:
-    """Compute (or find) one task's rows; returns (rows, reused). Runs with one BLAS thread."""
+def task_steps(task: Task) -> int:
+    """The steps of a task that progress counts: the production ranker(s), the click log,
+    then each method trained and evaluated (all estimators together for kind "propensity")."""
+    if task.kind == "propensity":
+        return 3
+    return 2 + len(task.methods) + ("skyline" in task.references)
+
+
+def run_task(root: str | Path, task: Task, step: Callable[[], None] | None = None) -> tuple[list[dict], bool]:
+    """Compute (or find) one task's rows; returns (rows, reused). Runs with one BLAS thread.
+    ``step()`` is called as each of its ``task_steps`` is done, when it is computed."""
     from threadpoolctl import threadpool_limits
 
     workspace = Workspace(root)
-    fingerprint = _record(workspace, task.dataset)["fingerprint"]
+    fingerprint = dataset_record(workspace, task.dataset)["fingerprint"]
 
     def compute():
-        dataset = load_dataset(workspace.dataset_path(task.dataset))
-        return {}, {"rows": _task_rows(workspace, dataset, fingerprint, task)}
+        dataset, _ = workspace.load_dataset(task.dataset)
+        return {}, {"rows": _task_rows(workspace, dataset, fingerprint, task, step or (lambda: None))}
 
     with threadpool_limits(1):
         artifact, reused = workspace.cached(task.dataset, "tasks", task.config(fingerprint), compute)
@@ -342,19 +409,25 @@ def run_task(root: str | Path, task: Task) -> tuple[list[dict], bool]:
     return [{**base, **row} for row in artifact.info["rows"]], reused
 
 
-def _task_rows(workspace: Workspace, dataset: Dataset, fingerprint: str, task: Task) -> list[dict]:
+def _task_rows(workspace: Workspace, dataset: Dataset, fingerprint: str, task: Task,
+               step: Callable[[], None]) -> list[dict]:
     name, seed, clicks_config = task.dataset, task.seed, task.clicks
     production, _ = production_stage(workspace, name, dataset, fingerprint, seed=seed)
     rankers = int(clicks_config.get("rankers", 1))
     productions = logging_rankers(workspace, name, dataset, fingerprint, production, rankers)
+    step()
     model = clickmodels.get(clicks_config["model"])
     # eta_model is applied when the log is read, so that its points share one simulation
     settings = {f.name: clicks_config[f.name] for f in model.settings.option_fields() if f.name != "eta_model"}
     simulated = clicks_config["simulated_passes"]
     clicks, _ = clicks_stage(workspace, name, dataset, productions if rankers > 1 else production, settings,
-                             model=model.name, passes=simulated, seed=seed)
+                             model=model.name, passes=simulated, seed=seed, top_k=clicks_config.get("top_k"),
+                             logging_temperature=clicks_config.get("logging_temperature"))
+    step()
     if task.kind == "propensity":
-        return _propensity_rows(workspace, name, dataset, clicks, clicks_config, seed)
+        rows = _propensity_rows(workspace, name, dataset, clicks, clicks_config, seed)
+        step()
+        return rows
     passes, eta_model = clicks_config["passes"], clicks_config.get("eta_model")
     passes = None if passes == simulated else passes
     told = clicks_config.get("propensities", "logged")
@@ -363,8 +436,8 @@ def _task_rows(workspace: Workspace, dataset: Dataset, fingerprint: str, task: T
         propensity, _ = propensity_stage(workspace, name, dataset, clicks, method=told, seed=seed)
         eta_model = None  # the estimate replaces every logged propensity
     clip, correction = clicks_config.get("clip"), clicks_config.get("correction")
-    train_log, _ = click_logs(clicks, passes=passes, eta_model=eta_model, propensity=propensity, clip=clip,
-                              correction=correction)
+    # the clicks as logged: a correction may turn them into other examples (affine: displayed documents)
+    train_log, _ = click_logs(clicks, passes=passes)
     relevant = dataset.train.relevant(dataset.relevant_from)
     common = {"train_clicks": len(train_log),
               "irrelevant_click_share": float(np.mean(~relevant[train_log.doc])) if len(train_log) else float("nan")}
@@ -372,24 +445,82 @@ def _task_rows(workspace: Workspace, dataset: Dataset, fingerprint: str, task: T
     if "production" in task.references:
         rows.append({"method": "production", **common, **{m: production.info["test"][m] for m in _METRICS}})
     methods_ = list(task.methods) + (["skyline"] if "skyline" in task.references else [])
+    fix = corrections.get(correction or corrections.DEFAULT_CORRECTION)
     for method in methods_:
+        if method != "skyline" and fix.methods is not None and method not in fix.methods:
+            step()  # a series over corrections leaves out the methods a correction does not apply to
+            continue
         options = dict(task.options.get(method, {}))
         # the skyline sees labels, not clicks: one per repetition, shared by every point
         subset = {} if method == "skyline" else {"passes": passes, "eta_model": eta_model, "propensity": propensity,
                                                  "clip": clip, "correction": correction}
+        candidates = poolable(method, options) if task.select == "pooled" else []
+        if candidates:
+            # pooled selection: one row per C, each a model trained at that fixed C (its own
+            # cached artifact); pool_selection keeps one C per point after every repetition ran
+            for C in candidates:
+                trained, _ = model_stage(workspace, name, dataset, clicks, method, {**options, "C": C}, seed=seed,
+                                         **subset)
+                evaluation, _ = evaluation_stage(workspace, name, dataset, trained, clicks, seed=seed)
+                rows.append({**_method_row(method, common, trained, evaluation), "candidate_C": C})
+            step()
+            continue
         trained, _ = model_stage(workspace, name, dataset, clicks, method, options, seed=seed, **subset)
         evaluation, _ = evaluation_stage(workspace, name, dataset, trained, clicks, seed=seed)
-        row = {"method": method, **common, **{m: evaluation.info[m] for m in _METRICS},
-               "validation_snips_avg_dcg": evaluation.info["validation_snips_avg_dcg"],
-               "chosen": json.dumps(trained.info.get("chosen", {}), sort_keys=True)}
+        row = _method_row(method, common, trained, evaluation)
         if task.kind == "ccp":
             for selection in trained.info["selection"]:
                 start = {"iteration": 0, "objective": selection["initial_objective"],
                          "train_snips_avg_dcg": selection["initial_train_snips_avg_dcg"], "inner_iterations": 0}
-                rows.extend({**row, **_ccp_row(step, selection)} for step in [start, *selection["ccp_trace"]])
+                rows.extend({**row, **_ccp_row(ccp_step, selection)} for ccp_step in [start, *selection["ccp_trace"]])
         else:
             rows.append(row)
+        step()
     return rows  # no timings: they live in the artifacts' manifests, the rows are deterministic
+
+
+def _method_row(method: str, common: dict, trained, evaluation) -> dict:
+    return {"method": method, **common, **{m: evaluation.info[m] for m in _METRICS},
+            "validation_snips_avg_dcg": evaluation.info["validation_snips_avg_dcg"],
+            "chosen": json.dumps(trained.info.get("chosen", {}), sort_keys=True)}
+
+
+def poolable(method: str, options: dict) -> list[float]:
+    """The C grid that pooled selection searches for ``method`` (ascending), or [] where it
+    does not apply: methods without a linear SVM's C, the skyline (it selects on validation
+    labels, not clicks), and a C fixed in the options. LambdaRank's, Tree and Deep
+    PropDCG's grids stay per repetition: a model per candidate and repetition costs too much."""
+    from cltr.methods.linear import LinearSVMOptions, c_candidates
+
+    found = methods.get(method)
+    if not issubclass(found.options, LinearSVMOptions) or found.selects_on != "clicks":
+        return []
+    parsed = found.parse_options(options)
+    return [] if parsed.C is not None else [c["C"] for c in c_candidates(parsed)]
+
+
+def pool_selection(frame: pd.DataFrame) -> pd.DataFrame:
+    """Keep, per (dataset, point, method), the rows of the C candidate with the best mean
+    validation SNIPS Avg DCG over repetitions (the paper's selection, Sec. 5.2).
+
+    Rows with a ``candidate_C`` are candidates (``select = "pooled"``); others pass
+    through. Ties go to the smallest C (the most regularised), as in per-repetition
+    selection. The kept rows record the choice in ``chosen`` and the pooled estimate in
+    ``pooled_validation_snips_avg_dcg``; ``candidate_C`` is dropped. Row order is kept.
+    """
+    if "candidate_C" not in frame.columns:
+        return frame
+    is_candidate = frame["candidate_C"].notna()
+    keys = ["dataset", *sorted(c for c in frame.columns if c.startswith("point_")), "method"]
+    candidates = frame[is_candidate]
+    means = (candidates.groupby([*keys, "candidate_C"], sort=True, dropna=False)["validation_snips_avg_dcg"]
+             .mean().rename("pooled_validation_snips_avg_dcg").reset_index())
+    # sorted by C ascending within each group: idxmax's first maximum is the smallest C
+    best = means.loc[means.groupby(keys, sort=False, dropna=False)["pooled_validation_snips_avg_dcg"].idxmax()]
+    kept = candidates.reset_index().merge(best, on=[*keys, "candidate_C"], how="inner").set_index("index")
+    kept["chosen"] = [json.dumps({"C": float(C), "selection": "pooled"}, sort_keys=True) for C in kept["candidate_C"]]
+    result = pd.concat([frame[~is_candidate], kept]).sort_index().drop(columns="candidate_C")
+    return result.reset_index(drop=True)
 
 
 def _propensity_rows(workspace, name, dataset, clicks, clicks_config, seed) -> list[dict]:
@@ -413,8 +544,19 @@ def _ccp_row(step: dict, selection: dict) -> dict:
 # -- fan-out -------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class ExperimentProgress:
+    """Where ``run_experiment`` stands: tasks finished, and steps done (``task_steps``; those
+    of running tasks too, so that progress moves while a task runs)."""
+
+    tasks_done: int
+    tasks: int
+    steps_done: int
+    steps: int
+
+
 def run_experiment(spec: Spec, root: str | Path, *, n_jobs: int = 1, backend: str = "loky",
-                   scheduler: str | None = None, progress: Callable[[int, int], None] | None = None,
+                   scheduler: str | None = None, progress: Callable[[ExperimentProgress], None] | None = None,
                    on_task_done: Callable[[Task, bool], None] | None = None) -> tuple[pd.DataFrame, dict]:
     """Run every task of a resolved spec; return (rows in plan order, counts).
 
@@ -429,7 +571,10 @@ def run_experiment(spec: Spec, root: str | Path, *, n_jobs: int = 1, backend: st
     backend : {"loky", "dask"}
         joblib backend; "dask" connects to ``scheduler`` (``tcp://host:8786``) or starts a
         local cluster.
-    progress : callable (done, total), optional
+    progress : callable (ExperimentProgress), optional
+        Called once with the finished tasks found, then as each step or task finishes.
+        Steps of running tasks are reported in-process and from loky workers, not from
+        dask workers (their tasks count as they finish).
     on_task_done : callable (task, reused), optional
         Called in this process as each task finishes (in completion order).
 
@@ -441,7 +586,7 @@ def run_experiment(spec: Spec, root: str | Path, *, n_jobs: int = 1, backend: st
         ``tasks``, ``computed`` and ``reused``.
     """
     workspace = Workspace(root)
-    record = _record(workspace, spec.dataset)
+    record = dataset_record(workspace, spec.dataset)
     fingerprint = record["fingerprint"]
     tasks = plan(spec, default_passes=default_passes(record["name"], record.get("meta", {})))
     if backend not in ("loky", "dask"):
@@ -455,23 +600,40 @@ def run_experiment(spec: Spec, root: str | Path, *, n_jobs: int = 1, backend: st
         else:
             pending.append(index)
     counts = {"tasks": len(tasks), "reused": len(results), "computed": 0}
-    if progress is not None:
-        progress(len(results), len(tasks))
-    for index, (rows, reused) in _fan_out(root, [tasks[i] for i in pending], pending, n_jobs=n_jobs,
-                                          backend=backend, scheduler=scheduler):
-        results[index] = rows
-        counts["reused" if reused else "computed"] += 1
-        if on_task_done is not None:
-            on_task_done(tasks[index], reused)
+    steps = [task_steps(task) for task in tasks]
+    running = dict.fromkeys(pending, 0)  # steps done by each unfinished task
+    done = {"steps": sum(steps[index] for index in results)}
+    lock = threading.Lock()  # steps arrive on a relay thread, tasks on this one
+
+    def tell() -> None:
         if progress is not None:
-            progress(len(results), len(tasks))
-    frame = pd.DataFrame([row for index in range(len(tasks)) for row in results[index]])
+            progress(ExperimentProgress(len(results), len(tasks), done["steps"], sum(steps)))
+
+    def on_step(index: int) -> None:
+        with lock:
+            # a task's last step is counted when its rows arrive
+            if index in running and running[index] < steps[index] - 1:
+                running[index] += 1
+                done["steps"] += 1
+                tell()
+
+    tell()
+    for index, (rows, reused) in _fan_out(root, [tasks[i] for i in pending], pending, n_jobs=n_jobs,
+                                          backend=backend, scheduler=scheduler, on_step=on_step):
+        with lock:
+            results[index] = rows
+            done["steps"] += steps[index] - running.pop(index)
+            counts["reused" if reused else "computed"] += 1
+            if on_task_done is not None:
+                on_task_done(tasks[index], reused)
+            tell()
+    frame = pool_selection(pd.DataFrame([row for index in range(len(tasks)) for row in results[index]]))
     return frame[_column_order(frame.columns)], counts
 
 
 _COLUMNS = ("experiment", "dataset", "repetition", "seed", "method", "rank", "propensity", "low", "high",
             "true_propensity", "train_clicks", "irrelevant_click_share",
-            *_METRICS, "validation_snips_avg_dcg", "chosen", "C", "iteration", "objective",
+            *_METRICS, "validation_snips_avg_dcg", "pooled_validation_snips_avg_dcg", "chosen", "C", "iteration", "objective",
             "train_snips_avg_dcg", "inner_iterations")
 
 
@@ -482,25 +644,56 @@ def _column_order(columns) -> list[str]:
     return known + sorted(set(columns) - set(known))
 
 
-def _indexed_task(root, index, task):
-    return index, run_task(root, task)
+def _indexed_task(root, index, task, steps=None):
+    """Run one task in a worker; its steps go to the ``steps`` queue as its index."""
+    return index, run_task(root, task, None if steps is None else (lambda: steps.put(index)))
 
 
-def _fan_out(root, tasks: list[Task], indices: list[int], *, n_jobs: int, backend: str,
-             scheduler: str | None) -> Iterable[tuple[int, tuple[list[dict], bool]]]:
+def _relay(steps, on_step: Callable[[int], None]) -> None:
+    for index in iter(steps.get, None):
+        on_step(index)
+
+
+def _exit_with(parent: int) -> None:
+    """Run in the step queue's manager process: exit once ``parent`` is gone, so that a run
+    killed with SIGKILL leaves no process behind (loky's workers exit by themselves)."""
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(1)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="cltr-exit-with-parent", daemon=True).start()
+
+
+def _fan_out(root, tasks: list[Task], indices: list[int], *, n_jobs: int, backend: str, scheduler: str | None,
+             on_step: Callable[[int], None]) -> Iterable[tuple[int, tuple[list[dict], bool]]]:
     if not tasks:
         return
     if n_jobs == 1 and backend == "loky":
         for index, task in zip(indices, tasks):
-            yield index, run_task(root, task)
+            yield index, run_task(root, task, lambda index=index: on_step(index))
         return
     from joblib import Parallel, delayed, parallel_config
 
-    calls = (delayed(_indexed_task)(str(root), index, task) for index, task in zip(indices, tasks))
     if backend == "loky":
-        with parallel_config(backend="loky", n_jobs=n_jobs, inner_max_num_threads=1):
-            yield from Parallel(return_as="generator_unordered")(calls)
+        # the workers put their steps on a queue of a manager process; a thread here relays them
+        from multiprocessing.managers import SyncManager
+
+        manager = SyncManager()
+        manager.start(_exit_with, (os.getpid(),))
+        with manager:
+            steps = manager.Queue()
+            relay = threading.Thread(target=_relay, args=(steps, on_step), name="cltr-steps", daemon=True)
+            relay.start()
+            calls = (delayed(_indexed_task)(str(root), index, task, steps) for index, task in zip(indices, tasks))
+            try:
+                with parallel_config(backend="loky", n_jobs=n_jobs, inner_max_num_threads=1):
+                    yield from Parallel(return_as="generator_unordered")(calls)
+            finally:
+                steps.put(None)
+                relay.join()
         return
+    calls = (delayed(_indexed_task)(str(root), index, task) for index, task in zip(indices, tasks))
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:

@@ -1,31 +1,56 @@
-"""Tables (CSV, Markdown, LaTeX) and figures (PNG, PDF) of an experiment's rows.
+"""Tables (CSV, Markdown, LaTeX), statistics and figures (PNG, PDF) of an experiment's rows.
 
 The only module that imports matplotlib. Every plotting function returns the figure and
-the data it drew (per line: x, mean, std), so tests can check a figure against the CSV.
-Rows come from ``cltr.pipeline.experiments.run_experiment``: one per (task, method), with the
-point's settings in ``point_*`` columns and the test metrics.
+the data it drew (per line: x, mean, std, and the bootstrap interval low/high), so tests can
+check a figure against the CSV. Rows come from ``cltr.pipeline.experiments.run_experiment``:
+one per (task, method), with the point's settings in ``point_*`` columns and the test
+metrics; rows of several datasets (``cltr figures --folds``) are pooled into "runs", one per
+(dataset, repetition).
+
+What the numbers are (printed in every output's header note):
+- tables: mean ± standard deviation over runs, and a 95% percentile-bootstrap interval of
+  the mean (``cltr.core.statistics.bootstrap_interval``, seeded with the spec's seed);
+- figures: the mean with that bootstrap interval as a band or error bar;
+- Table 2: paired t and Wilcoxon signed-rank tests, Holm-corrected over the table, between
+  every pair of methods the paper orders (the spec's ``claimed_order``), and a column that
+  says for each of the paper's claims whether it holds here;
+- ``check``: every row with the paper's value, the gap in units of the paper's std.
+
+``records`` (the prepared datasets' JSON records, by name) supply the metric convention and
+the default number of passes; without them the header says the convention is unknown.
 """
 
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from cltr import methods
+from cltr import clickmodels, methods
+from cltr.core.queries import default_passes, describe_convention
+from cltr.core.ranking import DCG_BASE
+from cltr.core.statistics import bootstrap_interval, holm, paired_tests
 from cltr.pipeline.experiments import Spec
 from cltr.pipeline.workspace import atomic_write
 
-__all__ = ["summarise", "significance", "markdown_table", "latex_table", "plot", "write_outputs",
-           "METRIC_LABELS"]
+__all__ = ["summarise", "significance", "claims", "check", "stated_rows", "header_note", "click_settings",
+           "dataset_label", "markdown_table", "latex_table", "table_rows", "plot", "write_outputs",
+           "check_out_directory", "METRIC_LABELS", "LEVEL", "ALPHA"]
 
 METRIC_LABELS = {"avg_dcg": "Avg DCG", "avg_rank": "Avg Rank", "ndcg@10": "nDCG@10"}
+LEVEL = 0.95        # of every bootstrap interval
+ALPHA = 0.05        # a Holm-adjusted p below it is "significant"
+RESAMPLES = 2000
 _X_LABELS = {"passes": "passes over the training queries", "train_clicks": "training clicks", "eta": "eta",
-             "eps_neg": "eps_neg (click probability of an observed irrelevant document)",
+             "eps_neg": "eps- (click probability of an observed irrelevant document)",
              "eta_model": "eta of the propensity model (true eta = 1)",
-             "clip": "clipping threshold TAU (propensities below TAU raised to TAU)"}
+             "clip": "clipping threshold TAU (propensities below TAU raised to TAU)",
+             "continuation": "continuation probability c (after a click at rank k the user goes on with c / k)",
+             "top_k": "K (results displayed)"}
+_SETTING_LABELS = {"eps_pos": "eps+", "eps_neg": "eps-", "rankers": "logging rankers"}
 
 
 def _label(method: str) -> str:
@@ -36,7 +61,7 @@ def _label(method: str) -> str:
 
 
 def _mean_std(mean: float, std: float, n: int) -> str:
-    """"mean ± std", or the mean alone for a single repetition (no spread to show)."""
+    """"mean ± std", or the mean alone for a single run (no spread to show)."""
     return f"{mean:.4f}" if n < 2 else f"{mean:.4f} ± {std:.4f}"
 
 
@@ -50,29 +75,80 @@ def _point_columns(spec: Spec) -> list[str]:
     return [f"point_{k}" for k in spec.series] + ([f"point_{spec.x}"] if spec.x else [])
 
 
-def summarise(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
-    """Mean, standard deviation and count over repetitions per (point, method)."""
-    keys = _point_columns(spec) + ["method"]
-    metrics = ["avg_dcg", "avg_rank", "ndcg@10", "train_clicks", "irrelevant_click_share"]
-    grouped = frame.groupby(keys, sort=False)[metrics]
-    summary = grouped.mean().add_suffix("_mean").join(grouped.std(ddof=1).add_suffix("_std"))
-    summary["n"] = grouped.size()
-    return summary.reset_index()
+def _datasets(frame: pd.DataFrame, spec: Spec) -> list[str]:
+    return list(dict.fromkeys(frame["dataset"])) if "dataset" in frame.columns else [spec.dataset]
 
 
-def significance(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
-    """Paired t-tests over repetitions between neighbouring methods of the table (same seeds)."""
-    from scipy.stats import ttest_rel
+def _runs(frame: pd.DataFrame) -> int:
+    """Independent runs: (dataset, repetition) pairs."""
+    keys = [c for c in ("dataset", "repetition") if c in frame.columns]
+    return len(frame[keys].drop_duplicates()) if keys else 1
 
-    order = _method_order(spec, frame)
-    by_method = {m: frame[frame["method"] == m].set_index("repetition")[spec.metric] for m in order}
-    rows = []
-    for first, second in zip(order, order[1:]):
-        a, b = by_method[first].align(by_method[second], join="inner")
-        p = float(ttest_rel(b, a).pvalue) if len(a) > 1 and np.any(a.values != b.values) else float("nan")
-        rows.append({"comparison": f"{_label(second)} vs {_label(first)}", "mean difference": float((b - a).mean()),
-                     "repetitions": len(a), "p (paired t)": p})
-    return pd.DataFrame(rows)
+
+def _higher_is_better(metric: str) -> bool:
+    return metric != "avg_rank"
+
+
+# -- what the data and the numbers are -----------------------------------------------------
+
+
+def dataset_label(frame: pd.DataFrame, spec: Spec, records: dict | None = None) -> str:
+    """``letor (Fold 1)``, or ``letor, folds 1, 2, 3, 4, 5`` for the rows of several folds."""
+    names, records = _datasets(frame, spec), records or {}
+    folds = [records.get(name, {}).get("meta", {}).get("fold") for name in names]
+    if len(names) == 1:
+        return f"{names[0]} (Fold {folds[0]})" if folds[0] is not None else names[0]
+    if all(f is not None for f in folds):
+        return f"{spec.dataset}, folds {', '.join(str(f) for f in folds)}"
+    return ", ".join(names)
+
+
+def convention(frame: pd.DataFrame, spec: Spec, records: dict | None = None) -> str:
+    """The metric convention of the datasets the rows come from, from their records."""
+    texts = []
+    for name in _datasets(frame, spec):
+        record = (records or {}).get(name)
+        if record is not None:
+            # records written before dcg_base was recorded were read with the default base
+            texts.append(describe_convention(record["relevant_from"], record.get("dcg_base", DCG_BASE)))
+    texts = list(dict.fromkeys(texts))
+    return "; ".join(texts) if texts else "not recorded (no dataset record given)"
+
+
+def click_settings(spec: Spec, records: dict | None = None) -> str:
+    """The click settings the spec holds fixed, e.g. ``eta = 1, eps+ = 1, eps- = 0.1, 100 passes``
+    (the varied ones are on the x axis or in the legend)."""
+    model = clickmodels.get(spec.clicks.get("model", clickmodels.DEFAULT_MODEL))
+    settings = {**model.settings().to_dict(), **spec.clicks}
+    varied = {spec.x, *spec.series}
+    parts = [] if model.name == clickmodels.DEFAULT_MODEL else [f"click model {model.name}"]
+    for key, value in settings.items():
+        if key in varied or key in ("model", "passes") or value is None:
+            continue
+        shown = f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+        parts.append(f"{_SETTING_LABELS.get(key, key)} = {shown}")
+    if "passes" not in varied:
+        passes = settings.get("passes", "default")
+        if passes in (None, "default"):
+            known = {default_passes(name, record.get("meta", {})) for name, record in (records or {}).items()}
+            passes = known.pop() if len(known) == 1 else "the dataset's default"
+        parts.append(f"{passes} passes")
+    return ", ".join(parts)
+
+
+def _selection_text(frame: pd.DataFrame, spec: Spec) -> str:
+    if spec.select != "pooled":
+        return ("hyperparameters selected per repetition, by SNIPS Avg DCG on that repetition's validation "
+                "clicks")
+    text = ("linear SVMs' C pooled as in the paper: one C per point (and fold) for all repetitions, the one "
+            "with the best mean validation SNIPS Avg DCG; other hyperparameters per repetition")
+    if spec.kind == "table" and "pooled_validation_snips_avg_dcg" in frame.columns:
+        pooled = frame[frame["pooled_validation_snips_avg_dcg"].notna()]
+        chosen = pooled.groupby(["method", "dataset"], sort=False)["chosen"].first()
+        listed = [f"{_label(m)} {json.loads(c)['C']:g}" + (f" ({d})" if pooled["dataset"].nunique() > 1 else "")
+                  for (m, d), c in chosen.items()]
+        text += f" (C: {', '.join(listed)})"
+    return text
 
 
 def _paper_values(spec: Spec) -> dict:
@@ -82,22 +158,232 @@ def _paper_values(spec: Spec) -> dict:
     return {}
 
 
+def _paper_note(spec: Spec) -> list[str]:
+    if not spec.paper:
+        return []
+    lines = []
+    for prefix, values in spec.paper.items():
+        listed = ", ".join(f"{_label(m)} {v[0]:.4f} ± {v[1]:.0e}" for m, v in values.items())
+        compared = "compared below" if spec.dataset.startswith(prefix) else f"not comparable with {spec.dataset}"
+        lines.append(f"- The paper's {spec.artifact or spec.name} on {prefix} ({compared}): {listed}.")
+    return lines
+
+
+def header_note(frame: pd.DataFrame, spec: Spec, records: dict | None = None) -> str:
+    """What every table and figure of the run needs said beside it, as Markdown bullets."""
+    reps = frame["repetition"].nunique() if "repetition" in frame.columns else spec.reps
+    names = _datasets(frame, spec)
+    runs = f"{reps} repetition(s)" + (f" on each of {len(names)} datasets, {_runs(frame)} runs" if len(names) > 1
+                                       else "")
+    lines = [f"- Data: {dataset_label(frame, spec, records)}; clicks: {click_settings(spec, records)}; {runs}.",
+             f"- Metric convention: {convention(frame, spec, records)}.",
+             f"- Selection: {_selection_text(frame, spec)}."]
+    if spec.kind in ("table", "curve"):
+        lines.append(f"- Numbers: mean ± standard deviation over runs; CI: {LEVEL:.0%} percentile bootstrap "
+                     f"interval of the mean over runs ({RESAMPLES} resamples, seed {spec.seed}). The figure "
+                     f"shows the mean and that interval.")
+    return "\n".join(lines + _paper_note(spec)) + "\n"
+
+
+# -- summaries and statistics --------------------------------------------------------------
+
+
+def summarise(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
+    """Per (point, method) over runs: mean, standard deviation, count, and for the spec's
+    metric the bootstrap interval of the mean (``{metric}_low``, ``{metric}_high``)."""
+    keys = _point_columns(spec) + ["method"]
+    metrics = ["avg_dcg", "avg_rank", "ndcg@10", "train_clicks", "irrelevant_click_share"]
+    grouped = frame.groupby(keys, sort=False)
+    summary = grouped[metrics].mean().add_suffix("_mean").join(grouped[metrics].std(ddof=1).add_suffix("_std"))
+    summary["n"] = grouped.size()
+    intervals = [bootstrap_interval(group[spec.metric], seed=spec.seed, level=LEVEL, resamples=RESAMPLES)
+                 for _, group in grouped]
+    summary[f"{spec.metric}_low"] = [low for low, _ in intervals]
+    summary[f"{spec.metric}_high"] = [high for _, high in intervals]
+    return summary.reset_index()
+
+
+def _tested_pairs(frame: pd.DataFrame, spec: Spec) -> tuple[list[tuple[str, str]], bool]:
+    """Every pair the paper orders (worse, better), or neighbouring table rows without a claim."""
+    present = set(frame["method"])
+    claimed = [m for m in spec.claimed_order if m in present]
+    if len(claimed) > 1:
+        return [(claimed[i], claimed[j]) for i in range(len(claimed)) for j in range(i + 1, len(claimed))], True
+    order = _method_order(spec, frame)
+    return list(zip(order, order[1:])), False
+
+
+def significance(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
+    """Paired tests between methods over the same runs ((dataset, repetition): same seeds).
+
+    The pairs are every pair of the spec's ``claimed_order`` (the paper claims the later
+    method better), else neighbouring rows of the table. Each pair gets the paired t and the
+    Wilcoxon signed-rank test (two-sided), each Holm-corrected over all pairs of the table,
+    and a verdict: the claim "holds" or is "reversed" by the sign of the mean difference,
+    "not significant" unless the Holm-adjusted paired-t p is below ``ALPHA``.
+    """
+    pairs, claimed = _tested_pairs(frame, spec)
+    keys = [c for c in ("dataset", "repetition") if c in frame.columns]
+    by_method = {m: frame[frame["method"] == m].set_index(keys)[spec.metric] for m in {m for p in pairs for m in p}}
+    sign = 1.0 if _higher_is_better(spec.metric) else -1.0
+    rows = []
+    for worse, better in pairs:
+        a, b = by_method[worse].align(by_method[better], join="inner")
+        result = paired_tests(a.to_numpy(), b.to_numpy())
+        gain = sign * result["mean_difference"]
+        rows.append({"comparison": f"{_label(better)} vs {_label(worse)}",
+                     "claim": f"{_label(better)} better" if claimed else "",
+                     "mean difference": result["mean_difference"],
+                     "wins": f"{int(np.sum(sign * (b.to_numpy() - a.to_numpy()) > 0))}/{result['n']}",
+                     "runs": result["n"], "p (paired t)": result["p_t"], "p (Wilcoxon)": result["p_wilcoxon"],
+                     "_gain": gain, "_pair": (worse, better)})
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    table["Holm p (t)"] = holm(table["p (paired t)"])
+    table["Holm p (Wilcoxon)"] = holm(table["p (Wilcoxon)"])
+    table["verdict"] = [_verdict(gain, p, claimed, pair) for gain, p, pair in
+                        zip(table["_gain"], table["Holm p (t)"], table["_pair"])]
+    columns = ["comparison", "claim", "mean difference", "wins", "runs", "p (paired t)", "Holm p (t)",
+               "p (Wilcoxon)", "Holm p (Wilcoxon)", "verdict", "_pair"]
+    return table[[c for c in columns if c != "claim" or claimed]]
+
+
+def _verdict(gain: float, holm_p: float, claimed: bool, pair: tuple[str, str]) -> str:
+    if not np.isfinite(holm_p):
+        return "untestable (fewer than 2 runs or no difference)"
+    worse, better = pair
+    up, down = ("holds", "reversed") if claimed else (f"{_label(better)} better", f"{_label(worse)} better")
+    direction = up if gain > 0 else down
+    return direction if holm_p < ALPHA else f"{direction}, not significant"
+
+
+def claims(frame: pd.DataFrame, spec: Spec, tests: pd.DataFrame | None = None) -> dict[str, str]:
+    """For each method of ``claimed_order`` after the first, the paper's claim that it beats
+    the one before it, and whether it holds here: {method: text}."""
+    tests = significance(frame, spec) if tests is None else tests
+    if tests.empty or "claim" not in tests.columns:
+        return {}
+    present = [m for m in spec.claimed_order if m in set(frame["method"])]
+    by_pair = {row["_pair"]: row for _, row in tests.iterrows()}
+    texts = {}
+    for worse, better in zip(present, present[1:]):
+        row = by_pair[(worse, better)]
+        texts[better] = (f"beats {_label(worse)}: {row['verdict']} ({row['mean difference']:+.4f}, {row['wins']} runs; "
+                         f"Holm p: t {_p(row['Holm p (t)'])}, Wilcoxon {_p(row['Holm p (Wilcoxon)'])})")
+    return texts
+
+
+def _p(value: float) -> str:
+    return "n/a" if not np.isfinite(value) else f"{value:.2g}"
+
+
+def check(frame: pd.DataFrame, spec: Spec, *, tolerance: float = 2.0) -> list[dict]:
+    """Every method the paper reports for this dataset (``[paper.PREFIX]``) against ours.
+
+    Ours is the mean over all runs; the gap is (ours - paper) / paper's std. Rows:
+    ``method``, ``ours``, ``paper``, ``gap (paper std)``, ``within`` (|gap| <= tolerance;
+    None where the method did not run). Empty when the paper has no values for the dataset.
+    """
+    paper = _paper_values(spec)
+    means = frame.groupby("method")[spec.metric].mean()
+    rows = []
+    for method, (value, std) in paper.items():
+        if method not in means.index:
+            rows.append({"method": _label(method), "ours": "not run", "paper": f"{value:.4f} ± {std:.0e}",
+                         "gap (paper std)": "", "within": None})
+            continue
+        gap = (float(means[method]) - value) / std
+        rows.append({"method": _label(method), "ours": f"{means[method]:.4f}", "paper": f"{value:.4f} ± {std:.0e}",
+                     "gap (paper std)": f"{gap:+.2f}", "within": bool(abs(gap) <= tolerance)})
+    return rows
+
+
+# -- numbers the paper states in its text ----------------------------------------------------
+
+
+def _format_measure(measure: str, value: float) -> str:
+    if measure == "irrelevant_click_share":
+        return f"{100 * value:.1f}%"
+    return f"{value:,.0f}"
+
+
+def _format_stated(measure: str, value) -> str:
+    if isinstance(value, (list, tuple)):
+        low, high = value
+        return f"{_format_measure(measure, low)}–{_format_measure(measure, high)}"
+    return _format_measure(measure, value)
+
+
+def _measured(frame: pd.DataFrame, entry: dict) -> list[float] | None:
+    """Our values of a stated measure, one per matching point (per C for CCP iterations)."""
+    rows = frame
+    for setting, value in entry.get("point", {}).items():
+        column = f"point_{setting}"
+        if column not in rows.columns:
+            return None
+        rows = rows[np.isclose(rows[column].astype(float), float(value))]
+    if rows.empty:
+        return None
+    measure = entry["measure"]
+    if measure == "ccp_iterations":
+        if "iteration" not in rows.columns:
+            return None
+        return rows.groupby(["dataset", "repetition", "C"])["iteration"].max().astype(float).tolist()
+    points = sorted(c for c in rows.columns if c.startswith("point_"))
+    per_run = rows.drop_duplicates([*points, "dataset", "repetition"])
+    grouped = per_run.groupby(points)[measure].mean() if points else per_run[measure].mean()
+    return np.atleast_1d(np.asarray(grouped, dtype=float)).tolist()
+
+
+def stated_rows(frame: pd.DataFrame, spec: Spec) -> list[dict]:
+    """The paper's stated numbers (spec ``[[stated]]``) beside ours; a range where ours
+    varies over the matching points (or over C, for CCP iterations)."""
+    rows = []
+    for entry in spec.stated:
+        ours = _measured(frame, entry)
+        if ours:
+            low, high = min(ours), max(ours)
+            shown = _format_stated(entry["measure"], [low, high] if low != high else low)
+        else:
+            shown = "n/a (not measured at this point)"
+        rows.append({"the paper states": entry["text"],
+                     "paper": f"{_format_stated(entry['measure'], entry['value'])} ({entry['dataset']})",
+                     "ours": f"{shown} ({spec.dataset})",
+                     "same dataset": "yes" if spec.dataset.startswith(entry["dataset"]) else "no"})
+    return rows
+
+
+# -- tables --------------------------------------------------------------------------------
+
+
 def _table_rows(frame: pd.DataFrame, spec: Spec) -> list[dict]:
     summary = summarise(frame, spec).set_index("method")
     paper = _paper_values(spec)
+    names = _datasets(frame, spec)
+    claimed = claims(frame, spec)
+    label = METRIC_LABELS[spec.metric]
     rows = []
     for method in _method_order(spec, frame):
         row = summary.loc[method]
-        entry = {"method": _label(method),
-                 METRIC_LABELS[spec.metric]: _mean_std(row[spec.metric + "_mean"], row[spec.metric + "_std"], row["n"])}
+        entry = {"method": _label(method), label: _mean_std(row[spec.metric + "_mean"], row[spec.metric + "_std"],
+                                                               row["n"]),
+                 f"{LEVEL:.0%} CI": f"[{row[spec.metric + '_low']:.4f}, {row[spec.metric + '_high']:.4f}]"}
         if paper:
             value = paper.get(method)
             entry["paper"] = f"{value[0]:.4f} ± {value[1]:.0e}" if value else ""
+            entry["gap (paper std)"] = f"{(row[spec.metric + '_mean'] - value[0]) / value[1]:+.1f}" if value else ""
+        if len(names) > 1:
+            per_dataset = frame[frame["method"] == method].groupby("dataset", sort=False)[spec.metric]
+            for name, values in per_dataset:
+                entry[f"{label} {name}"] = _mean_std(values.mean(), values.std(ddof=1), len(values))
         for metric in METRIC_LABELS:
             if metric != spec.metric:
                 entry[METRIC_LABELS[metric]] = f"{row[metric + '_mean']:.4f}"
         entry["train clicks"] = f"{row['train_clicks_mean']:.0f}"
         entry["runs"] = int(row["n"])
+        if claimed:
+            entry["paper's claim here"] = claimed.get(method, "")
         rows.append(entry)
     return rows
 
@@ -146,8 +432,8 @@ def _propensity_table(frame: pd.DataFrame, spec: Spec) -> list[dict]:
     return rows
 
 
-def _plot_propensity(frame: pd.DataFrame, spec: Spec, plt):
-    figure, axes = plt.subplots(figsize=(6.4, 4.2))
+def _plot_propensity(frame: pd.DataFrame, spec: Spec, plt, records):
+    figure, axes = plt.subplots(figsize=(7.2, 5.0))
     data = {}
     points = _point_columns(spec)
     groups = frame.groupby(points, sort=False) if points else [((), frame)]
@@ -169,18 +455,22 @@ def _plot_propensity(frame: pd.DataFrame, spec: Spec, plt):
             axes.fill_between(summary.index, summary["low"], summary["high"], color=color, alpha=0.12)
             data[label] = {"x": summary.index.tolist(), "mean": summary["mean"].tolist(),
                            "std": np.nan_to_num(summary["std"].to_numpy()).tolist()}
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
     axes.set_xscale("log")
     axes.set_yscale("log")
+    axes.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0f}"))
+    axes.xaxis.set_minor_formatter(NullFormatter())
     # estimates at deep ranks can collapse towards 0 where clicks are few: keep the truth in view
     smallest = float(frame["true_propensity"].min())
     if np.isfinite(smallest) and smallest > 0:
         axes.set_ylim(bottom=smallest / 10, top=1.5)
     axes.set_xlabel("rank")
     axes.set_ylabel("observation propensity relative to rank 1")
-    reps = int(frame["repetition"].nunique())
-    clicks = ", ".join(f"{k} = {v}" for k, v in spec.clicks.items())
-    axes.set_title(f"{spec.artifact or spec.name} on {spec.dataset} ({clicks})\nestimated: mean of {reps} "
-                   f"repetition(s), shaded: mean bootstrap band; true: dotted", fontsize=8)
+    axes.set_title(_title(frame, spec, records, "observation propensity per rank",
+                          "solid: harvest, dashed: EM (means over runs), shaded: their bootstrap band over "
+                          "queries; dotted: true (1/r)^eta", over_runs=False), fontsize=8)
     axes.grid(alpha=0.3, which="both")
     axes.legend(fontsize=6, ncol=2)
     figure.tight_layout()
@@ -225,89 +515,181 @@ def latex_table(rows: list[dict], caption: str) -> str:
 # -- figures -------------------------------------------------------------------------------
 
 
-def plot(frame: pd.DataFrame, spec: Spec):
-    """The experiment's figure and the data drawn: {line label: {"x", "mean", "std"}}."""
+def _title(frame: pd.DataFrame, spec: Spec, records: dict | None, what: str, bars: str, *,
+           over_runs: bool = True) -> str:
+    """Three lines: what on which data; the fixed click settings and runs; what the bars are
+    (``over_runs``: intervals over runs, which one run cannot have)."""
+    reps = frame["repetition"].nunique() if "repetition" in frame.columns else spec.reps
+    runs = _runs(frame)
+    count = f"{reps} repetition(s)" + (f" x {runs // max(reps, 1)} datasets = {runs} runs" if runs != reps else "")
+    if runs < 2 and over_runs:
+        bars += " (one run: no interval to show)"
+    return (f"{spec.artifact or spec.name}: {what} on {dataset_label(frame, spec, records)}\n"
+            f"{click_settings(spec, records)}; {count}\n{bars}")
+
+
+def plot(frame: pd.DataFrame, spec: Spec, *, records: dict | None = None):
+    """The experiment's figure and the data drawn: {line: {"x", "mean", "std", "low", "high"}}."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     if spec.kind == "ccp":
-        return _plot_ccp(frame, plt)
+        return _plot_ccp(frame, spec, plt, records)
     if spec.kind == "propensity":
-        return _plot_propensity(frame, spec, plt)
-    figure, axes = plt.subplots(figsize=(6.4, 4.2))
-    data = {}
-    metric = spec.metric
+        return _plot_propensity(frame, spec, plt, records)
     if spec.kind == "table":
-        summary = summarise(frame, spec).set_index("method")
-        order = _method_order(spec, frame)
-        means = [summary.loc[m, metric + "_mean"] for m in order]
-        stds = [np.nan_to_num(summary.loc[m, metric + "_std"]) for m in order]
-        axes.bar(range(len(order)), means, yerr=stds, capsize=4, color="tab:blue")
-        axes.set_xticks(range(len(order)), [_label(m) for m in order], rotation=25, ha="right")
-        low = min(m - s for m, s in zip(means, stds))
-        high = max(m + s for m, s in zip(means, stds))
-        axes.set_ylim(low - 0.1 * (high - low + 1e-9), high + 0.1 * (high - low + 1e-9))
-        data = {m: {"x": [i], "mean": [float(v)], "std": [float(s)]} for i, (m, v, s) in enumerate(zip(order, means, stds))}
-    else:
-        summary = summarise(frame, spec)
-        x_column = spec.plot_x or spec.x
-        x_source = f"{x_column}_mean" if x_column == "train_clicks" else f"point_{x_column}"
-        series_columns = [f"point_{k}" for k in spec.series]
-        groups = summary.groupby(series_columns, sort=False) if series_columns else [((), summary)]
-        styles = ["-", "--", ":", "-."]
-        for s, (series_key, group) in enumerate(groups):
-            series_key = series_key if isinstance(series_key, tuple) else (series_key,)
-            suffix = "".join(f", {c[len('point_'):]} = {v}" for c, v in zip(series_columns, series_key))
-            for method in [m for m in spec.methods if m in set(group["method"])]:
-                rows = group[group["method"] == method]
-                x = rows[x_source].to_numpy(dtype=float)
-                mean = rows[metric + "_mean"].to_numpy(dtype=float)
-                std = np.nan_to_num(rows[metric + "_std"].to_numpy(dtype=float))
-                label = _label(method) + suffix
-                axes.errorbar(x, mean, yerr=std, marker="o", capsize=3, linestyle=styles[s % len(styles)], label=label)
-                data[label] = {"x": x.tolist(), "mean": mean.tolist(), "std": std.tolist()}
-            for reference, color in (("production", "grey"), ("skyline", "black")):
-                rows = group[group["method"] == reference]
-                if len(rows):
-                    level = float(rows[metric + "_mean"].mean())
-                    axes.axhline(level, color=color, linestyle=styles[s % len(styles)], linewidth=1,
-                                 label=_label(reference) + suffix)
-                    data[_label(reference) + suffix] = {"x": [], "mean": [level], "std": [0.0]}
-        if x_column in ("train_clicks", "passes", "clip"):
-            axes.set_xscale("log")
-        axes.set_xlabel(_X_LABELS.get(x_column, x_column))
-        axes.legend(fontsize=7)
-    axes.set_ylabel(f"test {METRIC_LABELS[metric]}")
-    axes.set_title(spec.artifact or spec.name, fontsize=9)
-    axes.grid(alpha=0.3)
+        return _plot_table(frame, spec, plt, records)
+    return _plot_curves(frame, spec, plt, records)
+
+
+def _plot_table(frame: pd.DataFrame, spec: Spec, plt, records):
+    """Points with bootstrap intervals, every run as a grey dot, and the paper's mean ± std:
+    points rather than bars, so that an axis not starting at 0 truncates nothing."""
+    figure, axes = plt.subplots(figsize=(7.6, 5.0))
+    metric, label = spec.metric, METRIC_LABELS[spec.metric]
+    summary = summarise(frame, spec).set_index("method")
+    order = _method_order(spec, frame)
+    paper = _paper_values(spec)
+    data = {}
+    for i, method in enumerate(order):
+        runs = frame.loc[frame["method"] == method, metric].to_numpy(dtype=float)
+        spread = np.linspace(-0.08, 0.08, len(runs)) if len(runs) > 1 else np.zeros(len(runs))
+        axes.scatter(i - 0.12 + spread, runs, s=7, color="0.65", zorder=1, label="one run" if i == 0 else None)
+        row = summary.loc[method]
+        mean, low, high = row[metric + "_mean"], row[metric + "_low"], row[metric + "_high"]
+        reference = method in ("production", "skyline")
+        legend = "references (production, skyline)" if reference else f"ours: mean, {LEVEL:.0%} bootstrap CI"
+        axes.errorbar([i - 0.12], [mean], yerr=[[mean - low], [high - mean]], fmt="o", capsize=4, zorder=3,
+                      color="0.35" if reference else "tab:blue",
+                      label=legend if legend not in axes.get_legend_handles_labels()[1] else None)
+        if method in paper:
+            value, std = paper[method]
+            axes.errorbar([i + 0.14], [value], yerr=[std], fmt="D", color="tab:red", capsize=4, zorder=3,
+                          label="paper: mean ± std" if not any(k.startswith("paper ") for k in data) else None)
+            data[f"paper {method}"] = {"x": [i], "mean": [value], "std": [std], "low": [value - std],
+                                       "high": [value + std]}
+        data[method] = {"x": [i], "mean": [float(mean)], "std": [float(np.nan_to_num(row[metric + "_std"]))],
+                        "low": [float(low)], "high": [float(high)]}
+    axes.set_xticks(range(len(order)), [_label(m) for m in order], rotation=25, ha="right", fontsize=8)
+    axes.set_ylabel(f"test {label} (points, not bars: the axis does not start at 0)", fontsize=8)
+    axes.set_title(_title(frame, spec, records, f"test {label}",
+                          f"points: mean, bars: {LEVEL:.0%} bootstrap CI over runs; grey dots: single runs"
+                          + ("; red: the paper's mean ± std" if paper else "")), fontsize=8)
+    axes.grid(alpha=0.3, axis="y")
+    axes.legend(fontsize=7)
     figure.tight_layout()
     return figure, data
 
 
-def _plot_ccp(frame: pd.DataFrame, plt):
-    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+def _plot_curves(frame: pd.DataFrame, spec: Spec, plt, records):
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    # constrained layout makes room for the legend below the axes, where it hides no line
+    figure, axes = plt.subplots(figsize=(7.2, 5.6), layout="constrained")
+    data = {}
+    metric = spec.metric
+    summary = summarise(frame, spec)
+    x_column = spec.plot_x or spec.x
+    x_source = f"{x_column}_mean" if x_column == "train_clicks" else f"point_{x_column}"
+    series_columns = [f"point_{k}" for k in spec.series]
+    groups = summary.groupby(series_columns, sort=False) if series_columns else [((), summary)]
+    styles = ["-", "--", ":", "-."]
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    markers = ["o", "s", "^", "D", "v"]
+    for s, (series_key, group) in enumerate(groups):
+        series_key = series_key if isinstance(series_key, tuple) else (series_key,)
+        suffix = "".join(f", {c[len('point_'):]} = {v}" for c, v in zip(series_columns, series_key))
+        for k, method in enumerate(spec.methods):
+            rows = group[group["method"] == method]
+            if rows.empty:
+                continue
+            x = rows[x_source].to_numpy(dtype=float)
+            mean = rows[metric + "_mean"].to_numpy(dtype=float)
+            std = np.nan_to_num(rows[metric + "_std"].to_numpy(dtype=float))
+            low, high = rows[metric + "_low"].to_numpy(dtype=float), rows[metric + "_high"].to_numpy(dtype=float)
+            label = _label(method) + suffix
+            color = colors[k % len(colors)]
+            at = _positions(x, spec) if x_column == "top_k" else x
+            axes.plot(at, mean, marker=markers[k % len(markers)], markersize=4, linestyle=styles[s % len(styles)],
+                      color=color, label=label)
+            axes.fill_between(at, low, high, color=color, alpha=0.15, linewidth=0)
+            data[label] = {"x": x.tolist(), "mean": mean.tolist(), "std": std.tolist(), "low": low.tolist(),
+                           "high": high.tolist()}
+    # the references see no clicks (the production ranker, the skyline on labels): one level each
+    for reference, color in (("production", "grey"), ("skyline", "black")):
+        rows = frame[frame["method"] == reference]
+        if len(rows):
+            level = float(rows[metric].mean())
+            axes.axhline(level, color=color, linestyle="-.", linewidth=1, label=f"{_label(reference)} (mean over runs)")
+            data[_label(reference)] = {"x": [], "mean": [level], "std": [0.0], "low": [], "high": []}
+    if x_column in ("train_clicks", "passes", "clip"):
+        axes.set_xscale("log")
+        if x_column != "clip":
+            # counts read as 2,000 rather than 2x10^3; ticks at 1, 2, 5 of each decade
+            axes.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+            axes.xaxis.set_minor_formatter(NullFormatter())
+    if x_column == "top_k":
+        shown = sorted(spec.values, key=lambda k: (k == 0, k))
+        axes.set_xticks(_positions(np.asarray(shown, dtype=float), spec), [str(k) if k else "full" for k in shown])
+    axes.set_xlabel(_X_LABELS.get(x_column, x_column))
+    axes.set_ylabel(f"test {METRIC_LABELS[metric]}" + ("" if _higher_is_better(metric) else " (lower is better)"))
+    axes.set_title(_title(frame, spec, records, f"test {METRIC_LABELS[metric]}",
+                          f"lines: mean; bands: {LEVEL:.0%} bootstrap CI of the mean over runs"), fontsize=8)
+    axes.grid(alpha=0.3)
+    figure.legend(loc="outside lower center", ncol=2, fontsize=7)
+    return figure, data
+
+
+def _positions(top_k: np.ndarray, spec: Spec) -> np.ndarray:
+    """Evenly spaced places for the K values of a top-k curve, the full list (0) last."""
+    order = sorted(spec.values, key=lambda k: (k == 0, k))
+    return np.array([order.index(int(k)) for k in top_k], dtype=float)
+
+
+def _plot_ccp(frame: pd.DataFrame, spec: Spec, plt, records):
+    from matplotlib.ticker import MaxNLocator
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.8))
     data = {}
     first = frame[frame["repetition"] == frame["repetition"].min()]
-    for C, group in first.groupby("C", sort=True):
+    grid = sorted(first["C"].unique())
+    markers = ["o", "s", "^", "D", "v", "P", "X", "*"]
+    for k, (C, group) in enumerate(first.groupby("C", sort=True)):
         group = group.sort_values("iteration")
         x = group["iteration"].to_numpy(dtype=float)
         objective = group["objective"].to_numpy(dtype=float)
         # objectives of different C differ by orders of magnitude: draw each relative to its end
         relative = objective / abs(objective[-1]) if objective[-1] != 0 else objective
         snips = group["train_snips_avg_dcg"].to_numpy(dtype=float)
-        left.plot(x, relative, marker="o", label=f"C = {C:g}")
-        right.plot(x, snips, marker="o", label=f"C = {C:g}")
+        # hollow markers, larger for earlier lines, so that coinciding points of every C stay visible
+        style = {"marker": markers[k % len(markers)], "markersize": 4 + 1.2 * (len(grid) - 1 - k),
+                 "markerfacecolor": "none", "linewidth": 1, "label": f"C = {C:g}"}
+        left.plot(x, relative, **style)
+        right.plot(x, snips, **style)
         data[f"objective, C = {C:g}"] = {"x": x.tolist(), "mean": relative.tolist(), "std": [0.0] * len(x)}
         data[f"train SNIPS, C = {C:g}"] = {"x": x.tolist(), "mean": snips.tolist(), "std": [0.0] * len(x)}
-    left.set_xlabel("CCP iteration")
-    left.set_ylabel("objective / |final objective|")
-    right.set_xlabel("CCP iteration")
+    for entry in spec.stated:
+        if entry["measure"] == "ccp_iterations":
+            low, high = entry["value"] if isinstance(entry["value"], list) else (entry["value"],) * 2
+            left.axvspan(low, high, color="0.88", zorder=0,
+                         label=f"paper: converges in {_format_stated('ccp_iterations', entry['value'])} iterations")
+    left.set_ylabel("true objective / |its final value| (lower is better)")
     right.set_ylabel("training SNIPS Avg DCG")
-    for axes in (left, right):
+    # the curves start high on the left and flatten low on the right: the centre right is free
+    for axes, where in ((left, "center right"), (right, "lower right")):
+        axes.set_xlabel("CCP iteration (0: the starting point w = 0)")
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
         axes.grid(alpha=0.3)
-        axes.legend(fontsize=7)
+        axes.legend(fontsize=7, ncol=2, loc=where)
+    clicks = int(first["train_clicks"].iloc[0]) if "train_clicks" in first.columns and len(first) else 0
+    reps = frame["repetition"].nunique()
+    figure.suptitle(f"{spec.artifact or spec.name}: SVM PropDCG's convex-concave procedure, one line per C, on "
+                    f"{dataset_label(frame, spec, records)}\n{click_settings(spec, records)}; {clicks:,} training "
+                    f"clicks; repetition {int(first['repetition'].iloc[0])} of {reps} (no error bars: one run)",
+                    fontsize=9)
     figure.tight_layout()
     return figure, data
 
@@ -315,32 +697,81 @@ def _plot_ccp(frame: pd.DataFrame, plt):
 # -- files ---------------------------------------------------------------------------------
 
 
-def write_outputs(frame: pd.DataFrame, spec: Spec, out: Path) -> dict[str, Path]:
-    """NAME.csv, NAME.md, NAME.tex, NAME.png and NAME.pdf in ``out``, each written atomically."""
+def _tests_rows(tests: pd.DataFrame) -> list[dict]:
+    shown = tests.drop(columns="_pair")
+    return [{k: (f"{v:+.4f}" if k == "mean difference" else f"{v:.2g}" if isinstance(v, float) else v)
+             for k, v in row.items()} for row in shown.to_dict("records")]
+
+
+def _tests_heading(tests: pd.DataFrame, spec: Spec) -> str:
+    if "claim" in tests.columns:
+        order = " < ".join(_label(m) for m in spec.claimed_order)
+        what = f"every pair the paper orders ({order}; each claimed better than every one before it)"
+    else:
+        what = "neighbouring rows"
+    return (f"Paired tests between {what}, over the same runs (a run is a (dataset, repetition): the same "
+            f"seeds, production ranker and clicks for every method); two-sided, Holm-corrected over the "
+            f"{len(tests)} comparisons of the table. Verdict: the sign of the mean difference, significant where "
+            f"the Holm-adjusted paired-t p is below {ALPHA}; the Wilcoxon signed-rank p checks that no single run "
+            f"carries it (with 6 runs its smallest possible two-sided p is 0.031, before correction).")
+
+
+def check_out_directory(out: Path) -> Path:
+    """Make ``out`` and check that files can be created in it, so that an experiment fails
+    before its hours of computing, not when writing its CSV. An OSError names ``out``."""
+    import tempfile
+
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out):
+            pass
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, str(out)) from error
+    return out
+
+
+# PDFs carry their creation date unless told not to: without it the same rows give the
+# same bytes (PNGs carry none)
+_FIXED_METADATA = {"png": None, "pdf": {"CreationDate": None}}
+
+
+def write_outputs(frame: pd.DataFrame, spec: Spec, out: Path, *, records: dict | None = None) -> dict[str, Path]:
+    """NAME.csv, NAME.md, NAME.tex, NAME.png and NAME.pdf in ``out``, each written atomically.
+
+    ``records``: the prepared datasets' JSON records by name (the metric convention, the
+    default passes and folds in the header note and titles).
+    """
     out = Path(out)
     paths = {suffix: out / f"{spec.name}.{suffix}" for suffix in ("csv", "md", "tex", "png", "pdf")}
     with atomic_write(paths["csv"], "w") as stream:
         frame.to_csv(stream, index=False, float_format="%.10g", lineterminator="\n")
     rows = table_rows(frame, spec)
     caption = f"{spec.artifact or spec.name}: {spec.description}".strip().rstrip(":")
-    clicks = ", ".join(f"{k} = {v}" for k, v in spec.clicks.items())
-    text = f"# {spec.name}: {spec.artifact}\n\n{spec.description}\n\nDataset `{spec.dataset}`, {clicks}.\n\n"
+    note = header_note(frame, spec, records)
+    text = f"# {spec.name}: {spec.artifact}\n\n{spec.description}\n\n{note}\n"
+    stated = stated_rows(frame, spec)
+    if stated:
+        text += "Numbers the paper states in its text, beside ours:\n\n" + markdown_table(stated) + "\n"
     text += markdown_table(rows)
-    tex = latex_table(rows, caption)
+    tex = latex_table(rows, " ".join([caption, *(line.removeprefix("- ") for line in note.splitlines())]))
     if spec.kind == "table" and len(spec.methods) + len(spec.references) > 1:
         tests = significance(frame, spec)
-        tests_rows = [{k: (f"{v:.3g}" if isinstance(v, float) else v) for k, v in row.items()}
-                      for row in tests.to_dict("records")]
-        text += "\nPaired t-tests between neighbouring rows (same repetitions):\n\n" + markdown_table(tests_rows)
-        tex += latex_table(tests_rows, f"{spec.name}: paired t-tests between neighbouring rows")
+        if not tests.empty:
+            shown = _tests_rows(tests)
+            heading = _tests_heading(tests, spec)
+            text += f"\n{heading}\n\n" + markdown_table(shown)
+            tex += latex_table(shown, f"{spec.name}: {heading}")
+    if stated:
+        tex += latex_table(stated, f"{spec.name}: numbers the paper states in its text, beside ours")
     with atomic_write(paths["md"], "w") as stream:
         stream.write(text)
     with atomic_write(paths["tex"], "w") as stream:
         stream.write(tex)
-    figure, _ = plot(frame, spec)
+    figure, _ = plot(frame, spec, records=records)
     for suffix in ("png", "pdf"):
         buffer = io.BytesIO()
-        figure.savefig(buffer, format=suffix, dpi=150)
+        figure.savefig(buffer, format=suffix, dpi=150, metadata=_FIXED_METADATA[suffix])
         with atomic_write(paths[suffix]) as stream:
             stream.write(buffer.getvalue())
     import matplotlib.pyplot as plt

@@ -19,6 +19,7 @@ from threadpoolctl import threadpool_limits
 from cltr import clickmodels, methods
 from cltr.pipeline import corrections
 from cltr.core.clicks import ClickLog, Impressions, effective_sample_size, position_propensity, presented_impressions
+from cltr.core.policy import displayed, plackett_luce_ranks, policy_propensity
 from cltr.data.clicklog import LoggedRows, read_click_log, simulated_rows
 from cltr.core.queries import Dataset, Queries
 from cltr.core.ranking import evaluate, rank_documents, validation_estimate
@@ -100,7 +101,7 @@ def logging_rankers(workspace: Workspace, name: str, dataset: Dataset, fingerpri
 # -- clicks ------------------------------------------------------------------------------
 
 def simulate(queries: Queries, relevant: np.ndarray, productions: list, model: str, settings: Options, *,
-             passes: int, seed: int, split: str,
+             passes: int, seed: int, split: str, top_k: int | None = None, logging_temperature: float | None = None,
              progress: Callable[[int], None] | None = None) -> tuple[ClickLog, np.ndarray, np.ndarray]:
     """Clicks of click model ``model`` on one split presented by the logging rankers.
 
@@ -108,13 +109,23 @@ def simulate(queries: Queries, relevant: np.ndarray, productions: list, model: s
     it); ranker k > 0 draws its tie-breaks and clicks from its own streams, so K = 1 is
     the single-ranker simulation exactly.
 
+    Presentation (``cltr.core.policy``): with ``top_k`` only each ranking's first ``top_k``
+    documents are displayed and the click model sees only those (documents below cannot
+    be clicked); with ``logging_temperature`` T every pass shows a fresh Plackett-Luce
+    ranking of each query drawn from softmax(scores / T) of its ranker, instead of the
+    ranker's deterministic ranking. Neither (the default) is the paper's presentation.
+
     Returns
     -------
     log : ClickLog
         In pass order.
-    presented_rank : ndarray of int32, shape (K, n_docs)
-        Each ranker's presented ranks.
-    pass_ranker : ndarray of int8, shape (passes,)
+    presented_rank : ndarray of int32, shape (K, n_docs), or (passes, n_docs) with a logging temperature
+        The presented ranks (of every document, displayed or not): one row per ranker, or
+        per pass when every pass draws its own rankings.
+    pass_ranker : ndarray of int, shape (passes,)
+        The row of ``presented_rank`` that pass p shows: its ranker p mod K (int8), or p
+        itself (int32) with a logging temperature, so that each sampled ranking counts as
+        a logging ranker of its own for the impressions and intervention harvesting.
     """
     click_model = clickmodels.get(model)
     n_rankers = len(productions)
@@ -123,8 +134,6 @@ def simulate(queries: Queries, relevant: np.ndarray, productions: list, model: s
     done = [0] * n_rankers
     for k, production in enumerate(productions):
         suffix = () if k == 0 else (k,)
-        rank = rank_documents(production.scores(queries.X), queries.offsets, stream(seed, "presentation", split, *suffix))
-        presented.append(rank)
         own = int(np.sum(pass_ranker == k))
 
         def report(count, k=k):
@@ -132,8 +141,18 @@ def simulate(queries: Queries, relevant: np.ndarray, productions: list, model: s
             if progress is not None:
                 progress(sum(done))
 
-        log = click_model.simulate(rank, relevant, queries.offsets, settings, passes=own,
-                                   rng=stream(seed, "clicks", split, *suffix), progress=report)
+        if logging_temperature:
+            log, ranks = _simulate_sampled(click_model, production.scores(queries.X), relevant, queries.offsets,
+                                           settings, top_k=top_k, temperature=logging_temperature, passes=own,
+                                           presentation=stream(seed, "presentation", split, *suffix),
+                                           rng=stream(seed, "clicks", split, *suffix), progress=report)
+            presented.append(ranks)
+        else:
+            rank = rank_documents(production.scores(queries.X), queries.offsets,
+                                  stream(seed, "presentation", split, *suffix))
+            presented.append(rank[None])
+            log = _simulate_displayed(click_model, rank, relevant, queries.offsets, settings, top_k=top_k,
+                                      passes=own, rng=stream(seed, "clicks", split, *suffix), progress=report)
         parts.append(log if n_rankers == 1 else log._replace(slice(None), pass_index=log.pass_index * n_rankers + k))
     if n_rankers == 1:
         log = parts[0]
@@ -143,17 +162,89 @@ def simulate(queries: Queries, relevant: np.ndarray, productions: list, model: s
         merged = {name: np.concatenate([getattr(part, name) for part in parts])[order]
                   for name in ("query", "doc", "rank", "propensity", "pass_index")}
         log = ClickLog(**merged, n_passes=passes, n_queries=queries.n_queries)
-    return log, np.stack(presented).astype(np.int32), pass_ranker
+    if logging_temperature:
+        # ranker k's own pass i is global pass i * K + k
+        rows = np.empty((passes, len(relevant)), dtype=np.int32)
+        for k, ranks in enumerate(presented):
+            rows[k::n_rankers] = ranks
+        return log, rows, np.arange(passes, dtype=np.int32)
+    return log, np.concatenate(presented).astype(np.int32), pass_ranker
+
+
+def _simulate_displayed(click_model, rank, relevant, offsets, settings, *, top_k, passes, rng, progress) -> ClickLog:
+    """The click model's sessions on the documents a top-``top_k`` display shows (all without it)."""
+    if top_k is None:
+        return click_model.simulate(rank, relevant, offsets, settings, passes=passes, rng=rng, progress=progress)
+    shown, shown_offsets = displayed(rank, offsets, top_k)
+    log = click_model.simulate(rank[shown], relevant[shown], shown_offsets, settings, passes=passes, rng=rng,
+                               progress=progress)
+    return log._replace(slice(None), doc=shown[log.doc])
+
+
+def _simulate_sampled(click_model, scores, relevant, offsets, settings, *, top_k, temperature, passes, presentation,
+                      rng, progress) -> tuple[ClickLog, np.ndarray]:
+    """Sessions on a fresh Plackett-Luce ranking per pass; returns the log and the ranks, (passes, n_docs)."""
+    ranks = np.empty((passes, len(scores)), dtype=np.int32)
+    parts = []
+    for p in range(passes):
+        rank = plackett_luce_ranks(scores, offsets, temperature=temperature, rng=presentation)[0]
+        ranks[p] = rank
+        log = _simulate_displayed(click_model, rank, relevant, offsets, settings, top_k=top_k, passes=1, rng=rng,
+                                  progress=None)
+        parts.append(log._replace(slice(None), pass_index=log.pass_index + p))
+        if progress is not None:
+            progress(p + 1)
+    merged = {name: np.concatenate([getattr(part, name) for part in parts])
+              for name in ("query", "doc", "rank", "propensity", "pass_index")}
+    return ClickLog(**merged, n_passes=passes, n_queries=len(offsets) - 1), ranks
+
+
+def policy_propensities(queries: Queries, productions: list, model: str, settings: Options, presented_rank: np.ndarray,
+                        *, passes: int, top_k: int | None, logging_temperature: float | None, seed: int, split: str,
+                        samples: int = 1000) -> np.ndarray | None:
+    """The policy-aware propensity of every document of a split (``cltr.core.policy``):
+    its examination probability averaged over the logging policy's displayed rankings, the
+    rankers mixed in proportion to their passes; None where the click model's examination
+    is not a function of the rank alone.
+
+    Deterministic rankings give it exactly (the examination of the document's rank, 0
+    below ``top_k``); Plackett-Luce policies by Monte Carlo over ``samples`` rankings per
+    ranker, drawn from their own stream.
+    """
+    click_model = clickmodels.get(model)
+    if click_model.propensity is None:
+        return None
+    longest = int(np.diff(queries.offsets).max(initial=0))
+    ranks = np.arange(1, longest + 1)
+    examination = np.concatenate([[0.0], np.where(ranks <= (top_k or longest), click_model.propensity(ranks, settings),
+                                                  0.0)])
+    n_rankers = len(productions)
+    share = np.bincount(np.arange(passes) % n_rankers, minlength=n_rankers) / passes
+    total = np.zeros(int(queries.offsets[-1]))
+    for k, production in enumerate(productions):
+        if share[k] == 0:
+            continue
+        if logging_temperature:
+            suffix = () if k == 0 else (k,)
+            rho = policy_propensity(production.scores(queries.X), queries.offsets, examination,
+                                    temperature=logging_temperature, rng=stream(seed, "policy", split, *suffix),
+                                    samples=samples)
+        else:
+            rho = examination[presented_rank[k]]
+        total += share[k] * rho
+    return total
 
 
 def simulated_logs(dataset: Dataset, production, *, passes: int, seed: int = 0, model: str = clickmodels.DEFAULT_MODEL,
-                   settings: Options | dict | None = None) -> dict[str, ClickLog]:
+                   settings: Options | dict | None = None, top_k: int | None = None,
+                   logging_temperature: float | None = None) -> dict[str, ClickLog]:
     """The train and vali click logs ``clicks_stage`` would store, without a workspace
     (benchmarks, the Python API)."""
     settings = clickmodels.get(model).parse_settings(settings or {})
     productions = production if isinstance(production, (list, tuple)) else [production]
     return {split: simulate(getattr(dataset, split), getattr(dataset, split).relevant(dataset.relevant_from),
-                            productions, model, settings, passes=passes, seed=seed, split=split)[0]
+                            productions, model, settings, passes=passes, seed=seed, split=split, top_k=top_k or None,
+                            logging_temperature=logging_temperature or None)[0]
             for split in ("train", "vali")}
 
 
@@ -171,20 +262,27 @@ def click_log_summary(log: ClickLog, relevant: np.ndarray) -> dict:
 
 
 def clicks_stage(workspace: Workspace, name: str, dataset: Dataset, production, settings: Options, *,
-                 model: str = clickmodels.DEFAULT_MODEL, passes: int, seed: int = 0,
+                 model: str = clickmodels.DEFAULT_MODEL, passes: int, seed: int = 0, top_k: int | None = None,
+                 logging_temperature: float | None = None,
                  progress: Callable[[str, int, int], None] | None = None) -> tuple[Artifact, bool]:
     """Clicks on the train and vali splits presented by the production ranker(s).
 
     ``production`` is one artifact or a list (K logging rankers); ``settings`` are the
-    click model's (validated here); ``progress(split, passes_done, passes)`` is called as
-    passes complete.
+    click model's (validated here); ``top_k`` and ``logging_temperature`` the presentation
+    (``simulate``; 0 or None: the full list, the deterministic ranking); ``progress(split,
+    passes_done, passes)`` is called as passes complete. With a presentation setting the
+    artifact also stores ``{split}/policy_propensity`` (``policy_propensities``) where the
+    click model's examination depends on the rank alone.
     """
     productions = production if isinstance(production, (list, tuple)) else [production]
     click_model = clickmodels.get(model)
     settings = click_model.parse_settings(settings)
+    top_k, logging_temperature = _presentation(top_k, logging_temperature)
     keys = [p.key for p in productions]
+    # presentation settings enter the key only when set, so that earlier logs keep theirs
     config = {"production": keys[0] if len(keys) == 1 else keys, "click_model": model, **settings.to_dict(),
-              "passes": passes, "seed": seed}
+              "passes": passes, "seed": seed, **({"top_k": top_k} if top_k else {}),
+              **({"logging_temperature": logging_temperature} if logging_temperature else {})}
     scorers = [scorer_from_arrays(p.arrays) for p in productions]
 
     def compute():
@@ -194,20 +292,38 @@ def clicks_stage(workspace: Workspace, name: str, dataset: Dataset, production, 
             relevant = queries.relevant(dataset.relevant_from)
             report = None if progress is None else (lambda done, split=split: progress(split, done, passes))
             log, presented_rank, pass_ranker = simulate(queries, relevant, scorers, model, settings, passes=passes,
-                                                        seed=seed, split=split, progress=report)
+                                                        seed=seed, split=split, top_k=top_k,
+                                                        logging_temperature=logging_temperature, progress=report)
             arrays.update({f"{split}/{k}": v for k, v in log.arrays().items()})
             arrays[f"{split}/presented_rank"] = presented_rank
             arrays[f"{split}/pass_ranker"] = pass_ranker
             info[split] = click_log_summary(log, relevant)
+            if top_k or logging_temperature:
+                rho = policy_propensities(queries, scorers, model, settings, presented_rank, passes=passes, top_k=top_k,
+                                          logging_temperature=logging_temperature, seed=seed, split=split)
+                if rho is not None:
+                    arrays[f"{split}/policy_propensity"] = rho
         info["rankers"] = len(productions)
         return arrays, info
 
     return workspace.cached(name, "clicks", config, compute)
 
 
+def _presentation(top_k, logging_temperature) -> tuple[int | None, float | None]:
+    """Validated presentation settings; 0 (or None) means the full list, the deterministic ranking."""
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 0):
+        raise ValueError(f"top_k must be a non-negative integer (0: the full list), found {top_k!r}")
+    if logging_temperature is not None and (isinstance(logging_temperature, bool)
+                                            or not isinstance(logging_temperature, (int, float))
+                                            or not 0 <= logging_temperature < float("inf")):
+        raise ValueError(f"logging_temperature must be a finite number >= 0 (0: the deterministic ranking), "
+                         f"found {logging_temperature!r}")
+    return (int(top_k) if top_k else None), (float(logging_temperature) if logging_temperature else None)
+
+
 def click_logs(clicks: Artifact, *, passes: int | None = None, eta_model: float | None = None,
                propensity: Artifact | None = None, clip: float | None = None,
-               correction: str | None = None) -> tuple[ClickLog, ClickLog]:
+               correction: str | None = None, dataset: Dataset | None = None) -> tuple[ClickLog, ClickLog]:
     """The train and vali logs of a clicks artifact as a learner sees them.
 
     Parameters
@@ -222,8 +338,12 @@ def click_logs(clicks: Artifact, *, passes: int | None = None, eta_model: float 
         Propensities below ``clip`` raised to it.
     correction : str, optional
         A correction of ``cltr.pipeline.corrections`` applied before clipping [default: ips].
+    dataset : Dataset, optional
+        The dataset of the clicks, for corrections that read its splits (affine).
     """
     fix = corrections.get(correction or corrections.DEFAULT_CORRECTION)
+    if "queries" in fix.context and dataset is None:
+        raise ValueError(f"correction {fix.name!r} needs the dataset of the clicks")
     logs = []
     for split in ("train", "vali"):
         prefix = f"{split}/"
@@ -234,7 +354,9 @@ def click_logs(clicks: Artifact, *, passes: int | None = None, eta_model: float 
             log = log.with_propensity(position_propensity(log.rank, eta_model))
         if propensity is not None:
             log = log.with_propensity(estimate_from_arrays(propensity.arrays).at(log.rank))
-        logs.append(as_told(fix.apply(log, clicks, split), None, clip))
+        context = {"queries": getattr(dataset, split, None), "estimate": propensity}
+        log = fix.apply(log, clicks, split, **{k: context[k] for k in fix.context})
+        logs.append(as_told(log, None, clip))
     return logs[0], logs[1]
 
 
@@ -252,7 +374,7 @@ def impressions_of(clicks: Artifact, split: str, dataset: Dataset) -> Impression
         train_log, vali_log = click_logs(clicks)
         log = train_log if split == "train" else vali_log
         return presented_impressions(arrays[f"{split}/presented_rank"], arrays[f"{split}/pass_ranker"], log,
-                                     getattr(dataset, split).offsets)
+                                     getattr(dataset, split).offsets, top_k=clicks.config.get("top_k"))
     return _imported_rows(arrays, split).impressions()
 
 
@@ -306,7 +428,7 @@ def export_rows(clicks: Artifact, split: str, dataset: Dataset) -> dict[str, np.
                                                if f.name in clicks.config})
         of_rank = None if click_model.propensity is None else (lambda rank: click_model.propensity(rank, settings))
         return simulated_rows(train_log if split == "train" else vali_log, arrays[f"{split}/presented_rank"],
-                              arrays[f"{split}/pass_ranker"], queries, of_rank)
+                              arrays[f"{split}/pass_ranker"], queries, of_rank, top_k=clicks.config.get("top_k"))
     rows = _imported_rows(arrays, split)
     offsets = np.asarray(queries.offsets, dtype=np.int64)
     columns = {"session": rows.session, "qid": np.asarray(queries.qid)[rows.query], "doc": rows.doc - offsets[rows.query],
@@ -339,7 +461,7 @@ def propensity_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: 
     return workspace.cached(name, "propensities", config, compute)
 
 
-ESTIMATORS = ("harvest", "em")
+ESTIMATORS = ("harvest", "em", "trust-em")
 # Clicks on deep ranks are rare and few (query, document) pairs move between deep ranks, so
 # estimates there are noisy; 20 ranks cover the first two result pages.
 DEFAULT_MAX_RANK = 20
@@ -347,11 +469,14 @@ DEFAULT_MAX_RANK = 20
 
 def estimate_propensities(table: Impressions, X: np.ndarray, *, method: str = "harvest", max_rank: int | None = None,
                           bootstrap: int = 100, level: float = 0.95, seed: int = 0):
-    """Propensity per rank from aggregated impressions: ``harvest`` (needs >= 2 rankers) or
-    ``em`` (feature-based regression EM on ``X``, the split's features); ranks 1..``max_rank``
+    """Propensity per rank from aggregated impressions: ``harvest`` (needs >= 2 rankers),
+    ``em`` (feature-based regression EM on ``X``, the split's features) or ``trust-em`` (the
+    trust-bias parameters c+_k and c-_k, under ``info["trust"]``, and the examination
+    c+_k / c+_1 as the propensity; ``cltr.core.trust.trust_em``); ranks 1..``max_rank``
     (default ``DEFAULT_MAX_RANK``, or the deepest rank shown if less); deeper ranks take
     the last rank's value."""
     from cltr.core.propensity import em_propensities, harvest_propensities
+    from cltr.core.trust import trust_em
 
     max_rank = int(min(max_rank or DEFAULT_MAX_RANK, table.rank.max()))
     common = {"max_rank": max_rank, "bootstrap": bootstrap, "level": level, "rng": stream(seed, "propensity")}
@@ -362,6 +487,9 @@ def estimate_propensities(table: Impressions, X: np.ndarray, *, method: str = "h
                                         table.clicks, **common)
         if method == "em":
             return em_propensities(table.query, table.doc, table.rank, table.impressions, table.clicks, X, **common)
+        if method == "trust-em":
+            return trust_em(table.query, table.doc, table.rank, table.impressions, table.clicks,
+                            **common).propensity_estimate()
     raise ValueError(f"unknown estimator {method!r}; known: {', '.join(ESTIMATORS)}")
 
 
@@ -403,11 +531,15 @@ def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artif
 
     def compute():
         train_log, vali_log = click_logs(clicks, passes=passes, eta_model=eta_model, propensity=propensity, clip=clip,
-                                         correction=correction)
+                                         correction=correction, dataset=dataset)
         scorer, info = methods.train(method, TrainingData(dataset, train_log, vali_log, seed), options,
                                      progress=progress)
-        info["train_clicks"] = len(train_log)
-        info["effective_sample_size"] = effective_sample_size(1.0 / train_log.propensity)
+        if train_log.weight is None:
+            info["train_clicks"] = len(train_log)
+        else:  # the correction's examples are not the clicks (affine: displayed documents)
+            info["train_clicks"] = len(click_logs(clicks, passes=passes)[0])
+            info["train_examples"] = len(train_log)
+        info["effective_sample_size"] = effective_sample_size(train_log.cost)
         return scorer_to_arrays(scorer), info
 
     return workspace.cached(name, "models", config, compute)
@@ -427,7 +559,7 @@ def evaluation_stage(workspace: Workspace, name: str, dataset: Dataset, model: A
             propensity = workspace.load(name, "propensities", model.config["propensities"])
         _, vali_log = click_logs(clicks, passes=model.config.get("passes"), eta_model=model.config.get("eta_model"),
                                  propensity=propensity, clip=model.config.get("clip"),
-                                 correction=model.config.get("correction"))
+                                 correction=model.config.get("correction"), dataset=dataset)
         info["validation_snips_avg_dcg"] = validation_estimate(scorer, dataset.vali, vali_log,
                                                                rng=stream(seed, "selection"),
                                                                dcg_base=dataset.dcg_base)

@@ -2,36 +2,53 @@
 
 Layout under the workspace root (``--workdir``, ``$CLTR_WORKDIR`` or ``./cltr-work``)::
 
-    datasets/<name>.npz, <name>.json          prepared datasets (``cltr prepare``)
+    datasets/<name>.npz, <name>.json          prepared datasets (``cltr prepare``): arrays + record
     <dataset>/<stage>/<key>.npz, <key>.json   artifacts of a stage: arrays + manifest
     <dataset>/current.json                    the artifact each stage used last
 
 An artifact's key is a hash of its config, which includes the keys of the artifacts it
-was computed from, so a finished stage is found again instead of recomputed, and two
-configs never share a file. Writes go to a temporary file in the same directory and are
-renamed into place, so an interrupted run leaves no half-written artifact and concurrent
-workers computing the same artifact cannot corrupt it (the last rename wins, and both
-wrote the same content).
+was computed from (for a dataset: its fingerprint, the hash of its content), so a
+finished stage is found again instead of recomputed, and two configs never share a file.
+
+Integrity. An artifact (and a prepared dataset) is one unit: its arrays are written first,
+then its JSON manifest, which records the sha256 of the arrays' file; a load checks the
+arrays against it. So a manifest never stands for arrays it was not written with: an
+interrupted write (the manifest missing) is an artifact not yet made, and arrays that were
+truncated, changed or replaced are reported as damaged (``DamagedArtifact``), which a
+cached stage recomputes with a warning. Each file is written to a temporary name in its
+directory and renamed into place, so a reader never sees half a file, and concurrent
+workers computing the same artifact cannot corrupt it (the last rename wins; both wrote
+the same content, and arrays that differ from the surviving manifest's would be found on
+load); temporary files of writers that died are removed by the next write into their
+directory. Files are created with the user's umask, and nothing is
+written when nothing changes, so a finished workspace can be used read-only.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import platform
-import tempfile
+import re
+import secrets
+import socket
 import time
+import zipfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 import numpy as np
 
 from cltr import __version__
 
-__all__ = ["Workspace", "Artifact", "config_key", "atomic_write", "default_workdir", "jsonable"]
+__all__ = ["Workspace", "Artifact", "DamagedArtifact", "config_key", "atomic_write", "default_workdir", "jsonable",
+           "file_sha256", "remove_stale_temporaries"]
+
+log = logging.getLogger(__name__)
 
 
 def default_workdir() -> Path:
@@ -59,32 +76,122 @@ def config_key(config: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def file_sha256(path) -> str:
-    """The sha256 of a file's bytes, read in blocks."""
+def _stream_sha256(stream: BinaryIO) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
+    for block in iter(lambda: stream.read(1 << 20), b""):
+        digest.update(block)
     return digest.hexdigest()
 
 
-@contextmanager
-def atomic_write(path: Path, mode: str = "wb") -> Iterator[Any]:
-    """Open a temporary file beside ``path``; rename it onto ``path`` only on success."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def file_sha256(path) -> str:
+    """The sha256 of a file's bytes, read in blocks."""
+    with open(path, "rb") as stream:
+        return _stream_sha256(stream)
+
+
+class DamagedArtifact(ValueError):
+    """A file of the workspace that cannot be read back whole: truncated, changed, not
+    valid JSON, or not the arrays its manifest was written with."""
+
+    def __init__(self, path: Path | str, problem: str):
+        super().__init__(f"{path} is damaged ({problem})")
+        self.path, self.problem = Path(path), problem
+
+
+# -- files written whole or not at all -----------------------------------------------------
+
+_HOST = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname()) or "host"
+# .<target>.<pid>@<host>.<token>.tmp: who is writing it, so that another process can tell
+# whether its writer still runs (and no file but cltr's own is ever taken for one)
+_TEMPORARY = re.compile(r"^\..+\.(?P<pid>\d+)@(?P<host>[A-Za-z0-9_-]+)\.[0-9a-f]{8}\.tmp$")
+STALE_SECONDS = 24 * 3600
+"""A temporary file of another host untouched this long is a dead writer's: writing one
+file takes seconds, not a day."""
+
+
+def _alive(pid: int) -> bool:
     try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def remove_stale_temporaries(folder: Path | str) -> list[Path]:
+    """Delete the temporary files that cltr's writers which died (killed, out of memory,
+    power loss) left in ``folder``: those of a process of this host that no longer runs, and
+    those of another host untouched for ``STALE_SECONDS``. Returns the files removed."""
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return removed
+    now = time.time()
+    for entry in entries:
+        match = _TEMPORARY.match(entry.name)
+        if match is None or not entry.is_file():
+            continue
+        try:
+            if match["host"] == _HOST:
+                stale = not _alive(int(match["pid"]))
+            else:
+                stale = now - entry.stat().st_mtime > STALE_SECONDS
+            if stale:
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:  # gone already (another cleaner), or not ours to remove: left to its owner
+            continue
+    return removed
+
+
+def _create_temporary(path: Path) -> tuple[int, Path]:
+    """A new file beside ``path``, created with mode 0o666 less the umask (as ``open`` would;
+    ``tempfile.mkstemp`` would make it private)."""
+    while True:
+        temporary = path.parent / f".{path.name}.{os.getpid()}@{_HOST}.{secrets.token_hex(4)}.tmp"
+        try:
+            return os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), temporary
+        except FileExistsError:
+            continue
+        except OSError as error:  # said of the file meant, not of its temporary name
+            raise OSError(error.errno, error.strerror, str(path)) from error
+
+
+@contextmanager
+def atomic_write(path: Path | str, mode: str = "wb", *,
+                 before_rename: Callable[[Path], None] | None = None) -> Iterator[Any]:
+    """Open a temporary file beside ``path``; rename it onto ``path`` only on success.
+
+    ``before_rename(temporary)`` runs on the complete temporary file (to hash it, say).
+    An OSError names ``path`` (not the temporary) when the system did not name a file, so
+    that a full disk or a file-size limit says where it struck. Stale temporary files of
+    dead writers in the directory are removed first.
+    """
+    path = Path(path)
+    temporary = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(path.parent)
+        handle, temporary = _create_temporary(path)
         with os.fdopen(handle, mode) as stream:
             yield stream
             stream.flush()
             os.fsync(stream.fileno())
+        if before_rename is not None:
+            before_rename(temporary)
         os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
+    except BaseException as error:
+        if temporary is not None and os.path.exists(temporary):
             os.unlink(temporary)
+        if isinstance(error, OSError) and error.errno is not None and \
+                error.filename in (None, str(temporary), temporary):
+            raise OSError(error.errno, error.strerror, str(path)) from error
         raise
 
+
+# -- artifacts ------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Artifact:
@@ -103,6 +210,59 @@ class Artifact:
         return self.manifest.get("info", {})
 
 
+def _provenance() -> dict:
+    return {"cltr_version": __version__, "numpy_version": np.__version__, "python": platform.python_version(),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+def _read_json(path: Path) -> dict:
+    """A JSON object from ``path``; DamagedArtifact when it is not one."""
+    try:
+        value = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DamagedArtifact(path, f"not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise DamagedArtifact(path, f"a JSON {type(value).__name__}, not an object")
+    return value
+
+
+def _save_unit(arrays_path: Path, manifest_path: Path, write_arrays: Callable[[BinaryIO], None],
+               manifest: dict) -> dict:
+    """Write the arrays, then the manifest that records their sha256 (so a manifest exists
+    only for arrays written whole, and names them). Returns the manifest as written."""
+    written = {}
+    with atomic_write(arrays_path, before_rename=lambda temporary: written.update(sha256=file_sha256(temporary))) \
+            as stream:
+        write_arrays(stream)
+    manifest = {**manifest, "arrays_sha256": written["sha256"]}
+    with atomic_write(manifest_path, "w") as stream:
+        json.dump(manifest, stream, indent=2, sort_keys=True, default=str)
+    return manifest
+
+
+@contextmanager
+def _open_unit(arrays_path: Path, manifest_path: Path) -> Iterator[tuple[dict, BinaryIO]]:
+    """The manifest and the open arrays' file, checked against the sha256 the manifest
+    records (the open file is the one checked, whatever is renamed onto its path meanwhile)."""
+    manifest = _read_json(manifest_path)
+    if "arrays_sha256" not in manifest:
+        raise DamagedArtifact(manifest_path, "it records no arrays_sha256: written by an older cltr, or by hand")
+    with open(arrays_path, "rb") as stream:
+        if _stream_sha256(stream) != manifest["arrays_sha256"]:
+            raise DamagedArtifact(arrays_path, f"its bytes are not those {manifest_path.name} was written with: "
+                                               "truncated, changed, or left by an interrupted write")
+        stream.seek(0)
+        yield manifest, stream
+
+
+def _read_arrays(stream: BinaryIO, path: Path) -> dict[str, np.ndarray]:
+    try:
+        with np.load(stream, allow_pickle=False) as stored:
+            return {name: stored[name] for name in stored.files}
+    except (zipfile.BadZipFile, EOFError, ValueError, KeyError) as error:
+        raise DamagedArtifact(path, f"not a readable .npz: {error}") from None
+
+
 class Workspace:
     """Artifact store rooted at one directory."""
 
@@ -114,7 +274,36 @@ class Workspace:
         return self.root / "datasets" / f"{name}.npz"
 
     def has_dataset(self, name: str) -> bool:
-        return self.dataset_path(name).exists()
+        """Whether the dataset was prepared completely (its record is written last)."""
+        path = self.dataset_path(name)
+        return path.exists() and path.with_suffix(".json").exists()
+
+    def save_dataset(self, name: str, dataset, record: dict | None = None) -> dict:
+        """Store ``dataset`` as ``name`` with its record: ``record``, the ``fingerprint`` (the
+        hash of its content, not of where it was read from) and provenance. Returns the record."""
+        from cltr.data.store import dataset_arrays, dataset_fingerprint, write_npz  # store imports this module
+
+        arrays = dataset_arrays(dataset)
+        path = self.dataset_path(name)
+        record = {"name": name, "fingerprint": dataset_fingerprint(arrays), "relevant_from": dataset.relevant_from,
+                  "dcg_base": dataset.dcg_base, "meta": jsonable(dataset.meta), **(record or {}), **_provenance()}
+        return _save_unit(path, path.with_suffix(".json"), lambda stream: write_npz(stream, arrays), record)
+
+    def dataset_record(self, name: str) -> dict:
+        """The record of a prepared dataset (its arrays are not read)."""
+        if not self.has_dataset(name):
+            raise ValueError(f"dataset {name!r} is not prepared in {self.root}; run `cltr prepare` first")
+        return _read_json(self.dataset_path(name).with_suffix(".json"))
+
+    def load_dataset(self, name: str):
+        """``(Dataset, record)`` of a prepared dataset, its arrays checked against its record."""
+        from cltr.data.store import read_dataset  # store imports this module
+
+        if not self.has_dataset(name):
+            raise ValueError(f"dataset {name!r} is not prepared in {self.root}; run `cltr prepare` first")
+        path = self.dataset_path(name)
+        with _open_unit(path, path.with_suffix(".json")) as (record, stream):
+            return read_dataset(stream, where=path), record
 
     # -- stage artifacts ---------------------------------------------------------------
     def _paths(self, dataset: str, stage: str, key: str) -> tuple[Path, Path]:
@@ -128,35 +317,30 @@ class Workspace:
         return manifest_path.exists() and arrays_path.exists()
 
     def load(self, dataset: str, stage: str, key: str) -> Artifact | None:
-        """The artifact with this key, or None if it was never (completely) written."""
+        """The artifact with this key, or None if it was never (completely) written.
+
+        Raises
+        ------
+        DamagedArtifact
+            If its files cannot be read back as they were written.
+        """
         if not self.has(dataset, stage, key):
             return None
         arrays_path, manifest_path = self._paths(dataset, stage, key)
-        manifest = json.loads(manifest_path.read_text())
-        with np.load(arrays_path, allow_pickle=False) as stored:
-            arrays = {name: stored[name] for name in stored.files}
-        return Artifact(key, arrays, manifest)
+        try:
+            with _open_unit(arrays_path, manifest_path) as (manifest, stream):
+                return Artifact(key, _read_arrays(stream, arrays_path), manifest)
+        except FileNotFoundError:  # removed since has() looked
+            return None
 
     def save(self, dataset: str, stage: str, config: dict, arrays: dict[str, np.ndarray],
              info: dict | None = None, seconds: float | None = None) -> Artifact:
         key = config_key(config)
         arrays_path, manifest_path = self._paths(dataset, stage, key)
-        with atomic_write(arrays_path) as stream:
-            np.savez(stream, **arrays)
-        manifest = {
-            "stage": stage,
-            "dataset": dataset,
-            "key": key,
-            "config": jsonable(config),
-            "info": jsonable(info or {}),
-            "seconds": seconds,
-            "cltr_version": __version__,
-            "numpy_version": np.__version__,
-            "python": platform.python_version(),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        }
-        with atomic_write(manifest_path, "w") as stream:
-            json.dump(manifest, stream, indent=2, sort_keys=True)
+        manifest = {"stage": stage, "dataset": dataset, "key": key, "config": jsonable(config),
+                    "info": jsonable(info or {}), "seconds": seconds, **_provenance()}
+        manifest = _save_unit(arrays_path, manifest_path, lambda stream: np.savez(stream, **arrays), manifest)
+        log.info("computed %s in %.1f s", arrays_path, seconds or 0.0)
         return Artifact(key, arrays, manifest)
 
     def cached(self, dataset: str, stage: str, config: dict,
@@ -164,10 +348,16 @@ class Workspace:
         """Load the artifact of ``config`` or compute, store and return it.
 
         ``compute`` returns (arrays, info). The second value returned says whether the
-        artifact was reused.
+        artifact was reused. A damaged artifact is recomputed, with a warning.
         """
-        found = self.load(dataset, stage, config_key(config))
+        key = config_key(config)
+        try:
+            found = self.load(dataset, stage, key)
+        except DamagedArtifact as error:
+            log.warning("%s; computing it again", error)
+            found = None
         if found is not None:
+            log.info("reused %s", self._paths(dataset, stage, key)[0])
             return found, True
         start = time.perf_counter()
         arrays, info = compute()
@@ -175,11 +365,18 @@ class Workspace:
 
     # -- what each stage used last -----------------------------------------------------
     def current(self, dataset: str) -> dict:
+        """The key of the artifact each stage used last ({} before any)."""
         path = self.root / dataset / "current.json"
-        return json.loads(path.read_text()) if path.exists() else {}
+        return _read_json(path) if path.exists() else {}
 
     def set_current(self, dataset: str, stage: str, key: str) -> None:
-        pointers = self.current(dataset)
+        try:
+            pointers = self.current(dataset)
+        except DamagedArtifact as error:
+            log.warning("%s; writing a new one", error)
+            pointers = {}
+        if pointers.get(stage) == key:
+            return  # unchanged: a finished workspace is used without writing to it
         pointers[stage] = key
         with atomic_write(self.root / dataset / "current.json", "w") as stream:
             json.dump(pointers, stream, indent=2, sort_keys=True)

@@ -14,7 +14,7 @@ def test_pbm_is_found_and_is_the_default():
     assert "pbm" in found and cltr.clickmodels.DEFAULT_MODEL == "pbm"
     assert isinstance(found["pbm"], ClickModel) and found["pbm"].settings is PBMSettings
     assert get("pbm") is found["pbm"]
-    with pytest.raises(ValueError, match="unknown click model 'cascade'; known: pbm"):
+    with pytest.raises(ValueError, match="unknown click model 'cascade'; known: .*pbm"):
         get("cascade")
 
 
@@ -49,6 +49,7 @@ MODEL = ClickModel(name="top-one", summary="Only rank 1 is looked at.", settings
 
 
 def test_a_module_defining_MODEL_is_discovered(tmp_path, monkeypatch):
+    shipped = set(models())
     (tmp_path / "top_one.py").write_text(FAKE_MODEL)
     (tmp_path / "helpers.py").write_text("VALUE = 1\n")  # no MODEL: not a click model
     monkeypatch.setattr(cltr.clickmodels, "__path__", [*cltr.clickmodels.__path__, str(tmp_path)])
@@ -57,11 +58,11 @@ def test_a_module_defining_MODEL_is_discovered(tmp_path, monkeypatch):
         monkeypatch.delitem(sys.modules, name, raising=False)
     try:
         found = models()
-        assert set(found) == {"pbm", "top-one"}
+        assert set(found) == shipped | {"top-one"}
         assert found["top-one"].settings.__name__ == "TopOneSettings"
         assert get("top-one").parse_settings({"eps": 0.5}).eps == 0.5
     finally:
         for name in ("cltr.clickmodels.top_one", "cltr.clickmodels.helpers"):
             sys.modules.pop(name, None)
     monkeypatch.undo()
-    assert set(models()) == {"pbm"}
+    assert set(models()) == shipped

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from cltr.clickmodels.pbm import PBMSettings, position_based_model
-from cltr.core.clicks import simulate_clicks
+from cltr.core.clicks import ClickLog, simulate_clicks
 from cltr.core.ranking import (avg_dcg, avg_rank, dcg_gain, evaluate, ips_estimate, ndcg_at_k, rank_documents,
                                snips_avg_dcg, snips_estimate, validation_estimate)
 from cltr.core.scorers import LinearScorer
@@ -152,6 +152,8 @@ def test_evaluate_and_validation_estimate_rank_as_rank_documents():
     assert metrics["avg_rank"] == pytest.approx((2 + 3 + 2) / 3)
     assert metrics["avg_dcg"] == pytest.approx(avg_dcg(ranks, relevant))
     assert metrics["ndcg@10"] == pytest.approx(ndcg_at_k(ranks, relevant, queries.offsets, k=10))
-    log = SimpleNamespace(doc=np.array([0, 1, 4]), propensity=np.array([0.5, 1.0, 0.25]))
+    log = ClickLog(query=np.array([0, 0, 1]), doc=np.array([0, 1, 4]), rank=np.array([1, 2, 2]),
+                   propensity=np.array([0.5, 1.0, 0.25]), pass_index=np.zeros(3, dtype=np.int64), n_passes=1,
+                   n_queries=2)
     expected = (2 * dcg_gain(2) + 1 * dcg_gain(1) + 4 * dcg_gain(2)) / 7  # SNIPS: weights 1/q
     assert validation_estimate(scorer, queries, log, rng=np.random.default_rng(0)) == pytest.approx(expected)

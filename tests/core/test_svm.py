@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from cltr.core.svm import SVMResult, _line_search, _simplex_qp, pairwise_objective, solve_pairwise_svm
+from cltr.core.svm import (PairwiseProblem, SVMResult, _active_slope, _line_root, _Pairs, _PlaneQP, pairwise_objective,
+                           solve_pairwise_svm)
 
 
 def tiny_problem(seed, *, sizes=(3, 5, 4), n_features=3, n_examples=6, scale=1.0):
@@ -199,19 +200,20 @@ def test_float32_features_work():
                                                     click_doc, cost, 3.0)
 
 
-def test_float32_scores_give_way_when_they_cannot_resolve_the_gap(monkeypatch):
+def test_float32_products_give_way_when_they_cannot_resolve_the_gap(monkeypatch):
     # separable, features around 300: the optimum is all margin (P ~ 1e-4) and float32
-    # scores (error ~1e-5 per score) cannot certify 1e-3 of it; exact scores take over
+    # products (error ~1e-5 per score) cannot certify 1e-3 of it; exact products take over
     import cltr.core.svm as svm
 
-    exact_scores = []
-    margins = svm._Pairs.margins
+    exact_planes = []
+    products = svm._products
 
-    def watched(self, w, out):
-        exact_scores.append(self.precise)
-        return margins(self, w, out)
+    def watched(X, w=None, coef=None, *, exact=True):
+        if w is None:
+            exact_planes.append(exact)
+        return products(X, w, coef, exact=exact)
 
-    monkeypatch.setattr(svm._Pairs, "margins", watched)
+    monkeypatch.setattr(svm, "_products", watched)
     rng = np.random.default_rng(1)
     sizes = rng.integers(3, 15, 12)
     offsets = np.concatenate([[0], np.cumsum(sizes)])
@@ -221,7 +223,7 @@ def test_float32_scores_give_way_when_they_cannot_resolve_the_gap(monkeypatch):
     cost = rng.uniform(0.5, 5.0, 12)
     result = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 10.0)
     reference = solve_pairwise_svm(X.astype(np.float64), offsets, click_query, click_doc, cost, 10.0, tol=1e-10)
-    assert not exact_scores[0] and exact_scores[-1]
+    assert not exact_planes[0] and exact_planes[-1]
     assert result.converged and result.gap <= 1e-3
     assert result.lower_bound <= reference.objective * (1 + 1e-12)
     assert result.objective == pytest.approx(reference.objective, rel=1e-3)
@@ -279,55 +281,91 @@ def test_max_iter_stops_unconverged_with_an_honest_gap():
 # --------------------------------------------------------------------------- the pieces
 
 
-def test_line_search_is_exact():
-    rng = np.random.default_rng(1)
-    for n, length in ((7, 1.0), (300, 10.0), (20000, 1.0), (50000, 30.0)):
-        # the last two take the narrowing path: thousands of breaks before the root
-        slack, slope, weight = rng.normal(0.5, 1.0, n), rng.normal(0.3, 1.0, n), rng.uniform(0.1, 1.0, n)
-        slack[:3] = 0.0  # pairs on the kink
-        base, direction = rng.normal(size=3), rng.normal(size=3)
-        direction *= length / np.linalg.norm(direction)
-        curvature = float(direction @ direction)
-
-        def derivative(k, side):
-            # one-sided derivative of φ(k) = ½‖base + k direction‖² + Σ a max(0, slack - k slope)
-            remaining = slack - k * slope
-            active = (remaining > 0) | ((remaining == 0) & (side * slope < 0))
-            return float(base @ direction + k * curvature - (weight * slope) @ active)
-
-        def phi(k):
-            w = base + k * direction
-            return 0.5 * w @ w + weight @ np.maximum(0.0, slack - k * slope)
-
-        k = _line_search(derivative(0.0, +1), curvature, slack, slope, weight)
-        scale = float(np.abs(weight * slope).sum())
-        assert derivative(k, +1) >= -1e-9 * scale  # a minimiser: 0 lies in [φ'(k-), φ'(k+)]
-        if k > 0:
-            assert derivative(k, -1) <= 1e-9 * scale
-            assert phi(k) < phi(0.0)
-        grid = np.linspace(0.0, 3.0 * k + 1.0, 201)
-        assert phi(k) <= min(phi(g) for g in grid) + 1e-12 * abs(phi(k))
-    assert _line_search(1.0, 1.0, slack, slope, weight) == 0.0  # ascent: stay
+def pairs_with_state(slack, slope, weight):
+    """A solver's pair state holding these slacks, slopes and weights (runs of 10 pairs)."""
+    runs = len(slack) // 10
+    offsets = np.arange(0, 11 * runs + 1, 11)
+    problem = PairwiseProblem(np.zeros((offsets[-1], 2)), offsets, np.arange(runs), offsets[:-1])
+    pairs = _Pairs(problem, problem.doc_weight(np.ones(runs), 1.0))
+    pairs.slack[:], pairs.slope[:], pairs.weight[:] = slack, slope, weight
+    return pairs
 
 
-def test_simplex_qp_matches_slsqp_on_singular_gram_matrices():
+@pytest.mark.parametrize("n,share", [(10, 0.3), (300, 0.3), (20000, 0.01), (20000, 0.5), (50000, 0.9)])
+def test_line_search_is_exact(n, share):
+    # the root past 1%, 50% or 90% of the breakpoints' jumps: the sample's bracket then
+    # starts above 0, and the large cases take the narrowing path
+    rng = np.random.default_rng(n)
+    slack, slope, weight = rng.normal(0.5, 1.0, n), rng.normal(0.3, 1.0, n), rng.uniform(0.1, 1.0, n)
+    slack[:3] = 0.0  # pairs on the kink
+    curvature = 1e-3
+
+    def one_sided(k, side):
+        remaining = slack - k * slope
+        kink = np.abs(remaining) <= 1e-12 * (np.abs(slack) + k * np.abs(slope))  # k is a breakpoint
+        active = np.where(kink, side * slope < 0, remaining > 0)
+        return float(k * curvature - (weight * slope) @ active)
+
+    breaks = slack / slope
+    total = float((weight * np.abs(slope))[breaks > 0].sum())
+    along = -one_sided(0.0, +1) - share * total  # φ'(0+) = -share × the jumps
+
+    def derivative(k, side):
+        return along + one_sided(k, side)
+
+    def phi(k):
+        return along * k + 0.5 * curvature * k * k + weight @ np.maximum(0.0, slack - k * slope)
+
+    pairs = pairs_with_state(slack, slope, weight)
+    work = (np.empty(n), np.empty(n, dtype=bool), np.empty(n, dtype=bool))
+    at_zero = along - _active_slope(slack, slope, weight, work)
+    assert at_zero == pytest.approx(derivative(0.0, +1), rel=1e-12, abs=1e-12)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k, change = pairs.line_search(at_zero, curvature)
+    scale = float(np.abs(weight * slope).sum())
+    assert derivative(k, +1) >= -1e-9 * scale  # a minimiser: 0 lies in [φ'(k-), φ'(k+)]
+    assert k > 0 and derivative(k, -1) <= 1e-9 * scale
+    assert change == pytest.approx(phi(k) - phi(0.0), rel=1e-9, abs=1e-9 * scale)
+    grid = np.linspace(0.0, 3.0 * k, 201)
+    assert phi(k) <= min(phi(g) for g in grid) + 1e-12 * abs(phi(k))
+    assert _line_root(1.0, 1.0, np.array([0.5]), np.array([1.0])) == 0.0  # ascent: stay
+
+
+def slsqp_simplex(g, b):
+    """min ½ βᵀ(g gᵀ)β - bᵀβ over the simplex by a generic solver: the QP's oracle."""
+    G = g @ g.T
+    k = len(b)
+    reference = minimize(lambda x: 0.5 * x @ G @ x - b @ x, np.full(k, 1.0 / k), jac=lambda x: G @ x - b,
+                         method="SLSQP", bounds=[(0, None)] * k,
+                         constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1.0}],
+                         options={"ftol": 1e-15, "maxiter": 1000})
+    return reference.fun
+
+
+@pytest.mark.parametrize("one_by_one", [False, True])
+def test_plane_qp_matches_slsqp_on_singular_gram_matrices(one_by_one):
+    # planes added together, or one at a time with a solve after each (the factor is then
+    # updated as planes enter and leave, and pivots change), in a store that has to grow
     rng = np.random.default_rng(3)
-    for k, d in ((3, 5), (12, 4), (30, 2)):
+    for k, d in ((3, 5), (12, 4), (30, 2), (25, 40)):
         g = rng.normal(size=(k, d))
         g[0] = 0.0
-        G = g @ g.T
         b = rng.uniform(0.0, 3.0, k)
         b[0] = 0.0
-        start = np.zeros(k)
-        start[0] = 1.0
-        beta = _simplex_qp(g, b, start, 1e-12)
+        if d == 40:  # long, nearly parallel planes
+            g[1:] = 50.0 * rng.normal(size=d) + 0.1 * g[1:]
+            b[1:] = 2000.0 + b[1:]
+        qp = _PlaneQP(d, capacity=4)
+        for t in range(1, k):
+            qp.add(b[t], g[t])
+            if one_by_one:
+                qp.solve(1e-12)
+        w, value = qp.solve(1e-12)
+        beta = qp.beta[:qp.size]
         assert beta.min() >= 0 and beta.sum() == pytest.approx(1.0)
-        reference = minimize(lambda x: 0.5 * x @ G @ x - b @ x, np.full(k, 1.0 / k), jac=lambda x: G @ x - b,
-                             method="SLSQP", bounds=[(0, None)] * k,
-                             constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1.0}],
-                             options={"ftol": 1e-15, "maxiter": 1000})
-        value = 0.5 * beta @ G @ beta - b @ beta
-        assert value <= reference.fun + 1e-9
+        kept_b = qp.b[:qp.size]
+        assert value == pytest.approx(float(beta @ kept_b - 0.5 * w @ w), rel=1e-12, abs=1e-12)
+        assert -value <= slsqp_simplex(g, b) + 1e-9 * max(1.0, abs(value))
 
 
 # --------------------------------------------------------------------------- validation

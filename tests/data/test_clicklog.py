@@ -62,6 +62,7 @@ def files_under(root: Path) -> dict[str, bytes]:
 def sim(tmp_path_factory, invoke):
     """``cltr simulate --rankers 2 --passes 20`` and ``train svm-proprank -C 1`` on it."""
     work = tmp_path_factory.mktemp("simulated")
+    invoke("prepare", "synthetic", "--queries", 300, "--relevant-from", 1, workdir=work)
     invoke("simulate", "--rankers", 2, "--passes", 20, workdir=work)
     clicks = current(work, "clicks")
     invoke("train", "svm-proprank", "-C", 1, "--clicks", clicks.key, workdir=work)
@@ -394,9 +395,9 @@ def write_foreign_log(queries: Queries, path: Path, *, passes: int, seed: int, p
 
 @pytest.fixture(scope="module")
 def foreign(tmp_path_factory, invoke):
-    """A fresh workspace with the default synthetic dataset and the production ranker."""
+    """A fresh workspace with a small synthetic dataset and the production ranker."""
     work = tmp_path_factory.mktemp("foreign")
-    invoke("prepare", "synthetic", workdir=work)
+    invoke("prepare", "synthetic", "--queries", 300, "--relevant-from", 1, workdir=work)
     production = table_value(invoke("evaluate", "--production", workdir=work).output, "test Avg DCG")
     dataset = load_dataset(Workspace(work).dataset_path(DATASET))
     return SimpleNamespace(work=work, dataset=dataset, production=production)
@@ -419,6 +420,7 @@ def test_learners_beat_production_on_a_log_written_by_another_program(foreign, i
 def test_harvested_propensities_when_the_log_has_none(foreign, invoke):
     pytest.importorskip("cltr.core.propensity")
     work = foreign.work / "harvest"
+    invoke("prepare", "synthetic", "--queries", 300, "--relevant-from", 1, workdir=work)
     for split, seed in (("train", 3), ("vali", 4)):
         path = foreign.work / f"no-propensity-{split}.tsv"
         write_foreign_log(getattr(foreign.dataset, split), path, passes=20, seed=seed, propensity=False)

@@ -150,3 +150,10 @@ def test_real_mq2008_fold1_matches_manifest(mq2008):
         "c68c52feb1ecae7f17b64c8e2fda2098302681bbd4ea5fad8c73a1d32a1cf2b2"
     assert dataset.train.qid[0] == 10002 and dataset.vali.qid[0] == 15928 and dataset.test.qid[0] == 18219
     assert dataset.meta["mq2007"] is False
+
+
+def test_a_split_file_beside_its_compressed_copy_is_an_error(tmp_path, make_letor_tree):
+    root = make_letor_tree(tmp_path / "MQ2008", suffix=".xz")
+    (root / "Fold1" / "train.txt").write_text("0 qid:1 1:0.5\n")  # a stale or half decompression
+    with pytest.raises(ValueError, match=r"Fold1 holds train.txt and train.txt.xz: more than one copy of train.txt"):
+        load_letor(root)

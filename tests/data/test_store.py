@@ -62,7 +62,7 @@ def test_failed_save_leaves_nothing(tmp_path, monkeypatch):
         stream.write(b"partial")
         raise OSError("no space left on device")
 
-    monkeypatch.setattr(cltr.data.store, "_write_npz", disk_full)
+    monkeypatch.setattr(cltr.data.store, "write_npz", disk_full)
     with pytest.raises(OSError, match="no space left"):
         save_dataset(make_synthetic(n_queries=10, seed=1), tmp_path / "x.npz")
     assert [p.name for p in tmp_path.iterdir()] == ["x.npz"]  # no temporary left behind ...

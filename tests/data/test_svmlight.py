@@ -2,6 +2,7 @@
 every bad input located by file and line."""
 
 import hashlib
+import re
 
 import numpy as np
 import pytest
@@ -162,4 +163,26 @@ def test_corrupt_compressed_file(tmp_path):
     path = tmp_path / "train.txt.xz"
     path.write_bytes(b"this is not xz data")
     with pytest.raises(ValueError, match="train.txt.xz: cannot decompress it as xz"):
+        load_svmlight_split(path)
+
+
+# -- encodings ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("block_size", [1, 2, 1 << 20])
+def test_utf8_byte_order_mark_is_skipped(tmp_path, block_size):
+    plain, marked = tmp_path / "plain.txt", tmp_path / "marked.txt"
+    plain.write_bytes(SMALL.encode())
+    marked.write_bytes(b"\xef\xbb\xbf" + SMALL.encode())
+    expected, _ = load_svmlight_split(plain)
+    found, _ = load_svmlight_split(marked, block_size=block_size)
+    np.testing.assert_array_equal(found.X, expected.X)
+    assert found.labels.tolist() == expected.labels.tolist() and found.qid.tolist() == expected.qid.tolist()
+
+
+@pytest.mark.parametrize("encoding, named", [("utf-16", "UTF-16 (little-endian)"), ("utf-16-be", "UTF-16 or UTF-32"),
+                                             ("utf-32", "UTF-32 (little-endian)")])
+def test_wide_encodings_are_named(tmp_path, encoding, named):
+    path = tmp_path / "wide.txt"
+    path.write_bytes(SMALL.encode(encoding))
+    with pytest.raises(ValueError, match=rf"wide.txt: .*{re.escape(named)}.*iconv"):
         load_svmlight_split(path)

@@ -26,23 +26,24 @@ def test_synthetic_is_deterministic_for_a_seed():
 
 
 def test_synthetic_default_is_letor_shaped():
+    # the paper's LETOR training set: 1,484 queries, MQ2007's ~41 documents a query, 46 features
     dataset = make_synthetic()
-    assert dataset.name == "synthetic" and dataset.relevant_from == 1
-    assert [q.n_queries for q in dataset.splits().values()] == [180, 60, 60]
+    assert dataset.name == "synthetic" and dataset.relevant_from == 2
+    assert [q.n_queries for q in dataset.splits().values()] == [1484, 495, 495]
     qids = np.concatenate([q.qid for q in dataset.splits().values()])
-    assert sorted(qids.tolist()) == list(range(1, 301))
+    assert sorted(qids.tolist()) == list(range(1, 2475))
     sizes = np.concatenate([q.sizes for q in dataset.splits().values()])
-    assert sizes.min() >= 5 and sizes.max() <= 120 and 15 <= sizes.mean() <= 24
+    assert sizes.min() >= 12 and sizes.max() <= 150 and 36 <= sizes.mean() <= 46  # MQ2007: 41
     labels = np.concatenate([q.labels for q in dataset.splits().values()])
     assert set(np.unique(labels)) == {0, 1, 2}
     assert 0.17 <= np.mean(labels >= 1) <= 0.21  # LETOR MQ2008: 0.19
     assert 0.04 <= np.mean(labels == 2) <= 0.08  # LETOR MQ2008: 0.06
-    without = sum(describe_split(q, 1)["queries_without_relevant"] for q in dataset.splits().values())
-    assert 0.1 <= without / 300 <= 0.4  # LETOR MQ2008: about a quarter
+    without = sum(describe_split(q, 2)["queries_without_relevant"] for q in dataset.splits().values())
+    assert 0.2 <= without / 2474 <= 0.7  # LETOR MQ2008 at label 2: 0.58
     for queries in dataset.splits().values():
         check_queries(queries)
         assert queries.n_features == 46 and queries.X.dtype == np.float64
-        assert queries.relevant(1).any()
+        assert queries.relevant(2).any()
     json.dumps(dataset.meta)
 
 

@@ -66,7 +66,7 @@ def test_unit_propensities_and_average_rank_give_the_naive_pairwise_hinge_gradie
     np.testing.assert_allclose(hess, [3.0, 3.0, 2.0, 0.0], atol=1e-6)
     assert objective.gradient(s)[0] == pytest.approx(1 + 1.5 + 3 + 1 + 0.5 + 2.5)  # n·R: sum of bounds
     constant = PropensityObjective(objective.offsets, objective.click_query, objective.click_doc,
-                                   objective.propensity, "avgrank", hessian="constant")
+                                   objective.cost, "avgrank", hessian="constant")
     _, flat = constant(s, None)
     # At all-zero scores every pair is active: each click puts 3 on its own document and 1
     # on each other one, 4 + 4 + 2 + 2 = 12 over 4 documents.

@@ -1,6 +1,8 @@
 """`cltr figures`: specs and their validation, the cached task runner, determinism across
 backends, resume after an interruption or a kill."""
 
+import io
+import json
 import os
 import signal
 import subprocess
@@ -194,3 +196,68 @@ def test_specs_are_found_in_a_checkout_and_in_an_installed_copy(tmp_path):
     installed = tmp_path / "user" / "share" / "cltr" / "experiments"
     installed.mkdir(parents=True)
     assert find_spec_dir(site_packages / "cltr", [tmp_path / "prefix", tmp_path / "user"]) == installed
+
+
+# -- pooled selection, claims and stated numbers in specs -------------------------------------
+
+
+def test_pooled_selection_keeps_the_C_with_the_best_mean_validation_estimate():
+    from cltr.pipeline.experiments import pool_selection
+
+    # per repetition, rep 0 would pick C = 0.1 and reps 1, 2 would pick C = 1 and C = 10;
+    # the means over repetitions are 0.50 (C = 0.1), 0.52 (C = 1), 0.49 (C = 10)
+    validation = {0.1: [0.60, 0.45, 0.45], 1.0: [0.50, 0.56, 0.50], 10.0: [0.40, 0.52, 0.55]}
+    rows = []
+    for repetition in range(3):
+        rows.append({"dataset": "d", "repetition": repetition, "point_passes": 5, "method": "production",
+                     "avg_dcg": 0.3, "validation_snips_avg_dcg": np.nan, "chosen": "{}"})
+        for C, estimates in validation.items():
+            rows.append({"dataset": "d", "repetition": repetition, "point_passes": 5, "method": "svm-rank",
+                         "avg_dcg": 10 * C + repetition, "validation_snips_avg_dcg": estimates[repetition],
+                         "chosen": "{}", "candidate_C": C})
+    # a second point where C = 10 is best on average, and a tie (C = 0.1 and 1) resolved to the smaller C
+    for repetition in range(3):
+        for C, estimate in ((0.1, 0.5), (1.0, 0.5), (10.0, 0.4)):
+            rows.append({"dataset": "d", "repetition": repetition, "point_passes": 9, "method": "svm-rank",
+                         "avg_dcg": C, "validation_snips_avg_dcg": estimate, "chosen": "{}", "candidate_C": C})
+    pooled = pool_selection(pd.DataFrame(rows))
+    assert "candidate_C" not in pooled.columns
+    chosen = pooled[pooled["method"] == "svm-rank"]
+    at_5, at_9 = chosen[chosen["point_passes"] == 5], chosen[chosen["point_passes"] == 9]
+    assert at_5["avg_dcg"].tolist() == [10.0, 11.0, 12.0]  # C = 1 in every repetition, with its own test metric
+    assert at_5["pooled_validation_snips_avg_dcg"].tolist() == pytest.approx([0.52] * 3)
+    assert all(json.loads(c) == {"C": 1.0, "selection": "pooled"} for c in at_5["chosen"])
+    assert at_9["avg_dcg"].tolist() == [0.1] * 3
+    assert (pooled["method"] == "production").sum() == 3  # other rows pass through, in order
+
+
+def test_pooled_run_trains_every_C_and_keeps_one_for_all_repetitions(tiny_specs, tmp_path, run_tiny):
+    pooled = pd.read_csv(io.StringIO(run_tiny(tiny_specs, tmp_path, "--select", "pooled")))
+    for (_, method), group in pooled[pooled["method"] != "production"].groupby(["point_passes", "method"]):
+        assert group["chosen"].nunique() == 1 and len(group) == 2  # one C, both repetitions
+        assert group["pooled_validation_snips_avg_dcg"].iloc[0] == pytest.approx(group["validation_snips_avg_dcg"].mean())
+    per_repetition = pd.read_csv(io.StringIO(run_tiny(tiny_specs, tmp_path / "other")))
+    assert "pooled_validation_snips_avg_dcg" not in per_repetition.columns
+    assert (tmp_path / "results" / "tiny.md").read_text().count("pooled as in the paper") == 1
+
+
+def test_specs_check_select_claims_and_stated_numbers(tmp_path):
+    base = 'name = "{n}"\nkind = "table"\nmethods = ["svm-rank", "svm-proprank"]\n'
+    cases = {"s": ('select = "best"\n', "select must be one of"),
+             "c": ('claimed_order = ["svm-rank", "lambdarank"]\n', "claimed_order names methods"),
+             "t": ('[[stated]]\ntext = "x"\ndataset = "yahoo"\nmeasure = "clicks"\nvalue = 1\n', "measure must be"),
+             "v": ('[[stated]]\ntext = "x"\ndataset = "yahoo"\nmeasure = "train_clicks"\nvalue = [1, 2, 3]\n',
+                   "a number or \\[low, high\\]"),
+             "k": ('[[stated]]\ntext = "x"\nmeasure = "train_clicks"\nvalue = 1\n', "needs the keys")}
+    for name, (extra, message) in cases.items():
+        (tmp_path / f"{name}.toml").write_text(base.format(n=name) + extra)
+        with pytest.raises(ValueError, match=message):
+            load_spec(name, tmp_path)
+    (tmp_path / "ccp.toml").write_text('name = "ccp"\nkind = "ccp"\nmethods = ["svm-propdcg"]\nselect = "pooled"\n')
+    with pytest.raises(ValueError, match="applies to kinds"):
+        load_spec("ccp", tmp_path)
+    table2 = load_spec("table2")
+    assert table2.claimed_order[0] == "svm-rank" and table2.select == "repetition"
+    assert table2.resolved(dataset="yahoo").claimed_order[1:3] == ("svm-proprank", "lambdarank")
+    assert table2.resolved(select="pooled").select == "pooled"
+    assert [t.select for t in plan(table2.resolved(select="pooled"), default_passes=100)] == ["pooled"] * 6

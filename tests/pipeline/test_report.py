@@ -5,8 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cltr.pipeline.experiments import load_spec
-from cltr.pipeline.report import plot, summarise
+from cltr.core.statistics import bootstrap_interval, holm, paired_tests
+from cltr.pipeline.experiments import Spec, load_spec
+from cltr.pipeline.report import check, claims, plot, significance, stated_rows, summarise
 
 
 def test_plotted_data_match_the_csv(tiny_specs, tmp_path, run_tiny):
@@ -19,6 +20,10 @@ def test_plotted_data_match_the_csv(tiny_specs, tmp_path, run_tiny):
         assert np.allclose(data[label]["mean"], rows["avg_dcg"].mean().to_numpy())
         assert np.allclose(data[label]["x"], rows["train_clicks"].mean().to_numpy())
         assert np.allclose(data[label]["std"], rows["avg_dcg"].std(ddof=1).to_numpy())
+        # the band is the seeded bootstrap interval of each point's mean
+        expected = [bootstrap_interval(group, seed=spec.seed) for _, group in rows["avg_dcg"]]
+        assert np.allclose(data[label]["low"], [low for low, _ in expected])
+        assert np.allclose(data[label]["high"], [high for _, high in expected])
     assert data["Production ranker"]["mean"][0] == pytest.approx(frame[frame["method"] == "production"]["avg_dcg"].mean())
     for suffix in ("png", "pdf", "md", "tex"):
         assert (tmp_path / "results" / f"tiny.{suffix}").stat().st_size > 0
@@ -37,7 +42,11 @@ def test_table_and_ccp_kinds_write_their_outputs(tmp_path, invoke, tiny_spec_tex
                                   '[options.svm-propdcg]\ngrid = [1.0, 100.0]\n')
     invoke("figures", "t", "--specs", specs, "--out", tmp_path / "out", workdir=tmp_path)
     text = (tmp_path / "out" / "t.md").read_text()
-    assert "paper" in text and "0.5000" in text and "paired t-tests" in text.lower()
+    assert "paper" in text and "0.5000" in text and "paired tests between neighbouring rows" in text.lower()
+    # the header note names the data, the click settings, the repetitions and the convention
+    assert "- Data: tiny; clicks: eta = 1, eps+ = 1, eps- = 0.1, 100 passes; 2 repetition(s)." in text
+    assert "Metric convention: Avg DCG = mean of 1/ln(1 + rank) over relevant test documents (label >= " in text
+    assert "95% percentile bootstrap" in text and "Holm" in text
     invoke("figures", "c", "--specs", specs, "--out", tmp_path / "out", workdir=tmp_path)
     frame = pd.read_csv(tmp_path / "out" / "c.csv")
     assert set(frame["C"]) == {1.0, 100.0}
@@ -45,3 +54,106 @@ def test_table_and_ccp_kinds_write_their_outputs(tmp_path, invoke, tiny_spec_tex
         objective = group.sort_values("iteration")["objective"].to_numpy()
         assert np.all(np.diff(objective) <= 1e-9 * np.abs(objective[:-1]))
     assert (tmp_path / "out" / "c.png").stat().st_size > 0
+
+
+# -- statistics -----------------------------------------------------------------------------
+
+
+def test_holm_matches_a_hand_computation():
+    # sorted: .005 (x4 = .02), .01 (x3 = .03), .03 (x2 = .06), .04 (x1 = .04, raised to .06: monotone)
+    adjusted = holm([0.01, 0.04, 0.03, np.nan, 0.005])
+    assert np.allclose(adjusted, [0.03, 0.06, 0.06, np.nan, 0.02], equal_nan=True)
+    assert holm([0.5, 0.9]).tolist() == [1.0, 1.0]  # capped at 1
+    assert np.isnan(holm([np.nan])).all()
+
+
+def test_paired_tests_agree_with_scipy():
+    from scipy.stats import ttest_rel, wilcoxon
+
+    a = np.array([0.61, 0.64, 0.60, 0.66, 0.63, 0.62, 0.65])
+    b = a + np.array([0.010, 0.004, -0.002, 0.012, 0.007, 0.001, 0.009])
+    result = paired_tests(a, b)
+    assert result["p_t"] == pytest.approx(ttest_rel(b, a).pvalue)
+    assert result["p_wilcoxon"] == pytest.approx(wilcoxon(b - a).pvalue)
+    assert result["wins"] == 6 and result["n"] == 7 and result["mean_difference"] == pytest.approx(np.mean(b - a))
+    assert np.isnan(paired_tests(a, a)["p_t"]) and np.isnan(paired_tests(a[:1], b[:1])["p_wilcoxon"])
+
+
+def test_bootstrap_interval_is_seeded_and_brackets_the_mean():
+    values = np.array([0.2, 0.5, 0.4, 0.9, 0.3, 0.6])
+    low, high = bootstrap_interval(values, seed=3)
+    assert (low, high) == bootstrap_interval(values, seed=3)
+    assert values.min() <= low < values.mean() < high <= values.max()
+    narrow = bootstrap_interval(values, seed=3, level=0.5)
+    assert low < narrow[0] < narrow[1] < high
+    assert bootstrap_interval([0.7], seed=0) == (0.7, 0.7)
+
+
+def _toy_spec(**fields) -> Spec:
+    base = {"name": "toy", "kind": "table", "dataset": "letor", "methods": ("a-rank", "b-rank", "c-rank"),
+            "seed": 5}
+    return Spec(**{**base, **fields})
+
+
+def _toy_frame(gains: dict, runs: int = 8, datasets=("letor",)) -> pd.DataFrame:
+    """Rows of three made-up methods over the same runs: method m scores base + gains[m] + noise."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for dataset in datasets:
+        for repetition in range(runs):
+            base = rng.normal(0.6, 0.02)
+            for method, gain in gains.items():
+                rows.append({"dataset": dataset, "repetition": repetition, "method": method,
+                             "avg_dcg": base + gain + rng.normal(0, 0.002), "avg_rank": 5.0, "ndcg@10": 0.5,
+                             "train_clicks": 100, "irrelevant_click_share": 0.25})
+    return pd.DataFrame(rows)
+
+
+def test_significance_tests_every_claimed_pair_paired_and_holm_corrected():
+    from scipy.stats import ttest_rel, wilcoxon
+
+    frame = _toy_frame({"a-rank": 0.0, "b-rank": 0.01, "c-rank": 0.0}, datasets=("letor", "letor-fold2"))
+    spec = _toy_spec(claimed_order=("a-rank", "b-rank", "c-rank"))
+    tests = significance(frame, spec)
+    assert [pair for pair in tests["_pair"]] == [("a-rank", "b-rank"), ("a-rank", "c-rank"), ("b-rank", "c-rank")]
+    # pairs are matched on (dataset, repetition): 2 folds x 8 repetitions
+    assert set(tests["runs"]) == {16}
+    runs = frame.set_index(["dataset", "repetition", "method"])["avg_dcg"].unstack()
+    expected_t = [ttest_rel(runs[b], runs[a]).pvalue for a, b in tests["_pair"]]
+    expected_w = [wilcoxon(runs[b] - runs[a]).pvalue for a, b in tests["_pair"]]
+    assert np.allclose(tests["p (paired t)"], expected_t) and np.allclose(tests["p (Wilcoxon)"], expected_w)
+    assert np.allclose(tests["Holm p (t)"], holm(expected_t))
+    verdicts = dict(zip(tests["_pair"], tests["verdict"]))
+    assert verdicts[("a-rank", "b-rank")] == "holds"
+    assert verdicts[("b-rank", "c-rank")] == "reversed"
+    assert verdicts[("a-rank", "c-rank")].endswith("not significant")
+    texts = claims(frame, spec, tests)
+    assert set(texts) == {"b-rank", "c-rank"} and texts["b-rank"].startswith("beats a-rank: holds (+0.0")
+
+
+def test_check_gives_the_gap_in_paper_standard_deviations():
+    frame = _toy_frame({"a-rank": 0.0, "b-rank": 0.01, "c-rank": 0.02})
+    means = frame.groupby("method")["avg_dcg"].mean()
+    spec = _toy_spec(paper={"letor": {"a-rank": [float(means["a-rank"]) + 0.01, 0.004],
+                                      "b-rank": [float(means["b-rank"]), 0.01], "d-rank": [0.5, 0.1]},
+                            "yahoo": {"a-rank": [0.0, 1.0]}})
+    rows = {row["method"]: row for row in check(frame, spec, tolerance=2.0)}
+    assert rows["a-rank"]["gap (paper std)"] == "-2.50" and rows["a-rank"]["within"] is False
+    assert rows["b-rank"]["gap (paper std)"] == "+0.00" and rows["b-rank"]["within"] is True
+    assert rows["d-rank"]["within"] is None  # the paper has it, the spec did not run it
+    assert check(frame, spec, tolerance=3.0)[0]["within"] is True
+    assert check(frame, _toy_spec(dataset="synthetic", paper=spec.paper)) == []  # no paper values for it
+
+
+def test_stated_numbers_are_measured_at_their_point():
+    frame = pd.DataFrame({"dataset": "d", "repetition": [0, 0, 1, 1, 0, 1], "method": "a-rank",
+                          "point_eps_neg": [0.0, 0.0, 0.0, 0.0, 0.3, 0.3],
+                          "irrelevant_click_share": [0.1, 0.1, 0.2, 0.2, 0.5, 0.7], "train_clicks": 10})
+    stated = ({"text": "noise", "dataset": "yahoo", "measure": "irrelevant_click_share", "value": 0.598,
+               "point": {"eps_neg": 0.3}},
+              {"text": "n", "dataset": "d", "measure": "train_clicks", "value": [5, 20]},
+              {"text": "absent", "dataset": "d", "measure": "train_clicks", "value": 1, "point": {"eta": 2}})
+    rows = stated_rows(frame, _toy_spec(kind="curve", dataset="d", x="eps_neg", values=(0.0, 0.3), stated=stated))
+    assert rows[0]["paper"] == "59.8% (yahoo)" and rows[0]["ours"] == "60.0% (d)" and rows[0]["same dataset"] == "no"
+    assert rows[1]["paper"] == "5–20 (d)" and rows[1]["ours"] == "10 (d)" and rows[1]["same dataset"] == "yes"
+    assert rows[2]["ours"].startswith("n/a")

@@ -1,13 +1,18 @@
-"""Artifacts: content-hash keys, atomic writes, reuse, and recomputation of what is incomplete."""
+"""Artifacts: content-hash keys, atomic writes, reuse, and recomputation of what is incomplete
+or damaged."""
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
 
 from cltr import __version__
-from cltr.pipeline.workspace import Workspace, atomic_write, config_key, file_sha256, jsonable
+from cltr.pipeline.workspace import DamagedArtifact, Workspace, atomic_write, config_key, file_sha256, jsonable
 
 
 def test_config_key_is_stable_and_order_free():
@@ -86,3 +91,99 @@ def test_current_pointers(tmp_path):
     space.set_current("d", "clicks", "ghi")
     assert space.current("d") == {"clicks": "ghi", "models": "def"}
     assert Workspace(tmp_path).current("d") == {"clicks": "ghi", "models": "def"}
+
+
+# -- integrity: damage, interrupted writes, dead writers' temporaries ---------------------------
+
+def _damage_arrays(folder, key):
+    path = folder / f"{key}.npz"
+    path.write_bytes(path.read_bytes()[:-7])  # truncated: a disk that filled, a copy cut short
+
+
+def _flip_a_byte(folder, key):
+    path = folder / f"{key}.npz"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def _malformed_manifest(folder, key):
+    (folder / f"{key}.json").write_text('{"config":\n')
+
+
+def _manifest_of_other_arrays(folder, key):
+    # a kill between the two writes of a rewrite: new arrays under the old manifest
+    np.savez(folder / f"{key}.npz", v=np.arange(5))
+
+
+@pytest.mark.parametrize("damage", [_damage_arrays, _flip_a_byte, _malformed_manifest, _manifest_of_other_arrays])
+def test_damaged_artifact_is_detected_and_recomputed_with_a_warning(tmp_path, caplog, damage):
+    space = Workspace(tmp_path)
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"v": np.arange(3)}, {"call": len(calls)}
+
+    artifact, _ = space.cached("d", "stage", {"k": 1}, compute)
+    damage(tmp_path / "d" / "stage", artifact.key)
+    with pytest.raises(DamagedArtifact, match=f"{artifact.key}.(npz|json) is damaged"):
+        space.load("d", "stage", artifact.key)
+    again, reused = space.cached("d", "stage", {"k": 1}, compute)
+    assert not reused and again.info == {"call": 2} and len(calls) == 2
+    assert "is damaged" in caplog.text and "computing it again" in caplog.text
+    assert space.load("d", "stage", artifact.key).info == {"call": 2}
+
+
+def test_malformed_current_pointers_are_named_and_replaced_when_written(tmp_path, caplog):
+    space = Workspace(tmp_path)
+    space.set_current("d", "clicks", "abc")
+    (tmp_path / "d" / "current.json").write_text("[1,")
+    with pytest.raises(DamagedArtifact, match="current.json is damaged .not valid JSON"):
+        space.current("d")
+    space.set_current("d", "models", "def")
+    assert space.current("d") == {"models": "def"} and "writing a new one" in caplog.text
+
+
+def test_unchanged_pointer_is_not_written(tmp_path, monkeypatch):
+    space = Workspace(tmp_path)
+    space.set_current("d", "clicks", "abc")
+    monkeypatch.setattr(os, "replace", lambda *args: pytest.fail("wrote an unchanged current.json"))
+    space.set_current("d", "clicks", "abc")
+
+
+def test_temporary_files_of_dead_writers_are_removed_by_the_next_write(tmp_path):
+    from cltr.pipeline.workspace import STALE_SECONDS, _HOST
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    names = {"dead": f".x.npz.{dead.pid}@{_HOST}.0a1b2c3d.tmp", "alive": f".y.npz.{os.getpid()}@{_HOST}.0a1b2c3d.tmp",
+             "other host": ".z.npz.1@another-host.0a1b2c3d.tmp", "old, other host": ".w.npz.1@another-host.4e5f6a7b.tmp",
+             "old, not cltr's": ".notes.tmp"}
+    for name in names.values():
+        (tmp_path / name).write_bytes(b"half")
+    long_ago = time.time() - STALE_SECONDS - 60
+    for which in ("old, other host", "old, not cltr's"):
+        os.utime(tmp_path / names[which], (long_ago, long_ago))
+    with atomic_write(tmp_path / "new.bin") as stream:
+        stream.write(b"whole")
+    left = ["new.bin", names["alive"], names["other host"], names["old, not cltr's"]]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(left)
+
+
+def test_a_dataset_and_its_record_are_one_unit(tmp_path):
+    from cltr.data.synthetic import make_synthetic
+
+    space = Workspace(tmp_path)
+    first, second = make_synthetic(n_queries=20, seed=1), make_synthetic(n_queries=20, seed=2)
+    record = space.save_dataset("s", first)
+    loaded, again = space.load_dataset("s")
+    assert again == record and np.array_equal(loaded.train.X, first.train.X)
+    # another dataset's arrays under the first's record (a kill between the two writes)
+    space.save_dataset("other", second)
+    os.replace(tmp_path / "datasets" / "other.npz", tmp_path / "datasets" / "s.npz")
+    with pytest.raises(DamagedArtifact, match="s.npz is damaged"):
+        space.load_dataset("s")
+    # a record without arrays (a first prepare killed between its writes) is no dataset
+    (tmp_path / "datasets" / "s.npz").unlink()
+    assert not space.has_dataset("s")
