@@ -984,7 +984,7 @@ def propensities_estimate(session: Session, dataset, method, clicks_key, max_ran
     if "trust" in artifact.info:
         trust = artifact.info["trust"]
         click.echo(f"trust bias: click probability of relevant (c+) and irrelevant (c-) documents per rank; "
-                   f"share of relevant documents {trust['prior']:.3f}")
+                   f"share of relevant documents {artifact.info['relevant_share']:.3f}")
         echo_table([{"rank": k + 1, **{name: trust[name][k] for name in
                                        ("relevant_click", "relevant_click_low", "relevant_click_high",
                                         "irrelevant_click", "irrelevant_click_low", "irrelevant_click_high")}}

@@ -25,12 +25,13 @@ makes it touch R at w_t. Each iteration
    is w_cp = Σ β_t g_t;
 2. moves the best point w_b to the exact minimiser of P on the ray w_b + k (w_cp - w_b),
    k >= 0: P is piecewise quadratic along it, so with the margins at w_cp (one X @ w_cp)
-   the minimiser takes a few vectorised passes over the pairs;
+   the minimiser follows from the breakpoints near it, which a fixed sample of the pairs
+   locates before one pass collects them;
 3. adds the plane at w_c = 0.9 w_b + 0.1 w_cp (one X.T @ coef, where coef aggregates the
    pair coefficients per document, so each document's features are read once).
 
-The pair passes run over blocks of pairs small enough to stay in cache, and the margins
-at w_c follow from those at w_b and w_cp without a product.
+The margins at w_c follow from those at w_b and w_cp without a product, and the pair
+passes sweep blocks of pairs small enough to stay in cache.
 
 The certificate: α_iy = a_i Σ_t β_t δ^t_iy lies in the dual box and D(α) equals the reduced
 dual value, so ``lower_bound`` is a dual value of the full problem and
@@ -38,14 +39,18 @@ dual value, so ``lower_bound`` is a dual value of the full problem and
 the same clicked document (the candidate set follows from it) are merged by adding their
 costs, which leaves P unchanged; with many passes of clicks this shrinks the pairs a lot.
 
-float32 X is never copied whole, and every product inside the loop is a float32 product
-(summed in float64 over blocks of rows): the scores only steer the search, and the planes
-they give are slightly off, so their QP values are estimates. What is returned is exact:
-one last pass widens blocks of rows to float64 (the float32 values are exact in float64)
-and computes P(w_b) and D(α) for the α of the final β, from the planes' stored per-document
-coefficients. If that exact gap misses ``tol``, or the estimates stop making progress (no
-1% smaller gap in 10 iterations), the solver goes on with exact products only, from one
-exact plane that aggregates the old ones (a convex combination of planes is a plane).
+float32 X is never copied whole, and inside the loop every product is a float32 product
+(X.T @ coef summed in float64 over blocks of rows): the scores only steer the search, and
+the planes they give are slightly off, so their QP values are estimates. What is returned
+is exact: once the estimates say done, one pass widens blocks of rows to float64 (float32
+values are exact in float64) and computes P(w_b) and D(α) for the final β, the estimated
+planes' part from their stored per-document coefficients. When the gaps' trend says the
+next QP is the last, that pass is made one iteration early instead, in place of the new
+plane's float32 product: it gives the new plane, the exact normals of the old ones and
+P(w_b), so the last QP is exact and nothing follows it. If the exact gap misses ``tol``, or
+the estimates stop making progress (no 1% smaller gap in 10 iterations), the solver goes
+on with exact products only, from one exact plane that aggregates the old ones (a convex
+combination of planes is a plane).
 
 This module imports only numpy and scipy; it never prints or reads files (progress is a
 callback).
@@ -72,6 +77,7 @@ _NARROW_BLOCK_BYTES = 1 << 22  # float32 rows per float32 product block: 4 MB of
 _BLOCK_PAIRS = 1 << 17  # pairs per block of a pair pass: a few 1 MB slices stay in cache
 _RIDGE = 1e-12  # the plane QP's ridge, relative to its largest Gram diagonal
 _SAMPLE = 4096  # pairs sampled to bracket the line search's root
+_SPECULATE = 0.5  # the last plane is made exact when the gaps' trend predicts this share of tol
 _IDLE = 10  # a plane unused (β = 0) for more than this many QP solves in a row is dropped
 _STALL = 10  # iterations without a 1% smaller gap after which float32 products give way
 
@@ -186,7 +192,8 @@ def _weighted_sum(weight: np.ndarray, values: np.ndarray) -> float:
 
 def _products(X: np.ndarray, w: np.ndarray | None = None, coef: np.ndarray | None = None, *,
               exact: bool = True) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """X @ w, shape (n_docs,), and X.T @ coef, shape (n_features,); either may be skipped (None).
+    """X @ w, shape (n_docs,), and X.T @ coef, shape (n_features,) (or (m, n_features) for
+    coef of shape (n_docs, m)); either may be skipped (None).
 
     ``exact`` (and always for float64 X): float64 arithmetic. float32 X is widened to float64
     a block of rows at a time (its values are exact in float64), and each block serves both
@@ -198,7 +205,7 @@ def _products(X: np.ndarray, w: np.ndarray | None = None, coef: np.ndarray | Non
     digits).
     """
     if X.dtype == np.float64:
-        return (None if w is None else X @ w), (None if coef is None else coef @ X)
+        return (None if w is None else X @ w), (None if coef is None else coef.T @ X)
     if not exact:
         scores = None if w is None else X @ w.astype(np.float32)
         if coef is None:
@@ -212,7 +219,7 @@ def _products(X: np.ndarray, w: np.ndarray | None = None, coef: np.ndarray | Non
     rows = max(16, _WIDE_BLOCK_BYTES // (8 * X.shape[1]))
     buffer = np.empty((min(rows, X.shape[0]), X.shape[1]))
     scores = None if w is None else np.empty(X.shape[0])
-    total = None if coef is None else np.zeros(X.shape[1])
+    total = None if coef is None else np.zeros(coef.shape[1:] + X.shape[1:])
     for start in range(0, X.shape[0], rows):
         block = X[start:start + rows]
         wide = buffer[:len(block)]
@@ -220,7 +227,7 @@ def _products(X: np.ndarray, w: np.ndarray | None = None, coef: np.ndarray | Non
         if scores is not None:
             np.dot(wide, w, out=scores[start:start + len(block)])
         if total is not None:
-            total += coef[start:start + len(block)] @ wide
+            total += coef[start:start + len(block)].T @ wide
     return scores, total
 
 
@@ -647,12 +654,14 @@ class _PlaneQP:
         self.largest = 0.0  # the largest diagonal of gram
         self.factor = np.zeros((capacity, capacity))  # lower Cholesky factor of gram[S, S] + ridge
         self.coef = [None] * capacity if keep_coef else None
+        self.exact = np.ones(capacity, dtype=bool)  # whether g_t is exact (else X.T @ coef_t is)
         self.pivot = 0
         self.free = []  # S, in the factor's order
         self.solved = True  # whether β minimises the subproblem on F (a new plane leaves F as is)
 
     def add(self, b: float, g: np.ndarray, coef: np.ndarray | None = None) -> None:
-        """A new plane (b, g), with β = 0; ``coef`` (kept when asked for) gives g = X.T @ coef."""
+        """A new plane (b, g), with β = 0. With ``coef``, g is an estimate of X.T @ coef
+        (kept when asked for); without, g is exact."""
         k = self.size
         if k == len(self.b):
             self._grow()
@@ -660,6 +669,7 @@ class _PlaneQP:
         self.g[k] = g
         self.beta[k] = 0.0
         self.idle[k] = 0
+        self.exact[k] = coef is None
         if self.coef is not None:
             self.coef[k] = coef
         difference = g - self.g[self.pivot]
@@ -676,6 +686,7 @@ class _PlaneQP:
         self.g = np.concatenate([self.g, np.zeros_like(self.g)])
         self.beta = np.concatenate([self.beta, np.zeros(k)])
         self.idle = np.concatenate([self.idle, np.zeros(k, dtype=np.int64)])
+        self.exact = np.concatenate([self.exact, np.ones(k, dtype=bool)])
         for name in ("gram", "factor"):
             grown = np.zeros((2 * k, 2 * k))
             grown[:k, :k] = getattr(self, name)
@@ -787,8 +798,8 @@ class _PlaneQP:
         new = np.full(k, -1)
         new[index] = np.arange(len(index))
         m = len(index)
-        self.b[:m], self.g[:m], self.beta[:m], self.idle[:m] = (
-            self.b[index], self.g[index], self.beta[index], self.idle[index])
+        self.b[:m], self.g[:m], self.beta[:m], self.idle[:m], self.exact[:m] = (
+            self.b[index], self.g[index], self.beta[index], self.idle[index], self.exact[index])
         self.gram[:m, :m] = self.gram[index][:, index]
         if self.coef is not None:
             self.coef[:k] = [self.coef[t] for t in index] + [None] * (k - m)
@@ -796,24 +807,41 @@ class _PlaneQP:
         self.free = [int(new[t]) for t in self.free]
         self.size = m
 
-    def certificate(self) -> tuple[float, np.ndarray | None]:
-        """Σ β_t b_t and the per-document coefficients Σ β_t coef_t of Σ β_t g_t (None when
-        no plane but R >= 0 carries weight)."""
+    def certificate(self) -> tuple[float, np.ndarray, np.ndarray | None]:
+        """What the exact reduced dual value b.β - ½‖Σ β_t g_t‖² needs: b.β, the sum of
+        β_t g_t over the exact planes, and the per-document coefficients Σ β_t coef_t of the
+        others (None when none of them carries weight)."""
         k = self.size
-        total = None
-        for t in np.flatnonzero(self.beta[:k] > 0.0):
-            if self.coef[t] is not None:
-                total = self.beta[t] * self.coef[t] if total is None else total + self.beta[t] * self.coef[t]
-        return float(self.beta[:k] @ self.b[:k]), total
+        support = self.beta[:k] > 0.0
+        known = self.beta[:k][support & self.exact[:k]] @ self.g[:k][support & self.exact[:k]]
+        combined = None
+        for t in np.flatnonzero(support & ~self.exact[:k]):
+            combined = self.beta[t] * self.coef[t] if combined is None else combined + self.beta[t] * self.coef[t]
+        return float(self.beta[:k] @ self.b[:k]), known, combined
+
+    def estimated(self) -> tuple[np.ndarray, list]:
+        """The planes whose normals are estimates, and their coefficients."""
+        index = np.flatnonzero(~self.exact[:self.size])
+        return index, [self.coef[t] for t in index]
+
+    def correct(self, index: np.ndarray, normals: np.ndarray) -> None:
+        """Replace the estimated normals of these planes by exact ones."""
+        self.g[index] = normals
+        self.exact[index] = True
+        for t in index:
+            self.coef[t] = None
+        self._refactor(self.pivot)
+        self.solved = False
 
     def restart(self, b: float, g: np.ndarray) -> None:
-        """Replace every plane by R >= 0 and the one plane (b, g), with all the weight."""
+        """Replace every plane by R >= 0 and the one exact plane (b, g), with all the weight."""
         self.size = 1
         self.beta[0] = 0.0
         self.pivot = 0
         self.free = []
         self.solved = True
-        self.coef = None
+        if self.coef is not None:
+            self.coef = [None] * len(self.coef)
         self.add(b, g)
         self.beta[1] = 1.0
         self.idle[:2] = 0
@@ -918,11 +946,11 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol, max_iter, callback, sta
         where = f"row {row}" if row is not None else "a row"
         raise ValueError(f"X must be finite in every row that takes part in a pair; {where} holds NaN or inf")
     planes = _PlaneQP(n_features, capacity=min(int(max_iter), 63) + 1, keep_coef=not exact)
-    planes.add(b, normal, coef)
+    planes.add(b, normal, None if exact else coef)
     change = np.empty(X.shape[0])
     estimate = 0.0  # the best QP value: a lower bound once every plane is exact
     certified = 0.0  # P >= 0 always
-    final = None  # the exact objective of the current w, once known
+    final = None  # (w, exact P(w), exact scores) once known
     iteration, converged, gaps = 1, False, []
     while True:
         w_cp, value = planes.solve(1e-2 * target * max(objective, _TINY))
@@ -930,23 +958,29 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol, max_iter, callback, sta
         if exact:
             certified = estimate
         converged = objective - estimate <= target * max(objective, _TINY)
-        gaps.append(objective - estimate)
+        gaps.append((objective - estimate) / max(objective, _TINY))
         stalled = len(gaps) > _STALL and gaps[-1] > 0.99 * gaps[-1 - _STALL]
         if not exact and (converged or stalled or iteration >= max_iter):
             # the estimates say done (or no longer move): the exact values decide
-            offset, combined = planes.certificate()
-            at_w, product = _products(X, w, combined)
-            dual = offset if product is None else offset - 0.5 * float(np.dot(product, product))
-            certified = max(certified, dual)
-            final = (w, problem._objective(w, doc_weight, at_w))
-            converged = final[1] - certified <= target * max(final[1], _TINY)
+            offset, known, combined = planes.certificate()
+            current = final is not None and final[0] is w
+            if not current or combined is not None:
+                at_exact, product = _products(X, None if current else w, combined)
+                if not current:
+                    final = (w, problem._objective(w, doc_weight, at_exact), at_exact)
+                if product is not None:
+                    known = known + product
+            certified = max(certified, offset - 0.5 * float(np.dot(known, known)))
+            objective = final[1]
+            converged = objective - certified <= target * max(objective, _TINY)
+            estimate = certified
             if not converged and iteration < max_iter:
                 # go on with exact products, from one exact plane aggregating the old ones
                 exact = True
-                planes.restart(offset, np.zeros(n_features) if product is None else product)
-                estimate = certified
+                planes.restart(offset, known)
+                at_w = final[2].copy()
                 objective = 0.5 * float(np.dot(w, w)) + pairs.reset(at_w)
-                gaps = [objective - estimate]
+                gaps = [(objective - estimate) / max(objective, _TINY)]
         if callback is not None:
             callback(iteration, objective, estimate)
         if converged or iteration >= max_iter:
@@ -968,7 +1002,17 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol, max_iter, callback, sta
             w = w + k * direction
             change *= k
             at_w += change
-        planes.add(b, _products(X, coef=coef, exact=exact)[1], coef if not exact else None)
+        if exact or len(gaps) < 3 or gaps[-1] ** 2 > _SPECULATE * target * gaps[-2]:
+            planes.add(b, _products(X, coef=coef, exact=exact)[1], None if exact else coef)
+        else:
+            # the gaps' trend says the next QP is the last: one exact pass gives this plane,
+            # the exact normals of the others and P(w_b), so it need not be followed by another
+            index, coefs = planes.estimated()
+            at_exact, normals = _products(X, w, np.column_stack(coefs + [coef]))
+            planes.correct(index, normals[:-1])
+            planes.add(b, normals[-1])
+            final = (w, problem._objective(w, doc_weight, at_exact), at_exact)
+            objective = final[1]
         iteration += 1
 
     if final is None or final[0] is not w:

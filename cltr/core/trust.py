@@ -182,8 +182,9 @@ class TrustEstimate:
     ----------
     rank : ndarray of int64, shape (K,)
     relevant_click, irrelevant_click : ndarray of float64, shape (K,)
-    prior : float
-        Estimated share of relevant documents.
+    prior : ndarray of float64, shape (K,)
+        Estimated share of relevant documents among those whose top rank is k
+        (``info["relevant_share"]``: among all).
     level : float
         Coverage of the bootstrap bands.
     replicates : ndarray of float64, shape (B, 2, K)
@@ -195,7 +196,7 @@ class TrustEstimate:
     rank: np.ndarray
     relevant_click: np.ndarray
     irrelevant_click: np.ndarray
-    prior: float
+    prior: np.ndarray
     level: float
     replicates: np.ndarray
     info: dict = field(default_factory=dict)
@@ -225,7 +226,7 @@ class TrustEstimate:
             lo, hi = self.band(values, lambda plus, minus, index=index: (plus, minus)[index])
             bands.update({name: values.tolist(), f"{name}_low": lo.tolist(), f"{name}_high": hi.tolist()})
         return PropensityEstimate(rank=self.rank, propensity=examination, low=low, high=high, level=self.level,
-                                  method="trust-em", info={**self.info, "trust": {**bands, "prior": self.prior}})
+                                  method="trust-em", info={**self.info, "trust": {**bands, "prior": self.prior.tolist()}})
 
 
 def trust_from_clicks(relevant_click, irrelevant_click) -> TrustBias:
@@ -240,10 +241,13 @@ def trust_from_clicks(relevant_click, irrelevant_click) -> TrustBias:
 
 
 def _em_rows(doc, rank, impressions, clicks) -> dict:
-    """The EM's per-row arrays: each row's document index, 0-based rank and counts."""
+    """The EM's per-row arrays (each row's document index, 0-based rank and counts) and
+    each document's top (smallest) 0-based rank, which indexes its prior."""
     documents, row_doc = np.unique(np.asarray(doc, dtype=np.int64), return_inverse=True)
-    return {"row_doc": row_doc.reshape(-1), "n_docs": len(documents),
-            "row_rank": np.asarray(rank, dtype=np.int64) - 1,
+    row_doc, row_rank = row_doc.reshape(-1), np.asarray(rank, dtype=np.int64) - 1
+    top = np.full(len(documents), np.iinfo(np.int64).max)
+    np.minimum.at(top, row_doc, row_rank)
+    return {"row_doc": row_doc, "n_docs": len(documents), "row_rank": row_rank, "doc_top": top,
             "impressions": np.asarray(impressions, dtype=np.float64), "clicks": np.asarray(clicks, dtype=np.float64)}
 
 
@@ -256,9 +260,10 @@ def _document_loglik(rows: dict, click_probability: np.ndarray) -> np.ndarray:
 
 def _em_fit(rows: dict, doc_weight: np.ndarray, max_rank: int, *, iterations: int, tol: float, start=None):
     """EM for a two-component mixture per document: relevant (clicks ~ Bin(n, c+_k)) with
-    prior pi, irrelevant (Bin(n, c-_k)); returns (c+, c-, pi, log-likelihood, iterations, converged,
-    the posteriors rho_d)."""
+    prior pi_j, irrelevant (Bin(n, c-_k)), j the document's top rank; returns (c+, c-, pi,
+    log-likelihood, iterations, converged, the posteriors rho_d)."""
     row_doc, row_rank, c, n = rows["row_doc"], rows["row_rank"], rows["clicks"], rows["impressions"]
+    top = rows["doc_top"]
     floor = 1e-9  # keeps log p finite on ranks without a click
     if start is None:
         # start from a split that already separates: a document clicked more than its ranks'
@@ -281,9 +286,12 @@ def _em_fit(rows: dict, doc_weight: np.ndarray, max_rank: int, *, iterations: in
             minus = np.bincount(row_rank, weights=other * c, minlength=max_rank) / np.maximum(
                 np.bincount(row_rank, weights=other * n, minlength=max_rank), floor)
             plus, minus = np.clip(plus, floor, 1 - floor), np.clip(minus, floor, 1 - floor)
-            prior = float(np.clip(np.sum(doc_weight * responsibility) / np.sum(doc_weight), floor, 1 - floor))
-        relevant = np.log(prior) + _document_loglik(rows, plus)
-        irrelevant = np.log1p(-prior) + _document_loglik(rows, minus)
+            # the logging rankers show relevant documents high: one prior per top rank, else
+            # documents shown only deep would borrow the top's share of relevant ones
+            prior = np.clip(np.bincount(top, weights=doc_weight * responsibility, minlength=max_rank) / np.maximum(
+                np.bincount(top, weights=doc_weight, minlength=max_rank), floor), floor, 1 - floor)
+        relevant = np.log(prior[top]) + _document_loglik(rows, plus)
+        irrelevant = np.log1p(-prior[top]) + _document_loglik(rows, minus)
         loglik = float(np.sum(doc_weight * logsumexp(np.stack([relevant, irrelevant]), axis=0)))
         responsibility = expit(relevant - irrelevant)
         if loglik - previous <= tol * abs(loglik):
@@ -308,11 +316,13 @@ def trust_em(query, doc, rank, impressions, clicks, *, max_rank: int | None = No
     unchanged, so c+ and c- would not be identified. With a binary R_d a document's many
     sessions separate the two components:
 
-        Pr(clicks of d) = pi Π_rows Bin(c; n, c+_k) + (1 - pi) Π_rows Bin(c; n, c-_k).
+        Pr(clicks of d) = pi_j Π_rows Bin(c; n, c+_k) + (1 - pi_j) Π_rows Bin(c; n, c-_k).
 
     E-step: the posterior rho_d = Pr(R_d = 1 | clicks of d). M-step (closed form):
     c+_k = Σ rho_d c / Σ rho_d n over the rows at rank k, c-_k likewise with 1 - rho_d,
-    pi = mean rho_d. The likelihood never decreases.
+    pi_j = mean rho_d over the documents whose top rank is j (the logging rankers show
+    relevant documents high, so one prior for all would be too high for documents shown only
+    deep and pull c+ down there). The likelihood never decreases.
 
     Parameters
     ----------
@@ -383,6 +393,7 @@ def trust_em(query, doc, rank, impressions, clicks, *, max_rank: int | None = No
                           iterations=iterations, tol=tol, start=(plus, minus, prior))
             replicates[b] = fit[0], fit[1]
     info = {"iterations": used, "converged": converged, "log_likelihood": loglik, "documents": rows["n_docs"],
-            "queries": int(len(np.unique(doc_query))), "bootstrap": int(bootstrap), "requested_max_rank": requested}
+            "queries": int(len(np.unique(doc_query))), "bootstrap": int(bootstrap), "requested_max_rank": requested,
+            "relevant_share": float(posterior.mean())}
     return TrustEstimate(rank=np.arange(1, max_rank + 1), relevant_click=plus, irrelevant_click=minus, prior=prior,
                          level=float(level), replicates=replicates, info=info)

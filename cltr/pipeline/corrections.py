@@ -87,9 +87,10 @@ def _policy_aware(log: ClickLog, clicks, split: str) -> ClickLog:
     return log.with_propensity(np.asarray(clicks.arrays[key], dtype=np.float64)[log.doc])
 
 
-def _trust(log: ClickLog, clicks, estimate, name: str) -> TrustBias:
-    """The trust-bias parameters a correction uses: those estimated (``--propensities``
-    naming a ``trust-em`` estimate), else those of the click model that simulated the log."""
+def _trust(rank: np.ndarray, clicks, estimate, name: str) -> TrustBias:
+    """The trust-bias parameters a correction uses at these ranks: those estimated
+    (``--propensities`` naming a ``trust-em`` estimate), else those of the click model that
+    simulated the log."""
     if estimate is not None:
         if "trust" not in estimate.info:
             raise ValueError(f"correction {name!r} needs trust-bias parameters, and propensities {estimate.key} "
@@ -104,13 +105,12 @@ def _trust(log: ClickLog, clicks, estimate, name: str) -> TrustBias:
                          f"estimate --method trust-em` and train with --propensities estimated")
     settings = model.parse_settings({f.name: clicks.config[f.name] for f in model.settings.option_fields()
                                      if f.name in clicks.config})
-    deepest = int(log.rank.max()) if len(log) else 1
-    return model.trust(settings, deepest)
+    return model.trust(settings, int(rank.max()) if len(rank) else 1)
 
 
 def _bayes_ips(log: ClickLog, clicks, split: str, *, estimate=None) -> ClickLog:
     """Each click weighted by Pr(R = 1 | C = 1, k) / theta_k, kept as propensity 1 / weight."""
-    return log.with_propensity(1.0 / bayes_ips_weight(log.rank, _trust(log, clicks, estimate, "bayes-ips")))
+    return log.with_propensity(1.0 / bayes_ips_weight(log.rank, _trust(log.rank, clicks, estimate, "bayes-ips")))
 
 
 def _impressions(log: ClickLog, clicks, split: str, queries) -> Impressions:
@@ -132,7 +132,7 @@ def _affine(log: ClickLog, clicks, split: str, *, queries, estimate=None) -> Cli
     """One example per displayed document, weighted by its summed relevance estimates
     (c - beta_k) / alpha_k over its impressions (signed)."""
     table = _impressions(log, clicks, split, queries)
-    trust = _trust(log, clicks, estimate, "affine")
+    trust = _trust(table.rank, clicks, estimate, "affine")
     documents, weight = affine_document_weights(table.doc, table.rank, table.impressions, table.clicks, trust)
     # a document without weight (never clicked where beta_k = 0) is no example
     keep = weight != 0
@@ -140,6 +140,7 @@ def _affine(log: ClickLog, clicks, split: str, *, queries, estimate=None) -> Cli
     first_rank = np.zeros(queries.n_docs, dtype=np.int64)
     first_rank[table.doc[::-1]] = table.rank[::-1]  # the rank of its first impression row
     doc_query = np.repeat(np.arange(queries.n_queries), np.diff(np.asarray(queries.offsets, dtype=np.int64)))
+    # learners read the weights; the propensity 1/|w| only keeps the log's summaries finite
     return ClickLog(query=doc_query[documents], doc=documents, rank=first_rank[documents],
                     propensity=1.0 / np.abs(weight), pass_index=np.zeros(len(documents), dtype=np.int64),
                     n_passes=log.n_passes, n_queries=log.n_queries, sessions_per_query=log.sessions_per_query,

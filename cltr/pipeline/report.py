@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import io
 import json
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -515,6 +516,9 @@ def latex_table(rows: list[dict], caption: str) -> str:
 # -- figures -------------------------------------------------------------------------------
 
 
+_TITLE_WIDTH = 110  # characters of a title line at the figures' width and font size
+
+
 def _title(frame: pd.DataFrame, spec: Spec, records: dict | None, what: str, bars: str, *,
            over_runs: bool = True) -> str:
     """Three lines: what on which data; the fixed click settings and runs; what the bars are
@@ -524,8 +528,10 @@ def _title(frame: pd.DataFrame, spec: Spec, records: dict | None, what: str, bar
     count = f"{reps} repetition(s)" + (f" x {runs // max(reps, 1)} datasets = {runs} runs" if runs != reps else "")
     if runs < 2 and over_runs:
         bars += " (one run: no interval to show)"
-    return (f"{spec.artifact or spec.name}: {what} on {dataset_label(frame, spec, records)}\n"
-            f"{click_settings(spec, records)}; {count}\n{bars}")
+    lines = [f"{spec.artifact or spec.name}: {what} on {dataset_label(frame, spec, records)}",
+             f"{click_settings(spec, records)}; {count}", bars]
+    # long settings (a click model with many parameters) wrap instead of running off the figure
+    return "\n".join(textwrap.fill(line, _TITLE_WIDTH, break_on_hyphens=False) for line in lines)
 
 
 def plot(frame: pd.DataFrame, spec: Spec, *, records: dict | None = None):

@@ -241,10 +241,11 @@ def simulated_logs(dataset: Dataset, production, *, passes: int, seed: int = 0, 
     """The train and vali click logs ``clicks_stage`` would store, without a workspace
     (benchmarks, the Python API)."""
     settings = clickmodels.get(model).parse_settings(settings or {})
+    top_k, logging_temperature = _presentation(top_k, logging_temperature)
     productions = production if isinstance(production, (list, tuple)) else [production]
     return {split: simulate(getattr(dataset, split), getattr(dataset, split).relevant(dataset.relevant_from),
-                            productions, model, settings, passes=passes, seed=seed, split=split, top_k=top_k or None,
-                            logging_temperature=logging_temperature or None)[0]
+                            productions, model, settings, passes=passes, seed=seed, split=split, top_k=top_k,
+                            logging_temperature=logging_temperature)[0]
             for split in ("train", "vali")}
 
 

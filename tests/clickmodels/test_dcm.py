@@ -10,46 +10,27 @@ from cltr.clickmodels.dcm import DCMSettings, attraction, continuation_probabili
 from cltr.core.cascade import cascade_examination
 
 
-def _pattern_probability(clicks, gamma, lam) -> float:
-    """Brute force: the probability of one click pattern (in rank order) of a DCM session,
-    summing over whether the user is still scanning after each rank."""
-    scanning, stopped = 1.0, 0.0
-    for clicked, g, l in zip(clicks, gamma, lam):
-        if clicked:
-            scanning, stopped = scanning * g * l, scanning * g * (1 - l) if False else 0.0
-            # a click needs the user scanning; going on or stopping after it
-            continue
-        scanning, stopped = scanning * (1 - g), stopped
-    return scanning
-
-
 def _pattern_probabilities(gamma, lam) -> dict:
-    """P(pattern) for every click pattern of one ranking (gamma, lam in rank order)."""
+    """Brute force: P(pattern) of every click pattern of one ranking (gamma, lam in rank
+    order), summed over the rank after which the user leaves (only right after a click) or
+    the end of the list."""
     n = len(gamma)
     found = {}
     for pattern in itertools.product((0, 1), repeat=n):
-        # P = sum over the rank after which the user stopped (or never stopped)
         total = 0.0
-        for stop in range(n + 1):  # the user examines ranks 1..stop, then leaves (stop = n: reaches the end)
+        for stop in range(1, n + 1):  # the user examines ranks 1..stop
+            leaves = stop < n
             p = 1.0
             for k in range(n):
-                if k < stop:
-                    p *= gamma[k] if pattern[k] else 1 - gamma[k]
-                    if pattern[k]:
-                        last = k == stop - 1 and stop < n
-                        p *= (1 - lam[k]) if last else lam[k]
-                    elif k == stop - 1 and stop < n:
-                        p = 0.0  # the user leaves only right after a click
+                if k >= stop:
+                    p *= 0.0 if pattern[k] else 1.0
                 elif pattern[k]:
-                    p = 0.0
+                    p *= gamma[k] * ((1 - lam[k]) if leaves else 1.0) if k == stop - 1 else gamma[k] * lam[k]
+                else:
+                    p *= 0.0 if (k == stop - 1 and leaves) else 1 - gamma[k]
             total += p
         found[pattern] = total
     return found
-
-
-def _one_query(size, order, relevant):
-    rank = np.asarray(order)
-    return rank, np.asarray(relevant, dtype=bool), np.array([0, size])
 
 
 def test_brute_force_pattern_probabilities_sum_to_one_and_match_examination():
@@ -87,10 +68,6 @@ def test_session_click_patterns_match_the_analytic_distribution(continuation, de
             key = sum(bit << k for k, bit in enumerate(pattern))
             tolerance = 4.5 * np.sqrt(p * (1 - p) / passes) + 1e-12
             assert abs(counts[key] / passes - p) <= tolerance, (q, pattern, counts[key] / passes, p)
-    # the dependence spelled out once: query 0 shows relevant, relevant, relevant, irrelevant;
-    # a click at rank 3 after clicks at 1 and 2 needs going on twice
-    if continuation == 1.0 and decay == 1.0:
-        assert expected is not None
 
 
 def test_click_at_a_rank_depends_on_the_clicks_above():

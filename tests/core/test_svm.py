@@ -230,6 +230,49 @@ def test_float32_products_give_way_when_they_cannot_resolve_the_gap(monkeypatch)
     assert result.objective == pairwise_objective(result.w, X, offsets, click_query, click_doc, cost, 10.0)
 
 
+@pytest.mark.parametrize("speculate", [0.0, 1e9])
+@pytest.mark.parametrize("C", [0.3, 30.0])
+def test_float32_certificate_is_exact(monkeypatch, speculate, C):
+    # float32 products steer and estimate; the returned bound must still be a dual value of
+    # the exact problem, whether the last plane is made exact ahead (speculate) or checked
+    # after, and however many planes were estimated, pruned or corrected on the way
+    import cltr.core.svm as svm
+
+    monkeypatch.setattr(svm, "_SPECULATE", speculate)
+    rng = np.random.default_rng(12)
+    sizes = rng.integers(5, 30, 60)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    X = rng.normal(size=(offsets[-1], 9)).astype(np.float32)
+    click_query = np.sort(rng.integers(0, 60, 150))
+    click_doc = offsets[click_query] + (rng.random(150) * sizes[click_query]).astype(np.int64)
+    cost = rng.uniform(1.0, 10.0, 150)
+    result = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, C)
+    optimum = solve_pairwise_svm(X.astype(np.float64), offsets, click_query, click_doc, cost, C, tol=1e-9,
+                                 max_iter=5000)
+    assert result.converged and result.gap <= 1e-3
+    assert result.lower_bound <= optimum.lower_bound + 1e-9 * optimum.objective  # a true bound
+    assert result.objective >= optimum.lower_bound
+    assert result.objective == pairwise_objective(result.w, X, offsets, click_query, click_doc, cost, C)
+
+
+def test_pairs_are_every_other_candidate_of_the_query():
+    rng = np.random.default_rng(13)
+    for _ in range(50):
+        sizes = rng.integers(0, 7, rng.integers(1, 6))
+        offsets = np.concatenate([[0], np.cumsum(sizes)])
+        if offsets[-1] == 0:
+            continue
+        click_doc = np.unique(rng.integers(0, offsets[-1], rng.integers(1, offsets[-1] + 1)))
+        click_query = np.searchsorted(offsets, click_doc, side="right") - 1
+        for candidate in (None, rng.random(offsets[-1]) < 0.5):
+            problem = PairwiseProblem(np.zeros((offsets[-1], 1)), offsets, click_query, click_doc,
+                                      candidate=candidate)
+            negative = problem.negative if problem.rows is None else problem.rows[problem.negative]
+            found = [(int(d), int(y)) for d, count, start in zip(problem.doc, problem.count, problem.run_start)
+                     for y in negative[start:start + count]]
+            assert found == [(p, y) for _, p, y in brute_pairs(offsets, click_query, click_doc, candidate)]
+
+
 def test_duplicate_examples_and_order_do_not_matter():
     X, offsets, click_query, click_doc, cost = tiny_problem(6, n_examples=5)
     # the same examples twice with half the cost, and n doubled: C doubles to compensate
@@ -326,8 +369,9 @@ def test_line_search_is_exact(n, share):
     assert derivative(k, +1) >= -1e-9 * scale  # a minimiser: 0 lies in [φ'(k-), φ'(k+)]
     assert k > 0 and derivative(k, -1) <= 1e-9 * scale
     assert change == pytest.approx(phi(k) - phi(0.0), rel=1e-9, abs=1e-9 * scale)
-    grid = np.linspace(0.0, 3.0 * k, 201)
-    assert phi(k) <= min(phi(g) for g in grid) + 1e-12 * abs(phi(k))
+    grid = np.linspace(0.0, 3.0 * k, 101)
+    on_grid = along * grid + 0.5 * curvature * grid ** 2 + np.maximum(0.0, slack - grid[:, None] * slope) @ weight
+    assert phi(k) <= on_grid.min() + 1e-12 * abs(phi(k))
     assert _line_root(1.0, 1.0, np.array([0.5]), np.array([1.0])) == 0.0  # ascent: stay
 
 

@@ -153,7 +153,7 @@ def test_em_recovers_the_click_probabilities_of_both_kinds_of_document():
     k = np.arange(1, 11)
     assert estimate.relevant_click == pytest.approx(TRUST_DEEP.relevant_click(k), rel=0.1)
     assert estimate.irrelevant_click == pytest.approx(TRUST_DEEP.irrelevant_click(k), rel=0.15)
-    assert estimate.prior == pytest.approx(0.3, abs=0.03)
+    assert estimate.info["relevant_share"] == pytest.approx(0.3, abs=0.03)
     assert estimate.info["converged"]
     # the estimate as a propensity (examination relative to rank 1) with its band
     as_propensity = estimate.propensity_estimate()
