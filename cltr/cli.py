@@ -571,17 +571,21 @@ def _simulate(session: Session, dataset_name: str, *, production_key=None, model
 
 def _click_model_params() -> list[click.Option]:
     """Every click model's settings, once each, with the models that take them in the help."""
-    owners: dict[str, list[str]] = {}
-    fields = {}
+    owners: dict[str, list[tuple[str, click.Option]]] = {}
     for model in clickmodels.models().values():
-        for field in model.settings.option_fields():
-            owners.setdefault(field.name, []).append(model.name)
-            fields.setdefault(field.name, (model.settings, field))
+        for param in option_params(model.settings):
+            owners.setdefault(param.name, []).append((model.name, param))
     params = []
-    for name, (settings_type, _) in fields.items():
-        param = next(p for p in option_params(settings_type) if p.name == name)
-        if len(clickmodels.models()) > 1:
-            param.help += f" (click model: {', '.join(owners[name])})"
+    for name, models_ in owners.items():
+        param = models_[0][1]
+        helps = {p.help for _, p in models_}
+        if len(helps) > 1:  # models mean different things by it (and may default differently)
+            by_help: dict[str, list[str]] = {}
+            for model, p in models_:
+                by_help.setdefault(p.help, []).append(model)
+            param.help = " ".join(f"{', '.join(names)}: {text}" for text, names in by_help.items())
+        elif len(clickmodels.models()) > 1:
+            param.help += f" (click model: {', '.join(model for model, _ in models_)})"
         params.append(param)
     return params
 

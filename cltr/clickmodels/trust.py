@@ -39,7 +39,7 @@ __all__ = ["TrustSettings", "trust_bias", "MODEL"]
 
 @dataclass(frozen=True)
 class TrustSettings(Options):
-    eta: float = option(1.0, "Severity of position bias: rank k is examined with probability (1/k)^eta.", low=0)
+    eta: float = option(1.0, "Severity of position bias: rank r is observed with probability (1/r)^eta.", low=0)
     eps_pos: float = option(0.98, "eps+_1: click probability of an examined relevant document at rank 1.",
                             low=0, high=1)
     eps_pos_step: float = option(0.01, "eps+_k falls by this much per rank down to rank --eps-pos-ranks.",

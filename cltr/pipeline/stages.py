@@ -32,6 +32,7 @@ from cltr.pipeline.models import scorer_from_arrays, scorer_to_arrays
 from cltr.pipeline.workspace import Artifact, Workspace, file_sha256
 
 __all__ = ["production_queries", "produce", "production_stage", "logging_rankers", "simulate", "clicks_stage", "click_logs",
+           "policy_propensities",
            "click_log_summary", "simulated_logs", "impressions_of", "import_stage", "imported_clicks_stage", "export_rows",
            "propensity_stage", "estimate_propensities", "as_told", "estimate_to_arrays", "estimate_from_arrays", "model_stage", "evaluation_stage"]
 
