@@ -43,11 +43,9 @@ float32 X is never copied whole, and inside the loop every product is a float32 
 (X.T @ coef summed in float64 over blocks of rows): the scores only steer the search, and
 the planes they give are slightly off, so their QP values are estimates. What is returned
 is exact: once the estimates say done, one pass widens blocks of rows to float64 (float32
-values are exact in float64) and computes P(w_b) and D(α) for the final β, the estimated
-planes' part from their stored per-document coefficients. When the gaps' trend says the
-next QP is the last, that pass is made one iteration early instead, in place of the new
-plane's float32 product: it gives the new plane, the exact normals of the old ones and
-P(w_b), so the last QP is exact and nothing follows it. If the exact gap misses ``tol``, or
+values are exact in float64) and computes P(w_b) and D(α) for the final β, from the planes'
+stored per-document coefficients (Σ_t β_t g_t = X.T @ Σ_t β_t coef_t). If that gap misses
+``tol``, or
 the estimates stop making progress (no 1% smaller gap in 10 iterations), the solver goes
 on with exact products only, from one exact plane that aggregates the old ones (a convex
 combination of planes is a plane).
@@ -73,11 +71,10 @@ __all__ = ["SVMResult", "PairwiseProblem", "pairwise_objective", "solve_pairwise
 _TINY = 1e-12  # floor of |objective| in the relative gap
 _CUT_STEP = 0.1  # OCAS's mu: the new plane is taken a tenth of the way from w_b to w_cp
 _WIDE_BLOCK_BYTES = 1 << 22  # float32 rows widened to float64 per block: a 4 MB buffer
-_NARROW_BLOCK_BYTES = 1 << 22  # float32 rows per float32 product block: 4 MB of X
+_NARROW_BLOCK_BYTES = 1 << 24  # float32 rows per float32 product block: 16 MB of X
 _BLOCK_PAIRS = 1 << 17  # pairs per block of a pair pass: a few 1 MB slices stay in cache
 _RIDGE = 1e-12  # the plane QP's ridge, relative to its largest Gram diagonal
 _SAMPLE = 4096  # pairs sampled to bracket the line search's root
-_SPECULATE = 0.5  # the last plane is made exact when the gaps' trend predicts this share of tol
 _IDLE = 10  # a plane unused (β = 0) for more than this many QP solves in a row is dropped
 _STALL = 10  # iterations without a 1% smaller gap after which float32 products give way
 
@@ -192,8 +189,7 @@ def _weighted_sum(weight: np.ndarray, values: np.ndarray) -> float:
 
 def _products(X: np.ndarray, w: np.ndarray | None = None, coef: np.ndarray | None = None, *,
               exact: bool = True) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """X @ w, shape (n_docs,), and X.T @ coef, shape (n_features,) (or (m, n_features) for
-    coef of shape (n_docs, m)); either may be skipped (None).
+    """X @ w, shape (n_docs,), and X.T @ coef, shape (n_features,); either may be skipped (None).
 
     ``exact`` (and always for float64 X): float64 arithmetic. float32 X is widened to float64
     a block of rows at a time (its values are exact in float64), and each block serves both
@@ -205,7 +201,7 @@ def _products(X: np.ndarray, w: np.ndarray | None = None, coef: np.ndarray | Non
     digits).
     """
     if X.dtype == np.float64:
-        return (None if w is None else X @ w), (None if coef is None else coef.T @ X)
+        return (None if w is None else X @ w), (None if coef is None else coef @ X)
     if not exact:
         scores = None if w is None else X @ w.astype(np.float32)
         if coef is None:
@@ -219,7 +215,7 @@ def _products(X: np.ndarray, w: np.ndarray | None = None, coef: np.ndarray | Non
     rows = max(16, _WIDE_BLOCK_BYTES // (8 * X.shape[1]))
     buffer = np.empty((min(rows, X.shape[0]), X.shape[1]))
     scores = None if w is None else np.empty(X.shape[0])
-    total = None if coef is None else np.zeros(coef.shape[1:] + X.shape[1:])
+    total = None if coef is None else np.zeros(X.shape[1])
     for start in range(0, X.shape[0], rows):
         block = X[start:start + rows]
         wide = buffer[:len(block)]
@@ -227,7 +223,7 @@ def _products(X: np.ndarray, w: np.ndarray | None = None, coef: np.ndarray | Non
         if scores is not None:
             np.dot(wide, w, out=scores[start:start + len(block)])
         if total is not None:
-            total += coef[start:start + len(block)].T @ wide
+            total += coef[start:start + len(block)] @ wide
     return scores, total
 
 
@@ -267,11 +263,10 @@ def pairwise_objective(w, X, offsets, click_query, click_doc, cost, C, *, candid
 # --------------------------------------------------------------------------- the pairs, once
 
 
-def _run_pairs(offsets: np.ndarray, doc: np.ndarray, candidate: np.ndarray | None):
-    """The pairs of each clicked document d (a "run"): every candidate of its query but d, in
-    row order. Returns the runs' pair counts, shape (n_runs,), and every pair's other
-    document, shape (n_pairs,), runs one after another."""
-    query = np.searchsorted(offsets, doc, side="right") - 1
+def _run_pairs(offsets: np.ndarray, query: np.ndarray, doc: np.ndarray, candidate: np.ndarray | None):
+    """The pairs of each clicked document d (a "run") of query ``query``: every candidate of
+    its query but d, in row order. Returns the runs' pair counts, shape (n_runs,), and every
+    pair's other document, shape (n_pairs,), runs one after another."""
     if candidate is None:
         first, last = offsets[query], offsets[query + 1]
         own = doc  # where d stands among the candidates: it is one
@@ -280,11 +275,32 @@ def _run_pairs(offsets: np.ndarray, doc: np.ndarray, candidate: np.ndarray | Non
         first, last = before[offsets[query]], before[offsets[query + 1]]
         own = np.where(candidate[doc], before[doc], last)  # not a candidate: skip nothing
     count = last - first - (own < last)
-    # pair j of a run is candidate first + j, or the one after it once past d
-    other = np.repeat(first - (np.cumsum(count) - count), count)
-    other += np.arange(len(other))
-    other += other >= np.repeat(own, count)
+    # pair j of a run is candidate first + j, or the one after it once past d: a running sum
+    # of steps of 1, with a jump to each run's first candidate and one more step past d
+    some = count > 0
+    first, past, size = first[some], own[some] - first[some], count[some]
+    start = np.cumsum(size) - size
+    steps = np.ones(int(size.sum()), dtype=np.int64)
+    if len(steps):
+        end = first + size - 1 + (past < size)  # each run's last candidate
+        steps[start] = first - np.concatenate([[0], end[:-1]])
+        inside = past < size
+        steps[start[inside] + past[inside]] += 1
+    other = np.cumsum(steps, out=steps)
     return count, (other if candidate is None else np.flatnonzero(candidate)[other])
+
+
+def _blocks(count: np.ndarray, runs: np.ndarray | None = None) -> list[tuple[slice, np.ndarray | slice]]:
+    """Blocks of whole runs of about ``_BLOCK_PAIRS`` pairs, for runs whose pairs lie one after
+    another, ``count`` each: (pairs, runs) per block, runs as indices into ``runs`` if given."""
+    ends = np.cumsum(count)
+    if len(ends) == 0 or ends[-1] == 0:
+        return []
+    last = np.searchsorted(ends, np.arange(_BLOCK_PAIRS, ends[-1], _BLOCK_PAIRS))
+    cuts = np.unique(np.concatenate([[0], last + 1, [len(ends)]]))
+    pairs = np.concatenate([[0], ends])[cuts]
+    return [(slice(int(p0), int(p1)), slice(int(r0), int(r1)) if runs is None else runs[r0:r1])
+            for p0, p1, r0, r1 in zip(pairs[:-1], pairs[1:], cuts[:-1], cuts[1:])]
 
 
 class PairwiseProblem:
@@ -315,13 +331,22 @@ class PairwiseProblem:
         X, offsets, click_query, click_doc, candidate = _check_inputs(X, offsets, click_query, click_doc, candidate)
         self.X, self.n_examples = X, len(click_doc)
         # distinct clicked documents, and each example's among them
-        self.doc, self.example_of = np.unique(click_doc, return_inverse=True)
-        self.count, negative = _run_pairs(offsets, self.doc, candidate)
+        clicked = np.bincount(click_doc, minlength=X.shape[0]) > 0
+        self.doc = np.flatnonzero(clicked)
+        self.example_of = (np.cumsum(clicked) - 1)[click_doc]
+        query = np.searchsorted(offsets, self.doc, side="right") - 1
+        self.count, negative = _run_pairs(offsets, query, self.doc, candidate)
         self.run_start = np.cumsum(self.count) - self.count
-        # the solver reads only rows that occur in a pair: copy them when they are few
-        used = np.zeros(X.shape[0], dtype=bool)
-        used[self.doc[self.count > 0]] = True
-        used[negative] = True
+        some = np.flatnonzero(self.count > 0)
+        self.blocks = _blocks(self.count[some], some)
+        # the solver reads only rows that occur in a pair (every candidate of a query with a
+        # run of pairs, and the runs' own documents): copy them when they are few
+        paired = np.zeros(len(offsets) - 1, dtype=bool)
+        paired[query[some]] = True
+        used = np.repeat(paired, np.diff(offsets))
+        if candidate is not None:
+            used &= candidate
+            used[self.doc[some]] = True
         rows = np.flatnonzero(used)
         self.rows, self.X_used, run_row = None, X, self.doc  # rows: of X behind X_used's, if a copy
         if 0 < len(rows) <= X.shape[0] // 2:
@@ -334,14 +359,13 @@ class PairwiseProblem:
 
     def _hinge_sums(self, scores: np.ndarray) -> np.ndarray:
         """Σ_y max(0, 1 - (s_d - s_y)) per distinct clicked document d, from exact scores of X_used."""
-        hinge = np.take(scores, self.negative)
-        hinge -= np.repeat(scores[self.run_row], self.count)
-        hinge += 1.0
-        np.maximum(hinge, 0.0, out=hinge)
         sums = np.zeros(len(self.doc))
-        some = self.count > 0
-        if hinge.size:
-            sums[some] = np.add.reduceat(hinge, self.run_start[some])
+        for pairs, runs in self.blocks:
+            hinge = np.take(scores, self.negative[pairs])
+            hinge -= np.repeat(scores[self.run_row[runs]], self.count[runs])
+            hinge += 1.0
+            np.maximum(hinge, 0.0, out=hinge)
+            sums[runs] = np.add.reduceat(hinge, self.run_start[runs] - pairs.start)
         return sums
 
     def _objective(self, w: np.ndarray, doc_weight: np.ndarray, scores: np.ndarray) -> float:
@@ -416,14 +440,8 @@ class _Pairs:
         self.slope = np.zeros(n)
         if n == 0:
             return
-        ends = self.run_start + self.count
-        last = np.unique(np.searchsorted(ends, np.arange(_BLOCK_PAIRS, n, _BLOCK_PAIRS)))
-        runs = np.concatenate([[0], last + 1, [len(ends)]])
-        runs = np.unique(runs[runs <= len(ends)])
-        pairs = np.concatenate([[0], ends])[runs]
-        self.blocks = [(slice(int(p0), int(p1)), slice(int(r0), int(r1)))
-                       for p0, p1, r0, r1 in zip(pairs[:-1], pairs[1:], runs[:-1], runs[1:])]
-        size = int(np.diff(pairs).max())
+        self.blocks = _blocks(self.count)
+        size = max(p.stop - p.start for p, _ in self.blocks)
         self.floats = (np.empty(size), np.empty(size))
         self.flags = (np.empty(size, dtype=bool), np.empty(size, dtype=bool))
         # a fixed sample of pairs, to bracket the line search's root before the exact pass
@@ -654,14 +672,12 @@ class _PlaneQP:
         self.largest = 0.0  # the largest diagonal of gram
         self.factor = np.zeros((capacity, capacity))  # lower Cholesky factor of gram[S, S] + ridge
         self.coef = [None] * capacity if keep_coef else None
-        self.exact = np.ones(capacity, dtype=bool)  # whether g_t is exact (else X.T @ coef_t is)
         self.pivot = 0
         self.free = []  # S, in the factor's order
         self.solved = True  # whether β minimises the subproblem on F (a new plane leaves F as is)
 
     def add(self, b: float, g: np.ndarray, coef: np.ndarray | None = None) -> None:
-        """A new plane (b, g), with β = 0. With ``coef``, g is an estimate of X.T @ coef
-        (kept when asked for); without, g is exact."""
+        """A new plane (b, g), with β = 0; ``coef`` (kept when asked for) gives g = X.T @ coef."""
         k = self.size
         if k == len(self.b):
             self._grow()
@@ -669,7 +685,6 @@ class _PlaneQP:
         self.g[k] = g
         self.beta[k] = 0.0
         self.idle[k] = 0
-        self.exact[k] = coef is None
         if self.coef is not None:
             self.coef[k] = coef
         difference = g - self.g[self.pivot]
@@ -686,7 +701,6 @@ class _PlaneQP:
         self.g = np.concatenate([self.g, np.zeros_like(self.g)])
         self.beta = np.concatenate([self.beta, np.zeros(k)])
         self.idle = np.concatenate([self.idle, np.zeros(k, dtype=np.int64)])
-        self.exact = np.concatenate([self.exact, np.ones(k, dtype=bool)])
         for name in ("gram", "factor"):
             grown = np.zeros((2 * k, 2 * k))
             grown[:k, :k] = getattr(self, name)
@@ -798,8 +812,8 @@ class _PlaneQP:
         new = np.full(k, -1)
         new[index] = np.arange(len(index))
         m = len(index)
-        self.b[:m], self.g[:m], self.beta[:m], self.idle[:m], self.exact[:m] = (
-            self.b[index], self.g[index], self.beta[index], self.idle[index], self.exact[index])
+        self.b[:m], self.g[:m], self.beta[:m], self.idle[:m] = (
+            self.b[index], self.g[index], self.beta[index], self.idle[index])
         self.gram[:m, :m] = self.gram[index][:, index]
         if self.coef is not None:
             self.coef[:k] = [self.coef[t] for t in index] + [None] * (k - m)
@@ -807,31 +821,17 @@ class _PlaneQP:
         self.free = [int(new[t]) for t in self.free]
         self.size = m
 
-    def certificate(self) -> tuple[float, np.ndarray, np.ndarray | None]:
-        """What the exact reduced dual value b.β - ½‖Σ β_t g_t‖² needs: b.β, the sum of
-        β_t g_t over the exact planes, and the per-document coefficients Σ β_t coef_t of the
-        others (None when none of them carries weight)."""
+    def certificate(self) -> tuple[float, np.ndarray | None]:
+        """What the exact reduced dual value b.β - ½‖Σ β_t g_t‖² needs when the normals are
+        estimates: b.β and the per-document coefficients Σ β_t coef_t, with
+        Σ β_t g_t = X.T @ Σ β_t coef_t (None when only R >= 0 carries weight)."""
         k = self.size
-        support = self.beta[:k] > 0.0
-        known = self.beta[:k][support & self.exact[:k]] @ self.g[:k][support & self.exact[:k]]
         combined = None
-        for t in np.flatnonzero(support & ~self.exact[:k]):
-            combined = self.beta[t] * self.coef[t] if combined is None else combined + self.beta[t] * self.coef[t]
-        return float(self.beta[:k] @ self.b[:k]), known, combined
-
-    def estimated(self) -> tuple[np.ndarray, list]:
-        """The planes whose normals are estimates, and their coefficients."""
-        index = np.flatnonzero(~self.exact[:self.size])
-        return index, [self.coef[t] for t in index]
-
-    def correct(self, index: np.ndarray, normals: np.ndarray) -> None:
-        """Replace the estimated normals of these planes by exact ones."""
-        self.g[index] = normals
-        self.exact[index] = True
-        for t in index:
-            self.coef[t] = None
-        self._refactor(self.pivot)
-        self.solved = False
+        for t in np.flatnonzero(self.beta[:k] > 0.0):
+            if self.coef[t] is not None:
+                term = self.beta[t] * self.coef[t]
+                combined = term if combined is None else combined + term
+        return float(self.beta[:k] @ self.b[:k]), combined
 
     def restart(self, b: float, g: np.ndarray) -> None:
         """Replace every plane by R >= 0 and the one exact plane (b, g), with all the weight."""
@@ -950,7 +950,7 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol, max_iter, callback, sta
     change = np.empty(X.shape[0])
     estimate = 0.0  # the best QP value: a lower bound once every plane is exact
     certified = 0.0  # P >= 0 always
-    final = None  # (w, exact P(w), exact scores) once known
+    final = None  # (w, exact P(w)) once known
     iteration, converged, gaps = 1, False, []
     while True:
         w_cp, value = planes.solve(1e-2 * target * max(objective, _TINY))
@@ -962,23 +962,20 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol, max_iter, callback, sta
         stalled = len(gaps) > _STALL and gaps[-1] > 0.99 * gaps[-1 - _STALL]
         if not exact and (converged or stalled or iteration >= max_iter):
             # the estimates say done (or no longer move): the exact values decide
-            offset, known, combined = planes.certificate()
-            current = final is not None and final[0] is w
-            if not current or combined is not None:
-                at_exact, product = _products(X, None if current else w, combined)
-                if not current:
-                    final = (w, problem._objective(w, doc_weight, at_exact), at_exact)
-                if product is not None:
-                    known = known + product
-            certified = max(certified, offset - 0.5 * float(np.dot(known, known)))
+            offset, combined = planes.certificate()
+            at_exact, product = _products(X, w, combined)
+            final = (w, problem._objective(w, doc_weight, at_exact))
+            if product is None:
+                product = np.zeros(n_features)
+            certified = max(certified, offset - 0.5 * float(np.dot(product, product)))
             objective = final[1]
             converged = objective - certified <= target * max(objective, _TINY)
             estimate = certified
             if not converged and iteration < max_iter:
                 # go on with exact products, from one exact plane aggregating the old ones
                 exact = True
-                planes.restart(offset, known)
-                at_w = final[2].copy()
+                planes.restart(offset, product)
+                at_w = at_exact
                 objective = 0.5 * float(np.dot(w, w)) + pairs.reset(at_w)
                 gaps = [(objective - estimate) / max(objective, _TINY)]
         if callback is not None:
@@ -1002,17 +999,7 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol, max_iter, callback, sta
             w = w + k * direction
             change *= k
             at_w += change
-        if exact or len(gaps) < 3 or gaps[-1] ** 2 > _SPECULATE * target * gaps[-2]:
-            planes.add(b, _products(X, coef=coef, exact=exact)[1], None if exact else coef)
-        else:
-            # the gaps' trend says the next QP is the last: one exact pass gives this plane,
-            # the exact normals of the others and P(w_b), so it need not be followed by another
-            index, coefs = planes.estimated()
-            at_exact, normals = _products(X, w, np.column_stack(coefs + [coef]))
-            planes.correct(index, normals[:-1])
-            planes.add(b, normals[-1])
-            final = (w, problem._objective(w, doc_weight, at_exact), at_exact)
-            objective = final[1]
+        planes.add(b, _products(X, coef=coef, exact=exact)[1], None if exact else coef)
         iteration += 1
 
     if final is None or final[0] is not w:
