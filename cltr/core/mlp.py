@@ -18,8 +18,7 @@ risk's gradient sums to zero over a query, so such a bias would never move).
 Minibatches: every epoch the queries that have at least one click are shuffled (from the
 seed) and cut into batches of about ``batch_docs`` documents (a query joins the batch in
 which its first document falls, so a batch may exceed ``batch_docs`` by one query). Each
-candidate of a batch is scored once per step, and the batch's (click, candidate) pairs are
-expanded once per batch layout. A step minimises
+candidate of a batch is scored once per step. A step minimises
 
     loss_b = B · (1/n) Σ_{i in batch b} (1/q_i) · lambda(1 + Σ_y hinge_iy)
 
@@ -43,7 +42,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.special import expit
 
-from cltr.core.objectives import RankWeight, click_pairs, risk_gradient
+from cltr.core.objectives import RankWeight, risk_gradient
 
 __all__ = [
     "ACTIVATIONS",
@@ -270,7 +269,6 @@ def loss_and_gradient(
     weight: RankWeight | str,
     *,
     n: int | None = None,
-    pairs: tuple[np.ndarray, np.ndarray] | None = None,
     scale: float = 1.0,
     example_weight: np.ndarray | None = None,
 ) -> tuple[float, list[np.ndarray]]:
@@ -281,7 +279,7 @@ def loss_and_gradient(
     net : MLPScorer
     X : ndarray, shape (n_docs, n_features)
         The rows of the queries concerned (a whole split or one batch).
-    offsets, click_query, click_doc, propensity, weight, n, pairs, example_weight
+    offsets, click_query, click_doc, propensity, weight, n, example_weight
         As in ``objectives.risk``, relative to these rows.
     scale : float
         Multiplies the value and the gradients (the batch factor B of the module docstring).
@@ -294,7 +292,7 @@ def loss_and_gradient(
     """
     activations = net.forward(X)
     value, grad_scores = risk_gradient(activations[-1][:, 0], offsets, click_query, click_doc,
-                                       propensity, weight, n=n, pairs=pairs, example_weight=example_weight)
+                                       propensity, weight, n=n, example_weight=example_weight)
     if scale != 1.0:
         grad_scores *= scale
     return float(value * scale), net.backward(activations, grad_scores)
@@ -314,8 +312,6 @@ class Batch:
     click_query, click_doc : ndarray of int64, shape (k,)
         Local query and local row of each of the batch's clicks.
     propensity : ndarray of float64, shape (k,), or None
-    pairs : tuple of ndarray
-        ``click_pairs`` of the local arrays, expanded once.
     example_weight : ndarray of float64, shape (k,), or None
         The clicks' explicit weights, where given instead of propensities.
     """
@@ -325,7 +321,6 @@ class Batch:
     click_query: np.ndarray
     click_doc: np.ndarray
     propensity: np.ndarray | None
-    pairs: tuple
     example_weight: np.ndarray | None = None
 
 
@@ -394,7 +389,6 @@ def click_batches(
         local_doc = click_doc[clicks] - offsets[q][local_query] + local_offsets[local_query]
         batches.append(Batch(rows=rows, offsets=local_offsets, click_query=local_query,
                              click_doc=local_doc, propensity=None if propensity is None else propensity[clicks],
-                             pairs=click_pairs(local_offsets, local_query, local_doc),
                              example_weight=None if example_weight is None else example_weight[clicks]))
     return batches
 

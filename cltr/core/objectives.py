@@ -14,8 +14,14 @@ Legend (paper Sec. 3, Table 1, and Sec. 4, Eq. riskhinge):
 Because rank(y_i) - 1 = Σ_y 1[f(y) > f(y_i)] is at most the sum of hinges (a tie counts 1
 in the hinge and 0 in the rank), and lambda is non-decreasing, R(f) bounds the IPS estimate
 of the metric from above for every scorer. Everything here works on flat arrays plus query
-offsets; the (example, other candidate) pairs are expanded once by ``click_pairs`` and may
-be passed back in to skip the expansion on repeated calls.
+offsets.
+
+Two computations of the hinges give the same active pairs (the same comparison, in the same
+floating point): by default each query's scores are sorted once and every example finds its
+active documents, a suffix of its query's order, by binary search, so a call costs
+O(n_docs log n_docs + n_examples log docs-per-query) and nothing per pair; with ``pairs``
+(``click_pairs``) every (example, other candidate) pair is expanded, O(n_pairs), the direct
+transcription of the formula that the tests use as the oracle of the sorted one.
 """
 
 from __future__ import annotations
@@ -413,6 +419,94 @@ def _margins(scores, click_doc, pair_example, pair_doc):
     return 1.0 - (scores[click_doc[pair_example]] - scores[pair_doc])
 
 
+@dataclass(frozen=True)
+class _Hinges:
+    """The hinges of every example at some scores: its bound, how many of its pairs are
+    active (A_i, margin > 0), and ``spread`` for sums over the active pairs."""
+
+    bound: np.ndarray                       # 1 + Σ_y max(0, 1 - (f(y_i) - f(y))), shape (n_examples,)
+    n_active: np.ndarray                    # |A_i|, shape (n_examples,)
+    spread: Callable[[np.ndarray], np.ndarray]   # w -> Σ_{i : y in A_i} w_i per document, shape (n_docs,)
+
+
+def _pair_hinges(scores, click_doc, pair_example, pair_doc) -> _Hinges:
+    """The hinges from expanded pairs, O(n_pairs)."""
+    n_examples, n_docs = len(click_doc), len(scores)
+    margin = _margins(scores, click_doc, pair_example, pair_doc)
+    active = margin > 0.0
+    bound = 1.0 + np.bincount(pair_example, weights=np.where(active, margin, 0.0), minlength=n_examples)
+    active_example, active_doc = pair_example[active], pair_doc[active]
+
+    def spread(w):
+        # bincount returns int64 when no pair is active
+        return np.bincount(active_doc, weights=w[active_example], minlength=n_docs).astype(np.float64, copy=False)
+
+    return _Hinges(bound, np.bincount(active_example, minlength=n_examples), spread)
+
+
+def _sorted_hinges(scores, offsets, click_query, click_doc, candidate) -> _Hinges:
+    """The hinges by sorting each query's scores once, with no pair expanded.
+
+    y is in A_i iff 1 - (f(y_i) - f(y)) > 0, evaluated exactly as ``_margins`` does; in
+    floating point that expression is non-decreasing in f(y), so A_i is a suffix of y_i's
+    query sorted by score (clicked document included: its own margin is 1), found by binary
+    search with that very comparison. Then |A_i| and Σ_{y in A_i} f(y) are suffix counts and
+    sums, the bound is |A_i|(1 - f(y_i)) + Σ f(y) less the clicked document's own 1, and a
+    sum over active pairs is a prefix sum, within the query, of the weights put at each
+    example's first active position. The running sums are in extended precision so that
+    subtracting one query's start from them loses nothing of the per-query values.
+    """
+    n_docs, n_examples, n_queries = len(scores), len(click_doc), len(offsets) - 1
+    doc_query = np.repeat(np.arange(n_queries, dtype=np.int64), np.diff(offsets))
+    docs = np.arange(n_docs, dtype=np.int64) if candidate is None else np.flatnonzero(candidate)
+    # candidate documents sorted by (query, score): a quicksort on the scores, then a stable
+    # sort on the query (a radix sort for 16-bit keys)
+    by_score = docs[np.argsort(scores[docs])]
+    query_of = doc_query[by_score]
+    order = by_score[np.argsort(query_of.astype(np.int16 if n_queries < 2 ** 15 else np.int64), kind="stable")]
+    sorted_scores = scores[order]
+    start = np.concatenate([[0], np.cumsum(np.bincount(doc_query[docs], minlength=n_queries))])
+    lo, hi = start[click_query], start[click_query + 1]
+    end = hi.copy()
+    clicked = scores[click_doc]
+    # first position whose margin is > 0 (LOOP: about log2 of the largest query)
+    while True:
+        open_ = lo < hi
+        if not open_.any():
+            break
+        mid = (lo + hi) // 2
+        inactive = open_ & ~(1.0 - (clicked - sorted_scores[np.minimum(mid, len(order) - 1)]) > 0.0)
+        lo = np.where(inactive, mid + 1, lo)
+        hi = np.where(open_ & ~inactive, mid, hi)
+    first = lo
+    own = np.ones(n_examples, dtype=bool) if candidate is None else np.asarray(candidate, dtype=bool)[click_doc]
+    count = end - first                         # active documents, the clicked one included when a candidate
+    running = np.concatenate([[0.0], np.cumsum(sorted_scores, dtype=np.longdouble)])
+    total = running[end] - running[first]
+    bound = 1.0 + (count * (1.0 - clicked.astype(np.longdouble)) + total) - own
+    query_start = start[doc_query[order]]       # for every sorted position, its query's first
+
+    def spread(w):
+        # each example's weight at its first active position (none when no document is active)
+        at = np.bincount(first, weights=np.where(first < end, w, 0.0), minlength=len(order) + 1)
+        prefix = np.cumsum(at, dtype=np.longdouble)
+        within = prefix[:len(order)] - np.concatenate([[0.0], prefix])[query_start]
+        out = np.zeros(n_docs, dtype=np.longdouble)
+        out[order] = within
+        # the clicked document is in its own suffix, not a pair of its example
+        out -= np.bincount(click_doc, weights=np.where(own, w, 0.0), minlength=n_docs)
+        return out.astype(np.float64)
+
+    return _Hinges(bound.astype(np.float64), count - own, spread)
+
+
+def _hinges(scores, offsets, click_query, click_doc, candidate, pairs) -> _Hinges:
+    if pairs is None:
+        return _sorted_hinges(scores, offsets, click_query, click_doc, candidate)
+    pair_example, pair_doc = _pairs(offsets, click_query, click_doc, candidate, pairs)
+    return _pair_hinges(scores, click_doc, pair_example, pair_doc)
+
+
 def hinge_rank_bound(
     scores: np.ndarray,
     offsets: np.ndarray,
@@ -439,8 +533,9 @@ def hinge_rank_bound(
     candidate : ndarray of bool, shape (n_docs,), optional
         Which documents may be y in Y_i (see ``click_pairs``); ``None``: all of the query.
     pairs : tuple of ndarray, optional
-        ``(pair_example, pair_doc)`` from ``click_pairs`` on the same examples, to skip the
-        expansion on repeated calls. Exclusive with ``candidate``.
+        ``(pair_example, pair_doc)`` from ``click_pairs`` on the same examples: compute over
+        these expanded pairs instead of sorting (the module docstring); the same active
+        pairs, O(n_pairs) a call. Exclusive with ``candidate``.
 
     Returns
     -------
@@ -448,9 +543,7 @@ def hinge_rank_bound(
         The bound, >= 1; a tie counts a full 1.
     """
     scores, offsets, click_query, click_doc = _check_examples(scores, offsets, click_query, click_doc)
-    pair_example, pair_doc = _pairs(offsets, click_query, click_doc, candidate, pairs)
-    hinge = np.maximum(_margins(scores, click_doc, pair_example, pair_doc), 0.0)
-    return 1.0 + np.bincount(pair_example, weights=hinge, minlength=len(click_doc))
+    return _hinges(scores, offsets, click_query, click_doc, candidate, pairs).bound
 
 
 def _weight(weight) -> RankWeight:
@@ -559,31 +652,21 @@ def risk_gradient(
         raise ValueError(f"rank weight {weight.name!r} is a step function, for evaluation only; "
                          f"train on 'avgrank', 'dcg' or 'rbp:<p>'")
     scores, offsets, click_query, click_doc = _check_examples(scores, offsets, click_query, click_doc)
-    pair_example, pair_doc = _pairs(offsets, click_query, click_doc, candidate, pairs)
     n_examples = len(click_doc)
     cost = _example_costs(propensity, example_weight, n_examples)
     scale = _normaliser(n, n_examples)
 
-    margin = _margins(scores, click_doc, pair_example, pair_doc)
-    active = margin > 0.0
-    hinge = np.where(active, margin, 0.0)
-    bound = 1.0 + np.bincount(pair_example, weights=hinge, minlength=n_examples)
-    value = float(np.sum(weight.value(bound) * cost) / scale)
-
-    coef = weight.derivative(bound) * cost / scale
-    active_example = pair_example[active]
-    n_active = np.bincount(active_example, minlength=n_examples)
-    # bincount returns int64 when no pair is active; the scatter needs float64
-    grad = np.bincount(pair_doc[active], weights=coef[active_example],
-                       minlength=len(scores)).astype(np.float64, copy=False)
-    clicked = np.bincount(click_doc, weights=coef * n_active, minlength=len(scores))
+    hinges = _hinges(scores, offsets, click_query, click_doc, candidate, pairs)
+    value = float(np.sum(weight.value(hinges.bound) * cost) / scale)
+    coef = weight.derivative(hinges.bound) * cost / scale
+    grad = hinges.spread(coef)
+    clicked = np.bincount(click_doc, weights=coef * hinges.n_active, minlength=len(scores))
     if with_curvature:
         if np.all(coef >= 0):
             return value, grad - clicked, grad + clicked
         # signed example weights: the curvature sums the pair terms' absolute values
         size = np.abs(coef)
-        curvature = np.bincount(pair_doc[active], weights=size[active_example], minlength=len(scores)) \
-            + np.bincount(click_doc, weights=size * n_active, minlength=len(scores))
+        curvature = hinges.spread(size) + np.bincount(click_doc, weights=size * hinges.n_active, minlength=len(scores))
         return value, grad - clicked, curvature
     grad -= clicked
     return value, grad

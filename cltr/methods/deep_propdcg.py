@@ -267,7 +267,7 @@ def train_deep_propdcg(
             for batch in batches:
                 value, grads = loss_and_gradient(
                     net, X[batch.rows], batch.offsets, batch.click_query, batch.click_doc,
-                    batch.propensity, weight, n=n_clicks, pairs=batch.pairs, scale=float(len(batches)),
+                    batch.propensity, weight, n=n_clicks, scale=float(len(batches)),
                     example_weight=batch.example_weight)
                 optimizer.step(grads, lr)
                 losses.append(value)

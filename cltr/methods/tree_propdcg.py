@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cltr.core.clicks import ClickLog
-from cltr.core.objectives import check_signed_weights, click_pairs, rank_weight, risk_gradient
+from cltr.core.objectives import check_signed_weights, rank_weight, risk_gradient
 from cltr.core.queries import Queries
 from cltr.methods import Method, TrainingData
 from cltr.methods.lambdarank import click_labels
@@ -107,7 +107,6 @@ class PropensityObjective:
         self.weight = rank_weight(weight)
         if len(self.click_doc) == 0:
             raise ValueError("no clicks: Tree PropDCG has nothing to learn from")
-        self.pairs = click_pairs(self.offsets, self.click_query, self.click_doc)
         self.hessian = hessian
         self.n_docs = int(self.offsets[-1])
         start = self.pair_curvature(np.zeros(self.n_docs))
@@ -121,7 +120,7 @@ class PropensityObjective:
         """``(n · R(f), n · dR/df)`` at ``scores``, shape (n_docs,), by ``risk_gradient``
         (and the pair curvature, with ``with_curvature``)."""
         return risk_gradient(scores, self.offsets, self.click_query, self.click_doc, None, self.weight, n=1,
-                             pairs=self.pairs, with_curvature=with_curvature, example_weight=self.cost)
+                             with_curvature=with_curvature, example_weight=self.cost)
 
     def pair_curvature(self, scores: np.ndarray) -> np.ndarray:
         """h(y) = Σ over y's active pairs of lambda'(bound_i) |c_i|, shape (n_docs,)."""

@@ -54,7 +54,7 @@ def test_query_batched_loss_equals_the_clicks_one_at_a_time(tiny_click_problem):
         # every candidate of the batch's queries, whole queries only
         assert len(batch.rows) == batch.offsets[-1] and len(np.unique(batch.rows)) == len(batch.rows)
         value, batch_grads = loss_and_gradient(net, X[batch.rows], batch.offsets, batch.click_query,
-                                               batch.click_doc, batch.propensity, "dcg", n=n, pairs=batch.pairs)
+                                               batch.click_doc, batch.propensity, "dcg", n=n)
         total += value
         grads = [g + b for g, b in zip(grads, batch_grads)]
     assert total == pytest.approx(one_at_a_time, rel=1e-12)

@@ -230,16 +230,32 @@ def test_vectorised_bound_and_risk_equal_double_loops(seed):
             assert value == pytest.approx(expected)
 
 
-def test_precomputed_pairs_give_the_same_results():
-    rng = np.random.default_rng(11)
-    scores, offsets, click_query, click_doc, propensity = random_problem(rng, n_queries=6)
-    candidate = rng.random(len(scores)) < 0.7
-    pairs = click_pairs(offsets, click_query, click_doc, candidate)
-    args = (scores, offsets, click_query, click_doc, propensity, "dcg")
-    assert risk(*args, pairs=pairs) == risk(*args, candidate=candidate)
-    v1, g1 = risk_gradient(*args, pairs=pairs)
-    v2, g2 = risk_gradient(*args, candidate=candidate)
-    assert v1 == v2 and np.array_equal(g1, g2)
+@pytest.mark.parametrize("seed", range(12))
+def test_sorted_hinges_equal_the_expanded_pairs(seed):
+    """The default computation (each query sorted once, active sets found by binary search)
+    against the direct one over every expanded (example, candidate) pair: the same active
+    pairs, so the same risk, gradient and curvature up to summation order. Half the draws
+    have half-integer scores, so that ties and hinges exactly at their kink occur."""
+    rng = np.random.default_rng(seed)
+    n_queries = int(rng.integers(1, 40))
+    sizes = rng.integers(1, 30, n_queries)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    scores = rng.normal(size=offsets[-1]) * 3 if seed % 2 else rng.integers(-4, 5, offsets[-1]) * 0.5
+    n_examples = int(rng.integers(1, 200))
+    click_query = rng.integers(0, n_queries, n_examples)
+    click_doc = offsets[click_query] + (rng.random(n_examples) * sizes[click_query]).astype(np.int64)
+    signed = rng.normal(size=n_examples) if seed % 3 == 0 else rng.random(n_examples) + 0.05
+    candidate = rng.random(len(scores)) < 0.6
+    for mask in (None, candidate):
+        pairs = click_pairs(offsets, click_query, click_doc, mask)
+        args = (scores, offsets, click_query, click_doc, None, "dcg")
+        assert hinge_rank_bound(*args[:4], candidate=mask) == pytest.approx(
+            hinge_rank_bound(*args[:4], pairs=pairs), rel=1e-13, abs=1e-13)
+        fast = risk_gradient(*args, candidate=mask, with_curvature=True, example_weight=signed)
+        slow = risk_gradient(*args, pairs=pairs, with_curvature=True, example_weight=signed)
+        assert fast[0] == pytest.approx(slow[0], rel=1e-13, abs=1e-13)
+        for a, b in zip(fast[1:], slow[1:]):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="not both"):
         risk(*args, pairs=pairs, candidate=candidate)
 
