@@ -1119,6 +1119,11 @@ def figures_command(session: Session, name, dataset, reps, n_jobs, backend, sche
     misspec         Figure 5: Avg DCG under misspecified propensities
     ccp             Figure 6: CCP objective and training DCG per iteration
     deep            Figure 7: Deep PropDCG against SVM PropDCG
+    clipping        beyond the paper: propensity clipping
+    propensity      beyond the paper: propensities estimated from logs
+    trust           beyond the paper: trust bias (IPS, Bayes-IPS, affine)
+    cascade         beyond the paper: cascade clicks (DCM)
+    topk            beyond the paper: top-k display, policy-aware propensities
     smoke           a tiny version of everything (CI)
     Every (point, repetition) is a cached task: an interrupted run resumes where it stopped.
     """

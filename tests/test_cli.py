@@ -188,6 +188,14 @@ def test_every_method_has_a_command_whose_help_lists_every_option(name, invoke):
     assert name in invoke("train", "--help").output
 
 
+def test_figures_help_lists_every_spec(invoke):
+    from cltr.pipeline.experiments import spec_names
+
+    listed = {line.split()[0] for line in invoke("figures", "--help").output.splitlines()
+              if line.startswith("  ") and len(line.split()) > 1}
+    assert set(spec_names()) <= listed, sorted(set(spec_names()) - listed)
+
+
 def test_simulate_help_lists_every_click_model_setting(invoke):
     result = invoke("simulate", "--help")
     text = _squeeze(result.output)
