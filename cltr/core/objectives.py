@@ -469,7 +469,8 @@ def _sorted_hinges(scores, offsets, click_query, click_doc, candidate) -> _Hinge
     lo, hi = start[click_query], start[click_query + 1]
     end = hi.copy()
     clicked = scores[click_doc]
-    # first position whose margin is > 0 (LOOP: about log2 of the largest query)
+    # every example's first position with margin > 0: a binary search run on all examples at
+    # once, about log2(largest query) rounds
     while True:
         open_ = lo < hi
         if not open_.any():
