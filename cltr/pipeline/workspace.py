@@ -22,6 +22,9 @@ the same content, and arrays that differ from the surviving manifest's would be 
 load); temporary files of writers that died are removed by the next write into their
 directory. Files are created with the user's umask, and nothing is
 written when nothing changes, so a finished workspace can be used read-only.
+
+Work done once. A process about to compute an artifact takes an advisory lock on it; another
+process that needs the same artifact meanwhile waits and reuses it (``_computing``).
 """
 
 from __future__ import annotations
@@ -226,6 +229,41 @@ def _read_json(path: Path) -> dict:
     return value
 
 
+@contextmanager
+def _computing(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive advisory lock (``flock``) on ``lock_path`` while one process
+    computes an artifact, so that another process needing the same artifact (two parallel
+    tasks of one repetition, say, sharing its production ranker, clicks or skyline) waits and
+    then reuses it instead of computing it again. The lock is released when the process
+    ends, however it ends. Where ``flock`` is unavailable (Windows, some network file
+    systems) or the lock file cannot be made, both compute, and the atomic writes keep that
+    correct: it only costs time. The lock file is removed once the artifact is written, and
+    a waiting process that then takes the old file's lock finds the artifact."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        yield
+        return
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:
+        yield  # the save that follows reports an unwritable workspace
+        return
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+    finally:
+        try:
+            lock_path.unlink()
+        except OSError:
+            pass
+        os.close(descriptor)
+
+
 def _save_unit(arrays_path: Path, manifest_path: Path, write_arrays: Callable[[BinaryIO], None],
                manifest: dict) -> dict:
     """Write the arrays, then the manifest that records their sha256 (so a manifest exists
@@ -351,17 +389,30 @@ class Workspace:
         artifact was reused. A damaged artifact is recomputed, with a warning.
         """
         key = config_key(config)
-        try:
-            found = self.load(dataset, stage, key)
-        except DamagedArtifact as error:
-            log.warning("%s; computing it again", error)
-            found = None
+        arrays_path, _ = self._paths(dataset, stage, key)
+
+        def reuse(warn: bool) -> Artifact | None:
+            try:
+                found = self.load(dataset, stage, key)
+            except DamagedArtifact as error:
+                if warn:
+                    log.warning("%s; computing it again", error)
+                return None
+            if found is not None:
+                log.info("reused %s", arrays_path)
+            return found
+
+        found = reuse(warn=True)
         if found is not None:
-            log.info("reused %s", self._paths(dataset, stage, key)[0])
             return found, True
-        start = time.perf_counter()
-        arrays, info = compute()
-        return self.save(dataset, stage, config, arrays, info, time.perf_counter() - start), False
+        with _computing(arrays_path.parent / f".{key}.lock"):
+            # another process may have computed it while this one waited for the lock
+            found = reuse(warn=False)
+            if found is not None:
+                return found, True
+            start = time.perf_counter()
+            arrays, info = compute()
+            return self.save(dataset, stage, config, arrays, info, time.perf_counter() - start), False
 
     # -- what each stage used last -----------------------------------------------------
     def current(self, dataset: str) -> dict:

@@ -187,3 +187,33 @@ def test_a_dataset_and_its_record_are_one_unit(tmp_path):
     # a record without arrays (a first prepare killed between its writes) is no dataset
     (tmp_path / "datasets" / "s.npz").unlink()
     assert not space.has_dataset("s")
+
+
+def _compute_once(root, log_path, barrier_path):
+    """One process's request for the artifact {"x": 1}: each computation appends a line."""
+    def compute():
+        with open(log_path, "a") as log_file:
+            log_file.write(f"{os.getpid()}\n")
+        time.sleep(0.5)  # long enough for the other process to ask while this one computes
+        return {"a": np.arange(3)}, {"by": os.getpid()}
+
+    while not os.path.exists(barrier_path):  # start together
+        time.sleep(0.01)
+    artifact, reused = Workspace(root).cached("d", "models", {"x": 1}, compute)
+    return artifact.info["by"], reused
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the lock is POSIX flock")
+def test_two_processes_needing_one_artifact_compute_it_once(tmp_path):
+    from concurrent.futures import ProcessPoolExecutor
+
+    log_path, barrier = tmp_path / "computed.txt", tmp_path / "go"
+    with ProcessPoolExecutor(2) as pool:
+        futures = [pool.submit(_compute_once, tmp_path / "w", log_path, barrier) for _ in range(2)]
+        time.sleep(0.3)
+        barrier.touch()
+        results = [f.result() for f in futures]
+    assert len(log_path.read_text().split()) == 1, "the artifact was computed twice"
+    assert sorted(reused for _, reused in results) == [False, True]
+    assert results[0][0] == results[1][0]  # both got the one computed artifact
+    assert not list((tmp_path / "w" / "d" / "models").glob(".*.lock"))
