@@ -199,8 +199,11 @@ def summarise(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     summary["n"] = grouped.size()
     intervals = [bootstrap_interval(group[spec.metric], seed=spec.seed, level=LEVEL, resamples=RESAMPLES)
                  for _, group in grouped]
-    summary[f"{spec.metric}_low"] = [low for low, _ in intervals]
-    summary[f"{spec.metric}_high"] = [high for _, high in intervals]
+    # pandas' mean (compensated summation) and numpy's resampled means can round equal runs
+    # (the skyline's) one ulp apart: the interval is widened to hold the mean it is drawn around
+    mean = summary[f"{spec.metric}_mean"].to_numpy()
+    summary[f"{spec.metric}_low"] = np.fmin([low for low, _ in intervals], mean)
+    summary[f"{spec.metric}_high"] = np.fmax([high for _, high in intervals], mean)
     return summary.reset_index()
 
 

@@ -89,6 +89,23 @@ def test_bootstrap_interval_is_seeded_and_brackets_the_mean():
     assert bootstrap_interval([0.7], seed=0) == (0.7, 0.7)
 
 
+def test_intervals_hold_their_mean_when_every_run_is_equal(tmp_path):
+    # six equal runs (the skyline's): pandas' mean of these is one ulp below numpy's resampled
+    # means, which made the error bar negative and the Table 2 plot fail on MQ2008 Fold 1
+    spec = _toy_spec(methods=("a-rank",), references=("skyline",), name="t", seed=2019)
+    equal = float.fromhex("0x1.6d1ee3cdb223ep-1")  # the MQ2008 Fold 1 skyline's Avg DCG
+    other = [0.5, 0.6, 0.55, 0.52, 0.58, 0.61]
+    # one task's rows per repetition, as run_experiment gives them
+    frame = pd.DataFrame({"method": ["a-rank", "skyline"] * 6, "dataset": "letor",
+                          "repetition": np.repeat(np.arange(6), 2),
+                          "avg_dcg": [x for value in other for x in (value, equal)],
+                          "avg_rank": 3.0, "ndcg@10": 0.5, "train_clicks": 100, "irrelevant_click_share": 0.1})
+    summary = summarise(frame, spec)
+    assert (summary["avg_dcg_low"] <= summary["avg_dcg_mean"]).all()
+    assert (summary["avg_dcg_mean"] <= summary["avg_dcg_high"]).all()
+    plot(frame, spec)
+
+
 def _toy_spec(**fields) -> Spec:
     base = {"name": "toy", "kind": "table", "dataset": "letor", "methods": ("a-rank", "b-rank", "c-rank"),
             "seed": 5}
