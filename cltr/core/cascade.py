@@ -23,7 +23,7 @@ from typing import Callable
 
 import numpy as np
 
-from cltr.core.clicks import ClickLog
+from cltr.core.clicks import ClickLog, draw_sessions, logged_clicks
 
 __all__ = ["cascade_examination", "cascade_propensity", "simulate_cascade"]
 
@@ -115,18 +115,14 @@ def simulate_cascade(
     ClickLog
         In pass order, within a pass by document.
     """
-    if passes < 1:
-        raise ValueError(f"passes must be at least 1, found {passes}")
     order, starts, doc_query = _rank_major(rank, offsets)
     attraction = np.asarray(attraction, dtype=np.float64)
     go_on = attraction * np.asarray(continuation, dtype=np.float64)
     n_queries = len(offsets) - 1
-    passes_per_chunk = max(1, chunk_impressions // max(1, len(order)))
-    found_pass, found_doc = [], []
-    done = 0
-    while done < passes:
-        chunk = min(passes_per_chunk, passes - done)
+
+    def draw(chunk):
         examining = np.ones((chunk, n_queries), dtype=bool)
+        hit_pass, hit_doc = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
         for r in range(len(starts) - 1):
             docs = order[starts[r]:starts[r + 1]]
             queries = doc_query[docs]
@@ -134,19 +130,16 @@ def simulate_cascade(
             looking = examining[:, queries]
             click = looking & (u < attraction[docs])
             examining[:, queries] = looking & ~(click & (u >= go_on[docs]))
-            hit_pass, hit_col = np.nonzero(click)
-            found_pass.append(hit_pass + done)
-            found_doc.append(docs[hit_col])
-        done += chunk
-        if progress is not None:
-            progress(done)
-    pass_index = np.concatenate(found_pass).astype(np.int64) if found_pass else np.zeros(0, np.int64)
-    doc = np.concatenate(found_doc).astype(np.int64) if found_doc else np.zeros(0, np.int64)
+            at_pass, at_col = np.nonzero(click)
+            hit_pass.append(at_pass)
+            hit_doc.append(docs[at_col])
+        return np.concatenate(hit_pass), np.concatenate(hit_doc)
+
+    pass_index, doc = draw_sessions(draw, passes=passes, draws_per_pass=len(order),
+                                    chunk_impressions=chunk_impressions, progress=progress)
     in_order = np.lexsort((doc, pass_index))
-    pass_index, doc = pass_index[in_order], doc[in_order]
-    return ClickLog(query=doc_query[doc], doc=doc, rank=np.asarray(rank, dtype=np.int64)[doc],
-                    propensity=np.asarray(propensity, dtype=np.float64)[doc], pass_index=pass_index,
-                    n_passes=passes, n_queries=n_queries)
+    return logged_clicks(doc[in_order], pass_index[in_order], rank=rank, propensity=propensity, offsets=offsets,
+                         passes=passes)
 
 
 def cascade_propensity(session: np.ndarray, rank: np.ndarray, continuation: np.ndarray) -> np.ndarray:

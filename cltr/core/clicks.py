@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 
 __all__ = ["ClickLog", "Impressions", "presented_impressions", "aggregate_impressions", "effective_sample_size",
-           "position_propensity", "simulate_clicks"]
+           "position_propensity", "simulate_clicks", "draw_sessions", "logged_clicks"]
 
 
 @dataclass(frozen=True)
@@ -264,34 +264,52 @@ def simulate_clicks(
     progress : callable, optional
         Called with the number of passes completed after each chunk.
     """
-    if passes < 1:
-        raise ValueError(f"passes must be at least 1, found {passes}")
     click_probability = np.asarray(click_probability, dtype=np.float64)
-    sizes = np.diff(np.asarray(offsets, dtype=np.int64))
-    doc_query = np.repeat(np.arange(len(sizes)), sizes)
     # Only documents that can be clicked need a draw per session; drawing for the others
     # too would not change the result, only waste time.
     clickable = np.flatnonzero(click_probability > 0)
     threshold = click_probability[clickable]
-    passes_per_chunk = max(1, chunk_impressions // max(1, len(clickable)))
+
+    def draw(chunk):
+        hit_pass, hit_col = np.nonzero(rng.random((chunk, len(clickable))) < threshold)
+        return hit_pass, clickable[hit_col]
+
+    pass_index, doc = draw_sessions(draw, passes=passes, draws_per_pass=len(clickable),
+                                    chunk_impressions=chunk_impressions, progress=progress)
+    return logged_clicks(doc, pass_index, rank=rank, propensity=propensity, offsets=offsets, passes=passes)
+
+
+def draw_sessions(draw: Callable[[int], tuple[np.ndarray, np.ndarray]], *, passes: int, draws_per_pass: int,
+                  chunk_impressions: int, progress: Callable[[int], None] | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The pass loop every click simulator shares: ``draw(chunk)`` simulates ``chunk``
+    passes at once and returns (pass within the chunk, document) of each click; chunks hold
+    at most ``chunk_impressions`` of the ``draws_per_pass`` random draws a pass needs (at
+    least one pass), and ``progress`` hears the passes done after each. Returns the clicks'
+    (pass_index, doc), int64, in the order drawn."""
+    if passes < 1:
+        raise ValueError(f"passes must be at least 1, found {passes}")
+    passes_per_chunk = max(1, chunk_impressions // max(1, draws_per_pass))
     found_pass, found_doc = [], []
     done = 0
     while done < passes:
         chunk = min(passes_per_chunk, passes - done)
-        hit_pass, hit_col = np.nonzero(rng.random((chunk, len(clickable))) < threshold)
+        hit_pass, hit_doc = draw(chunk)
         found_pass.append(hit_pass + done)
-        found_doc.append(clickable[hit_col])
+        found_doc.append(hit_doc)
         done += chunk
         if progress is not None:
             progress(done)
     pass_index = np.concatenate(found_pass).astype(np.int64) if found_pass else np.zeros(0, np.int64)
     doc = np.concatenate(found_doc).astype(np.int64) if found_doc else np.zeros(0, np.int64)
-    return ClickLog(
-        query=doc_query[doc].astype(np.int64),
-        doc=doc,
-        rank=np.asarray(rank, dtype=np.int64)[doc],
-        propensity=np.asarray(propensity, dtype=np.float64)[doc],
-        pass_index=pass_index,
-        n_passes=passes,
-        n_queries=len(sizes),
-    )
+    return pass_index, doc
+
+
+def logged_clicks(doc: np.ndarray, pass_index: np.ndarray, *, rank, propensity, offsets, passes: int) -> ClickLog:
+    """The ``ClickLog`` of simulated clicks (int64 ``doc``, ``pass_index``): each document's
+    query, presented rank and logged propensity looked up from the per-document arrays."""
+    sizes = np.diff(np.asarray(offsets, dtype=np.int64))
+    doc_query = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+    return ClickLog(query=doc_query[doc], doc=doc, rank=np.asarray(rank, dtype=np.int64)[doc],
+                    propensity=np.asarray(propensity, dtype=np.float64)[doc], pass_index=pass_index,
+                    n_passes=passes, n_queries=len(sizes))

@@ -27,13 +27,15 @@ bootstrap replicates. Bootstrap bands resample queries (the clusters) with repla
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import NamedTuple
 
 import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit, xlog1py, xlogy
+
+from cltr.core.clicks import Impressions
 
 __all__ = ["PropensityEstimate", "em_propensities", "harvest_propensities"]
 
@@ -115,13 +117,9 @@ class PropensityEstimate:
 # --------------------------------------------------------------------------- validation
 
 
-class _Table(NamedTuple):
-    query: np.ndarray
-    doc: np.ndarray
-    rank: np.ndarray
-    ranker: np.ndarray
-    impressions: np.ndarray
-    clicks: np.ndarray
+def _rows(t: Impressions, keep: np.ndarray) -> Impressions:
+    """The rows ``keep`` of every column."""
+    return Impressions(**{f.name: getattr(t, f.name)[keep] for f in fields(t)})
 
 
 def _as_int(name: str, values) -> np.ndarray:
@@ -139,7 +137,7 @@ def _as_int(name: str, values) -> np.ndarray:
     raise ValueError(f"{name} must be an integer array, found dtype {a.dtype}")
 
 
-def _check_table(query, doc, rank, ranker, impressions, clicks) -> _Table:
+def _check_table(query, doc, rank, ranker, impressions, clicks) -> Impressions:
     """Validated int64 columns; ``ranker=None`` (regression EM) stands for a single ranker 0."""
     columns = {"query": query, "doc": doc, "rank": rank, "ranker": ranker,
                "impressions": impressions, "clicks": clicks}
@@ -152,7 +150,7 @@ def _check_table(query, doc, rank, ranker, impressions, clicks) -> _Table:
         raise ValueError("the impression table is empty")
     if ranker is None:
         arrays["ranker"] = np.zeros(lengths["query"], dtype=np.int64)
-    t = _Table(**arrays)
+    t = Impressions(**arrays)
     for name, low in (("rank", 1), ("ranker", 0), ("impressions", 0), ("clicks", 0)):
         a = getattr(t, name)
         bad = np.flatnonzero(a < low)
@@ -243,11 +241,11 @@ class _HarvestStatistics(NamedTuple):
                 np.asarray(n.T @ counts.T).T.reshape(b, k, k))
 
 
-def _harvest_statistics(t: _Table, max_rank: int) -> _HarvestStatistics:
+def _harvest_statistics(t: Impressions, max_rank: int) -> _HarvestStatistics:
     keep = (t.rank <= max_rank) & (t.impressions > 0)
     if not np.any(keep):
         raise ValueError(f"no row has a rank <= max_rank = {max_rank} and impressions > 0")
-    t = _Table(*(a[keep] for a in t))
+    t = _rows(t, keep)
     k_max = max_rank
     queries, qi = _factorize(t.query)
     rankers, ri = _factorize(t.ranker)
@@ -621,11 +619,11 @@ class _EMData(NamedTuple):
     features: np.ndarray      # (n_units, 1 + d) intercept column, then standardised features
 
 
-def _em_data(t: _Table, X: np.ndarray, max_rank: int) -> _EMData:
+def _em_data(t: Impressions, X: np.ndarray, max_rank: int) -> _EMData:
     keep = (t.rank <= max_rank) & (t.impressions > 0)
     if not np.any(keep):
         raise ValueError(f"no row has a rank <= max_rank = {max_rank} and impressions > 0")
-    t = _Table(*(a[keep] for a in t))
+    t = _rows(t, keep)
     k_max = max_rank
     queries, qi = _factorize(t.query)
     docs, di = _factorize(t.doc)

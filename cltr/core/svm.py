@@ -869,21 +869,13 @@ def solve_pairwise_svm(
 
     Parameters
     ----------
-    X : ndarray, shape (n_docs, n_features)
-        Document features, float64 or float32 (kept as is, not copied when C-contiguous),
-        rows grouped by query.
-    offsets : ndarray of int, shape (n_queries + 1,)
-        Query q owns rows ``offsets[q]:offsets[q + 1]``.
-    click_query : ndarray of int, shape (n_examples,)
-        Query of each example.
-    click_doc : ndarray of int, shape (n_examples,)
-        Row of each example's clicked (positive) document y_i, inside its query.
+    X, offsets, click_query, click_doc, candidate
+        The problem, as ``PairwiseProblem`` takes it (built here for one solve; a CCP run
+        builds it once and calls its ``solve`` per step).
     cost : ndarray, shape (n_examples,)
         c_i >= 0 (1/q_i for PropRank, 1/q'_i in a CCP step, 1 for SVM Rank).
     C : float
         Regularisation trade-off, > 0; the loss is averaged over n = n_examples.
-    candidate : ndarray of bool, shape (n_docs,), optional
-        Restricts Y_i to these documents (``~relevant`` for a full-information Ranking SVM).
     w0 : ndarray, shape (n_features,), optional
         Warm start (default 0), e.g. the previous CCP step's solution.
     tol : float
