@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["ClickLog", "Impressions", "presented_impressions", "aggregate_impressions", "effective_sample_size",
+__all__ = ["ClickLog", "Impressions", "Displayed", "presented_impressions", "aggregate_impressions", "effective_sample_size",
            "position_propensity", "simulate_clicks", "draw_sessions", "logged_clicks"]
 
 
@@ -176,6 +176,77 @@ class Impressions:
     @property
     def n_rankers(self) -> int:
         return int(self.ranker.max()) + 1 if len(self.ranker) else 0
+
+
+@dataclass(frozen=True)
+class Displayed:
+    """Every displayed document of every session of one split: what session-level learners
+    (the tree libraries' position debiasing, pairwise debiasing, two-tower models) and the
+    doubly robust correction read, where ``ClickLog`` holds the clicks alone.
+
+    Rows are ordered by session, then rank; sessions are numbered 0.. in pass order (a
+    simulated log's session p · n_queries + q, an imported log's in file order within its
+    pass), so the rows of the first k passes are a prefix.
+
+    Attributes
+    ----------
+    session : ndarray of int64, shape (n_rows,)
+        Session of each row, 0..n_sessions-1, non-decreasing.
+    query : ndarray of int64, shape (n_rows,)
+        Query index into the split.
+    doc : ndarray of int64, shape (n_rows,)
+        Row of the document in the split.
+    rank : ndarray of int64, shape (n_rows,)
+        1-based displayed rank.
+    click : ndarray of int8, shape (n_rows,)
+        1 where the document was clicked in that session.
+    propensity : ndarray of float64, shape (n_rows,)
+        The observation propensity of the row's rank as the learner is told it (the log's
+        own, an estimate, a misspecified eta, clipped; NaN where unknown): for clicked rows
+        the same q_i as the ``ClickLog``.
+    ranker : ndarray of int64, shape (n_rows,)
+        Logging ranker of the session.
+    """
+
+    session: np.ndarray
+    query: np.ndarray
+    doc: np.ndarray
+    rank: np.ndarray
+    click: np.ndarray
+    propensity: np.ndarray
+    ranker: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.doc)
+
+    @property
+    def n_sessions(self) -> int:
+        return int(self.session[-1]) + 1 if len(self.session) else 0
+
+    def session_offsets(self) -> np.ndarray:
+        """Row offsets of the sessions, shape (n_sessions + 1,)."""
+        return np.concatenate([[0], np.cumsum(np.bincount(self.session, minlength=self.n_sessions))]).astype(np.int64)
+
+    def impressions(self) -> Impressions:
+        """Aggregated by (document, rank, ranker)."""
+        return aggregate_impressions(self.query, self.doc, self.rank, self.ranker, self.click)
+
+    @classmethod
+    def from_columns(cls, *, session, query, doc, rank, click, propensity, ranker) -> "Displayed":
+        """Rows in any order, with any session labels: renumbered 0.. in order of first
+        appearance and sorted by (session, rank)."""
+        session = np.asarray(session)
+        _, first, inverse = np.unique(session, return_index=True, return_inverse=True)
+        renumber = np.empty(len(first), dtype=np.int64)
+        renumber[np.argsort(first, kind="stable")] = np.arange(len(first))
+        session = renumber[inverse.ravel()]
+        rank = np.asarray(rank, dtype=np.int64)
+        order = np.lexsort((rank, session))
+        return cls(session=session[order], query=np.asarray(query, dtype=np.int64)[order],
+                   doc=np.asarray(doc, dtype=np.int64)[order], rank=rank[order],
+                   click=np.asarray(click, dtype=np.int8)[order],
+                   propensity=np.asarray(propensity, dtype=np.float64)[order],
+                   ranker=np.asarray(ranker, dtype=np.int64)[order])
 
 
 def presented_impressions(presented_rank: np.ndarray, pass_ranker: np.ndarray, log: ClickLog,

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from cltr.core.clicks import ClickLog
+from cltr.core.clicks import ClickLog, Displayed
 from cltr.core.queries import Dataset
 from cltr.core.ranking import validation_estimate
 from cltr.core.seeds import stream
@@ -81,6 +81,19 @@ class TrainingData:
     train_log: ClickLog
     vali_log: ClickLog
     seed: int = 0
+    rows: Callable[[str], Displayed] | None = field(default=None, compare=False, repr=False)
+    _displayed: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def displayed(self, split: str) -> Displayed:
+        """Every displayed document of every session of ``split`` ("train" or "vali"), for
+        learners that need the non-clicked impressions too; computed once."""
+        if split not in self._displayed:
+            if self.rows is None:
+                raise ValueError("this method needs the displayed documents of every session (impressions), and "
+                                 "it was given clicks only; train it through the pipeline (cltr train, "
+                                 "cltr.api) on a simulated log or an imported log with every impression")
+            self._displayed[split] = self.rows(split)
+        return self._displayed[split]
 
     def estimate(self, scorer) -> float:
         """SNIPS Avg DCG on validation clicks, with the same tie-breaks for every candidate."""

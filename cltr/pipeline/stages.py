@@ -18,7 +18,7 @@ from threadpoolctl import threadpool_limits
 
 from cltr import clickmodels, methods
 from cltr.pipeline import corrections
-from cltr.core.clicks import ClickLog, Impressions, effective_sample_size, position_propensity, presented_impressions
+from cltr.core.clicks import ClickLog, Displayed, Impressions, effective_sample_size, position_propensity, presented_impressions
 from cltr.core.policy import displayed, plackett_luce_ranks, policy_propensity
 from cltr.data.clicklog import LoggedRows, read_click_log, simulated_rows
 from cltr.core.queries import Dataset, Queries
@@ -33,7 +33,7 @@ from cltr.pipeline.workspace import Artifact, Workspace, file_sha256
 
 __all__ = ["production_queries", "produce", "production_stage", "logging_rankers", "simulate", "clicks_stage", "click_logs",
            "policy_propensities",
-           "click_log_summary", "simulated_logs", "impressions_of", "import_stage", "imported_clicks_stage", "export_rows",
+           "click_log_summary", "simulated_logs", "impressions_of", "displayed_rows", "import_stage", "imported_clicks_stage", "export_rows",
            "propensity_stage", "estimate_propensities", "as_told", "estimate_to_arrays", "estimate_from_arrays", "model_stage", "evaluation_stage"]
 
 
@@ -380,6 +380,46 @@ def impressions_of(clicks: Artifact, split: str, dataset: Dataset) -> Impression
     return _imported_rows(arrays, split).impressions()
 
 
+def displayed_rows(clicks: Artifact, split: str, dataset: Dataset, *, passes: int | None = None,
+                   eta_model: float | None = None, propensity: Artifact | None = None,
+                   clip: float | None = None) -> Displayed:
+    """Every displayed document of every session of one split (simulated or imported), its
+    propensities told as ``click_logs`` tells the clicks' (a prefix of passes, a
+    misspecified eta, an estimate, clipped)."""
+    queries = getattr(dataset, split)
+    offsets = np.asarray(queries.offsets, dtype=np.int64)
+    arrays = clicks.arrays
+    if f"{split}/presented_rank" in arrays:
+        log = click_logs(clicks, passes=passes)[0 if split == "train" else 1]
+        click_model = clickmodels.get(clicks.config.get("click_model", clickmodels.DEFAULT_MODEL))
+        settings = click_model.parse_settings({f.name: clicks.config[f.name]
+                                               for f in click_model.settings.option_fields() if f.name in clicks.config})
+        of_rank = None if click_model.propensity is None else (lambda rank: click_model.propensity(rank, settings))
+        columns = simulated_rows(log, arrays[f"{split}/presented_rank"], arrays[f"{split}/pass_ranker"], queries,
+                                 of_rank, top_k=clicks.config.get("top_k"))
+        query = columns["session"] % queries.n_queries
+        doc = columns["doc"] + offsets[query]
+        told = columns.get("propensity", np.full(len(doc), np.nan))
+        session, rank, click, ranker = columns["session"], columns["rank"], columns["click"], columns["ranker"]
+    else:
+        rows = _imported_rows(arrays, split)
+        keep = slice(None)
+        if passes is not None:
+            session_pass, _ = rows.session_passes(queries.n_queries)
+            keep = session_pass[rows.session] < passes
+        session, query, doc, rank, click, told, ranker = (rows.session[keep], rows.query[keep], rows.doc[keep],
+                                                          rows.rank[keep], rows.click[keep], rows.propensity[keep],
+                                                          rows.ranker[keep])
+    if eta_model is not None:
+        told = position_propensity(rank, eta_model)
+    if propensity is not None:
+        told = estimate_from_arrays(propensity.arrays).at(rank)
+    if clip is not None:
+        told = np.maximum(told, clip)
+    return Displayed.from_columns(session=session, query=query, doc=doc, rank=rank, click=click, propensity=told,
+                                  ranker=ranker)
+
+
 def _imported_rows(arrays, split: str) -> LoggedRows:
     """The impression rows an imported split stores under ``<split>/rows/``."""
     prefix = f"{split}/rows/"
@@ -534,7 +574,11 @@ def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artif
     def compute():
         train_log, vali_log = click_logs(clicks, passes=passes, eta_model=eta_model, propensity=propensity, clip=clip,
                                          correction=correction, dataset=dataset)
-        scorer, info = methods.train(method, TrainingData(dataset, train_log, vali_log, seed), options,
+        def rows(split):
+            return displayed_rows(clicks, split, dataset, passes=passes, eta_model=eta_model, propensity=propensity,
+                                  clip=clip)
+
+        scorer, info = methods.train(method, TrainingData(dataset, train_log, vali_log, seed, rows=rows), options,
                                      progress=progress)
         if train_log.weight is None:
             info["train_clicks"] = len(train_log)

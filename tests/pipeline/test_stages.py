@@ -48,3 +48,36 @@ def test_clicks_stage_stores_the_simulated_logs_and_reuses_them(tmp_path, synthe
     np.testing.assert_allclose(told.propensity, 1.0 / train_log.rank)
     with pytest.raises(ValueError, match=r"eps_neg must be a finite number >= 0 and <= 1, found 2"):
         clicks_stage(space, "s", synthetic_dataset, produced, {"eps_neg": 2}, passes=6, seed=3)
+
+
+def test_displayed_rows_hold_every_session_and_agree_with_the_clicks(tmp_path, synthetic_dataset):
+    from cltr.pipeline.stages import displayed_rows, impressions_of
+
+    space = Workspace(tmp_path)
+    produced, _ = production_stage(space, "s", synthetic_dataset, "fingerprint", seed=1)
+    clicks, _ = clicks_stage(space, "s", synthetic_dataset, produced, {"eta": 1.0, "eps_neg": 0.2}, passes=4, seed=1)
+    train_log, _ = click_logs(clicks)
+    rows = displayed_rows(clicks, "train", synthetic_dataset)
+    queries = synthetic_dataset.train
+    # every session shows its query's every document once, at ranks 1..n in order
+    assert rows.n_sessions == 4 * queries.n_queries and len(rows) == 4 * queries.n_docs
+    starts = rows.session_offsets()
+    sizes = np.diff(starts)
+    np.testing.assert_array_equal(sizes, np.tile(np.diff(queries.offsets), 4))
+    np.testing.assert_array_equal(rows.rank, np.concatenate([np.arange(1, n + 1) for n in sizes]))
+    # the clicked rows are the log's clicks, with its propensities
+    clicked = rows.click == 1
+    assert clicked.sum() == len(train_log)
+    np.testing.assert_array_equal(np.sort(rows.doc[clicked]), np.sort(train_log.doc))
+    np.testing.assert_allclose(np.sort(rows.propensity[clicked]), np.sort(train_log.propensity))
+    np.testing.assert_allclose(rows.propensity, 1.0 / rows.rank)
+    # aggregated, they are the impressions the estimators read
+    mine, theirs = rows.impressions(), impressions_of(clicks, "train", synthetic_dataset)
+    order_mine, order_theirs = np.lexsort((mine.rank, mine.doc)), np.lexsort((theirs.rank, theirs.doc))
+    for name in ("doc", "rank", "impressions", "clicks"):
+        np.testing.assert_array_equal(getattr(mine, name)[order_mine], getattr(theirs, name)[order_theirs])
+    # a prefix of passes is a prefix of the rows; told propensities follow eta_model and clip
+    two = displayed_rows(clicks, "train", synthetic_dataset, passes=2, eta_model=2.0, clip=0.05)
+    assert two.n_sessions == 2 * queries.n_queries
+    np.testing.assert_array_equal(two.doc, rows.doc[:len(two)])
+    np.testing.assert_allclose(two.propensity, np.maximum(1.0 / two.rank.astype(float) ** 2, 0.05))
