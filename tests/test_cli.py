@@ -292,3 +292,37 @@ def test_folds_prepares_every_fold_like_the_first_and_reports_each(tmp_path, inv
     # a fold prepared under another convention is refused, not mixed in
     invoke("prepare", "letor", "--mq2008", root, "--fold", "2", "--name", "letor-fold2", workdir=tmp_path)
     assert "prepared like 'letor'" in invoke(*args, "--folds", "1-2", workdir=tmp_path, expect=1).output
+
+
+def test_evaluate_prints_avg_dcg_in_the_prepared_log_base(tmp_path, invoke):
+    # prepared with --dcg-log 2, the number printed under "test Avg DCG" is the mean of
+    # 1/log2(1 + rank) over the relevant test documents, computed here from the model's
+    # scores with numpy's own sort (the scores have no ties, so no tie-break enters)
+    import numpy as np
+
+    from cltr.pipeline.models import scorer_from_arrays
+
+    invoke("prepare", "synthetic", "--queries", "40", "--seed", "2", "--dcg-log", "2", workdir=tmp_path)
+    invoke("simulate", "--passes", "5", workdir=tmp_path)
+    invoke("train", "svm-proprank", "-C", "1", workdir=tmp_path)
+    out = invoke("evaluate", workdir=tmp_path).output
+    assert "1/log2(1 + rank)" in out
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if "test Avg DCG" in line)
+    printed = float(lines[header + 1].split()[0])
+
+    space = Workspace(tmp_path)
+    dataset, _ = space.load_dataset("synthetic")
+    test = dataset.test
+    scores = scorer_from_arrays(space.load("synthetic", "models", space.current("synthetic")["models"]).arrays
+                                ).scores(test.X)
+    relevant = test.relevant(dataset.relevant_from)
+    gains = []
+    for start, end in zip(test.offsets[:-1], test.offsets[1:]):
+        query = scores[start:end]
+        assert len(np.unique(query)) == len(query)
+        rank = np.empty(len(query), dtype=int)
+        rank[np.argsort(-query)] = np.arange(1, len(query) + 1)
+        gains.extend(1.0 / np.log2(1.0 + rank[relevant[start:end]]))
+    assert len(gains) > 10
+    assert printed == pytest.approx(np.mean(gains), rel=1e-3)  # printed to 4 significant digits

@@ -89,3 +89,35 @@ def test_network_checks_and_storage():
         init_mlp(3, hidden=(4,), activation="softplus", rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="batch_docs"):
         click_batches(np.array([0, 2]), np.array([0]), np.array([1]), np.array([1.0]), batch_docs=0, rng=None)
+
+
+def test_relu_gradient_matches_finite_differences_with_inactive_units(tiny_click_problem):
+    # relu's slope is 0 for a unit at or below 0 and 1 above; a slope of 1 at a = 0 (a >= 0)
+    # backpropagates through dead units. Both layers here have dead and live units, every
+    # pre-activation is far from relu's kink and every pair far from the hinge's, so central
+    # differences see the true derivative.
+    X, offsets, click_query, click_doc, propensity = tiny_click_problem(1)
+    net = init_mlp(X.shape[1], hidden=(4, 3), activation="relu", rng=np.random.default_rng(4))
+    net = net.with_parameters([p + 0.3 * np.random.default_rng(14).standard_normal(p.shape)
+                               for p in net.parameters()])
+    first = X @ net.weights[0] + net.biases[0]
+    second = np.maximum(first, 0) @ net.weights[1] + net.biases[1]
+    for z in (first, second):
+        assert 0.2 < np.mean(z < 0) < 0.8 and np.min(np.abs(z)) > 0.1
+    pair_example, pair_doc = click_pairs(offsets, click_query, click_doc)
+    s = net.scores(X)
+    assert np.min(np.abs(1 - (s[click_doc[pair_example]] - s[pair_doc]))) > 1e-3
+
+    value, grads = loss_and_gradient(net, X, offsets, click_query, click_doc, propensity, "dcg")
+    step = 1e-6
+    for index, parameter in enumerate(net.parameters()):
+        numeric = np.zeros_like(parameter)
+        for position in np.ndindex(parameter.shape):
+            values = []
+            for sign in (1, -1):
+                shifted = [p.copy() for p in net.parameters()]
+                shifted[index][position] += sign * step
+                values.append(risk(net.with_parameters(shifted).scores(X), offsets, click_query, click_doc,
+                                   propensity, "dcg"))
+            numeric[position] = (values[0] - values[1]) / (2 * step)
+        np.testing.assert_allclose(grads[index], numeric, rtol=1e-5, atol=1e-8, err_msg=f"parameter {index} (relu)")

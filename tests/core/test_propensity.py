@@ -481,3 +481,54 @@ def test_mismatched_lengths_and_bad_options_are_rejected():
         em_propensities(**em_ok, X=np.ones((2, 1)), max_rank=3, bootstrap=0, rng=0)
     with pytest.raises(ValueError, match="no clicks"):
         em_propensities(**{**em_ok, "clicks": np.zeros(2, dtype=int)}, X=np.ones((2, 1)), bootstrap=0, rng=0)
+
+
+def test_one_em_step_never_lowers_the_likelihood():
+    # EM's defining property, step by step: from any point, one E-step with the current
+    # posteriors and the M-steps (theta in closed form, a damped logistic regression that never
+    # lowers its own objective) cannot lower the penalised marginal likelihood. A step built
+    # on the wrong posterior may still reach the same fixed point, so the fit's result cannot
+    # tell; single steps from scattered starts can.
+    _, _, data = _em_problem()
+    pen = P._penalty(data.features.shape[1], 1.0)
+    rng = np.random.default_rng(0)
+    gains = []
+    for _ in range(12):
+        theta = np.sort(rng.uniform(0.05, 0.95, data.max_rank))[::-1]
+        coef = rng.normal(scale=1.0, size=data.features.shape[1])
+        eta = data.features @ coef
+        before = P._em_loglik(data, theta, coef, eta, pen)
+        new_theta, new_coef, new_eta = P._em_step(data, theta, coef, eta, pen, 3)
+        np.testing.assert_allclose(new_eta, data.features @ new_coef)
+        after = P._em_loglik(data, new_theta, new_coef, new_eta, pen)
+        assert after >= before - 1e-9 * abs(before), (theta, coef)
+        gains.append(after - before)
+    assert min(gains) > 0  # away from the fixed point every step gains
+
+
+def test_em_step_uses_the_posteriors_of_bayes_rule():
+    # The posteriors written out by enumerating the four (examined, relevant) states of an
+    # impression: a click means both; a skip rules out (1, 1) only. The theta M-step is then
+    # the expected share of examined impressions per rank, and the relevance M-step is the
+    # maximiser of the penalised logistic likelihood of the expected relevant impressions
+    # (its gradient vanishes at the new coefficients once Newton has converged).
+    _, _, data = _em_problem()
+    pen = P._penalty(data.features.shape[1], 1.0)
+    rng = np.random.default_rng(1)
+    theta = np.sort(rng.uniform(0.1, 0.9, data.max_rank))[::-1]
+    coef = rng.normal(size=data.features.shape[1])
+    eta = data.features @ coef
+    new_theta, new_coef, _ = P._em_step(data, theta, coef, eta, pen, 30)
+
+    t, g = theta[data.cell_rank0], expit(eta)[data.cell_unit]
+    joint = {(e, r): (t if e else 1 - t) * (g if r else 1 - g) for e in (0, 1) for r in (0, 1)}
+    not_clicked = joint[0, 0] + joint[0, 1] + joint[1, 0]
+    examined = joint[1, 0] / not_clicked
+    relevant = joint[0, 1] / not_clicked
+    n, c = data.cell_impressions, data.cell_clicks
+    expected_theta = np.array([np.sum((c + (n - c) * examined)[data.cell_rank0 == k]) / np.sum(n[data.cell_rank0 == k])
+                               for k in range(data.max_rank)])
+    np.testing.assert_allclose(new_theta, expected_theta, rtol=1e-10)
+    positives = np.bincount(data.cell_unit, weights=c + (n - c) * relevant, minlength=len(data.unit_weight))
+    gradient = data.features.T @ (positives - data.unit_weight * expit(data.features @ new_coef)) - pen * new_coef
+    assert np.max(np.abs(gradient)) < 1e-6 * np.sum(n)

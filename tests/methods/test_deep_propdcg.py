@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from cltr.core.mlp import MLPScorer
+from cltr.core.mlp import MLPScorer, click_batches
 from cltr.core.objectives import click_pairs, risk
 from cltr.data.synthetic import make_synthetic
 from cltr.methods import train
@@ -132,3 +132,24 @@ def test_deep_propdcg_beats_svm_propdcg_on_synthetic_data_with_enough_clicks(mak
             scores[method] = avg_dcg_of(scorer, dataset, relevant, seed=seed)
         gains.append(scores["deep-propdcg"] - scores["svm-propdcg"])
     assert np.mean(gains) > THRESHOLD, gains
+
+
+def test_reported_training_loss_estimates_the_risk_whatever_the_batch_size(tiny_click_problem):
+    # Each step's loss is B · (its clicks' share of R(f)), so the epoch's mean step loss
+    # estimates R(f) itself. With a learning rate too small to move the net, the first
+    # epoch's loss is R(f) at the initial weights for one batch and for many; without the
+    # factor B it would be R(f) / B.
+    X, offsets, click_query, click_doc, propensity = tiny_click_problem(
+        2, sizes=(3, 7, 2, 5, 4, 6, 5, 3), n_clicks=16)
+    losses = {}
+    for batch_docs in (1000, 5, 1):
+        settings = DeepSettings(hidden=(5,), epochs=1, learning_rates=(1e-12,), batch_docs=batch_docs,
+                                metric="dcg", dtype="float64")
+        result = train_deep_propdcg(X, offsets, click_query, click_doc, propensity, settings=settings,
+                                    rng=np.random.default_rng(0))
+        losses[batch_docs] = result.trace[0].train_loss
+        initial_risk = risk(result.scorer.scores(X), offsets, click_query, click_doc, propensity, "dcg")
+    assert len(click_batches(offsets, click_query, click_doc, propensity, batch_docs=1, rng=None)) >= 6
+    # the mean over B batches of B · (batch b's share) is the sum of the shares: R(f) exactly
+    for batch_docs, loss in losses.items():
+        assert loss == pytest.approx(initial_risk, rel=1e-8), (batch_docs, losses)

@@ -58,3 +58,28 @@ def test_options_say_what_must_hold():
     with pytest.raises(ValueError, match="unknown rank weight 'ndcg'"):
         PropDCGOptions.from_dict({"metric": "ndcg"})
     assert PropDCGOptions.from_dict({"metric": "rbp:0.8", "max_ccp_iter": 3.0}).max_ccp_iter == 3
+
+
+def test_proprank_init_starts_the_ccp_at_the_svm_proprank_solution(make_training_data):
+    # --init proprank warm-starts CCP at SVM PropRank's w (costs 1/q_i, the same C): the
+    # recorded starting objective and training estimate are those of PropRank's model (not
+    # of w = 0). With costs q_i instead of 1/q_i the start would be another w.
+    from cltr.core.ccp import slack_sums, true_objective
+    from cltr.core.objectives import rank_weight
+    from cltr.core.ranking import validation_estimate
+
+    dataset = make_synthetic(n_queries=60, seed=4)
+    _, data, _ = make_training_data(dataset, seed=1, passes=10, eta=1.0, eps_neg=0.1)
+    split, log = dataset.train, data.train_log
+    assert np.ptp(log.propensity) > 0.5  # clicks from many ranks: 1/q and q give other solutions
+    proprank, _ = train("svm-proprank", data, {"C": 10.0, "tol": 1e-6})
+    _, info = train("svm-propdcg", data, {"C": 10.0, "tol": 1e-6, "init": "proprank", "max_ccp_iter": 1})
+    _, zero = train("svm-propdcg", data, {"C": 10.0, "tol": 1e-6, "init": "zero", "max_ccp_iter": 1})
+    row, zero_row = info["selection"][0], zero["selection"][0]
+    expected = true_objective(proprank.w, slack_sums(proprank.w, split.X, split.offsets, log.query, log.doc),
+                              log.propensity, rank_weight("dcg"), 10.0)
+    assert row["initial_objective"] == pytest.approx(expected, rel=1e-6)
+    assert abs(row["initial_objective"] - zero_row["initial_objective"]) > 1e-3 * abs(expected)
+    estimate = validation_estimate(proprank, split, log, rng=stream(data.seed, "training-estimate"),
+                                   dcg_base=dataset.dcg_base)
+    assert row["initial_train_snips_avg_dcg"] == pytest.approx(estimate)
