@@ -26,13 +26,14 @@ import numpy as np
 from cltr import __version__, clickmodels, methods
 from cltr.options import Field, OptionSpec
 from cltr.core.queries import Dataset, default_passes, describe_convention, describe_split, label_counts
-from cltr.core.ranking import DCG_BASE
+from cltr.core.ranking import DCG_BASE, NDCG_CONVENTION
 from cltr.data.loaders import LETOR_RELEVANT_FROM, load_letor, load_svmlight_dataset, load_yahoo
 from cltr.data.synthetic import make_synthetic
 from cltr.pipeline import corrections
 from cltr.pipeline.experiments import SELECTIONS, dataset_record
-from cltr.pipeline.stages import clicks_stage, evaluation_stage, logging_rankers, model_stage, production_stage
-from cltr.pipeline.workspace import DamagedArtifact, Workspace, atomic_write
+from cltr.pipeline.stages import (clicks_stage, evaluation_stage, logging_rankers, model_stage, production_stage,
+                                  production_test_metrics)
+from cltr.pipeline.workspace import DamagedArtifact, Workspace, atomic_write, check_name
 
 DEFAULT_DATASET = "synthetic"
 
@@ -233,7 +234,8 @@ class Session:
                     f"dataset {name!r} is not prepared in {self.workspace.root}"
                     + (f" (an interrupted `cltr prepare` left {self.workspace.dataset_path(name)} without its record)"
                        if interrupted else "")
-                    + f"; run `cltr prepare {name} ...` first (see `cltr prepare --help`)")
+                    + f"; run `cltr prepare synthetic|letor|yahoo|svmlight ... --name {name}` first (see "
+                      f"`cltr prepare --help`); prepared: {', '.join(self.workspace.datasets()) or 'none'}")
             click.echo(f"dataset {name!r} is not prepared yet: generating it with default settings")
             self.write_dataset(name, make_synthetic())
         dataset, record = self.workspace.load_dataset(name)
@@ -249,8 +251,30 @@ class Session:
                     f"no {stage} artifact {key!r} for dataset {dataset_name!r} in {self.workspace.root}; "
                     f"known: {', '.join(self.workspace.keys(dataset_name, stage)) or 'none'}")
             return artifact
+        if stage == "clicks":
+            self.refuse_substitute(dataset_name)
         click.echo(f"no {stage} artifact for dataset {dataset_name!r} yet: making one with default settings")
         return make_default()
+
+    def refuse_substitute(self, dataset_name: str) -> None:
+        """A dataset with an imported log but no complete click log: never simulate one in
+        its place (the user's log would be silently replaced)."""
+        current = self.workspace.current(dataset_name)
+        imported = {split: current[f"imports/{split}"] for split in ("train", "vali") if f"imports/{split}" in current}
+        if not imported:
+            return
+        if len(imported) == 2:
+            raise click.ClickException(
+                f"dataset {dataset_name!r} has imported train and vali logs but no click log combining them (an "
+                f"interrupted import?): import one of them again with `cltr clicks import LOG --dataset "
+                f"{dataset_name} --split vali`")
+        (have, key), = imported.items()
+        missing = "vali" if have == "train" else "train"
+        raise click.ClickException(
+            f"dataset {dataset_name!r} has an imported {have} log ({key}) but no {missing} log, and cltr will not "
+            f"simulate clicks in place of a log you imported: import the {missing} split's log with "
+            f"`cltr clicks import LOG --dataset {dataset_name} --split {missing}` (the vali log serves model "
+            f"selection), or name a simulated log with --clicks KEY")
 
 
 def check_relevant_documents(dataset: Dataset) -> None:
@@ -344,7 +368,7 @@ def main(ctx: click.Context, workdir: Path, quiet: bool, verbose: bool) -> None:
       cltr train     svm-rank | svm-proprank | svm-propdcg | deep-propdcg | lambdarank |
                      tree-propdcg | skyline
                      (see `cltr train --help`)
-      cltr evaluate  Avg DCG, Avg Rank, nDCG@10 on the test set
+      cltr evaluate  Avg DCG, Avg Rank, nDCG@10 (two averages) on the test set
       cltr figures   the paper's Table 2 and figures (`cltr figures --help`)
     `cltr run` runs the pipeline on the embedded synthetic dataset and trains the
     paper's three linear methods, svm-rank, svm-proprank and svm-propdcg (--method
@@ -362,8 +386,46 @@ def main(ctx: click.Context, workdir: Path, quiet: bool, verbose: bool) -> None:
     ctx.obj = Session(workdir, verbosity)
 
 
-dataset_option = click.option("--dataset", default=DEFAULT_DATASET,
-                              help="Name of a prepared dataset in the workspace.")
+class NameType(click.ParamType):
+    """A dataset (or other workspace) name, never a path (``workspace.check_name``)."""
+
+    name = "NAME"
+
+    def convert(self, value, param, ctx):
+        try:
+            return check_name(value, "dataset")
+        except ValueError as error:
+            self.fail(str(error), param, ctx)
+
+
+def _resolve_dataset(ctx: click.Context, param, value: str | None) -> str:
+    """``--dataset`` left out: the dataset prepared last in the workspace, else the
+    embedded synthetic default (generated on first use)."""
+    if value is not None:
+        return value
+    session = ctx.find_object(Session)
+    last = session.workspace.last_dataset() if session is not None else None
+    if last is not None and len(session.workspace.datasets()) > 1 and session.verbosity >= 0:
+        click.echo(f"dataset {last!r} (the last prepared; --dataset NAME for another: "
+                   f"{', '.join(session.workspace.datasets())})", err=True)
+    return last or DEFAULT_DATASET
+
+
+DATASET_HELP = ("Name of a prepared dataset in the workspace [default: the last prepared, or the embedded "
+                "synthetic one in a workspace with none].")
+
+
+def dataset_param() -> click.Option:
+    """The ``--dataset`` option of every command that works on one dataset."""
+    return click.Option(["--dataset"], type=NameType(), default=None, callback=_resolve_dataset,
+                        show_default=False, help=DATASET_HELP)
+
+
+dataset_option = click.option("--dataset", type=NameType(), default=None, callback=_resolve_dataset,
+                              show_default=False, help=DATASET_HELP)
+
+
+
 seed_option = click.option("--seed", type=click.IntRange(min=0), default=0,
                            help="Seed of every random draw of this stage.")
 
@@ -400,7 +462,7 @@ def _report_prepared(record: dict) -> None:
 @click.option("--seed", type=click.IntRange(min=0), default=0, help="Seed of the generator.")
 @click.option("--relevant-from", type=click.IntRange(1, 2), default=None,
               help="Labels (0..2) at least this are relevant [default: 2, as for LETOR].")
-@click.option("--name", default=DEFAULT_DATASET, help="Name to store it under.")
+@click.option("--name", type=NameType(), default=DEFAULT_DATASET, help="Name to store it under.")
 @_dcg_log_option
 @click.pass_obj
 @_errors_as_usage
@@ -422,7 +484,7 @@ def prepare_synthetic(session: Session, n_queries, n_features, seed, relevant_fr
 @click.option("--relevant-from", type=int, default=LETOR_RELEVANT_FROM, show_default=True,
               help="Labels at least this are relevant (2: the paper's convention, see the README's "
                    "\"Conventions inferred from the paper\"; 1: every partly relevant document).")
-@click.option("--name", default="letor", help="Name to store it under.")
+@click.option("--name", type=NameType(), default="letor", help="Name to store it under.")
 @_dcg_log_option
 @click.pass_obj
 @_errors_as_usage
@@ -445,7 +507,7 @@ _SPLIT_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 @click.option("--relevant-from", type=int, default=1, help="Labels at least this are relevant.")
 @click.option("--dtype", type=click.Choice(["float32", "float64"]), default="float64",
               help="Dtype of the features (float32 halves the memory).")
-@click.option("--name", default="svmlight", help="Name to store it under.")
+@click.option("--name", type=NameType(), default="svmlight", help="Name to store it under.")
 @_dcg_log_option
 @click.pass_obj
 @_errors_as_usage
@@ -460,7 +522,7 @@ def prepare_svmlight(session: Session, train, vali, test, n_features, relevant_f
 @click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
               help="Directory holding set1.train.txt, set1.valid.txt, set1.test.txt.")
 @click.option("--relevant-from", type=int, default=3, help="Labels at least this are relevant.")
-@click.option("--name", default="yahoo", help="Name to store it under.")
+@click.option("--name", type=NameType(), default="yahoo", help="Name to store it under.")
 @_dcg_log_option
 @click.pass_obj
 @_errors_as_usage
@@ -491,12 +553,13 @@ def produce_command(session: Session, dataset, fraction, C, seed) -> None:
     """Train the production ranker: a Ranking SVM on a seeded FRACTION of the training queries."""
     artifact, reused = _produce(session, dataset, fraction=fraction, C=C, seed=seed)
     info = artifact.info
+    test = production_test_metrics(artifact, session.dataset(dataset)[0])
     click.echo(f"production ranker {artifact.key}{' (reused)' if reused else ''}: "
                f"{info['n_queries']} training queries, {info['n_relevant']} relevant documents, "
                f"solver gap {info['gap']:.1e} after {info['iterations']} iterations")
-    click.echo(f"test Avg DCG {info['test']['avg_dcg']:.4f}  Avg Rank {info['test']['avg_rank']:.2f}  "
-               f"nDCG@10 {info['test']['ndcg@10']:.4f}")
-    warn_if_undefined([info["test"]], ["avg_dcg", "avg_rank", "ndcg@10"])
+    click.echo(f"test Avg DCG {test['avg_dcg']:.4f}  Avg Rank {test['avg_rank']:.2f}  "
+               f"nDCG@10 {test['ndcg@10']:.4f} (over relevant queries {test['ndcg@10_relevant_queries']:.4f})")
+    warn_if_undefined([test], ["avg_dcg", "avg_rank", "ndcg@10", "ndcg@10_relevant_queries"])
 
 
 def option_params(options_type, *, only_for: str | None = None) -> list[click.Option]:
@@ -619,7 +682,7 @@ main.add_command(click.Command(
         f"  {m.name:8s} {m.summary}" for m in clickmodels.models().values()),
     short_help="Simulate clicks on the production ranker's rankings.",
     params=[
-        click.Option(["--dataset"], default=DEFAULT_DATASET, help="Name of a prepared dataset in the workspace."),
+        dataset_param(),
         click.Option(["--click-model"], type=click.Choice(list(clickmodels.models())),
                      default=clickmodels.DEFAULT_MODEL, show_default=True, help="The click model."),
         click.Option(["--passes"], type=click.IntRange(min=1), default=None,
@@ -651,15 +714,16 @@ def _propensity_artifact(session: Session, dataset_name: str, clicks, which: str
     has_own = not any(np.isnan(clicks.arrays[f"{split}/propensity"]).any() for split in ("train", "vali"))
     if which == "logged" or (which is None and has_own):
         if not has_own:
-            raise click.UsageError("this click log has no propensity column; use --propensities estimated "
-                                   "(after `cltr propensities estimate`)")
+            raise click.UsageError(f"this click log has no propensity column; use --propensities estimated "
+                                   f"(after `cltr propensities estimate --dataset {dataset_name} --clicks {clicks.key}`)")
         return None
     if which in (None, "estimated"):
         key = session.workspace.current(dataset_name).get("propensities")
         artifact = session.workspace.load(dataset_name, "propensities", key) if key else None
         if artifact is None or artifact.config["clicks"] != clicks.key:
             raise click.ClickException(f"no propensities estimated for click log {clicks.key}: run "
-                                       f"`cltr propensities estimate --clicks {clicks.key}` first")
+                                       f"`cltr propensities estimate --dataset {dataset_name} --clicks {clicks.key}` "
+                                       f"first")
         return artifact
     artifact = session.workspace.load(dataset_name, "propensities", which)
     if artifact is None:
@@ -742,6 +806,10 @@ def train_method(session: Session, method, options, dataset: str, clicks_key, se
                     if "train_examples" in info else "")
         click.echo(f"{info['train_clicks']} training clicks{examples}, effective sample size of the weights "
                    f"{'' if examples else '1/q '}{info['effective_sample_size']:.1f}{where}{clipped}")
+        if info["effective_sample_size"] < 0.01 * info.get("train_examples", info["train_clicks"]):
+            warn(f"an effective sample size of {info['effective_sample_size']:.1f} means a few extreme weights "
+                 f"carry the whole training loss (1/q of a tiny propensity): clip the propensities (--clip TAU) "
+                 f"or check the log's propensity column")
     for title, table, columns in (method.tables(info) if method.tables else []):
         click.echo(title)
         echo_table(table, columns)
@@ -764,8 +832,7 @@ def _train_command(method) -> click.Command:
         method.name, callback=click.pass_obj(_errors_as_usage(callback)),
         help=method.description or method.summary, short_help=method.summary,
         params=[*option_params(method.options),
-                click.Option(["--dataset"], default=DEFAULT_DATASET, show_default=True,
-                             help="Name of a prepared dataset in the workspace."),
+                dataset_param(),
                 click.Option(["--clicks", "clicks_key"], default=None,
                              help="Key of the click log [default: the last simulated or imported]."),
                 click.Option(["--propensities"], default=None, metavar="logged|estimated|KEY",
@@ -808,12 +875,20 @@ def _evaluate(session: Session, dataset_name: str, model_key=None, seed=0):
 def evaluate_command(session: Session, dataset, model_key, production, seed) -> None:
     """Avg DCG, Avg Rank and nDCG@10 on the test set, and the SNIPS Avg DCG on validation clicks."""
     if production:
+        clicks_key = session.workspace.current(dataset).get("clicks")
+        clicks = session.workspace.load(dataset, "clicks", clicks_key) if clicks_key else None
+        if session.workspace.current(dataset).get("production") is None and (
+                (clicks is not None and "imports" in clicks.config)
+                or any(f"imports/{split}" in session.workspace.current(dataset) for split in ("train", "vali"))):
+            raise click.ClickException(
+                f"dataset {dataset!r}'s click log was imported, and cltr does not have the ranker that logged it: "
+                f"score your production ranker's run with `cltr evaluate --run RUN --dataset {dataset}`, or make a "
+                f"stand-in with `cltr produce --dataset {dataset}` first")
         artifact = session.upstream(dataset, "production", None, lambda: _produce(session, dataset)[0])
-        test = artifact.info["test"]
+        test = production_test_metrics(artifact, session.dataset(dataset)[0])
         click.echo(f"production ranker {artifact.key} (C = {artifact.config['C']:g}, "
                    f"{artifact.info['n_queries']} labelled training queries) on {dataset!r}:")
-        echo_table([{"test Avg DCG": test["avg_dcg"], "test Avg Rank": test["avg_rank"],
-                     "test nDCG@10": test["ndcg@10"]}])
+        echo_table([_test_row(test)])
         _echo_convention(session, dataset)
         return
     if model_key is not None and session.workspace.load(dataset, "models", model_key) is None:
@@ -832,20 +907,25 @@ def evaluate_command(session: Session, dataset, model_key, production, seed) -> 
         test = evaluate(scorer, dataset_obj.test, dataset_obj.test.relevant(dataset_obj.relevant_from),
                         rng=stream(seed, "evaluate"), dcg_base=dataset_obj.dcg_base)
         click.echo(f"model {model.key} ({model.config['method']} trained on {origin!r}) on {dataset!r}:")
-        echo_table([{"test Avg DCG": test["avg_dcg"], "test Avg Rank": test["avg_rank"],
-                     "test nDCG@10": test["ndcg@10"]}])
+        echo_table([_test_row(test)])
         _echo_convention(session, dataset)
         return
     artifact, model, _ = _evaluate(session, dataset, model_key, seed)
     info = artifact.info
     click.echo(f"model {model.key} ({info['method']}, {_describe_chosen(model.info)}) on {dataset!r}:")
-    echo_table([{"test Avg DCG": info["avg_dcg"], "test Avg Rank": info["avg_rank"],
-                 "test nDCG@10": info["ndcg@10"], "vali SNIPS Avg DCG": info["validation_snips_avg_dcg"]}])
+    echo_table([{**_test_row(info), "vali SNIPS Avg DCG": info["validation_snips_avg_dcg"]}])
     _echo_convention(session, dataset)
+
+
+def _test_row(metrics: dict) -> dict:
+    """The test metrics of ``evaluate`` under the names the tables print."""
+    return {"test Avg DCG": metrics["avg_dcg"], "test Avg Rank": metrics["avg_rank"],
+            "test nDCG@10": metrics["ndcg@10"], "test nDCG@10 relevant queries": metrics["ndcg@10_relevant_queries"]}
 
 
 def _echo_convention(session: Session, dataset_name: str) -> None:
     click.echo(session.dataset(dataset_name)[0].convention)
+    click.echo(NDCG_CONVENTION)
 
 
 @main.command("run")
@@ -862,7 +942,8 @@ def run_command(session: Session, dataset, method_names, seed) -> None:
     start = time.perf_counter()
     production, _ = _produce(session, dataset, seed=seed)
     clicks, _ = _simulate(session, dataset, production_key=production.key, seed=seed)
-    rows = [{"method": "production", "chosen": f"C = {production.config['C']:g}", **production.info["test"]}]
+    rows = [{"method": "production", "chosen": f"C = {production.config['C']:g}",
+             **production_test_metrics(production, session.dataset(dataset)[0])}]
     for method in method_names:
         where = "labels (an oracle reference)" if method == "skyline" else "clicks"
         click.echo(f"training {method} (hyperparameters selected on validation {where})")
@@ -871,10 +952,10 @@ def run_command(session: Session, dataset, method_names, seed) -> None:
                           remember=method == method_names[-1])
         evaluation, _, _ = _evaluate(session, dataset, model.key, seed)
         rows.append({"method": method, "chosen": _describe_chosen(model.info),
-                     **{k: evaluation.info[k] for k in ("avg_dcg", "avg_rank", "ndcg@10")}})
+                     **{k: evaluation.info[k] for k in ("avg_dcg", "avg_rank", "ndcg@10", "ndcg@10_relevant_queries")}})
     click.echo(f"test metrics on {dataset!r} ({clicks.info['train']['clicks']} training clicks, "
                f"{time.perf_counter() - start:.1f} s):")
-    echo_table(rows, ["method", "chosen", "avg_dcg", "avg_rank", "ndcg@10"])
+    echo_table(rows, ["method", "chosen", "avg_dcg", "avg_rank", "ndcg@10", "ndcg@10_relevant_queries"])
     _echo_convention(session, dataset)
 
 
@@ -916,14 +997,15 @@ def clicks_import(session: Session, log, dataset, split) -> None:
     other_key = session.workspace.current(dataset).get(f"imports/{other}")
     other_part = session.workspace.load(dataset, "imports", other_key) if other_key else None
     if other_part is None:
-        click.echo(f"import the {other} split's log too (--split {other}) to train on it")
+        click.echo(f"import the {other} split's log too to train on it: "
+                   f"`cltr clicks import LOG --dataset {dataset} --split {other}`")
         return
     parts = {split: part, other: other_part}
     clicks, _ = imported_clicks_stage(session.workspace, dataset, parts["train"], parts["vali"])
     session.workspace.set_current(dataset, "clicks", clicks.key)
     click.echo(f"click log {clicks.key}: train {parts['train'].key} + vali {parts['vali'].key}; "
                f"train with `cltr train METHOD --dataset {dataset}`"
-               + ("" if info["has_propensity"] else " after `cltr propensities estimate`"))
+               + ("" if info["has_propensity"] else f" after `cltr propensities estimate --dataset {dataset}`"))
 
 
 @clicks_group.command("export")
@@ -1044,7 +1126,8 @@ def score_command(session: Session, file, model_key, out, trec, run_name, seed) 
             with atomic_write(out, "w") as stream_:
                 stream_.write(text)
     if trec is not None:
-        ranks = rank_documents(scores, queries.offsets, stream(seed, "score"))
+        # the stream of `cltr evaluate`: the run of a test file ranks as evaluate ranks it
+        ranks = rank_documents(scores, queries.offsets, stream(seed, "evaluate"))
         doc_query = queries.doc_query
         docid = getattr(queries, "docid", None)
         local = np.arange(queries.n_docs) - queries.offsets[doc_query]

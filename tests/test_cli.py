@@ -58,7 +58,7 @@ def test_stages_build_missing_upstream_with_defaults(tmp_path, invoke):
 
 def test_clear_errors(tmp_path, invoke):
     result = invoke("produce", "--dataset", "nope", workdir=tmp_path, expect=1)
-    assert "Error: dataset 'nope' is not prepared in" in result.output and "cltr prepare nope" in result.output
+    assert "Error: dataset 'nope' is not prepared in" in result.output and "--name nope" in result.output
     result = invoke("simulate", "--eps-neg", "2", workdir=tmp_path, expect=2)
     assert "Invalid value for '--eps-neg': 2 is not >= 0 and <= 1" in result.output
     result = invoke("train", "svm-rank", "--grid", "a,b", workdir=tmp_path, expect=2)

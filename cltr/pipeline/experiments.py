@@ -22,7 +22,8 @@ Spec keys (see ``experiments/README.md`` for the files):
     dataset                       default dataset ("synthetic": generated when missing)
     methods, references           trained methods; "production" and/or "skyline" lines
     reps, seed                    repetitions and the experiment seed
-    metric                        the plotted metric (avg_dcg, avg_rank, ndcg@10)
+    metric                        the plotted metric (avg_dcg, avg_rank, ndcg@10,
+                                  ndcg@10_relevant_queries)
     x, values                     the varied setting (passes, eta, eps_neg, eta_model, continuation,
                                   top_k, ...) and its values
     plot_x                        the plotted x column (e.g. train_clicks for x = passes)
@@ -67,8 +68,8 @@ from cltr import clickmodels, methods
 from cltr.core.queries import Dataset, default_passes
 from cltr.pipeline import corrections
 from cltr.pipeline.stages import (ESTIMATORS, click_logs, clicks_stage, evaluation_stage, logging_rankers,
-                                  model_stage, production_stage, propensity_stage)
-from cltr.pipeline.workspace import Workspace, config_key
+                                  model_stage, production_stage, production_test_metrics, propensity_stage)
+from cltr.pipeline.workspace import Workspace, check_name, config_key
 
 __all__ = ["Spec", "Task", "ExperimentProgress", "SPEC_DIR", "find_spec_dir", "load_spec", "spec_names", "plan",
            "task_steps", "run_task", "run_experiment",
@@ -98,7 +99,7 @@ CLICK_SETTINGS = (*LOG_SETTINGS, *dict.fromkeys(f.name for m in clickmodels.mode
 PROPENSITY_CHOICES = ("logged", *ESTIMATORS)
 KINDS = ("table", "curve", "ccp", "propensity")
 REFERENCES = ("production", "skyline")
-_METRICS = ("avg_dcg", "avg_rank", "ndcg@10")
+_METRICS = ("avg_dcg", "avg_rank", "ndcg@10", "ndcg@10_relevant_queries")
 SELECTIONS = ("repetition", "pooled")
 # what a [[stated]] number of the paper is compared with: a column of the rows, or the CCP's
 # iterations per C
@@ -180,6 +181,12 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
     for key in ("name", "kind"):
         if key not in raw:
             raise ValueError(f"{where}: missing the key {key!r}")
+    for key in ("name", "dataset"):
+        if key in raw:
+            try:
+                check_name(raw[key], key)
+            except ValueError as error:
+                raise ValueError(f"{where}: {error}") from None
     if raw["kind"] not in KINDS:
         raise ValueError(f"{where}: kind must be one of {KINDS}, found {raw['kind']!r}")
     references = tuple(raw.get("references", ()))
@@ -332,8 +339,10 @@ class Task:
         """What determines the task's rows (not its experiment's name: identical tasks of
         two specs are computed once)."""
         # select enters only when pooled, so that per-repetition tasks keep their keys
+        # "ndcg": rows stored before it meant the relevant-queries average by "ndcg@10"
         return {"dataset": fingerprint, "kind": self.kind, "clicks": self.clicks, "methods": list(self.methods),
                 "references": list(self.references), "options": self.options, "seed": self.seed,
+                "ndcg": "all-and-relevant-queries",
                 **({"select": self.select} if self.select != "repetition" else {})}
 
 
@@ -443,7 +452,8 @@ def _task_rows(workspace: Workspace, dataset: Dataset, fingerprint: str, task: T
               "irrelevant_click_share": float(np.mean(~relevant[train_log.doc])) if len(train_log) else float("nan")}
     rows = []
     if "production" in task.references:
-        rows.append({"method": "production", **common, **{m: production.info["test"][m] for m in _METRICS}})
+        test = production_test_metrics(production, dataset)
+        rows.append({"method": "production", **common, **{m: test[m] for m in _METRICS}})
     methods_ = list(task.methods) + (["skyline"] if "skyline" in task.references else [])
     fix = corrections.get(correction or corrections.DEFAULT_CORRECTION)
     for method in methods_:

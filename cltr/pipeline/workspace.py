@@ -5,6 +5,7 @@ Layout under the workspace root (``--workdir``, ``$CLTR_WORKDIR`` or ``./cltr-wo
     datasets/<name>.npz, <name>.json          prepared datasets (``cltr prepare``): arrays + record
     <dataset>/<stage>/<key>.npz, <key>.json   artifacts of a stage: arrays + manifest
     <dataset>/current.json                    the artifact each stage used last
+    current.json                              the dataset prepared last (the default --dataset)
 
 An artifact's key is a hash of its config, which includes the keys of the artifacts it
 was computed from (for a dataset: its fingerprint, the hash of its content), so a
@@ -49,9 +50,28 @@ import numpy as np
 from cltr import __version__
 
 __all__ = ["Workspace", "Artifact", "DamagedArtifact", "config_key", "atomic_write", "default_workdir", "jsonable",
-           "file_sha256", "remove_stale_temporaries"]
+           "file_sha256", "remove_stale_temporaries", "check_name", "NAME_CHARACTERS"]
 
 log = logging.getLogger(__name__)
+
+
+NAME_CHARACTERS = "letters, digits, '_', '-' and '.', starting with a letter or digit, at most 100 characters"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+
+def check_name(name: str, what: str = "name") -> str:
+    """``name`` if it is a name, never a path: {NAME_CHARACTERS}, no ``..``.
+
+    Datasets, specs, stages and artifact keys become file and folder names in the
+    workspace; a separator or a ``..`` would let a name (typed, or in a shared spec) write
+    outside it."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
+        raise ValueError(f"{what} {name!r} is not a valid name: use {NAME_CHARACTERS} (no path separators, "
+                         f"no '..')")
+    return name
+
+
+check_name.__doc__ = check_name.__doc__.format(NAME_CHARACTERS=NAME_CHARACTERS)
 
 
 def default_workdir() -> Path:
@@ -309,7 +329,7 @@ class Workspace:
 
     # -- prepared datasets -------------------------------------------------------------
     def dataset_path(self, name: str) -> Path:
-        return self.root / "datasets" / f"{name}.npz"
+        return self.root / "datasets" / f"{check_name(name, 'dataset')}.npz"
 
     def has_dataset(self, name: str) -> bool:
         """Whether the dataset was prepared completely (its record is written last)."""
@@ -321,11 +341,34 @@ class Workspace:
         hash of its content, not of where it was read from) and provenance. Returns the record."""
         from cltr.data.store import dataset_arrays, dataset_fingerprint, write_npz  # store imports this module
 
-        arrays = dataset_arrays(dataset)
         path = self.dataset_path(name)
+        arrays = dataset_arrays(dataset)
         record = {"name": name, "fingerprint": dataset_fingerprint(arrays), "relevant_from": dataset.relevant_from,
                   "dcg_base": dataset.dcg_base, "meta": jsonable(dataset.meta), **(record or {}), **_provenance()}
-        return _save_unit(path, path.with_suffix(".json"), lambda stream: write_npz(stream, arrays), record)
+        saved = _save_unit(path, path.with_suffix(".json"), lambda stream: write_npz(stream, arrays), record)
+        if self.last_dataset() != name:
+            with atomic_write(self.root / "current.json", "w") as stream:
+                json.dump({"dataset": name}, stream)
+        return saved
+
+    def last_dataset(self) -> str | None:
+        """The dataset prepared last (the default ``--dataset``), or None."""
+        path = self.root / "current.json"
+        if not path.exists():
+            return None
+        try:
+            name = _read_json(path).get("dataset")
+        except DamagedArtifact:
+            return None
+        return name if isinstance(name, str) and self.has_dataset(name) else None
+
+    def datasets(self) -> list[str]:
+        """The names of the prepared datasets."""
+        folder = self.root / "datasets"
+        if not folder.is_dir():
+            return []
+        return sorted(p.stem for p in folder.glob("*.npz")
+                      if _NAME.fullmatch(p.stem) and ".." not in p.stem and self.has_dataset(p.stem))
 
     def dataset_record(self, name: str) -> dict:
         """The record of a prepared dataset (its arrays are not read)."""
@@ -345,7 +388,8 @@ class Workspace:
 
     # -- stage artifacts ---------------------------------------------------------------
     def _paths(self, dataset: str, stage: str, key: str) -> tuple[Path, Path]:
-        folder = self.root / dataset / stage
+        folder = self.root / check_name(dataset, "dataset") / check_name(stage, "stage")
+        check_name(key, f"{stage} key")
         return folder / f"{key}.npz", folder / f"{key}.json"
 
     def has(self, dataset: str, stage: str, key: str) -> bool:
@@ -417,7 +461,7 @@ class Workspace:
     # -- what each stage used last -----------------------------------------------------
     def current(self, dataset: str) -> dict:
         """The key of the artifact each stage used last ({} before any)."""
-        path = self.root / dataset / "current.json"
+        path = self.root / check_name(dataset, "dataset") / "current.json"
         return _read_json(path) if path.exists() else {}
 
     def set_current(self, dataset: str, stage: str, key: str) -> None:
@@ -433,5 +477,5 @@ class Workspace:
             json.dump(pointers, stream, indent=2, sort_keys=True)
 
     def keys(self, dataset: str, stage: str) -> list[str]:
-        folder = self.root / dataset / stage
+        folder = self.root / check_name(dataset, "dataset") / check_name(stage, "stage")
         return sorted(p.stem for p in folder.glob("*.json")) if folder.exists() else []
