@@ -131,15 +131,71 @@ def test_a_finished_workspace_is_used_without_writing_to_it(finished, invoke):
     assert _files(finished) == before
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes whatever the permissions say")
-def test_a_read_only_workspace_works_until_something_must_be_written(finished, invoke):
+_CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH, _CAP_FOWNER = 1, 2, 3  # linux/capability.h
+_PR_CAPBSET_DROP = 24  # linux/prctl.h
+
+# Runs the given cltr commands with click's CliRunner and prints [[exit code, output], ...].
+_COMMANDS_IN_A_CHILD = """
+import json, sys
+from click.testing import CliRunner
+from cltr.cli import main
+print(json.dumps([[r.exit_code, r.output] for r in
+                  (CliRunner().invoke(main, args, prog_name="cltr") for args in json.loads(sys.argv[1]))]))
+"""
+
+
+def _without_permission_overrides():
+    """preexec_fn: drop the capabilities that let root write whatever the permissions say
+    from the bounding set, which is what root's next program gets, so that the child obeys
+    the permission bits (of files root owns too) like any user."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in (_CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH, _CAP_FOWNER):
+        if libc.prctl(_PR_CAPBSET_DROP, capability, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
+
+
+def _run_obeying_permissions(*commands: list) -> list:
+    """``[(exit code, output)]`` of cltr ``commands`` run in one child process that the
+    permission bits bind: as root, one without the capabilities that override them (or a
+    skip where they cannot be dropped); otherwise an ordinary child."""
+    import json
+
+    preexec = _without_permission_overrides if os.geteuid() == 0 else None
+    probe = [sys.executable, "-c", "import sys; open(sys.argv[1], 'a')"]
+    try:
+        # a file without write permission must refuse the child, or the test means nothing
+        locked = Path(os.environ.get("TMPDIR", "/tmp")) / f"cltr-permission-probe-{os.getpid()}"
+        locked.touch(mode=0o444)
+        locked.chmod(0o444)
+        try:
+            refused = subprocess.run([*probe, str(locked)], preexec_fn=preexec, capture_output=True).returncode != 0
+        finally:
+            locked.unlink()
+    except (OSError, subprocess.SubprocessError) as error:
+        pytest.skip(f"cannot start a child process without root's permission overrides: {error}")
+    if not refused:
+        pytest.skip("a child process here writes to a file without write permission (root's overrides could "
+                    "not be dropped), so a read-only workspace cannot be made")
+    done = subprocess.run([sys.executable, "-c", _COMMANDS_IN_A_CHILD, json.dumps([list(map(str, c)) for c in commands])],
+                          preexec_fn=preexec, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return [tuple(pair) for pair in json.loads(done.stdout)]
+
+
+def test_a_read_only_workspace_works_until_something_must_be_written(finished):
+    from types import SimpleNamespace
+
     modes = {path: path.stat().st_mode for path in [finished, *finished.rglob("*")]}
     for path in modes:
         path.chmod(stat.S_IMODE(modes[path]) & ~0o222)
     try:
-        invoke("run", workdir=finished)
-        result = invoke("train", "svm-rank", "-C", "0.5", workdir=finished, expect=1)
-        _one_line_error(result, finished / "synthetic" / "models", "permission denied")
+        (ran, ran_output), (trained, trained_output) = _run_obeying_permissions(
+            ["--workdir", finished, "run"], ["--workdir", finished, "train", "svm-rank", "-C", "0.5"])
+        assert ran == 0, ran_output
+        _one_line_error(SimpleNamespace(exit_code=trained, output=trained_output),
+                        finished / "synthetic" / "models", "permission denied")
     finally:
         for path, mode in modes.items():
             path.chmod(stat.S_IMODE(mode))
