@@ -148,10 +148,21 @@ class ClickLog:
 
 
 def effective_sample_size(weights: np.ndarray) -> float:
-    """Kish's effective sample size (Σ w)² / Σ w² of importance weights (e.g. 1/q_i)."""
+    """Kish's effective sample size (Σ w)² / Σ w² of importance weights (e.g. 1/q_i).
+
+    The weights are divided by the largest |w| first (the ratio is scale-free): squared as
+    given, one weight of 1e300 (a propensity of 1e-300) overflows both sums to inf and the
+    ratio to NaN, where the answer is about 1, one click carrying the whole estimate.
+    """
     weights = np.asarray(weights, dtype=np.float64)
-    square = float(np.sum(weights * weights))
-    return float(np.sum(weights) ** 2 / square) if square > 0 else 0.0
+    largest = float(np.max(np.abs(weights), initial=0.0))
+    if not largest > 0:
+        return 0.0
+    if not np.isfinite(largest):
+        raise ValueError(f"importance weights must be finite, found {largest!r}")
+    scaled = weights / largest
+    square = float(np.sum(scaled * scaled))
+    return float(np.sum(scaled) ** 2 / square)
 
 
 @dataclass(frozen=True)

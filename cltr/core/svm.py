@@ -372,6 +372,14 @@ class PairwiseProblem:
         """P(w) from exact scores of X_used at w: the one formula behind every returned objective."""
         return float(0.5 * np.dot(w, w) + _weighted_sum(doc_weight, self._hinge_sums(scores)))
 
+    def largest_norm(self) -> float:
+        """max_y ‖x_y‖ over the rows the solver reads (computed once: a pass over X_used)."""
+        if not hasattr(self, "_largest_norm"):
+            with np.errstate(over="ignore", invalid="ignore"):
+                square = np.einsum("ij,ij->i", self.X_used, self.X_used, dtype=np.float64)
+            self._largest_norm = float(np.sqrt(np.max(square, initial=0.0)))
+        return self._largest_norm
+
     def slack_sums(self, w) -> np.ndarray:
         """S_i(w) = Σ_{y in Y_i, y != y_i} max(0, 1 - w.(x_{y_i} - x_y)) per example, shape (n_examples,)."""
         w = _check_point(w, self.X.shape[1], "w")
@@ -898,6 +906,44 @@ def solve_pairwise_svm(
     return _ocas(problem, cost, C, w0=w0, tol=tol, max_iter=max_iter, callback=callback, start=start)
 
 
+def _check_scale(problem: PairwiseProblem, pairs: _Pairs, normal: np.ndarray, objective: float, cost,
+                 C: float) -> None:
+    """Refuse, naming C and the largest example weight, a problem whose plane QP float64
+    cannot hold or cannot resolve at all (``C = 1e300``, a click of propensity 1e-300).
+
+    The QP's Gram entries are of the order of ‖g‖², so they carry a rounding of about
+    eps·‖g‖², and P at the optimum is at most P at the start: past eps·‖g‖² > P(start) the
+    rounding of the QP exceeds the objective it is to bound, and no number of planes helps
+    (measured: from eps·‖g‖² ≈ 0.01·P on the gap stalls near 1; below that a slow solve
+    ends with ``converged`` False and its gap, which says what it is). Every later normal
+    is bounded by Σ a_p ‖d_p‖ <= 2 Σ a_p max_y ‖x_y‖; if the square of that bound
+    overflows, a plane could turn the QP into inf and NaN (the IndexError this guards
+    against). Rescaling cannot help: the cancellation in Σ β_t g_t is relative.
+    """
+    eps = np.finfo(np.float64).eps
+    total = float(pairs.weight.sum())  # P(0): every slack is 1
+    with np.errstate(over="ignore", invalid="ignore"):
+        square = float(np.dot(normal, normal))
+        reach = 2.0 * total * problem.largest_norm()
+        fits = np.isfinite(total) and np.isfinite(square) and np.isfinite(reach * reach * 4.0)
+        resolvable = fits and eps * square <= max(objective, _TINY)
+    if resolvable:
+        return
+    cost = np.asarray(cost, dtype=np.float64)
+    i = int(np.argmax(cost))
+    why = (f"the QP's values would overflow (total hinge weight {total:.3g})" if not fits else
+           f"the rounding of its cutting-plane QP (about {eps * square:.3g}) exceeds the objective itself "
+           f"({objective:.3g}), so no duality gap can be certified")
+    # a weight a million times the typical one is the cause rather than C
+    blamed = cost[i] > 1e6 * float(np.median(cost))
+    weight = (f" (example {i} of {problem.n_examples}; a weight 1/q means a propensity q of {1 / cost[i]:.3g})"
+              if blamed else "")
+    remedy = ("clip the propensities (--clip) or drop the clicks of vanishing propensity, or use a smaller C"
+              if blamed else "use a smaller C")
+    raise ValueError(f"C = {C:g} with example weights up to {cost[i]:.3g}{weight} is too extreme for the SVM "
+                     f"solver in float64: {why}; {remedy}")
+
+
 def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol, max_iter, callback, start=None) -> SVMResult:
     start = time.perf_counter() if start is None else start
     doc_weight = problem.doc_weight(cost, C)
@@ -937,6 +983,7 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol, max_iter, callback, sta
         row = int(bad[0] if problem.rows is None else problem.rows[bad[0]]) if len(bad) else None
         where = f"row {row}" if row is not None else "a row"
         raise ValueError(f"X must be finite in every row that takes part in a pair; {where} holds NaN or inf")
+    _check_scale(problem, pairs, normal, objective, cost, C)
     planes = _PlaneQP(n_features, capacity=min(int(max_iter), 63) + 1, keep_coef=not exact)
     planes.add(b, normal, None if exact else coef)
     change = np.empty(X.shape[0])

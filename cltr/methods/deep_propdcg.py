@@ -271,7 +271,9 @@ def train_deep_propdcg(
                     example_weight=batch.example_weight)
                 optimizer.step(grads, lr)
                 losses.append(value)
-            diverged = not np.isfinite(np.mean(losses))
+            # the last step may turn the parameters non-finite after a finite loss (an
+            # overflowing gradient), which the next epoch's loss would only then show
+            diverged = not np.isfinite(np.mean(losses)) or not all(np.isfinite(p).all() for p in parameters)
             # a diverged net has non-finite scores, which the validation ranking refuses
             estimate = float(validate(net)) if validate is not None and not diverged else float("nan")
             record = EpochRecord(learning_rate=float(base), epoch=epoch + 1, step_learning_rate=float(lr),
@@ -293,9 +295,28 @@ def train_deep_propdcg(
                 if settings.patience is not None and since_best >= int(settings.patience):
                     break
     if best is None:
-        raise ValueError("training diverged in the first epoch of every learning rate; try smaller learning_rates")
+        raise ValueError("training diverged in the first epoch of every learning rate; "
+                         + _divergence_cause(propensity, example_weight, initial.dtype))
     best.trace = trace
     return best
+
+
+def _divergence_cause(propensity, example_weight, dtype) -> str:
+    """What to tell a user whose every learning rate diverged: an extreme example weight
+    (1/q of a propensity of 1e-300 overflows the loss or Adam's squared gradients, whatever
+    the learning rate) when there is one, else the learning rates."""
+    weight = np.abs(np.asarray(example_weight if example_weight is not None else 1.0 / np.asarray(propensity),
+                               dtype=np.float64))
+    i = int(np.argmax(weight))
+    largest, typical = float(weight[i]), float(np.median(weight))
+    # Adam squares the gradient, which scales with the weight: past sqrt(max) of the net's
+    # dtype it overflows, and a weight a million times the typical one swamps every other
+    if largest > np.sqrt(np.finfo(dtype).max) or not largest <= 1e6 * typical:
+        source = (f" (propensity {float(np.asarray(propensity)[i]):.3g})" if example_weight is None else "")
+        return (f"an extreme example weight is the cause: example {i} weighs {largest:.3g}{source} where the "
+                f"median weight is {typical:.3g}, which overflows the loss whatever the learning rate; clip the "
+                f"propensities (--clip) or drop that click")
+    return "try smaller learning_rates"
 
 
 @dataclass(frozen=True)

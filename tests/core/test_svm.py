@@ -446,3 +446,30 @@ def test_non_finite_features_are_refused():
 def test_objective_refuses_a_wrong_shaped_w():
     with pytest.raises(ValueError, match=r"w must have shape \(n_features,\) = \(3,\)"):
         pairwise_objective(np.ones(4), np.ones((5, 3)), [0, 2, 5], [0], [1], [1.0], 1.0)
+
+
+# -- extreme C and weights (issue 21) ------------------------------------------------------
+
+@pytest.mark.parametrize("C, extreme_cost, message", [
+    (1e300, None, r"C = 1e\+300 with example weights up to 3 is too extreme .* overflow.*use a smaller C$"),
+    (1.0, 1e300, r"example weights up to 1e\+300 \(example 2 of 6; a weight 1/q means a propensity q of 1e-300\).*clip"),
+    (1e30, None, r"C = 1e\+30 .* exceeds the objective itself"),
+])
+def test_extreme_C_or_weights_are_refused_naming_them(C, extreme_cost, message):
+    # the plane QP's Gram entries are ~‖g‖² ~ (C · cost)²: at 1e300 they overflow, and it
+    # ended in an IndexError; at 1e30 their rounding exceeds the objective
+    X, offsets, click_query, click_doc, cost = tiny_problem(3)
+    cost = np.minimum(cost, 3.0)
+    cost[0] = 3.0
+    if extreme_cost is not None:
+        cost[2] = extreme_cost
+    with pytest.raises(ValueError, match=message):
+        solve_pairwise_svm(X, offsets, click_query, click_doc, cost, C)
+    with pytest.raises(ValueError, match=message):
+        PairwiseProblem(X, offsets, click_query, click_doc).solve(cost, C, w0=np.full(X.shape[1], 0.1))
+
+
+def test_large_but_resolvable_C_still_solves_to_its_certificate():
+    X, offsets, click_query, click_doc, cost = tiny_problem(3)
+    result = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 1e6)
+    assert result.converged and result.gap <= 1e-3

@@ -464,6 +464,28 @@ def test_clipping_weights_hand_computed():
     assert as_told(log, clip=0.01).propensity.tolist() == [1.0, 0.05]  # nothing below 0.01
 
 
+def test_effective_sample_size_of_one_extreme_weight_is_one_not_nan():
+    # squared as given, 1e300 overflows both of Kish's sums to inf and the ratio to nan
+    assert effective_sample_size([1.0] * 99 + [1e300]) == pytest.approx(1.0)
+    assert effective_sample_size(np.array([2.0, 2.0]) * 1e200) == pytest.approx(2.0)
+    assert effective_sample_size([]) == 0.0
+
+
+def test_a_click_of_propensity_1e_300_is_named_not_a_crash_or_nan(sim, exported, tmp_path, invoke):
+    table = pd.read_csv(exported["train"], sep="\t")
+    table.loc[table.index[table["click"] == 1][0], "propensity"] = 1e-300
+    extreme = tmp_path / "extreme.tsv"
+    table.to_csv(extreme, sep="\t", index=False)
+    invoke("clicks", "import", extreme, "--split", "train", workdir=sim.work)
+    invoke("clicks", "import", exported["vali"], "--split", "vali", workdir=sim.work)
+    out = invoke("train", "svm-rank", "-C", 1, workdir=sim.work).output
+    assert "effective sample size of the weights 1/q 1.0" in out
+    assert "warning: an effective sample size of 1.0 means a few extreme weights" in out
+    out = invoke("train", "svm-proprank", "-C", 1, workdir=sim.work, expect=1).output
+    assert "a weight 1/q means a propensity q of" in out and "clip the propensities" in out
+    assert "Traceback" not in out and "IndexError" not in out
+
+
 def test_clip_changes_the_model_its_weights_and_its_selection(sim, invoke):
     out = invoke("train", "svm-proprank", "-C", 1, "--clip", 0.1, "--clicks", sim.clicks.key, workdir=sim.work).output
     clipped = current(sim.work, "models")
