@@ -151,10 +151,14 @@ def test_affine_tree_propdcg_beats_plain_ips_on_trust_bias_clicks(learning_setup
 
 
 def test_bayes_ips_svm_proprank_beats_plain_ips_under_strong_trust(learning_setup):
-    # Bayes-IPS only damps the trusted top clicks (it stays biased): a small gain, measured
-    # +0.011, +0.015, +0.007, -0.005 on these four seeds at eps-_1 = 0.9
-    found = _test_avg_dcg(learning_setup, "svm-proprank", {}, ("ips", "bayes-ips"), range(4), {"eps_neg": 0.9})
-    assert (found["bayes-ips"] - found["ips"]).mean() > 0.003
+    # Bayes-IPS only damps the trusted top clicks (it stays biased): a small gain per seed,
+    # measured over seeds 0-15 at eps-_1 = 0.9: mean +0.0062, standard deviation 0.0075, 11 of
+    # 16 positive. One seed cannot tell it from noise; the mean of 10 seeds is <= 0 with
+    # probability Phi(-0.0062 sqrt(10) / 0.0075) = 0.4% (normal approximation), so a set of
+    # seeds on which this fails says the gain is gone, not that the seeds were unlucky.
+    found = _test_avg_dcg(learning_setup, "svm-proprank", {}, ("ips", "bayes-ips"), range(10), {"eps_neg": 0.9})
+    gains = found["bayes-ips"] - found["ips"]
+    assert gains.mean() > 0, gains
 
 
 def test_trust_bias_from_the_command_line(tmp_path, invoke):
