@@ -869,11 +869,22 @@ def _evaluate(session: Session, dataset_name: str, model_key=None, seed=0):
 @click.option("--model", "model_key", default=None, help="Key of the model [default: the last trained].")
 @click.option("--production", "production", is_flag=True,
               help="Evaluate the production ranker (the last produced) instead of a trained model.")
+@click.option("--run", "run_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Evaluate an outside model instead: a TREC run (qid Q0 docid rank score run, docids as "
+                   "`cltr score --trec` writes them) or one score per line in the split's document order (as "
+                   "`cltr score --out` writes), ranked by score with cltr's tie-breaks.")
+@click.option("--split", type=click.Choice(["test", "vali", "train"]), default=None,
+              help="The split --run scores [default: test].")
 @seed_option
 @click.pass_obj
 @_errors_as_usage
-def evaluate_command(session: Session, dataset, model_key, production, seed) -> None:
+def evaluate_command(session: Session, dataset, model_key, production, run_file, split, seed) -> None:
     """Avg DCG, Avg Rank and nDCG@10 on the test set, and the SNIPS Avg DCG on validation clicks."""
+    if split is not None and run_file is None:
+        raise click.UsageError("--split applies to --run only (trained models are evaluated on the test split)")
+    if run_file is not None:
+        _evaluate_run(session, dataset, run_file, split or "test", seed)
+        return
     if production:
         clicks_key = session.workspace.current(dataset).get("clicks")
         clicks = session.workspace.load(dataset, "clicks", clicks_key) if clicks_key else None
@@ -921,6 +932,29 @@ def _test_row(metrics: dict) -> dict:
     """The test metrics of ``evaluate`` under the names the tables print."""
     return {"test Avg DCG": metrics["avg_dcg"], "test Avg Rank": metrics["avg_rank"],
             "test nDCG@10": metrics["ndcg@10"], "test nDCG@10 relevant queries": metrics["ndcg@10_relevant_queries"]}
+
+
+def _evaluate_run(session: Session, dataset_name: str, run_file: Path, split: str, seed: int) -> None:
+    """``cltr evaluate --run``: an outside model's scores with cltr's metrics and tie-breaks."""
+    from cltr.core.ranking import evaluate
+    from cltr.core.seeds import stream
+    from cltr.data.runs import read_run
+
+    dataset, _ = session.dataset(dataset_name)
+    queries = getattr(dataset, split)
+    scores = read_run(run_file, queries, split=split)
+
+    class _Scores:  # the run's scores, ranked by ``evaluate`` exactly as a model's
+        def scores(self, X):
+            return scores
+
+    metrics = evaluate(_Scores(), queries, queries.relevant(dataset.relevant_from), rng=stream(seed, "evaluate"),
+                       dcg_base=dataset.dcg_base)
+    click.echo(f"run {run_file} on the {split} split of {dataset_name!r}:")
+    labels = {"avg_dcg": "Avg DCG", "avg_rank": "Avg Rank", "ndcg@10": "nDCG@10",
+              "ndcg@10_relevant_queries": "nDCG@10 relevant queries"}
+    echo_table([{f"{split} {label}": metrics[key] for key, label in labels.items() if key in metrics}])
+    _echo_convention(session, dataset_name)
 
 
 def _echo_convention(session: Session, dataset_name: str) -> None:
@@ -1014,9 +1048,11 @@ def clicks_import(session: Session, log, dataset, split) -> None:
 @click.option("--split", type=click.Choice(["train", "vali"]), default="train", show_default=True,
               help="Which split's log to write.")
 @click.option("--clicks", "clicks_key", default=None, help="Key of the click log [default: the current one].")
+@click.option("--features", "with_features", is_flag=True,
+              help="Also write each row's feature vector, as columns f1..fd after the log's own.")
 @click.pass_obj
 @_errors_as_usage
-def clicks_export(session: Session, out, dataset, split, clicks_key) -> None:
+def clicks_export(session: Session, out, dataset, split, clicks_key, with_features) -> None:
     """Write a click log (simulated or imported) in the documented format: OUT's extension
     picks CSV, TSV or Parquet (optionally .gz/.xz)."""
     from cltr.data.clicklog import write_click_log
@@ -1025,6 +1061,10 @@ def clicks_export(session: Session, out, dataset, split, clicks_key) -> None:
     dataset_obj, _ = session.dataset(dataset)
     clicks = session.upstream(dataset, "clicks", clicks_key, lambda: _simulate(session, dataset)[0])
     columns = export_rows(clicks, split, dataset_obj)
+    if with_features:
+        from cltr.pipeline.stages import feature_columns
+
+        columns.update(feature_columns(columns, getattr(dataset_obj, split)))
     write_click_log(out, columns)
     click.echo(f"wrote {len(columns['doc'])} impressions ({int(np.sum(columns['click']))} clicks) of the {split} "
                f"log {clicks.key} to {out}")
@@ -1145,6 +1185,8 @@ def score_command(session: Session, file, model_key, out, trec, run_name, seed) 
 
 
 def _model_width(scorer) -> int | None:
+    if hasattr(scorer, "n_features"):
+        return int(scorer.n_features)
     if hasattr(scorer, "w"):
         return len(scorer.w)
     if hasattr(scorer, "weights"):

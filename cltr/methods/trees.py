@@ -162,14 +162,15 @@ class _TreeSets:
 
 
 def _tree_sets(X: np.ndarray, *, label: np.ndarray, group: np.ndarray | None, valid_X: np.ndarray | None,
-               threads: int) -> _TreeSets:
+               threads: int, weight: np.ndarray | None = None, position: np.ndarray | None = None) -> _TreeSets:
     import lightgbm
 
     # Dataset construction gets the same thread count: with LightGBM's default (every core)
     # OpenMP's waiting threads compete with the 1-thread training on busy machines. Its
     # bins depend on min_data_in_leaf, so that is fixed here as in lightgbm_params.
     params = {"verbosity": -1, "num_threads": int(threads), "min_data_in_leaf": MIN_DATA_IN_LEAF}
-    train = lightgbm.Dataset(X, label=label, group=group, params=params, free_raw_data=True)
+    train = lightgbm.Dataset(X, label=label, group=group, weight=weight, position=position, params=params,
+                             free_raw_data=True)
     train.construct()
     valid = None
     if valid_X is not None:
@@ -226,7 +227,8 @@ def _grow(params: dict, sets: _TreeSets, *, objective: Callable | None, n_estima
 def select_trees(data, options: TreeOptions, *, name: str, X: np.ndarray, label: np.ndarray,
                  group: np.ndarray | None, objective: Callable | None, progress: Callable | None = None,
                  learning_rates=LEARNING_RATE_GRID, leaves=NUM_LEAVES_GRID, estimate: Callable | None = None,
-                 criterion_name: str = "validation_snips_avg_dcg"):
+                 criterion_name: str = "validation_snips_avg_dcg", weight: np.ndarray | None = None,
+                 position: np.ndarray | None = None, extra_params: dict | None = None):
     """Grid over learning rate x leaves, trees by early stopping, chosen on validation clicks.
 
     Parameters
@@ -248,6 +250,11 @@ def select_trees(data, options: TreeOptions, *, name: str, X: np.ndarray, label:
         Called with each candidate's row.
     estimate : callable, optional
         Another validation criterion (scorer -> float), named ``criterion_name`` in the table.
+    weight, position : ndarray, shape (n_rows,), optional
+        LightGBM's row weights and positions (``Dataset(position=...)``: LambdaRank then
+        learns an additive bias per position alongside the trees; LightGBM >= 4.1).
+    extra_params : dict, optional
+        More LightGBM parameters (e.g. ``lambdarank_position_bias_regularization``).
 
     Returns
     -------
@@ -261,7 +268,7 @@ def select_trees(data, options: TreeOptions, *, name: str, X: np.ndarray, label:
     leaf_grid = [options.num_leaves] if options.num_leaves is not None else usable_leaves(leaves, len(X))
     candidates = [{"learning_rate": float(r), "num_leaves": int(n)} for r in rates for n in leaf_grid]
     seed = int(stream(data.seed, name).integers(2 ** 31 - 1))
-    sets = _tree_sets(X, label=label, group=group,
+    sets = _tree_sets(X, label=label, group=group, weight=weight, position=position,
                       valid_X=data.dataset.vali.X if n_estimators is None else None, threads=threads)
 
     estimate = estimate or data.estimate
@@ -271,18 +278,21 @@ def select_trees(data, options: TreeOptions, *, name: str, X: np.ndarray, label:
 
     def fit(params, _previous):
         base = "none" if objective is not None else "lambdarank"
-        lgb_params = lightgbm_params(**params, seed=seed, threads=threads, objective=base)
+        lgb_params = {**lightgbm_params(**params, seed=seed, threads=threads, objective=base), **(extra_params or {})}
         rounds = min(options.max_rounds, max(1, int(np.ceil(options.shrinkage_budget / params["learning_rate"]
                                                              - 1e-9))))
+        if hasattr(objective, "start"):  # an objective with state (jointly learned biases) restarts per candidate
+            objective.start(params)
         return _grow(lgb_params, sets, objective=objective, n_estimators=n_estimators, criterion=criterion,
                      max_rounds=rounds, eval_every=options.eval_every, patience=options.patience, threads=threads)
 
-    selection = select_on_validation(candidates, fit, estimate, progress=progress, criterion=criterion_name)
+    selection = select_on_validation(candidates, fit, estimate, progress=progress, criterion=criterion_name,
+                                     alike=data.alike_share)
     best_row = next(row for row in selection.table
                     if all(row[k] == v for k, v in selection.best_params.items()))
     chosen = {**selection.best_params, "n_estimators": best_row["n_estimators"]}
     info = {"chosen": chosen, criterion_name: selection.best_estimate,
-            "selection": selection.table, "lightgbm_seed": seed,
+            "selection": selection.table, "lightgbm_seed": seed, "warnings": selection.warnings,
             "early_stopping": {"max_rounds": options.max_rounds, "eval_every": options.eval_every,
                                "patience": options.patience, "shrinkage_budget": options.shrinkage_budget}}
     return selection.best, info

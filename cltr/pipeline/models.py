@@ -2,7 +2,8 @@
 
 Kinds: ``linear`` (every SVM), ``mlp`` (Deep PropDCG), ``lightgbm`` (the tree methods;
 its module, the only one that imports LightGBM, is imported only when such a model is
-read). A new scorer kind adds one entry to ``SCORER_MODULES``.
+read), ``xgboost`` (``xgboost-unbiased``, an optional extra). A new scorer kind adds one
+entry to ``SCORER_MODULES``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ SCORER_MODULES: dict[str, tuple[str, str]] = {
     "linear": ("cltr.core.scorers", "LinearScorer"),
     "mlp": ("cltr.core.mlp", "MLPScorer"),
     "lightgbm": ("cltr.methods.trees", "TreeScorer"),
+    "xgboost": ("cltr.methods.xgboost_unbiased", "XGBoostScorer"),
 }
 
 

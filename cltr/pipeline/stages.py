@@ -481,6 +481,18 @@ def export_rows(clicks: Artifact, split: str, dataset: Dataset) -> dict[str, np.
     return columns
 
 
+def feature_columns(columns: dict[str, np.ndarray], queries) -> dict[str, np.ndarray]:
+    """The feature vector of each row of an exported click table (``export_rows``), as
+    columns ``f1``..``fd`` (numbered from 1, as SVMlight numbers features), so that other
+    tools can train on an exported log without the features file."""
+    qid = np.asarray(queries.qid)
+    order = np.argsort(qid, kind="stable")
+    query = order[np.searchsorted(qid[order], columns["qid"])]
+    rows = np.asarray(queries.offsets, dtype=np.int64)[query] + np.asarray(columns["doc"], dtype=np.int64)
+    X = np.asarray(queries.X)[rows]
+    return {f"f{j + 1}": X[:, j] for j in range(X.shape[1])}
+
+
 # -- propensities estimated from the logs -------------------------------------------------
 
 def propensity_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artifact, *, method: str,

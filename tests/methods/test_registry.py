@@ -11,7 +11,8 @@ import cltr.methods
 from cltr.methods import Method, get, methods, train
 from cltr.options import Options
 
-ALL_METHODS = ["svm-rank", "lambdarank", "svm-proprank", "svm-propdcg", "deep-propdcg", "tree-propdcg", "skyline"]
+ALL_METHODS = ["svm-rank", "lambdarank", "svm-proprank", "svm-propdcg", "deep-propdcg", "tree-propdcg",
+               "lightgbm-position", "xgboost-unbiased", "skyline"]
 
 
 def test_every_method_is_found_in_help_order():
