@@ -34,7 +34,7 @@ def setup(dataset, seed, passes):
 
 
 def test_metrics(scorer, dataset, relevant, seed):
-    return evaluate(scorer, dataset.test, relevant, rng=stream(seed, "evaluate"))
+    return evaluate(scorer, dataset.test, relevant, rng=stream(seed, "evaluate"), dcg_base=dataset.dcg_base)
 
 
 def compare(dataset, seeds, passes, methods):

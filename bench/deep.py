@@ -103,7 +103,8 @@ def compare(name, dataset, seeds):
         for method in ("svm-propdcg", "deep-propdcg"):
             start = time.perf_counter()
             scorer, info = train(method, data, {})
-            row[method] = evaluate(scorer, dataset.test, relevant["test"], rng=stream(seed, "evaluate"))["avg_dcg"]
+            row[method] = evaluate(scorer, dataset.test, relevant["test"], rng=stream(seed, "evaluate"),
+                                   dcg_base=dataset.dcg_base)["avg_dcg"]
             row[f"{method} s"] = time.perf_counter() - start
             row[f"{method} chosen"] = info["chosen"]
         rows.append(row)

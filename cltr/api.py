@@ -1,31 +1,42 @@
 """A Python API over the same functions as the command line.
 
-Estimators with a scikit-learn-like contract, one per method::
+Estimators following scikit-learn's parameter conventions, one per method::
 
     from cltr import api
-    data = api.load_letor("MQ2008", fold=1)                      # or api.make_synthetic()
+    data = api.load_letor("MQ2008", fold=1)                      # or api.load_prepared("letor")
     train = api.read_click_log("train.tsv", data.train)           # a logged click table
     vali = api.read_click_log("vali.tsv", data.vali)
     estimate = api.estimate_propensities(train, data.train, method="harvest")
-    model = api.PropDCG(C=0.1).fit(data.train, train, vali=(data.vali, vali), propensities=estimate)
+    model = api.PropDCG(C=0.1).fit(data, train, vali=vali, propensities=estimate)
     scores = model.predict(data.test.X)
+    print(api.evaluate(model, data))                              # as `cltr evaluate` prints
 
-``fit`` takes the training split (a ``Queries``, or ``X`` and ``offsets``) and its clicks:
-a ``ClickLog``, a ``LoggedRows`` from ``read_click_log``, or the arrays ``click_query``,
-``click_doc``, ``propensity``. Hyperparameters left unset are chosen by SNIPS Avg DCG on
-``vali`` (a split and its clicks), or on the training clicks when no ``vali`` is given.
+``fit`` takes the training data (a ``Dataset``, whose train split and metric convention
+it uses; or a ``Queries``, or ``X`` and ``offsets``) and its clicks: a ``ClickLog``, a
+``LoggedRows`` from ``read_click_log``, or the arrays ``click_query``, ``click_doc``,
+``propensity``. Hyperparameters left unset are chosen by SNIPS Avg DCG on ``vali`` (the
+validation clicks, with their split), or on the training clicks when no ``vali`` is given.
 Training goes through ``cltr.methods.train``, the function ``cltr train`` calls, so the
-same data, options and seed give the same model.
+same data, options and seed give the same model. ``evaluate`` reads the relevance
+threshold and DCG log base of the ``Dataset`` it is given, as every cltr command does.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import inspect
+import os
+from typing import Any
+
 import numpy as np
+from sklearn.base import BaseEstimator  # type: ignore[import-untyped]
+from sklearn.exceptions import NotFittedError  # type: ignore[import-untyped]
 
 from cltr import methods
 from cltr.core.clicks import ClickLog
 from cltr.core.queries import Dataset, Queries
-from cltr.core.ranking import DCG_BASE, evaluate as _evaluate
+from cltr.core.ranking import evaluate as _evaluate
 from cltr.core.seeds import stream
 from cltr.data.clicklog import LoggedRows, read_click_log, write_click_log
 from cltr.data.loaders import load_letor, load_yahoo
@@ -33,10 +44,11 @@ from cltr.data.synthetic import make_synthetic
 from cltr.methods import TrainingData
 from cltr.pipeline.stages import as_told
 from cltr.pipeline.stages import estimate_propensities as _estimate
+from cltr.pipeline.workspace import Workspace
 
 __all__ = ["Estimator", "SVMRank", "PropRank", "PropDCG", "DeepPropDCG", "LambdaRank", "TreePropDCG", "Skyline",
            "read_click_log", "write_click_log", "estimate_propensities", "evaluate", "load_letor",
-           "load_yahoo", "make_synthetic"]
+           "load_yahoo", "make_synthetic", "load_prepared"]
 
 
 def _queries(data, offsets=None) -> Queries:
@@ -70,72 +82,138 @@ def _click_log(clicks, queries: Queries, *, click_query=None, click_doc=None, pr
                     pass_index=np.zeros(len(click_doc), dtype=np.int64), n_passes=1, n_queries=queries.n_queries)
 
 
-class Estimator:
+_WHY_NOT_CHECK_ESTIMATOR = """
+
+    scikit-learn conventions: ``__init__`` stores each option unchanged as an attribute of
+    its name (validation happens in ``fit``, naming the option), ``get_params`` /
+    ``set_params`` read and write them, so ``sklearn.base.clone`` and parameter searches
+    work, and ``check_estimator``'s checks of construction, parameters, cloning and repr
+    pass. Its checks that call ``fit(X, y)`` cannot hold: a ranking estimator learns from
+    query groups (``offsets``) and a click log, not from one target per row, so ``fit``
+    refuses a bare ``(X, y)``.
+"""
+
+
+class Estimator(BaseEstimator):
     """A learning method as an estimator: ``Estimator(**options).fit(...).predict(X)``.
 
-    The options are the method's options type's fields (``get_params()`` lists them with
-    their values); an unknown name or a bad value raises ``ValueError`` at construction.
+    The parameters are the method's options type's fields, with its defaults (``get_params()``
+    lists them); an unknown name raises ``ValueError`` naming the valid ones, a bad value
+    raises ``ValueError`` at ``fit``.
     """
 
     method: str = ""
 
-    def __init__(self, **params):
-        self._options = methods.get(self.method).parse_options(params, where=type(self).__name__)
-        self.scorer_ = None
-        self.info_ = None
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if not cls.method:
+            return
+        # the signature scikit-learn reads (get_params, clone, repr) is the options type's fields
+        parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        parameters += [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default)
+                       for f in methods.get(cls.method).options.option_fields()]  # type: ignore[attr-defined]
 
-    def get_params(self, deep: bool = True) -> dict:
-        return self._options.to_dict()
+        def __init__(self, **params):
+            Estimator.__init__(self, **params)
+
+        __init__.__signature__ = inspect.Signature(parameters)
+        __init__.__doc__ = f"Store the options of {cls.method} unchanged (validated by ``fit``)."
+        cls.__init__ = __init__
+        if cls.__doc__:  # (none under python -OO)
+            cls.__doc__ = cls.__doc__.rstrip() + _WHY_NOT_CHECK_ESTIMATOR
+
+    def __init__(self, **params):
+        names = self._get_param_names()
+        self._refuse_unknown(params)
+        for name in names:
+            setattr(self, name, params.get(name, methods.get(self.method).options.__dataclass_fields__[name].default))
+
+    def _refuse_unknown(self, params: dict) -> None:
+        options_type: Any = methods.get(self.method).options
+        names = [f.name for f in options_type.option_fields()]  # declaration order
+        unknown = sorted(set(params) - set(names))
+        if unknown:
+            hints = [f"{name!r}" + (f" (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(
+                name, names, n=1)) else "") for name in unknown]
+            raise ValueError(f"{type(self).__name__}: unknown option{'s' if len(unknown) > 1 else ''} "
+                             f"{', '.join(hints)}; valid: {', '.join(names)}")
 
     def set_params(self, **params) -> "Estimator":
-        self._options = methods.get(self.method).parse_options({**self._options.to_dict(), **params},
-                                                               where=type(self).__name__)
-        return self
+        self._refuse_unknown(params)
+        return super().set_params(**params)
 
-    def __repr__(self) -> str:
-        defaults = methods.get(self.method).options()
-        changed = {k: v for k, v in self._options.to_dict().items() if getattr(defaults, k) != getattr(self._options, k)}
-        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
+    def _options(self):
+        """The parameters as the method's validated options (``ValueError`` naming a bad one)."""
+        return methods.get(self.method).parse_options(self.get_params(deep=False), where=type(self).__name__)
 
     def fit(self, X, clicks=None, *, offsets=None, click_query=None, click_doc=None, propensity=None, vali=None,
-            propensities=None, clip: float | None = None, relevant_from: int = 1, seed: int = 0,
+            propensities=None, clip: float | None = None, relevant_from: int | None = None, seed: int = 0,
             progress=None) -> "Estimator":
-        """Train on ``clicks`` logged on the split ``X``.
+        """Train on ``clicks`` logged on the training split ``X``.
 
         Parameters
         ----------
-        X : Queries, or ndarray of shape (n_docs, n_features) with ``offsets``
+        X : Dataset, Queries, or ndarray of shape (n_docs, n_features) with ``offsets``
+            A ``Dataset``: its train split, its validation split (for ``vali`` given as
+            clicks alone) and its metric convention (relevance threshold, DCG log base).
         clicks : ClickLog, LoggedRows or (click_query, click_doc, propensity), optional
             Or give the arrays as keywords (``click_query`` may be omitted).
-        vali : (Queries, clicks), optional
-            The validation split and its clicks, for model selection.
+        vali : clicks, or (Queries, clicks), optional
+            The validation clicks (on the ``Dataset``'s vali split), or a split and its
+            clicks, for model selection.
         propensities : PropensityEstimate, optional
             Divide by its per-rank estimate instead of the logged propensities.
         clip : float, optional
             Raise propensities below ``clip`` to it.
-        relevant_from : int
-            For the skyline only (it learns from ``X.labels``).
+        relevant_from : int, optional
+            The skyline (which learns from ``X.labels``) only, and only when ``X`` is not a
+            ``Dataset`` (whose threshold it takes).
         seed : int
             Seeds every draw (tie-breaks, initialisation), as ``cltr train --seed``.
         """
-        train = _queries(X, offsets)
+        options = self._options()
+        dataset = X if isinstance(X, Dataset) else None
+        if dataset is not None and relevant_from is not None and relevant_from != dataset.relevant_from:
+            raise ValueError(f"relevant_from = {relevant_from} contradicts the dataset's {dataset.relevant_from}; "
+                             "give one")
+        if dataset is None and self.method == "skyline" and relevant_from is None:
+            raise ValueError("the skyline learns from labels: give the Dataset (its relevance threshold), or "
+                             "relevant_from")
+        if dataset is None and np.ndim(X) == 2 and offsets is None and clicks is not None \
+                and np.ndim(clicks) == 1 and not isinstance(clicks, tuple):
+            raise ValueError("a ranking estimator learns from query groups and clicks, not from fit(X, y): give "
+                             "X with its query offsets and the click log")
+        train = dataset.train if dataset is not None else _queries(X, offsets)
         train_log = _click_log(clicks, train, click_query=click_query, click_doc=click_doc, propensity=propensity)
         if vali is None:
             vali_split, vali_log = train, train_log
-        else:
-            vali_split = _queries(vali[0])
+        elif isinstance(vali, tuple) and len(vali) == 2 and isinstance(vali[0], Queries):
+            vali_split = vali[0]
             vali_log = _click_log(vali[1], vali_split)
+        elif dataset is not None:
+            vali_split = dataset.vali
+            vali_log = _click_log(vali, vali_split)
+        else:
+            raise ValueError("vali: give (validation Queries, their clicks), or fit on a Dataset")
         logs = [as_told(log, propensities, clip) for log in (train_log, vali_log)]
-        dataset = Dataset(name="api", train=train, vali=vali_split, test=vali_split, relevant_from=relevant_from)
-        self.scorer_, self.info_ = methods.train(self.method, TrainingData(dataset, logs[0], logs[1], seed),
-                                                 self._options, progress=progress)
+        # relevant_from serves the skyline only (refused above when missing); the DCG base only
+        # scales the reported validation estimate, never the chosen model
+        training = Dataset(name="api", train=train, vali=vali_split, test=vali_split,
+                           relevant_from=relevant_from if relevant_from is not None else 1) if dataset is None \
+            else dataclasses.replace(dataset, train=train, vali=vali_split, test=vali_split)
+        self.scorer_, self.info_ = methods.train(self.method, TrainingData(training, logs[0], logs[1], seed),
+                                                 options, progress=progress)
         return self
 
     def predict(self, X) -> np.ndarray:
         """Scores of the rows of ``X`` (a matrix or a ``Queries``), shape (n_docs,)."""
-        if self.scorer_ is None:
-            raise ValueError(f"{type(self).__name__} is not fitted yet; call fit first")
+        if getattr(self, "scorer_", None) is None:  # NotFittedError is a ValueError
+            raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit first")
         return self.scorer_.scores(X.X if isinstance(X, Queries) else np.asarray(X))
+
+
+if Estimator.__doc__:
+    Estimator.__doc__ = Estimator.__doc__.rstrip() + _WHY_NOT_CHECK_ESTIMATOR
 
 
 class SVMRank(Estimator):
@@ -180,8 +258,44 @@ def estimate_propensities(log: LoggedRows, queries: Queries, *, method: str = "h
                      level=level, seed=seed)
 
 
-def evaluate(model, queries: Queries, *, relevant_from: int = 1, dcg_base: float = DCG_BASE, seed: int = 0) -> dict:
-    """Avg DCG, Avg Rank and nDCG@10 of a fitted estimator (or scorer) on a labelled split
-    (relevant = label >= ``relevant_from``; Avg DCG's gain 1/log_dcg_base(1 + rank))."""
-    scorer = model.scorer_ if isinstance(model, Estimator) else model
-    return _evaluate(scorer, queries, queries.relevant(relevant_from), rng=stream(seed, "evaluate"), dcg_base=dcg_base)
+def evaluate(model, data: Dataset, *, split: str = "test", seed: int = 0) -> dict:
+    """Avg DCG, Avg Rank and nDCG@10 (both averages) of a fitted estimator (or scorer) on a
+    split of ``data``, in its convention, as ``cltr evaluate`` computes them.
+
+    Parameters
+    ----------
+    model : Estimator or scorer
+    data : Dataset
+        Its relevance threshold (``relevant_from``) and DCG log base (``dcg_base``) are
+        the convention: the ones stored with the prepared dataset, not defaults of this
+        function. To evaluate under another, replace them on the dataset
+        (``dataclasses.replace(data, relevant_from=1)``).
+    split : str
+        "test" (``cltr evaluate``'s), "vali" or "train".
+    seed : int
+        Seeds the tie-breaks, as ``cltr evaluate --seed``.
+
+    Returns
+    -------
+    dict
+        ``avg_dcg``, ``avg_rank``, ``ndcg@10`` (over all queries, 0 for a query without a
+        relevant document, as trec_eval) and ``ndcg@10_relevant_queries``.
+    """
+    if not isinstance(data, Dataset):
+        raise ValueError("evaluate takes the Dataset (api.evaluate(model, data)), whose relevance threshold and DCG "
+                         f"log base are the convention; found {type(data).__name__}")
+    splits = data.splits()
+    if split not in splits:
+        raise ValueError(f"split must be one of {', '.join(splits)}, found {split!r}")
+    scorer = getattr(model, "scorer_", None) if isinstance(model, Estimator) else model
+    if scorer is None:
+        raise NotFittedError(f"{type(model).__name__} is not fitted yet; call fit first")
+    queries = splits[split]
+    return _evaluate(scorer, queries, queries.relevant(data.relevant_from), rng=stream(seed, "evaluate"),
+                     dcg_base=data.dcg_base)
+
+
+def load_prepared(name: str, workdir: str | os.PathLike | None = None) -> Dataset:
+    """The dataset ``cltr prepare ... --name NAME`` stored in the workspace ``workdir``
+    (default: $CLTR_WORKDIR, else ./cltr-work), with its metric convention."""
+    return Workspace(None if workdir is None else os.fspath(workdir)).load_dataset(name)[0]

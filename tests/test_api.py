@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from cltr import api
+from cltr import api, methods
 from cltr.data.store import load_dataset
 from cltr.methods.svm_propdcg import PropDCGOptions
 from cltr.pipeline.models import scorer_from_arrays
@@ -110,18 +110,116 @@ def test_get_params_and_set_params_round_trip():
     assert api.PropRank().get_params()["C"] is None  # chosen on validation clicks
 
 
-def test_unknown_or_bad_parameters_raise_naming_the_valid_ones():
+def test_unknown_or_bad_parameters_raise_naming_the_valid_ones(logged):
     valid = ", ".join(f.name for f in PropDCGOptions.option_fields())
     with pytest.raises(ValueError, match=f"unknown option 'foo'.*valid: {valid}"):
         api.PropDCG(foo=1)
     model = api.PropDCG(C=0.1)
     with pytest.raises(ValueError, match="'Cc' \\(did you mean 'C'\\?\\)"):
         model.set_params(Cc=1.0)
-    with pytest.raises(ValueError, match="C"):
-        model.set_params(C=-1.0)
     assert model.get_params()["C"] == 0.1  # a failed set_params changes nothing
+    # scikit-learn's convention: a value is stored as given and checked by fit, naming it
+    model.set_params(C=-1.0)
+    assert model.C == -1.0
+    data = logged.dataset
+    with pytest.raises(ValueError, match="PropDCG: C must be a finite number > 0"):
+        model.fit(data.train, logged.train_log)
+    with pytest.raises(ValueError, match="query groups and clicks, not from fit\\(X, y\\)"):
+        api.PropDCG(C=0.1).fit(data.train.X, np.zeros(data.train.n_docs))
+
+
+ESTIMATORS = [api.SVMRank, api.PropRank, api.PropDCG, api.DeepPropDCG, api.LambdaRank, api.TreePropDCG, api.Skyline]
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: e.__name__)
+def test_every_estimator_clones_with_its_parameters(estimator):
+    from sklearn.base import clone
+
+    fields = methods.get(estimator.method).options.option_fields()
+    assert {f.name for f in fields} == set(estimator().get_params())
+    # a parameter of each kind set away from its default survives clone unchanged
+    changed = {}
+    for f in fields:
+        if f.base is float and not f.sequence:
+            changed[f.name] = 0.5 if f.default != 0.5 else 0.25
+        elif f.base is int and not f.sequence and f.name != "patience":
+            changed[f.name] = 7
+    model = estimator(**changed)
+    copy = clone(model)
+    assert copy is not model and type(copy) is estimator
+    assert copy.get_params() == model.get_params() == {**estimator().get_params(), **changed}
+    for name, value in changed.items():
+        assert getattr(copy, name) is value  # stored unchanged, as scikit-learn requires
+    assert repr(copy) == repr(model)
+
+
+# check_estimator's checks that do not fit on (X, y): they must hold (the class docstring
+# says why the others cannot)
+MUST_HOLD = {"check_estimator_cloneable", "check_estimator_repr", "check_no_attributes_set_in_init",
+             "check_do_not_raise_errors_in_init_or_set_params", "check_parameters_default_constructible",
+             "check_get_params_invariance", "check_set_params", "check_estimators_unfitted", "check_mixin_order",
+             "check_valid_tag_types", "check_estimator_tags_renamed"}
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: e.__name__)
+def test_scikit_learn_check_estimator_where_it_applies(estimator):
+    import warnings
+
+    from sklearn.utils.estimator_checks import check_estimator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = check_estimator(estimator(), on_fail=None, on_skip=None)
+    status = {r["check_name"]: r["status"] for r in results}
+    failed = {name: str(r["exception"]) for r in results if (name := r["check_name"]) in MUST_HOLD
+              and r["status"] != "passed"}
+    assert MUST_HOLD <= set(status) and not failed, failed
+    assert "fit(X, y)" in estimator.__doc__  # the docstring says why the fitting checks cannot hold
+
+
+def test_api_evaluate_is_cli_evaluate_on_the_same_workspace(tmp_path, invoke):
+    # a dataset whose convention is not the functions' old defaults: label >= 2, log2
+    invoke("prepare", "synthetic", "--queries", 60, "--dcg-log", "2", "--name", "small", workdir=tmp_path)
+    invoke("simulate", "--dataset", "small", "--passes", 5, workdir=tmp_path)
+    invoke("train", "svm-proprank", "--dataset", "small", "-C", 1, workdir=tmp_path)
+    out = invoke("evaluate", "--dataset", "small", workdir=tmp_path).output
+    workspace = Workspace(tmp_path)
+    model = workspace.load("small", "models", workspace.current("small")["models"])
+    evaluation = next(workspace.load("small", "evaluations", k).info for k in workspace.keys("small", "evaluations"))
+    data = api.load_prepared("small", tmp_path)
+    assert (data.relevant_from, data.dcg_base) == (2, 2.0)
+    metrics = api.evaluate(scorer_from_arrays(model.arrays), data)
+    assert metrics == {k: evaluation[k] for k in metrics}  # the same numbers, to the last bit
+    assert set(metrics) == {"avg_dcg", "avg_rank", "ndcg@10", "ndcg@10_relevant_queries"}
+    assert metrics["ndcg@10"] < metrics["ndcg@10_relevant_queries"]  # some test query has nothing relevant
+    lines = out.splitlines()
+    header = next(line for line in lines if "test Avg DCG" in line)
+    values = lines[lines.index(header) + 1].split()
+    assert "test nDCG@10 relevant queries" in header
+    assert float(values[0]) == pytest.approx(metrics["avg_dcg"], abs=5e-5)
+    assert float(values[2]) == pytest.approx(metrics["ndcg@10"], abs=5e-5)
+    assert float(values[3]) == pytest.approx(metrics["ndcg@10_relevant_queries"], abs=5e-5)
+    assert "a query without a relevant document scoring 0" in out  # the convention is printed
+    # the convention is the dataset's: another one gives other numbers, and Queries alone are refused
+    import dataclasses
+    other = api.evaluate(scorer_from_arrays(model.arrays), dataclasses.replace(data, relevant_from=1))
+    assert other["avg_dcg"] != metrics["avg_dcg"]
+    with pytest.raises(ValueError, match="evaluate takes the Dataset"):
+        api.evaluate(scorer_from_arrays(model.arrays), data.test)
+
+
+def test_fit_on_a_dataset_uses_its_splits_and_convention(logged):
+    data = logged.dataset
+    on_dataset = api.PropDCG(C=0.1).fit(data, logged.train_log, vali=logged.vali_log)
+    on_splits = api.PropDCG(C=0.1).fit(data.train, logged.train_log, vali=(data.vali, logged.vali_log))
+    assert np.array_equal(on_dataset.scorer_.w, on_splits.scorer_.w)
+    assert api.evaluate(on_dataset, data) == api.evaluate(on_splits, data)
+    with pytest.raises(ValueError, match="the skyline learns from labels"):
+        api.Skyline(C=1.0).fit(data.train, logged.train_log)
 
 
 def test_predict_before_fit_raises():
     with pytest.raises(ValueError, match="PropRank is not fitted yet; call fit first"):
         api.PropRank(C=1.0).predict(np.zeros((3, 46)))
+    with pytest.raises(ValueError, match="PropRank is not fitted yet; call fit first"):
+        api.evaluate(api.PropRank(C=1.0), api.make_synthetic(n_queries=6))

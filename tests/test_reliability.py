@@ -303,8 +303,10 @@ def test_nan_metrics_are_said_not_just_printed(tmp_path, invoke):
     no_relevant = type(test)(X=test.X, labels=np.zeros_like(test.labels), qid=test.qid, offsets=test.offsets)
     Workspace(tmp_path).save_dataset("synthetic", type(dataset)(**{**dataset.__dict__, "test": no_relevant}))
     result = invoke("evaluate", "--production", workdir=tmp_path)
-    assert "warning: nan in test Avg DCG, test Avg Rank, test nDCG@10: undefined" in result.stderr
-    assert "warning: nan in avg_dcg, avg_rank, ndcg@10: undefined" in invoke("produce", workdir=tmp_path).stderr
+    # nDCG@10 over all queries is 0 there (trec_eval's), over the queries with a relevant document undefined
+    assert "warning: nan in test Avg DCG, test Avg Rank, test nDCG@10 relevant queries: undefined" in result.stderr
+    assert "warning: nan in avg_dcg, avg_rank, ndcg@10_relevant_queries: undefined" in \
+        invoke("produce", workdir=tmp_path).stderr
 
 
 # -- 7. progress ----------------------------------------------------------------------------------

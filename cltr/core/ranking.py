@@ -12,7 +12,10 @@ Avg DCG and Avg Rank average over all relevant (query, document) pairs, so queri
 without a relevant document contribute nothing. Avg DCG's gain is 1/ln(1 + rank) (the
 paper's lambda(r) = -1/log(1 + r) has no base; ``DCG_BASE``), or 1/log_b(1 + rank) for
 another base b: the base only scales every value, so it never changes a comparison or a
-model selection. nDCG@10 is a ratio of DCGs and so has no base.
+model selection. nDCG@10 is a ratio of DCGs and so has no base; it is averaged two ways,
+both reported: over all queries, a query without a relevant document scoring 0 (``ndcg@10``,
+what trec_eval, ir-measures and ranx report on a run file), and over the queries that have
+a relevant document (``ndcg@10_relevant_queries``), nDCG being undefined on the others.
 """
 
 from __future__ import annotations
@@ -27,7 +30,10 @@ __all__ = [
     "dcg_gain",
     "avg_dcg",
     "avg_rank",
+    "ndcg_per_query",
     "ndcg_at_k",
+    "NDCG_CONVENTIONS",
+    "NDCG_CONVENTION",
     "ips_estimate",
     "snips_estimate",
     "snips_avg_dcg",
@@ -90,29 +96,70 @@ def avg_rank(ranks: np.ndarray, relevant: np.ndarray) -> float:
     return float(np.asarray(ranks, dtype=np.float64)[relevant].mean())
 
 
-def ndcg_at_k(ranks: np.ndarray, relevant: np.ndarray, offsets: np.ndarray, *, k: int = 10) -> float:
-    """Binary nDCG@k per query, averaged over queries with at least one relevant document.
+def ndcg_per_query(ranks: np.ndarray, relevant: np.ndarray, offsets: np.ndarray, *, k: int = 10) -> np.ndarray:
+    """Binary nDCG@k of each query: DCG@k (gain 1/log2(1 + rank)) over the ideal DCG@k.
 
     Parameters
     ----------
     ranks : ndarray, shape (n_docs,)
+        1-based rank of each document within its query.
     relevant : ndarray of bool, shape (n_docs,)
     offsets : ndarray, shape (n_queries + 1,)
     k : int
         Cut-off.
+
+    Returns
+    -------
+    ndarray of float, shape (n_queries,)
+        NaN for a query without a relevant document (its ideal DCG is 0).
     """
     relevant = np.asarray(relevant, dtype=bool)
+    ranks = np.asarray(ranks)
     sizes = np.diff(offsets)
     doc_query = np.repeat(np.arange(len(sizes)), sizes)
-    gain = np.where(relevant & (ranks <= k), dcg_gain(ranks), 0.0)
+    # log2, as trec_eval; a ratio of DCGs, so the base cancels
+    gain = np.where(relevant & (ranks <= k), dcg_gain(ranks, 2.0), 0.0)
     dcg = np.bincount(doc_query, weights=gain, minlength=len(sizes))
     n_relevant = np.bincount(doc_query, weights=relevant, minlength=len(sizes)).astype(np.int64)
-    ideal_cumulative = np.concatenate([[0.0], np.cumsum(dcg_gain(np.arange(1, k + 1)))])
+    ideal_cumulative = np.concatenate([[0.0], np.cumsum(dcg_gain(np.arange(1, k + 1), 2.0))])
     ideal = ideal_cumulative[np.minimum(n_relevant, k)]
+    values = np.full(len(sizes), np.nan)
     has_relevant = n_relevant > 0
-    if not has_relevant.any():
-        return float("nan")
-    return float(np.mean(dcg[has_relevant] / ideal[has_relevant]))
+    values[has_relevant] = dcg[has_relevant] / ideal[has_relevant]
+    return values
+
+
+NDCG_CONVENTIONS = ("all", "relevant")
+
+NDCG_CONVENTION = ("nDCG@10 = mean of binary nDCG@10 (log2) over all test queries, a query without a relevant "
+                   "document scoring 0 (as trec_eval, ir-measures and ranx); nDCG@10 relevant queries = its mean "
+                   "over the queries with a relevant document")
+"""The two nDCG@10 averages in words, printed with every table beside the dataset's convention."""
+
+
+def ndcg_at_k(ranks: np.ndarray, relevant: np.ndarray, offsets: np.ndarray, *, k: int = 10,
+              queries: str) -> float:
+    """Mean binary nDCG@k, over the queries that ``queries`` names.
+
+    Parameters
+    ----------
+    ranks, relevant, offsets, k
+        As ``ndcg_per_query``.
+    queries : {"all", "relevant"}
+        "all": every query, one without a relevant document scoring 0 (trec_eval's,
+        ir-measures' and ranx's mean over a run's queries; NaN only without queries);
+        "relevant": the queries with a relevant document (NaN when there is none). No
+        default: the two differ by the share of queries without a relevant document
+        (0.28 against 0.70 on MQ2008 Fold 1 test), so a caller names the one it means.
+    """
+    if queries not in NDCG_CONVENTIONS:
+        raise ValueError(f"queries must be one of {', '.join(NDCG_CONVENTIONS)}, found {queries!r}")
+    values = ndcg_per_query(ranks, relevant, offsets, k=k)
+    if queries == "all":
+        values = np.nan_to_num(values, nan=0.0)
+    else:
+        values = values[~np.isnan(values)]
+    return float(values.mean()) if len(values) else float("nan")
 
 
 def ips_estimate(values: np.ndarray, propensity: np.ndarray, *, n_sessions: int) -> float:
@@ -159,16 +206,27 @@ def snips_avg_dcg(ranks: np.ndarray, click_doc: np.ndarray, propensity: np.ndarr
     return snips_estimate(dcg_gain(np.asarray(ranks)[click_doc], base), propensity, weight=weight)
 
 
-def evaluate(scorer, queries, relevant: np.ndarray, *, rng: np.random.Generator, dcg_base: float = DCG_BASE) -> dict:
-    """Avg DCG, Avg Rank and nDCG@10 of ``scorer`` on a fully labelled split (binarized labels)."""
+def evaluate(scorer, queries, relevant: np.ndarray, *, rng: np.random.Generator, dcg_base: float) -> dict:
+    """Avg DCG, Avg Rank and nDCG@10 (both averages) of ``scorer`` on a fully labelled split.
+
+    ``relevant`` (binarized labels) and ``dcg_base`` are the prepared dataset's convention
+    (``Dataset.relevant_from``, ``Dataset.dcg_base``): no default, so that every caller
+    reads them from the dataset. Keys: ``avg_dcg``, ``avg_rank``, ``ndcg@10`` (over all
+    queries, 0 for a query without a relevant document, as trec_eval) and
+    ``ndcg@10_relevant_queries`` (over the queries with a relevant document).
+    """
     ranks = rank_documents(scorer.scores(queries.X), queries.offsets, rng)
+    per_query = ndcg_per_query(ranks, relevant, queries.offsets, k=10)
+    has_relevant = ~np.isnan(per_query)
     return {"avg_dcg": avg_dcg(ranks, relevant, base=dcg_base), "avg_rank": avg_rank(ranks, relevant),
-            "ndcg@10": ndcg_at_k(ranks, relevant, queries.offsets, k=10)}
+            "ndcg@10": float(np.nan_to_num(per_query, nan=0.0).mean()) if len(per_query) else float("nan"),
+            "ndcg@10_relevant_queries": float(per_query[has_relevant].mean()) if has_relevant.any()
+            else float("nan")}
 
 
-def validation_estimate(scorer, queries, log, *, rng: np.random.Generator, dcg_base: float = DCG_BASE) -> float:
+def validation_estimate(scorer, queries, log, *, rng: np.random.Generator, dcg_base: float) -> float:
     """SNIPS estimate of Avg DCG of ``scorer`` on a (validation) click log: the
     model-selection criterion, with each example weighted by ``log.cost`` (1/q_i, or a
-    correction's weight)."""
+    correction's weight); ``dcg_base`` is the prepared dataset's (no default)."""
     ranks = rank_documents(scorer.scores(queries.X), queries.offsets, rng)
     return snips_avg_dcg(ranks, log.doc, None, base=dcg_base, weight=log.cost)

@@ -42,6 +42,9 @@ Spec keys (see ``experiments/README.md`` for the files):
     [[stated]]                    numbers the paper states in its text, printed beside ours: text,
                                   dataset (the paper's), measure (STATED_MEASURES), value (a number
                                   or [low, high]), optionally point ({setting: value})
+    compare_to                    methods the others are held to (e.g. the tree libraries' own
+                                  debiasing): at every point, each method is tested (paired, Holm over
+                                  the point's comparisons) against the best of them there
     select                        "repetition" (default: every repetition selects its own C) or
                                   "pooled" (the paper's: one C per point for all repetitions, the one
                                   with the best mean validation SNIPS Avg DCG); ``--select``
@@ -66,6 +69,7 @@ import pandas as pd
 
 from cltr import clickmodels, methods
 from cltr.core.queries import Dataset, default_passes
+from cltr.core.selection import parse_clip
 from cltr.pipeline import corrections
 from cltr.pipeline.stages import (ESTIMATORS, click_logs, clicks_stage, evaluation_stage, logging_rankers,
                                   model_stage, production_stage, production_test_metrics, propensity_stage)
@@ -91,8 +95,9 @@ SPEC_DIR = find_spec_dir(Path(__file__).resolve().parents[1], [Path(sys.prefix),
 # "model" names the click model; "passes" and "rankers" (logging rankers) are the
 # simulation's, "top_k" (0: the full list) and "logging_temperature" (0: the deterministic
 # ranking) its presentation; "propensities" ("logged", or an estimator: "harvest", "em"),
-# "correction" (cltr.pipeline.corrections) and "clip" are how the learner is told the log;
-# the rest are the click models' settings
+# "correction" (cltr.pipeline.corrections) and "clip" are how the learner is told the log
+# ("clip": "auto", the default, chooses TAU on validation; "none"; or a TAU, for the training
+# log only); the rest are the click models' settings
 LOG_SETTINGS = ("model", "passes", "rankers", "top_k", "logging_temperature", "propensities", "correction", "clip")
 CLICK_SETTINGS = (*LOG_SETTINGS, *dict.fromkeys(f.name for m in clickmodels.models().values()
                                                 for f in m.settings.option_fields()))
@@ -131,6 +136,7 @@ class Spec:
     estimators: tuple[str, ...] = ()
     claimed_order: tuple[str, ...] = ()
     stated: tuple[dict, ...] = ()
+    compare_to: tuple[str, ...] = ()
     select: str = "repetition"
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -174,7 +180,7 @@ def _merge(base: dict, overrides: dict) -> dict:
 def _spec_from_dict(raw: dict, *, where: str) -> Spec:
     known = {"name", "kind", "artifact", "description", "dataset", "methods", "references", "reps", "seed",
              "metric", "x", "values", "plot_x", "series", "clicks", "options", "synthetic", "paper",
-             "datasets", "quick", "estimators", "claimed_order", "stated", "select"}
+             "datasets", "quick", "estimators", "claimed_order", "stated", "select", "compare_to"}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ValueError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
@@ -232,14 +238,14 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
         values_of.setdefault(x, []).extend(raw.get("values", ()))
     bad = [v for v in values_of.get("rankers", ()) if not isinstance(v, int) or v < 1]
     bad += [v for v in values_of.get("propensities", ()) if v not in PROPENSITY_CHOICES]
-    bad += [v for v in values_of.get("clip", ()) if not isinstance(v, (int, float)) or not 0 < v <= 1]
+    bad += [v for v in values_of.get("clip", ()) if not _is_clip(v)]
     bad += [v for v in values_of.get("correction", ()) if v not in corrections.CORRECTIONS]
     bad += [v for v in values_of.get("top_k", ()) if isinstance(v, bool) or not isinstance(v, int) or v < 0]
     bad += [v for v in values_of.get("logging_temperature", ())
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < float("inf")]
     if bad:
         raise ValueError(f"{where}: rankers must be positive integers, propensities one of {PROPENSITY_CHOICES}, "
-                         f"clip in (0, 1], correction one of {tuple(corrections.CORRECTIONS)}, top_k a "
+                         f"clip \"auto\", \"none\" or a number in (0, 1], correction one of {tuple(corrections.CORRECTIONS)}, top_k a "
                          f"non-negative integer, logging_temperature a number >= 0; found {bad}")
     estimators = raw.get("estimators", [])
     if raw["kind"] == "propensity" and (not estimators or set(estimators) - set(ESTIMATORS)):
@@ -255,6 +261,9 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
     unknown = sorted(set(raw.get("claimed_order", ())) - set(raw.get("methods", ())))
     if unknown:
         raise ValueError(f"{where}: claimed_order names methods the spec does not run: {unknown}")
+    unknown = sorted(set(raw.get("compare_to", ())) - set(raw.get("methods", ())))
+    if unknown:
+        raise ValueError(f"{where}: compare_to names methods the spec does not run: {unknown}")
     select = raw.get("select", "repetition")
     if select not in SELECTIONS:
         raise ValueError(f"{where}: select must be one of {SELECTIONS}, found {select!r}")
@@ -284,7 +293,7 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
         clicks=dict(raw.get("clicks", {})), options=dict(raw.get("options", {})),
         synthetic=dict(raw.get("synthetic", {})), paper=dict(raw.get("paper", {})),
         estimators=tuple(raw.get("estimators", ())), claimed_order=tuple(raw.get("claimed_order", ())),
-        stated=tuple(raw.get("stated", ())), select=select, raw=raw)
+        stated=tuple(raw.get("stated", ())), select=select, compare_to=tuple(raw.get("compare_to", ())), raw=raw)
 
 
 def spec_names(directory: Path = SPEC_DIR) -> list[str]:
@@ -444,7 +453,8 @@ def _task_rows(workspace: Workspace, dataset: Dataset, fingerprint: str, task: T
     if told != "logged":
         propensity, _ = propensity_stage(workspace, name, dataset, clicks, method=told, seed=seed)
         eta_model = None  # the estimate replaces every logged propensity
-    clip, correction = clicks_config.get("clip"), clicks_config.get("correction")
+    # "auto" (the default): TAU chosen on validation where the weights' effective sample size is small
+    clip, correction = parse_clip(clicks_config.get("clip", "auto")), clicks_config.get("correction")
     # the clicks as logged: a correction may turn them into other examples (affine: displayed documents)
     train_log, _ = click_logs(clicks, passes=passes)
     relevant = dataset.train.relevant(dataset.relevant_from)
@@ -493,6 +503,15 @@ def _method_row(method: str, common: dict, trained, evaluation) -> dict:
     return {"method": method, **common, **{m: evaluation.info[m] for m in _METRICS},
             "validation_snips_avg_dcg": evaluation.info["validation_snips_avg_dcg"],
             "chosen": json.dumps(trained.info.get("chosen", {}), sort_keys=True)}
+
+
+def _is_clip(value) -> bool:
+    """Whether a spec's clip value is "auto", "none" or a number in (0, 1]."""
+    try:
+        parse_clip(value)
+    except ValueError:
+        return False
+    return value is not None
 
 
 def poolable(method: str, options: dict) -> list[float]:

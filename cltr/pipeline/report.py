@@ -32,7 +32,7 @@ import pandas as pd
 
 from cltr import clickmodels, methods
 from cltr.core.queries import default_passes, describe_convention
-from cltr.core.ranking import DCG_BASE
+from cltr.core.ranking import DCG_BASE, NDCG_CONVENTION
 from cltr.core.statistics import bootstrap_interval, holm, paired_tests
 from cltr.pipeline.experiments import Spec
 from cltr.pipeline.workspace import atomic_write
@@ -41,7 +41,8 @@ __all__ = ["summarise", "significance", "claims", "check", "stated_rows", "heade
            "dataset_label", "markdown_table", "latex_table", "table_rows", "plot", "write_outputs",
            "check_out_directory", "METRIC_LABELS", "LEVEL", "ALPHA"]
 
-METRIC_LABELS = {"avg_dcg": "Avg DCG", "avg_rank": "Avg Rank", "ndcg@10": "nDCG@10"}
+METRIC_LABELS = {"avg_dcg": "Avg DCG", "avg_rank": "Avg Rank", "ndcg@10": "nDCG@10",
+                 "ndcg@10_relevant_queries": "nDCG@10 relevant queries"}
 LEVEL = 0.95        # of every bootstrap interval
 ALPHA = 0.05        # a Holm-adjusted p below it is "significant"
 RESAMPLES = 2000
@@ -113,7 +114,7 @@ def convention(frame: pd.DataFrame, spec: Spec, records: dict | None = None) -> 
             # records written before dcg_base was recorded were read with the default base
             texts.append(describe_convention(record["relevant_from"], record.get("dcg_base", DCG_BASE)))
     texts = list(dict.fromkeys(texts))
-    return "; ".join(texts) if texts else "not recorded (no dataset record given)"
+    return f"{'; '.join(texts)}; {NDCG_CONVENTION}" if texts else "not recorded (no dataset record given)"
 
 
 def click_settings(spec: Spec, records: dict | None = None) -> str:
@@ -193,7 +194,8 @@ def summarise(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     """Per (point, method) over runs: mean, standard deviation, count, and for the spec's
     metric the bootstrap interval of the mean (``{metric}_low``, ``{metric}_high``)."""
     keys = _point_columns(spec) + ["method"]
-    metrics = ["avg_dcg", "avg_rank", "ndcg@10", "train_clicks", "irrelevant_click_share"]
+    # results written before nDCG@10 was reported over all queries lack the relevant-queries column
+    metrics = [m for m in [*METRIC_LABELS, "train_clicks", "irrelevant_click_share"] if m in frame]
     grouped = frame.groupby(keys, sort=False)
     summary = grouped[metrics].mean().add_suffix("_mean").join(grouped[metrics].std(ddof=1).add_suffix("_std"))
     summary["n"] = grouped.size()
@@ -251,6 +253,43 @@ def significance(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     columns = ["comparison", "claim", "mean difference", "wins", "runs", "p (paired t)", "Holm p (t)",
                "p (Wilcoxon)", "Holm p (Wilcoxon)", "verdict", "_pair"]
     return table[[c for c in columns if c != "claim" or claimed]]
+
+
+def baseline_tests(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
+    """At every point, every method against the best (by mean) of the spec's ``compare_to``
+    methods there: paired t and Wilcoxon over the point's runs, Holm-corrected over the
+    point's comparisons. Empty without ``compare_to``."""
+    if not spec.compare_to:
+        return pd.DataFrame()
+    points = _point_columns(spec)
+    keys = [c for c in ("dataset", "repetition") if c in frame.columns]
+    sign = 1.0 if _higher_is_better(spec.metric) else -1.0
+    rows = []
+    groups = frame.groupby(points, sort=False) if points else [((), frame)]
+    for key, group in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        by_method = {m: g.set_index(keys)[spec.metric] for m, g in group.groupby("method")}
+        present = [m for m in spec.compare_to if m in by_method]
+        if not present:
+            continue
+        best = max(present, key=lambda m: sign * by_method[m].mean())
+        found = []
+        for method in _method_order(spec, group):
+            if method == best:
+                continue
+            a, b = by_method[best].align(by_method[method], join="inner")
+            result = paired_tests(a.to_numpy(), b.to_numpy())
+            found.append({**{c[len("point_"):]: v for c, v in zip(points, key)},
+                          "comparison": f"{_label(method)} vs {_label(best)}",
+                          "mean difference": result["mean_difference"],
+                          "wins": f"{int(np.sum(sign * (b.to_numpy() - a.to_numpy()) > 0))}/{result['n']}",
+                          "p (paired t)": result["p_t"], "p (Wilcoxon)": result["p_wilcoxon"]})
+        if found:
+            holm_t = holm([r["p (paired t)"] for r in found])
+            for row, p in zip(found, holm_t):
+                row["Holm p (t)"] = p
+            rows.extend(found)
+    return pd.DataFrame(rows)
 
 
 def _verdict(gain: float, holm_p: float, claimed: bool, pair: tuple[str, str]) -> str:
@@ -382,7 +421,7 @@ def _table_rows(frame: pd.DataFrame, spec: Spec) -> list[dict]:
             for name, values in per_dataset:
                 entry[f"{label} {name}"] = _mean_std(values.mean(), values.std(ddof=1), len(values))
         for metric in METRIC_LABELS:
-            if metric != spec.metric:
+            if metric != spec.metric and metric + "_mean" in row:
                 entry[METRIC_LABELS[metric]] = f"{row[metric + '_mean']:.4f}"
         entry["train clicks"] = f"{row['train_clicks_mean']:.0f}"
         entry["runs"] = int(row["n"])
@@ -771,6 +810,14 @@ def write_outputs(frame: pd.DataFrame, spec: Spec, out: Path, *, records: dict |
             heading = _tests_heading(tests, spec)
             text += f"\n{heading}\n\n" + markdown_table(shown)
             tex += latex_table(shown, f"{spec.name}: {heading}")
+    baselines = baseline_tests(frame, spec)
+    if not baselines.empty:
+        shown = [{k: (_p(v) if k.startswith(("p ", "Holm")) else f"{v:+.4f}" if k == "mean difference" else v)
+                  for k, v in row.items()} for row in baselines.to_dict("records")]
+        heading = (f"Every method against the best of {', '.join(_label(m) for m in spec.compare_to)} at each "
+                   f"point (paired over runs; Holm over each point's comparisons):")
+        text += f"\n{heading}\n\n" + markdown_table(shown)
+        tex += latex_table(shown, f"{spec.name}: {heading}")
     if stated:
         tex += latex_table(stated, f"{spec.name}: numbers the paper states in its text, beside ours")
     with atomic_write(paths["md"], "w") as stream:

@@ -34,7 +34,8 @@ from cltr.pipeline.workspace import Artifact, Workspace, file_sha256
 __all__ = ["production_queries", "produce", "production_stage", "logging_rankers", "simulate", "clicks_stage", "click_logs",
            "policy_propensities",
            "click_log_summary", "simulated_logs", "impressions_of", "displayed_rows", "import_stage", "imported_clicks_stage", "export_rows",
-           "propensity_stage", "estimate_propensities", "as_told", "estimate_to_arrays", "estimate_from_arrays", "model_stage", "evaluation_stage"]
+           "propensity_stage", "estimate_propensities", "as_told", "estimate_to_arrays", "estimate_from_arrays", "model_stage", "evaluation_stage",
+           "production_test_metrics"]
 
 
 # -- the production ranker ---------------------------------------------------------------
@@ -605,8 +606,10 @@ def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artif
 
 def evaluation_stage(workspace: Workspace, name: str, dataset: Dataset, model: Artifact, clicks: Artifact, *,
                      seed: int = 0) -> tuple[Artifact, bool]:
-    """Test Avg DCG, Avg Rank, nDCG@10 of a model, and its SNIPS Avg DCG on validation clicks."""
-    config = {"model": model.key, "seed": seed}
+    """Test Avg DCG, Avg Rank, nDCG@10 (both averages) of a model, and its SNIPS Avg DCG on
+    validation clicks, in the dataset's convention."""
+    # "ndcg": evaluations stored before it meant the relevant-queries average by "ndcg@10"
+    config = {"model": model.key, "seed": seed, "ndcg": "all-and-relevant-queries"}
 
     def compute():
         scorer = scorer_from_arrays(model.arrays)
@@ -625,3 +628,16 @@ def evaluation_stage(workspace: Workspace, name: str, dataset: Dataset, model: A
         return {}, info
 
     return workspace.cached(name, "evaluations", config, compute)
+
+
+def production_test_metrics(production: Artifact, dataset: Dataset) -> dict:
+    """The production ranker's test metrics (``evaluate``'s keys) in the dataset's convention.
+
+    A production artifact stored before both nDCG@10 averages were recorded held the
+    relevant-queries average under "ndcg@10": its metrics are computed again from its
+    weights (one scoring of the test split) rather than read with the wrong meaning."""
+    test = production.info["test"]
+    if "ndcg@10_relevant_queries" in test:
+        return test
+    return evaluate(scorer_from_arrays(production.arrays), dataset.test, dataset.test.relevant(dataset.relevant_from),
+                    rng=stream(production.config["seed"], "evaluate"), dcg_base=dataset.dcg_base)

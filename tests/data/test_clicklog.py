@@ -11,6 +11,7 @@ known propensities 1/rank) from which the learners must beat the production rank
 from __future__ import annotations
 
 import gzip
+import math
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -456,7 +457,7 @@ def test_clipping_weights_hand_computed():
     g1, g3 = dcg_gain(np.array([1, 3]))
 
     def snips(log):
-        return validation_estimate(scorer, queries, log, rng=np.random.default_rng(0))
+        return validation_estimate(scorer, queries, log, rng=np.random.default_rng(0), dcg_base=math.e)
 
     assert snips(log) == pytest.approx((g1 + 20 * g3) / 21)
     assert snips(as_told(log, clip=0.1)) == pytest.approx((g1 + 10 * g3) / 11)
@@ -582,7 +583,7 @@ def test_evaluate_a_model_on_another_dataset_of_the_same_width(sim, invoke):
     assert f"trained on '{DATASET}') on 'other'" in out
     other = load_dataset(Workspace(sim.work).dataset_path("other"))
     expected = evaluate(scorer_from_arrays(sim.model.arrays), other.test, other.test.relevant(other.relevant_from),
-                        rng=stream(0, "evaluate"))
+                        rng=stream(0, "evaluate"), dcg_base=other.dcg_base)
     assert table_value(out, "test Avg DCG") == pytest.approx(expected["avg_dcg"], abs=5e-5)
     assert table_value(out, "test Avg Rank") == pytest.approx(expected["avg_rank"], abs=5e-3)
     out = invoke("evaluate", "--model", sim.model.key, "--dataset", "narrow", workdir=sim.work, expect=1).output

@@ -21,7 +21,8 @@ def synthetic_runs(make_training_data):
         run = {"data": data}
         for method in ("svm-proprank", "svm-propdcg"):
             scorer, info = train(method, data, {"grid": [0.1, 1.0, 10.0, 100.0]})
-            run[method] = evaluate(scorer, dataset.test, test_relevant, rng=stream(seed, "evaluate"))["avg_dcg"]
+            run[method] = evaluate(scorer, dataset.test, test_relevant, rng=stream(seed, "evaluate"),
+                                   dcg_base=dataset.dcg_base)["avg_dcg"]
             run[method + " info"] = info
         runs.append(run)
     return runs

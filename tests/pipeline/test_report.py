@@ -174,3 +174,32 @@ def test_stated_numbers_are_measured_at_their_point():
     assert rows[0]["paper"] == "59.8% (yahoo)" and rows[0]["ours"] == "60.0% (d)" and rows[0]["same dataset"] == "no"
     assert rows[1]["paper"] == "5–20 (d)" and rows[1]["ours"] == "10 (d)" and rows[1]["same dataset"] == "yes"
     assert rows[2]["ours"].startswith("n/a")
+
+
+def test_every_method_is_tested_against_the_best_library_baseline_at_each_point():
+    from cltr.pipeline.report import baseline_tests
+
+    spec = Spec(name="r", kind="curve", methods=("svm-proprank", "xgboost-unbiased", "lightgbm-position"),
+                x="eta", values=(1.0, 2.0), compare_to=("xgboost-unbiased", "lightgbm-position"))
+    # at eta 1 XGBoost is the better baseline, at eta 2 LightGBM; PropRank is +0.01 over
+    # XGBoost at eta 1 on every run, and -0.05 under LightGBM at eta 2
+    base = np.array([0.60, 0.62, 0.61, 0.63, 0.59, 0.64])
+    values = {1.0: {"xgboost-unbiased": base, "lightgbm-position": base - 0.02, "svm-proprank": base + 0.01},
+              2.0: {"xgboost-unbiased": base - 0.03, "lightgbm-position": base, "svm-proprank": base - 0.05}}
+    rows = [{"dataset": "d", "repetition": r, "method": m, "point_eta": eta, "avg_dcg": v[r]}
+            for eta, by in values.items() for m, v in by.items() for r in range(len(base))]
+    tests = baseline_tests(pd.DataFrame(rows), spec)
+    one = tests[tests["eta"] == 1.0].set_index("comparison")
+    two = tests[tests["eta"] == 2.0].set_index("comparison")
+    from cltr.methods import get
+
+    xgb, lgb, prop = (get(m).label for m in ("xgboost-unbiased", "lightgbm-position", "svm-proprank"))
+    assert set(one.index) == {f"{prop} vs {xgb}", f"{lgb} vs {xgb}"}
+    assert set(two.index) == {f"{prop} vs {lgb}", f"{xgb} vs {lgb}"}
+    proprank_one = one[one.index.str.startswith("SVM PropRank")].iloc[0]
+    proprank_two = two[two.index.str.startswith("SVM PropRank")].iloc[0]
+    assert proprank_one["mean difference"] == pytest.approx(0.01) and proprank_one["wins"] == "6/6"
+    assert proprank_two["mean difference"] == pytest.approx(-0.05) and proprank_two["wins"] == "0/6"
+    # Holm over each point's two comparisons: the larger adjusted p is at least the raw one
+    assert (one["Holm p (t)"] >= one["p (paired t)"] - 1e-15).all()
+    assert baseline_tests(pd.DataFrame(rows), Spec(name="r", kind="curve", x="eta")).empty
