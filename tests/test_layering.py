@@ -7,10 +7,14 @@ import, at module level or inside a function, is checked against the rules:
   ``cltr.core``;
 - ``cltr/methods/*`` and ``cltr/clickmodels/*`` (plug-ins) import no ``cltr.pipeline``,
   ``cltr.data`` or ``cltr.cli``;
+- ``cltr/data/*`` (datasets and click logs in and out, the floor below the pipeline) imports no
+  ``cltr.pipeline`` or ``cltr.cli``, so that no import loop runs between the two;
 - ``cltr/options.py`` imports only the standard library;
 - only ``cltr/cli.py`` imports click or tqdm; only ``cltr/pipeline/report.py`` imports
   matplotlib; only ``cltr/methods/trees.py`` imports lightgbm;
-- nothing imports ``cltr.cli`` but ``cltr/__main__.py``.
+- nothing imports ``cltr.cli`` but ``cltr/__main__.py``;
+- no two modules of ``cltr`` import each other, directly or round a longer loop
+  (``import_loops``).
 
 The checker is tested on a small fake package first, so a rule that could never fire
 would fail here.
@@ -94,6 +98,10 @@ def violations(root: Path) -> list[str]:
                 for floor in ("pipeline", "data", "cli"):
                     if _within(module, f"{name}.{floor}"):
                         bad(line, module, f"plug-ins do not import {name}.{floor}")
+            if _within(here, f"{name}.data"):
+                for floor in ("pipeline", "cli"):
+                    if _within(module, f"{name}.{floor}"):
+                        bad(line, module, f"data does not import {name}.{floor}")
             if here == f"{name}.options" and top not in STANDARD_LIBRARY:
                 bad(line, module, "options imports only the standard library")
             if top in ("click", "tqdm") and here != f"{name}.cli":
@@ -107,8 +115,46 @@ def violations(root: Path) -> list[str]:
     return found
 
 
+def import_loops(root: Path) -> list[list[str]]:
+    """The modules of the package at ``root`` that import each other, round a loop of any
+    length (function-level imports included): the strongly connected components of the import
+    graph with more than one module, each sorted, found by Tarjan's algorithm."""
+    paths = {module_name(path, root): path for path in root.rglob("*.py")}
+    graph = {module: sorted({imported for _, imported in imports_of(path, root)
+                             if imported in paths and imported != module})
+             for module, path in paths.items()}
+    index: dict[str, int] = {}
+    lowest: dict[str, int] = {}
+    stack: list[str] = []
+    loops = []
+
+    def visit(module):
+        index[module] = lowest[module] = len(index)
+        stack.append(module)
+        for imported in graph[module]:
+            if imported not in index:
+                visit(imported)
+                lowest[module] = min(lowest[module], lowest[imported])
+            elif imported in stack:
+                lowest[module] = min(lowest[module], index[imported])
+        if lowest[module] == index[module]:
+            component = stack[stack.index(module):]
+            del stack[stack.index(module):]
+            if len(component) > 1:
+                loops.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(loops)
+
+
 def test_the_package_keeps_its_import_direction():
     assert violations(PACKAGE) == []
+
+
+def test_no_modules_import_each_other():
+    assert import_loops(PACKAGE) == []
 
 
 def test_every_module_is_seen():
@@ -135,9 +181,12 @@ FAKE = {
     "clickmodels/pbm.py": "from ..pipeline.stages import x\nimport matplotlib.pyplot as plt\n",
     "data/__init__.py": "",
     "data/loaders.py": "from fake.core.maths import f\n",
+    "data/store.py": "from fake.data import loaders\nfrom ..pipeline.workspace import atomic_write\n"
+                     "def save():\n    from fake.cli import main\n",
     "pipeline/__init__.py": "",
     "pipeline/stages.py": "import tqdm\nfrom fake.cli import main\n",
     "pipeline/report.py": "import matplotlib\n",
+    "pipeline/workspace.py": "def save():\n    from fake.data.store import dataset_arrays\n",
 }
 
 
@@ -157,6 +206,9 @@ def test_the_checker_finds_every_kind_of_violation(tmp_path):
         "library and fake.core)",
         "fake/core/maths.py:7: imports fake.methods.linear (the core imports only numpy, scipy, the standard "
         "library and fake.core)",
+        "fake/data/store.py:2: imports fake.pipeline.workspace (data does not import fake.pipeline)",
+        "fake/data/store.py:4: imports fake.cli (data does not import fake.cli)",
+        "fake/data/store.py:4: imports fake.cli (nothing imports fake.cli but fake/__main__.py)",
         "fake/core/other.py:2: imports sklearn (the core imports only numpy, scipy, the standard library and "
         "fake.core)",
         "fake/methods/linear.py:2: imports fake.data.loaders (plug-ins do not import fake.data)",
@@ -166,3 +218,7 @@ def test_the_checker_finds_every_kind_of_violation(tmp_path):
         "fake/pipeline/stages.py:2: imports fake.cli (nothing imports fake.cli but fake/__main__.py)",
     ]
     assert sorted(found) == sorted(expected)
+    # core.maths imports methods.linear, which imports data.loaders, which imports core.maths;
+    # data.store imports pipeline.workspace, which imports it back inside a function
+    assert import_loops(root) == [["fake.core.maths", "fake.data.loaders", "fake.methods.linear"],
+                                  ["fake.data.store", "fake.pipeline.workspace"]]

@@ -359,7 +359,7 @@ def write_click_log(path: str | os.PathLike, columns: dict[str, np.ndarray]) -> 
     """Write a click table (``session, qid, doc, rank, click[, propensity, ranker]``) to
     ``path`` in the format its extension names, atomically; floats with 17 significant
     digits so that they read back exactly."""
-    from cltr.pipeline.workspace import atomic_write
+    from cltr.data.files import atomic_write
 
     path = Path(path)
     kind, compression = _format(path)

@@ -14,7 +14,7 @@ import numpy as np
 
 from cltr.core.queries import Dataset, Queries, check_queries
 from cltr.core.ranking import DCG_BASE
-from cltr.pipeline.workspace import atomic_write, jsonable
+from cltr.data.files import atomic_write, jsonable
 
 __all__ = ['save_dataset', 'load_dataset', 'read_dataset', 'dataset_arrays', 'dataset_fingerprint', 'write_npz']
 

@@ -12,7 +12,7 @@ from cltr.core.queries import (
     check_relevant_from,
     label_counts,
 )
-from cltr.pipeline.workspace import jsonable
+from cltr.data.files import jsonable
 
 __all__ = ['make_synthetic']
 

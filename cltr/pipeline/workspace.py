@@ -36,18 +36,21 @@ import logging
 import os
 import platform
 import re
-import secrets
-import socket
 import time
 import zipfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 import numpy as np
 
 from cltr import __version__
+# atomic_write, file_sha256, jsonable and remove_stale_temporaries live in data/files.py (data
+# is the floor below the pipeline) and are re-exported here for the modules that import them
+# from the workspace
+from cltr.data.files import atomic_write, file_sha256, jsonable, remove_stale_temporaries, stream_sha256
+from cltr.data.store import dataset_arrays, dataset_fingerprint, read_dataset, write_npz
 
 __all__ = ["Workspace", "Artifact", "DamagedArtifact", "config_key", "atomic_write", "default_workdir", "jsonable",
            "file_sha256", "remove_stale_temporaries", "check_name", "NAME_CHARACTERS"]
@@ -78,38 +81,10 @@ def default_workdir() -> Path:
     return Path(os.environ.get("CLTR_WORKDIR", "cltr-work"))
 
 
-def jsonable(value: Any) -> Any:
-    """``value`` with numpy scalars/arrays and paths turned into plain JSON types."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, Path):
-        return str(value)
-    return value
-
-
 def config_key(config: dict) -> str:
     """A short stable hash of a JSON-able config (key order does not matter)."""
     text = json.dumps(jsonable(config), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _stream_sha256(stream: BinaryIO) -> str:
-    digest = hashlib.sha256()
-    for block in iter(lambda: stream.read(1 << 20), b""):
-        digest.update(block)
-    return digest.hexdigest()
-
-
-def file_sha256(path) -> str:
-    """The sha256 of a file's bytes, read in blocks."""
-    with open(path, "rb") as stream:
-        return _stream_sha256(stream)
 
 
 class DamagedArtifact(ValueError):
@@ -119,99 +94,6 @@ class DamagedArtifact(ValueError):
     def __init__(self, path: Path | str, problem: str):
         super().__init__(f"{path} is damaged ({problem})")
         self.path, self.problem = Path(path), problem
-
-
-# -- files written whole or not at all -----------------------------------------------------
-
-_HOST = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname()) or "host"
-# .<target>.<pid>@<host>.<token>.tmp: who is writing it, so that another process can tell
-# whether its writer still runs (and no file but cltr's own is ever taken for one)
-_TEMPORARY = re.compile(r"^\..+\.(?P<pid>\d+)@(?P<host>[A-Za-z0-9_-]+)\.[0-9a-f]{8}\.tmp$")
-STALE_SECONDS = 24 * 3600
-"""A temporary file of another host untouched this long is a dead writer's: writing one
-file takes seconds, not a day."""
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
-
-
-def remove_stale_temporaries(folder: Path | str) -> list[Path]:
-    """Delete the temporary files that cltr's writers which died (killed, out of memory,
-    power loss) left in ``folder``: those of a process of this host that no longer runs, and
-    those of another host untouched for ``STALE_SECONDS``. Returns the files removed."""
-    removed = []
-    try:
-        entries = list(os.scandir(folder))
-    except (FileNotFoundError, NotADirectoryError):
-        return removed
-    now = time.time()
-    for entry in entries:
-        match = _TEMPORARY.match(entry.name)
-        if match is None or not entry.is_file():
-            continue
-        try:
-            if match["host"] == _HOST:
-                stale = not _alive(int(match["pid"]))
-            else:
-                stale = now - entry.stat().st_mtime > STALE_SECONDS
-            if stale:
-                os.unlink(entry.path)
-                removed.append(Path(entry.path))
-        except OSError:  # gone already (another cleaner), or not ours to remove: left to its owner
-            continue
-    return removed
-
-
-def _create_temporary(path: Path) -> tuple[int, Path]:
-    """A new file beside ``path``, created with mode 0o666 less the umask (as ``open`` would;
-    ``tempfile.mkstemp`` would make it private)."""
-    while True:
-        temporary = path.parent / f".{path.name}.{os.getpid()}@{_HOST}.{secrets.token_hex(4)}.tmp"
-        try:
-            return os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), temporary
-        except FileExistsError:
-            continue
-        except OSError as error:  # said of the file meant, not of its temporary name
-            raise OSError(error.errno, error.strerror, str(path)) from error
-
-
-@contextmanager
-def atomic_write(path: Path | str, mode: str = "wb", *,
-                 before_rename: Callable[[Path], None] | None = None) -> Iterator[Any]:
-    """Open a temporary file beside ``path``; rename it onto ``path`` only on success.
-
-    ``before_rename(temporary)`` runs on the complete temporary file (to hash it, say).
-    An OSError names ``path`` (not the temporary) when the system did not name a file, so
-    that a full disk or a file-size limit says where it struck. Stale temporary files of
-    dead writers in the directory are removed first.
-    """
-    path = Path(path)
-    temporary = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale_temporaries(path.parent)
-        handle, temporary = _create_temporary(path)
-        with os.fdopen(handle, mode) as stream:
-            yield stream
-            stream.flush()
-            os.fsync(stream.fileno())
-        if before_rename is not None:
-            before_rename(temporary)
-        os.replace(temporary, path)
-    except BaseException as error:
-        if temporary is not None and os.path.exists(temporary):
-            os.unlink(temporary)
-        if isinstance(error, OSError) and error.errno is not None and \
-                error.filename in (None, str(temporary), temporary):
-            raise OSError(error.errno, error.strerror, str(path)) from error
-        raise
 
 
 # -- artifacts ------------------------------------------------------------------------------
@@ -306,7 +188,7 @@ def _open_unit(arrays_path: Path, manifest_path: Path) -> Iterator[tuple[dict, B
     if "arrays_sha256" not in manifest:
         raise DamagedArtifact(manifest_path, "it records no arrays_sha256: written by an older cltr, or by hand")
     with open(arrays_path, "rb") as stream:
-        if _stream_sha256(stream) != manifest["arrays_sha256"]:
+        if stream_sha256(stream) != manifest["arrays_sha256"]:
             raise DamagedArtifact(arrays_path, f"its bytes are not those {manifest_path.name} was written with: "
                                                "truncated, changed, or left by an interrupted write")
         stream.seek(0)
@@ -339,8 +221,6 @@ class Workspace:
     def save_dataset(self, name: str, dataset, record: dict | None = None) -> dict:
         """Store ``dataset`` as ``name`` with its record: ``record``, the ``fingerprint`` (the
         hash of its content, not of where it was read from) and provenance. Returns the record."""
-        from cltr.data.store import dataset_arrays, dataset_fingerprint, write_npz  # store imports this module
-
         path = self.dataset_path(name)
         arrays = dataset_arrays(dataset)
         record = {"name": name, "fingerprint": dataset_fingerprint(arrays), "relevant_from": dataset.relevant_from,
@@ -378,8 +258,6 @@ class Workspace:
 
     def load_dataset(self, name: str):
         """``(Dataset, record)`` of a prepared dataset, its arrays checked against its record."""
-        from cltr.data.store import read_dataset  # store imports this module
-
         if not self.has_dataset(name):
             raise ValueError(f"dataset {name!r} is not prepared in {self.root}; run `cltr prepare` first")
         path = self.dataset_path(name)

@@ -153,7 +153,7 @@ def test_unchanged_pointer_is_not_written(tmp_path, monkeypatch):
 
 
 def test_temporary_files_of_dead_writers_are_removed_by_the_next_write(tmp_path):
-    from cltr.pipeline.workspace import STALE_SECONDS, _HOST
+    from cltr.data.files import _HOST, STALE_SECONDS
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
