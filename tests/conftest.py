@@ -91,6 +91,51 @@ def make_training_data():
     return _make_training_data
 
 
+def _shuffled_sessions(*, n_queries: int = 40, docs: int = 8, passes: int = 200, eta: float = 1.0,
+                       eps_pos: float = 1.0, eps_neg: float = 0.1, noise: float | None = None, seed: int = 0):
+    """``(TrainingData, examination)``: position-based-model clicks (p_k = (1/k)^eta) on
+    sessions that each show their query's documents in a fresh order, with every
+    displayed document (``TrainingData.displayed``). Features are 3 normal columns, a
+    document relevant iff x_0 + x_1 / 2 > 0.3; every split is the same queries. The order
+    of a session is uniformly random (``noise`` None) or sorted by x_0 + x_1 / 2 plus
+    ``noise`` times Gumbel noise (relevant documents more often on top)."""
+    from cltr.core.clicks import ClickLog, Displayed
+    from cltr.core.queries import Dataset
+    from cltr.methods import TrainingData
+
+    rng = np.random.default_rng(seed)
+    queries = _toy_queries([docs] * n_queries, n_features=3, seed=seed)
+    score = queries.X[:, 0] + queries.X[:, 1] / 2
+    relevant = score > 0.3
+    queries = type(queries)(X=queries.X, labels=relevant.astype(np.int64), qid=queries.qid, offsets=queries.offsets)
+    sessions = passes * n_queries
+    key = rng.random((sessions, docs)) if noise is None else \
+        -(np.tile(score.reshape(n_queries, docs), (passes, 1)) + noise * rng.gumbel(size=(sessions, docs)))
+    rank = np.argsort(np.argsort(key, axis=1), axis=1).ravel() + 1
+    query = np.repeat(np.tile(np.arange(n_queries), passes), docs)
+    doc = query * docs + np.tile(np.arange(docs), sessions)
+    examination = (1.0 / np.arange(1, docs + 1)) ** eta
+    attraction = np.where(relevant[doc], eps_pos, eps_neg)
+    click = rng.random(len(doc)) < examination[rank - 1] * attraction
+    session = np.repeat(np.arange(sessions), docs)
+    rows = Displayed.from_columns(session=session, query=query, doc=doc, rank=rank, click=click,
+                                  propensity=examination[rank - 1], ranker=np.zeros(len(doc)))
+    clicked = rows.click == 1
+    log = ClickLog(query=rows.query[clicked], doc=rows.doc[clicked], rank=rows.rank[clicked],
+                   propensity=rows.propensity[clicked], pass_index=rows.session[clicked] // n_queries,
+                   n_passes=passes, n_queries=n_queries)
+    dataset = Dataset("shuffled", queries, queries, queries, relevant_from=1)
+    return TrainingData(dataset, log, log, seed, rows=lambda split: rows), examination
+
+
+@pytest.fixture(scope="session")
+def shuffled_sessions():
+    """``shuffled_sessions(*, n_queries=40, docs=8, passes=200, eta=1.0, eps_pos=1.0,
+    eps_neg=0.1, noise=None, seed=0) -> (TrainingData, examination)``: a log whose sessions
+    show their documents in random orders, for learners that estimate the position bias."""
+    return _shuffled_sessions
+
+
 @pytest.fixture(scope="session")
 def synthetic_dataset():
     """A small synthetic dataset (300 queries of 5 to 120 documents, relevant = label >= 1,

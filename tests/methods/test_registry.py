@@ -12,7 +12,7 @@ from cltr.methods import Method, get, methods, train
 from cltr.options import Options
 
 ALL_METHODS = ["svm-rank", "lambdarank", "svm-proprank", "svm-propdcg", "deep-propdcg", "tree-propdcg",
-               "lightgbm-position", "xgboost-unbiased", "skyline"]
+               "unbiased-lambdamart", "two-tower", "lightgbm-position", "xgboost-unbiased", "skyline"]
 
 
 def test_every_method_is_found_in_help_order():
