@@ -1012,21 +1012,33 @@ def clicks_group() -> None:
 @dataset_option
 @click.option("--split", type=click.Choice(["train", "vali"]), default="train", show_default=True,
               help="The split of the dataset the log was recorded on (its qids and documents).")
+@click.option("--ignore-extra-columns", is_flag=True,
+              help="Ignore columns other than the documented ones (by default they are an error, so that a "
+                   "misspelt column is not silently dropped).")
 @click.pass_obj
 @_errors_as_usage
-def clicks_import(session: Session, log, dataset, split) -> None:
+def clicks_import(session: Session, log, dataset, split, ignore_extra_columns) -> None:
     """Validate a click log and store it for the given split. Once both the train and the
     vali split have a log, they form a click log that every `cltr train` method uses
     exactly as a simulated one (the vali log serves model selection)."""
-    from cltr.pipeline.stages import import_stage, imported_clicks_stage
+    from cltr.pipeline.stages import CLICKED_ONLY, import_stage, imported_clicks_stage
 
     dataset_obj, fingerprint = session.dataset(dataset)
-    part, reused = import_stage(session.workspace, dataset, dataset_obj, fingerprint, log, split=split)
+    part, reused = import_stage(session.workspace, dataset, dataset_obj, fingerprint, log, split=split,
+                                ignore_extra_columns=ignore_extra_columns)
     session.workspace.set_current(dataset, f"imports/{split}", part.key)
     info = part.info
     click.echo(f"imported {log} as the {split} log {part.key}{' (reused)' if reused else ''}: {info['rows']} "
                f"impressions, {info['sessions']} sessions, {info['clicks']} clicks, {info['rankers']} ranker(s), "
                f"{'with' if info['has_propensity'] else 'without'} propensities")
+    if info.get("ignored_columns"):
+        click.echo(f"ignored column{'s' if len(info['ignored_columns']) > 1 else ''} "
+                   f"{', '.join(map(repr, info['ignored_columns']))} (--ignore-extra-columns)")
+    if info.get("clicked_only"):
+        warn(f"the {split} log {log}: {CLICKED_ONLY}")
+    if info["clicks"] == 0:
+        warn(f"the {split} log {log} has no clicks (no row has click 1): there is nothing to train on"
+             + (" or to select models with" if split == "vali" else ""))
     other = "vali" if split == "train" else "train"
     other_key = session.workspace.current(dataset).get(f"imports/{other}")
     other_part = session.workspace.load(dataset, "imports", other_key) if other_key else None

@@ -2,7 +2,7 @@
 
 A click log is a table with one row per *displayed document* of a result page (an
 impression), as CSV or TSV (by extension: ``.csv``, ``.tsv``/``.txt``, optionally
-compressed ``.gz``/``.xz``/``.bz2``) or Parquet (``.parquet``, with the optional pyarrow).
+compressed ``.gz``/``.xz``/``.bz2``) or Parquet (``.parquet``).
 Columns:
 
     session     one result page shown to one user (string or integer)
@@ -16,14 +16,25 @@ Columns:
     ranker      optional: which logging ranker produced the page (integer or string)
 
 Every row is validated; the first bad row is reported with the file and its line (the
-header is line 1) and nothing is kept. Sessions without any click are kept: they count
-as sessions and as impressions for propensity estimation, though they add no training
-example.
+header is line 1), the cell as it is written there, and nothing is kept. An empty cell is
+an error (an empty session would be a session of its own, an empty ranker a second ranker),
+except in a ``propensity`` column that is empty on every row: that log has no propensities.
+Other columns are an error (a misspelt ``propensty`` would silently mean "no
+propensities") unless ``ignore_extra_columns``. Ranks count from 1 in every session and
+stay within the query's documents. Sessions without any click are kept: they count as
+sessions and as impressions for propensity estimation, though they add no training
+example. A log of clicked rows only is read (``LoggedRows.clicked_only``), but nothing that
+needs impressions can use it.
+
+pyarrow reads delimited files several times faster than pandas; without it pandas reads
+them, and both accept and refuse the same files with the same messages.
 """
 
 from __future__ import annotations
 
+import csv
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +48,12 @@ __all__ = ["LoggedRows", "read_click_log", "write_click_log", "simulated_rows", 
 
 REQUIRED = ("session", "qid", "rank", "click")
 OPTIONAL = ("propensity", "ranker")
+KNOWN = ("session", "qid", "doc", "docid", "rank", "click", "propensity", "ranker")
+EXPECTED = "session, qid, doc or docid, rank, click [, propensity, ranker]"
+READERS = ("auto", "pyarrow", "pandas")
+# integers beyond this are no rank, document or qid of any dataset: clipped to it before the
+# cast to int64 (which would wrap 1e20 round to -2**63), then named as written
+_LIMIT = 2 ** 62
 _FORMATS = {".csv": ",", ".tsv": "\t", ".txt": "\t"}
 _COMPRESSIONS = {".gz": "gzip", ".xz": "xz", ".bz2": "bz2"}
 
@@ -71,8 +88,8 @@ class LoggedRows:
         NaN where the log has no propensity column.
     ranker : ndarray of int64, shape (n_rows,)
         0 where the log has no ranker column; strings are numbered in order of appearance.
-    session_names, ranker_names : list of str
-        The file's session and ranker values, for export.
+    ignored_columns : tuple of str
+        Columns of the file that were not read (``read_click_log(ignore_extra_columns=True)``).
     """
 
     session: np.ndarray
@@ -82,6 +99,7 @@ class LoggedRows:
     click: np.ndarray
     propensity: np.ndarray
     ranker: np.ndarray
+    ignored_columns: tuple[str, ...] = ()
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {name: getattr(self, name) for name in ("session", "query", "doc", "rank", "click", "propensity",
@@ -91,6 +109,14 @@ class LoggedRows:
     def from_arrays(cls, arrays) -> "LoggedRows":
         return cls(**{name: np.asarray(arrays[name]) for name in ("session", "query", "doc", "rank", "click",
                                                                    "propensity", "ranker")})
+
+    @property
+    def clicked_only(self) -> bool:
+        """Whether the log holds clicked rows only (no impression of a document shown and not
+        clicked): the clicks can be trained on with their propensities, but nothing that
+        needs impressions works (propensity estimation, doubly robust estimators, per-session
+        baselines)."""
+        return bool(len(self.click)) and not (self.click == 0).any()
 
     @property
     def has_propensity(self) -> bool:
@@ -130,48 +156,153 @@ class LoggedRows:
                         sessions_per_query=per_query.astype(np.int64))
 
 
-def _read_table(path: Path) -> pd.DataFrame:
-    kind, compression = _format(path)
+def _has_pyarrow() -> bool:
     try:
-        if kind == "parquet":
-            try:
-                import pyarrow  # noqa: F401  (the optional extra)
-            except ImportError:
-                raise ValueError(f"{path}: reading Parquet needs pyarrow: pip install 'cltr[parquet]'") from None
-            return _released(pd.read_parquet(path))
-        engine = {}
-        try:
-            import pyarrow  # noqa: F401
-
-            engine = {"engine": "pyarrow"} if compression is None else {}
-        except ImportError:
-            pass
-        # docids are text even when they look like numbers ("007" is not 7); asking pyarrow
-        # for that costs pandas a slower conversion of every column, so only when needed
-        text = {"docid": str} if engine and "docid" in _header(path, kind) else None
-        frame = pd.read_csv(path, sep=kind, compression=compression, dtype=text if engine else str,
-                            keep_default_na=False, **engine)
-        if not engine:
-            return frame
-        for name in frame.columns[frame.dtypes == bool]:
-            # pyarrow reads a column of true/false as booleans; the other engine keeps the
-            # text, which no numeric column accepts: so must this one
-            frame[name] = np.where(frame[name].to_numpy(), "true", "false")
-        return _released(frame)
-    except (OSError, EOFError) as error:
-        raise ValueError(f"{path}: cannot read it ({error})") from error
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as error:
-        raise ValueError(f"{path}: not a readable {'Parquet' if kind == 'parquet' else 'delimited'} table "
-                         f"({str(error).strip().splitlines()[0]})") from error
+        import pyarrow.csv  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
-def _header(path: Path, separator: str) -> list[str]:
-    """The column names on the first non-empty line of an uncompressed delimited file."""
-    with open(path, "rb") as stream:
+def _opener(compression: str | None):
+    import bz2
+    import gzip
+    import lzma
+
+    openers: dict[str | None, Callable] = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}
+    return openers.get(compression, open)
+
+
+def _split(line: bytes, separator: str) -> list[str]:
+    """The cells of one line of a delimited file, quotes read as the readers read them."""
+    text = line.rstrip(b"\r\n").decode("utf-8", "replace")
+    return next(csv.reader([text], delimiter=separator), [])
+
+
+def _header(path: Path, separator: str, compression: str | None) -> list[str]:
+    """The column names, as written, on the first non-empty line of a delimited file."""
+    with _opener(compression)(path, "rb") as stream:
         for line in stream:
             if line.strip(b"\r\n"):
-                return [name.strip().lstrip("\ufeff") for name in line.decode("utf-8", "replace").split(separator)]
+                line.decode("utf-8")  # a header that is not UTF-8 is reported with its line
+                return [name.lstrip("\ufeff") for name in _split(line, separator)]
     return []
+
+
+def _first_bad_line(path: Path, separator: str, compression: str | None, last_row: int | None = None) -> str | None:
+    """The first line (up to data row ``last_row``) that is not UTF-8 or whose number of
+    cells differs from the header's, as a message; None when there is none."""
+    header, filled = None, 0
+    try:
+        with _opener(compression)(path, "rb") as stream:
+            for number, line in enumerate(stream, start=1):
+                try:
+                    line.decode("utf-8")
+                except UnicodeDecodeError as bad:
+                    return (f"line {number} of {path}: not UTF-8 text (byte 0x{line[bad.start]:02x} at byte "
+                            f"{bad.start + 1} of the line); a click log must be saved as UTF-8")
+                if not line.strip(b"\r\n"):
+                    continue
+                filled += 1
+                cells = len(_split(line, separator))
+                if header is None:
+                    header = cells
+                elif cells != header:
+                    return f"line {number} of {path}: {cells} cell{'s' if cells != 1 else ''} where the header has {header}"
+                if last_row is not None and filled > last_row + 1:
+                    return None
+    except (OSError, EOFError):
+        pass
+    return None
+
+
+def _unreadable(path: Path, separator: str, compression: str | None, error: Exception) -> ValueError:
+    """Why a delimited file could not be read, said the same whichever reader failed: the
+    first line that is not UTF-8 or has another number of cells than the header, else the
+    reader's own words."""
+    found = _first_bad_line(path, separator, compression)
+    return ValueError(found or f"{path}: not a readable delimited table ({str(error).strip().splitlines()[0]})")
+
+
+def _read_arrow(path: Path, separator: str, compression: str | None, names: list[str],
+                keep: list[str]) -> pd.DataFrame:
+    """pyarrow's multithreaded reader: numbers typed where a whole column holds integers (or
+    floats), the rest text. Ids are always text, so that "007" and "7" stay two sessions;
+    nothing is read as true/false or as missing, so that every cell is judged as written."""
+    import pyarrow as pa
+    import pyarrow.csv as arrow_csv
+
+    text = {name: pa.string() for name in names if name.strip() in ("session", "ranker", "docid")}
+    options = arrow_csv.ConvertOptions(column_types=text, null_values=[], true_values=[], false_values=[],
+                                       strings_can_be_null=False, quoted_strings_can_be_null=False,
+                                       include_columns=keep)
+    parse = arrow_csv.ParseOptions(delimiter=separator)
+    if compression == "xz":  # no native codec: decompressed in Python
+        with _opener(compression)(path, "rb") as stream:
+            table = arrow_csv.read_csv(stream, parse_options=parse, convert_options=options)
+    else:
+        with pa.input_stream(str(path), compression=compression) as stream:
+            table = arrow_csv.read_csv(stream, parse_options=parse, convert_options=options)
+    if any(pa.types.is_binary(field.type) for field in table.schema):
+        raise UnicodeError("a column that is not UTF-8 text")
+    return _released(table.to_pandas())
+
+
+def _read_pandas(path: Path, separator: str, compression: str | None, names: list[str],
+                 keep: list[str]) -> pd.DataFrame:
+    """pandas' reader, every cell as text (a row's missing last cells as ""). Every column is
+    read: with ``usecols`` pandas would drop a row's extra cells silently."""
+    frame = pd.read_csv(path, sep=separator, compression=compression, dtype=str, keep_default_na=False,
+                        index_col=False)
+    return frame.iloc[:, [i for i, name in enumerate(names) if name in keep]]
+
+
+def _read_table(path: Path, *, columns=None, reader: str = "auto") -> tuple[pd.DataFrame, bool]:
+    """The table, and whether pandas read it (which fills a row's missing last cells with "").
+
+    ``columns(names) -> names to keep`` checks the header before the rows are read.
+    ``reader``: "pyarrow" (the fast one, typed columns), "pandas" (text columns) or "auto"
+    (pyarrow when installed). Both report every problem with the same words and lines.
+    """
+    kind, compression = _format(path)
+    if kind == "parquet":
+        if not _has_pyarrow():
+            raise ValueError(f"{path}: reading Parquet needs pyarrow: pip install pyarrow")
+        from pyarrow import parquet
+
+        try:
+            names = [str(name) for name in parquet.read_schema(path).names]
+        except (OSError, EOFError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError
+            raise ValueError(f"{path}: not a readable Parquet table ({str(error).strip().splitlines()[0]})") from error
+        wanted = names if columns is None else columns([name.strip() for name in names])
+        keep = [name for name in names if name.strip() in wanted]
+        try:
+            frame = _released(pd.read_parquet(path, columns=keep))
+        except (OSError, EOFError, ValueError) as error:
+            raise ValueError(f"{path}: not a readable Parquet table ({str(error).strip().splitlines()[0]})") from error
+        frame.columns = [name.strip() for name in keep]
+        return frame, False
+    if reader == "pyarrow" and not _has_pyarrow():
+        raise ValueError("the pyarrow reader needs pyarrow: pip install pyarrow")
+    arrow = reader == "pyarrow" or (reader == "auto" and _has_pyarrow())
+    read = _read_arrow if arrow else _read_pandas
+    try:
+        names = _header(path, kind, compression)
+    except (OSError, EOFError) as error:
+        raise ValueError(f"{path}: cannot read it ({error})") from error
+    except UnicodeError as error:
+        raise _unreadable(path, kind, compression, error) from error
+    wanted = names if columns is None else columns([name.strip() for name in names])
+    keep = [name for name in names if name.strip() in wanted]
+    try:
+        frame = read(path, kind, compression, names, keep)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeError, ValueError) as error:
+        # pyarrow's ArrowInvalid is a ValueError
+        raise _unreadable(path, kind, compression, error) from error
+    except (OSError, EOFError) as error:
+        raise ValueError(f"{path}: cannot read it ({error})") from error
+    frame.columns = [name.strip() for name in keep]
+    return frame, not arrow
 
 
 def _released(frame: pd.DataFrame) -> pd.DataFrame:
@@ -185,8 +316,27 @@ def _released(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _shown(value) -> str:
-    """A cell as a message shows it: strings quoted, numbers plain (not ``np.int64(2)``)."""
+    """A typed cell as a message shows it: strings quoted, numbers plain (not ``np.int64(2)``)."""
     return repr(value) if isinstance(value, str) else str(value.item() if isinstance(value, np.generic) else value)
+
+
+def _as_written(text: str) -> str:
+    """A cell of a delimited file as a message shows it: exactly as written, quoted unless
+    it reads as a number ('yes', '' but 2, 1e20, nan)."""
+    try:
+        float(text)
+    except ValueError:
+        return repr(text)
+    return text if text == text.strip() else repr(text)
+
+
+def _empty(column: pd.Series, *, parquet: bool) -> np.ndarray:
+    """Rows whose cell is empty or blank, or missing in a Parquet table (a delimited file's
+    readers read nothing as missing: a NaN there is a written "nan")."""
+    missing = column.isna().to_numpy(dtype=bool) if parquet else np.zeros(len(column), dtype=bool)
+    if pd.api.types.is_numeric_dtype(column):
+        return missing
+    return missing | (column.astype(str).str.strip() == "").to_numpy(dtype=bool)
 
 
 def _repeated(key: np.ndarray, size: int) -> np.ndarray | None:
@@ -199,55 +349,83 @@ def _repeated(key: np.ndarray, size: int) -> np.ndarray | None:
     return repeated if repeated.any() else None
 
 
-def _line_of_row(path: Path, row: int) -> int:
-    """The 1-based line of data row ``row`` (0-based) of a delimited file. The readers skip
-    empty lines, which still count as lines; only an error message needs this, so the file
-    is read again here rather than counted on every import."""
-    import bz2
-    import gzip
-    import lzma
-
-    opener = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}.get(_format(path)[1], open)
-    filled = 0  # non-empty lines so far; the first is the header
-    with opener(path, "rb") as stream:
+def _raw_row(path: Path, separator: str, compression: str | None, row: int) -> tuple[int, dict[str, str]]:
+    """The 1-based line of data row ``row`` (0-based) of a delimited file and its cells by
+    column name, as written. The readers skip empty lines, which still count as lines; only
+    an error message needs this, so the file is read again here rather than counted on
+    every import."""
+    filled, names = 0, []  # non-empty lines so far; the first is the header
+    with _opener(compression)(path, "rb") as stream:
         for number, line in enumerate(stream, start=1):
             if line.strip(b"\r\n"):
                 filled += 1
-                if filled == row + 2:
-                    return number
-    return row + 2
+                if filled == 1:
+                    names = [name.lstrip("\ufeff").strip() for name in _split(line, separator)]
+                elif filled == row + 2:
+                    return number, dict(zip(names, _split(line, separator)))
+    return row + 2, {}
 
 
 class _Rows:
-    """Validation helpers that name the file and line of the first bad row."""
+    """Validation helpers that name the file, the line and the cell as written of the first
+    bad row."""
 
-    def __init__(self, path: Path, frame: pd.DataFrame, parquet: bool):
-        self.path, self.frame, self.parquet = path, frame, parquet
+    def __init__(self, path: Path, frame: pd.DataFrame, *, lenient: bool = False):
+        self.path, self.frame, self.lenient = path, frame, lenient
+        self.separator, self.compression = _format(path)
+        self.parquet = self.separator == "parquet"
+        self._raw: dict[int, tuple[int, dict[str, str]]] = {}
+        self.beyond: dict[str, np.ndarray] = {}
+
+    def _line(self, row: int) -> tuple[int, dict[str, str]]:
+        if row not in self._raw:
+            self._raw[row] = _raw_row(self.path, self.separator, self.compression, row)
+        return self._raw[row]
 
     def where(self, row: int) -> str:
         if self.parquet:
             return f"row {row + 1} of {self.path}"
-        return f"line {_line_of_row(self.path, row)} of {self.path}"
+        return f"line {self._line(row)[0]} of {self.path}"
+
+    def cell(self, row: int, name: str) -> str:
+        """The cell as written in the file (a Parquet cell as typed): pyarrow's 1e+20 for a
+        written 1e20, or its 7 for a written 007, would not be what the user can find."""
+        if not self.parquet:
+            written = self._line(row)[1].get(name)
+            if written is not None:
+                return _as_written(written)
+        return _shown(self.frame[name].iloc[row])
 
     def fail(self, mask: np.ndarray, message) -> None:
         bad = np.flatnonzero(mask)
         if len(bad):
             row = int(bad[0])
+            if self.lenient:
+                # pandas fills a row's missing last cells with "" where pyarrow refuses the
+                # row: a short row up to here is the error both readers name
+                short = _first_bad_line(self.path, self.separator, self.compression, row)
+                if short:
+                    raise ValueError(short)
             raise ValueError(f"{self.where(row)}: {message(row) if callable(message) else message}")
 
     def integers(self, name: str, *, low: int | None = None) -> np.ndarray:
+        """The column as int64. Values beyond +-2**62 (no rank, document or qid of any
+        dataset) are clipped there rather than wrapped by the cast, marked in
+        ``beyond[name]``, and named as written by the checks that follow."""
         column = self.frame[name]
         if isinstance(column.dtype, np.dtype) and column.dtype.kind in "iu":
             # parsed as integers already (pyarrow, Parquet): every value is whole
             numbers = column.to_numpy(dtype=np.int64)
+            self.beyond[name] = np.zeros(len(numbers), dtype=bool)
         else:
             values = pd.to_numeric(column, errors="coerce")
             numbers = values.to_numpy(dtype=np.float64, na_value=np.nan)
             whole = np.isfinite(numbers) & (np.floor(numbers) == numbers)
-            self.fail(~whole, lambda row: f"{name} must be an integer, found {_shown(column.iloc[row])}")
-            numbers = numbers.astype(np.int64)
+            self.fail(~whole, lambda row: f"{name} must be an integer, found {self.cell(row, name)}")
+            self.beyond[name] = np.abs(numbers) > _LIMIT
+            numbers = np.clip(numbers, -_LIMIT, _LIMIT).astype(np.int64)
         if low is not None:
-            self.fail(numbers < low, lambda row: f"{name} must be >= {low}, found {numbers[row]}")
+            self.fail(numbers < low, lambda row: f"{name} must be >= {low}, found {self.cell(row, name)}")
         return numbers
 
 
@@ -256,7 +434,8 @@ def _codes(column: pd.Series) -> np.ndarray:
     return pd.factorize(column.astype(str) if column.dtype == object else column, sort=False)[0].astype(np.int64)
 
 
-def read_click_log(path: str | os.PathLike, queries: Queries) -> LoggedRows:
+def read_click_log(path: str | os.PathLike, queries: Queries, *, ignore_extra_columns: bool = False,
+                   reader: str = "auto") -> LoggedRows:
     """Read and validate a click log against the split it was logged on.
 
     Parameters
@@ -265,46 +444,78 @@ def read_click_log(path: str | os.PathLike, queries: Queries) -> LoggedRows:
         The log (see the module docstring for the format).
     queries : Queries
         The split: its ``qid`` and, for a ``docid`` column, its ``docid``.
+    ignore_extra_columns : bool
+        Read a log with columns other than the documented ones, ignoring them (named in
+        ``LoggedRows.ignored_columns``); by default they are an error, since a misspelt
+        ``propensty`` would otherwise silently mean "no propensities".
+    reader : {"auto", "pyarrow", "pandas"}
+        The reader of a delimited file: pyarrow (fast; "auto" picks it when installed) or
+        pandas. Both accept and refuse the same files with the same messages.
 
     Raises
     ------
     ValueError
-        The file, the line and what is wrong with the first bad row: a missing column, an
-        unknown qid or document, a rank repeated within a session, a document shown twice
-        in a session, a session spanning two queries, a click other than 0/1, a rank
-        below 1, a propensity not in (0, 1].
+        The file, the line and what is wrong with the first bad row, the cell as written:
+        a missing, repeated or unknown column, an empty cell, an unknown qid or document, a
+        rank beyond the query's documents, a session whose ranks do not start at 1, a rank
+        or a document repeated within a session, a session spanning two queries, a click
+        other than 0/1, a propensity not in (0, 1], a line that is not UTF-8 or has another
+        number of cells than the header.
     """
+    if reader not in READERS:
+        raise ValueError(f"reader must be one of {', '.join(READERS)}, not {reader!r}")
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"{path}: no such click log")
     if path.stat().st_size == 0:
         raise ValueError(f"{path}: the file is empty; a click log needs a header (session, qid, doc or docid, "
                          f"rank, click) and at least one row")
-    frame = _read_table(path)
-    frame.columns = [str(c).strip().lstrip("\ufeff") for c in frame.columns]
-    missing = [c for c in REQUIRED if c not in frame.columns]
-    if "doc" not in frame.columns and "docid" not in frame.columns:
-        missing.append("doc (or docid)")
-    if missing:
-        raise ValueError(f"{path}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}; "
-                         f"found {', '.join(frame.columns) or 'none'}; expected session, qid, doc or docid, "
-                         f"rank, click [, propensity, ranker]")
+    ignored: list[str] = []
+
+    def columns(names: list[str]) -> list[str]:
+        """The columns to read, once the header is checked."""
+        twice = sorted({name for i, name in enumerate(names) if name in names[:i] and name in KNOWN})
+        if twice:
+            raise ValueError(f"{path}: column {twice[0]!r} appears twice in the header")
+        missing = [c for c in REQUIRED if c not in names]
+        if "doc" not in names and "docid" not in names:
+            missing.append("doc (or docid)")
+        if missing:
+            raise ValueError(f"{path}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}; "
+                             f"found {', '.join(names) or 'none'}; expected {EXPECTED}")
+        unknown = [name for name in names if name not in KNOWN]
+        if unknown and not ignore_extra_columns:
+            raise ValueError(f"{path}: unknown column{'s' if len(unknown) > 1 else ''} "
+                             f"{', '.join(map(repr, unknown))}; expected {EXPECTED} (to read the log without "
+                             f"other columns: --ignore-extra-columns, or ignore_extra_columns=True)")
+        ignored.extend(unknown)
+        return [name for name in names if name in KNOWN]
+
+    frame, lenient = _read_table(path, columns=columns, reader=reader)
     if len(frame) == 0:
         raise ValueError(f"{path}: the log has no rows")
-    rows = _Rows(path, frame, parquet=_format(path)[0] == "parquet")
+    rows = _Rows(path, frame, lenient=lenient)
+
+    # an empty id would silently become an id of its own ("" a session, a second ranker)
+    needed = [name for name in ("session", "qid", "doc" if "doc" in frame.columns else "docid", "rank", "click",
+                                "ranker") if name in frame.columns]
+    empty = {name: _empty(frame[name], parquet=rows.parquet) for name in needed}
+    rows.fail(np.logical_or.reduce(list(empty.values())),
+              lambda row: f"the {next(n for n in needed if empty[n][row])} cell is empty; every row needs one")
 
     qid = rows.integers("qid")
     order = np.argsort(queries.qid, kind="stable")
     sorted_qid = np.asarray(queries.qid, dtype=np.int64)[order]
     position = np.clip(np.searchsorted(sorted_qid, qid), 0, len(sorted_qid) - 1)
-    rows.fail(sorted_qid[position] != qid, lambda row: f"qid {qid[row]} is not a query of this split")
+    rows.fail((sorted_qid[position] != qid) | rows.beyond["qid"],
+              lambda row: f"qid {rows.cell(row, 'qid')} is not a query of this split")
     query = order[position].astype(np.int64)
     sizes = np.diff(np.asarray(queries.offsets, dtype=np.int64))
 
     if "doc" in frame.columns:
         local = rows.integers("doc", low=0)
-        rows.fail(local >= sizes[query], lambda row: f"doc {local[row]} is not a document of qid {qid[row]}, "
-                                                      f"which has {sizes[query[row]]} (doc counts from 0)")
+        rows.fail(local >= sizes[query], lambda row: f"doc {rows.cell(row, 'doc')} is not a document of qid "
+                                                      f"{qid[row]}, which has {sizes[query[row]]} (doc counts from 0)")
         doc = queries.offsets[query] + local
     else:
         docids = getattr(queries, "docid", None)
@@ -318,21 +529,28 @@ def read_click_log(path: str | os.PathLike, queries: Queries) -> LoggedRows:
             raise ValueError("the prepared dataset repeats a docid within a query; use a doc column")
         wanted = frame["docid"].astype(str).str.strip() + "\x00" + pd.Series(qid).astype(str)
         doc = lookup.get_indexer(wanted).astype(np.int64)
-        rows.fail(doc < 0, lambda row: f"docid {_shown(frame['docid'].iloc[row])} is not a document of qid "
-                                       f"{qid[row]}")
+        rows.fail(doc < 0, lambda row: f"docid {rows.cell(row, 'docid')} is not a document of qid {qid[row]}")
 
     rank = rows.integers("rank", low=1)
-    click_text = frame["click"]
-    click = pd.to_numeric(click_text, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-    rows.fail((click != 0) & (click != 1), lambda row: f"click must be 0 or 1, found {_shown(click_text.iloc[row])}")
+    rows.fail(rank > sizes[query], lambda row: f"rank {rows.cell(row, 'rank')} is beyond the {sizes[query[row]]} "
+                                               f"documents of qid {qid[row]}; a rank is a displayed position, from "
+                                               f"1 to at most the number of the query's documents")
+    click = pd.to_numeric(frame["click"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    rows.fail((click != 0) & (click != 1), lambda row: f"click must be 0 or 1, found {rows.cell(row, 'click')}")
     click = click.astype(np.int64)
 
     propensity = np.full(len(frame), np.nan)
     if "propensity" in frame.columns:
-        text = frame["propensity"]
-        propensity = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-        rows.fail(~(np.isfinite(propensity) & (propensity > 0) & (propensity <= 1)),
-                  lambda row: f"propensity must be a number in (0, 1], found {_shown(text.iloc[row])}")
+        missing = _empty(frame["propensity"], parquet=rows.parquet)
+        # an empty column is a log without propensities; a partly empty one is an error, as
+        # a missing propensity of one impression cannot be told from a forgotten one
+        if not missing.all():
+            rows.fail(missing, "the propensity cell is empty while other rows have one; give every row its "
+                               "propensity, or leave the whole column empty for a log without propensities")
+            propensity = pd.to_numeric(frame["propensity"], errors="coerce").to_numpy(dtype=np.float64,
+                                                                                      na_value=np.nan)
+            rows.fail(~(np.isfinite(propensity) & (propensity > 0) & (propensity <= 1)),
+                      lambda row: f"propensity must be a number in (0, 1], found {rows.cell(row, 'propensity')}")
 
     ranker = np.zeros(len(frame), dtype=np.int64)
     if "ranker" in frame.columns:
@@ -343,16 +561,24 @@ def read_click_log(path: str | os.PathLike, queries: Queries) -> LoggedRows:
     first_query = np.full(n_sessions, -1, dtype=np.int64)
     first_query[session[::-1]] = query[::-1]  # the query of each session's first row
     rows.fail(first_query[session] != query,
-              lambda row: f"session {_shown(frame['session'].iloc[row])} spans two queries (qid {qid[row]} here, "
+              lambda row: f"session {rows.cell(row, 'session')} spans two queries (qid {qid[row]} here, "
                           f"another qid on its earlier rows); a session is one result page of one query")
+    if (click == 0).any():
+        # a page lists its documents from the top; a log of clicked rows only need not show
+        # rank 1 (its other checks still hold)
+        top = np.full(n_sessions, _LIMIT, dtype=np.int64)
+        np.minimum.at(top, session, rank)
+        rows.fail((top[session] != 1) & (rank == top[session]),
+                  lambda row: f"the smallest rank of session {rows.cell(row, 'session')} is "
+                              f"{rows.cell(row, 'rank')}; the ranks of a session count from 1 (the top of the page)")
     for what, values in (("rank", rank), ("document", doc - queries.offsets[query])):
         width = int(values.max()) + 1
         repeated = _repeated(session * width + values, n_sessions * width)
         if repeated is not None:
             rows.fail(repeated, lambda row, what=what, values=values: (
-                f"{what} {values[row]} appears twice in session {_shown(frame['session'].iloc[row])}"))
+                f"{what} {values[row]} appears twice in session {rows.cell(row, 'session')}"))
     return LoggedRows(session=session, query=query, doc=doc.astype(np.int64), rank=rank, click=click,
-                      propensity=propensity, ranker=ranker)
+                      propensity=propensity, ranker=ranker, ignored_columns=tuple(ignored))
 
 
 def write_click_log(path: str | os.PathLike, columns: dict[str, np.ndarray]) -> Path:
@@ -369,7 +595,7 @@ def write_click_log(path: str | os.PathLike, columns: dict[str, np.ndarray]) -> 
             try:
                 frame.to_parquet(stream, index=False, compression=None if compression is None else compression)
             except ImportError:
-                raise ValueError(f"{path}: writing Parquet needs pyarrow: pip install 'cltr[parquet]'") from None
+                raise ValueError(f"{path}: writing Parquet needs pyarrow: pip install pyarrow") from None
         else:
             frame.to_csv(stream, sep=kind, index=False, float_format="%.17g",
                          compression=compression and {"method": compression})

@@ -134,7 +134,10 @@ def train(name: str, data: TrainingData, options: dict | Options | None = None, 
     method = get(name)
     options = method.parse_options(options)
     if len(data.train_log) == 0:
-        raise ValueError("the training click log is empty: simulate more passes or a larger eps")
+        raise ValueError("the training click log has no clicks (no row of it has click 1): there is nothing to learn "
+                         "from. An imported log: check that its click column marks the clicked rows with 1, or "
+                         "import a log that has clicks; a simulated one: run `cltr simulate` again with more "
+                         "--passes or a larger --eps-pos or --eps-neg")
     for split, log in (("training", data.train_log), ("validation", data.vali_log)):
         if np.isnan(log.propensity).any():
             raise ValueError(f"the {split} click log has no propensities (a log imported without a propensity "

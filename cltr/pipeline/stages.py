@@ -11,6 +11,7 @@ Seeds: every random draw comes from ``stream(seed, purpose...)`` (``cltr.core.se
 
 from __future__ import annotations
 
+import logging
 from typing import Callable
 
 import numpy as np
@@ -421,6 +422,19 @@ def displayed_rows(clicks: Artifact, split: str, dataset: Dataset, *, passes: in
                                   ranker=ranker)
 
 
+def clicked_only(clicks: Artifact, split: str) -> bool:
+    """Whether ``split`` of a clicks artifact is an imported log of clicked rows only (no
+    impression of a document shown and not clicked); a simulated log never is."""
+    click = clicks.arrays.get(f"{split}/rows/click")
+    return click is not None and bool(len(click)) and not (click == 0).any()
+
+
+CLICKED_ONLY = ("it holds clicked rows only (every row has click 1), no impressions of the documents shown and not "
+                "clicked: propensities cannot be estimated from it, and doubly robust estimators and per-session "
+                "baselines cannot use it; training weights its clicks by the log's own propensity column (without one, "
+                "nothing can weight them)")
+
+
 def _imported_rows(arrays, split: str) -> LoggedRows:
     """The impression rows an imported split stores under ``<split>/rows/``."""
     prefix = f"{split}/rows/"
@@ -430,19 +444,24 @@ def _imported_rows(arrays, split: str) -> LoggedRows:
 # -- click logs from files ---------------------------------------------------------------
 
 def import_stage(workspace: Workspace, name: str, dataset: Dataset, fingerprint: str, path, *,
-                 split: str) -> tuple[Artifact, bool]:
-    """A logged click table (``cltr.data.clicklog`` format) of one split, validated."""
+                 split: str, ignore_extra_columns: bool = False) -> tuple[Artifact, bool]:
+    """A logged click table (``cltr.data.clicklog`` format) of one split, validated; its
+    info says whether it holds clicked rows only (``clicked_only``) and which columns were
+    ignored."""
     if split not in ("train", "vali"):
         raise ValueError(f"a click log is imported for the train or vali split, not {split!r}")
     config = {"dataset": fingerprint, "split": split, "file_sha256": file_sha256(path)}
+    if ignore_extra_columns:  # only then, so that the keys of earlier imports stay the same
+        config["ignore_extra_columns"] = True
 
     def compute():
         queries = getattr(dataset, split)
-        rows = read_click_log(path, queries)
+        rows = read_click_log(path, queries, ignore_extra_columns=ignore_extra_columns)
         log = rows.click_log(queries.n_queries)
         relevant = queries.relevant(dataset.relevant_from)
         info = {**click_log_summary(log, relevant), "file": str(path), "rows": int(len(rows.doc)),
-                "rankers": int(rows.ranker.max()) + 1, "has_propensity": rows.has_propensity}
+                "rankers": int(rows.ranker.max()) + 1, "has_propensity": rows.has_propensity,
+                "clicked_only": rows.clicked_only, "ignored_columns": list(rows.ignored_columns)}
         return {**log.arrays(), **{f"rows/{k}": v for k, v in rows.arrays().items()}}, info
 
     return workspace.cached(name, "imports", config, compute)
@@ -503,6 +522,12 @@ def propensity_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: 
     split's impressions by intervention harvesting (``harvest``, needs >= 2 rankers) or
     regression EM (``em``), with a bootstrap band over queries."""
     max_rank = max_rank or DEFAULT_MAX_RANK
+    if clicked_only(clicks, "train"):
+        raise ValueError(f"click log {clicks.key}: its train log holds clicked rows only (every row has click 1), "
+                         f"so propensities cannot be estimated from it: estimation compares how often a document "
+                         f"is clicked where it was shown, and the log does not say where documents were shown "
+                         f"without a click. Import a log with one row per displayed document, or one with a "
+                         f"propensity column")
     config = {"clicks": clicks.key, "method": method, "max_rank": max_rank, "bootstrap": bootstrap,
               "level": level, "seed": seed}
 
@@ -583,6 +608,10 @@ def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artif
                                 "propensities": None if propensity is None else propensity.key}.items()
               if v is not None}
     config = {"clicks": clicks.key, "method": method, "options": options.to_dict(), "seed": seed, **subset}
+    only = [split for split in ("train", "vali") if clicked_only(clicks, split)]
+    if only:
+        logging.getLogger(__name__).warning(f"the {' and '.join(only)} log{'s' if len(only) > 1 else ''} of click "
+                                            f"log {clicks.key}: {CLICKED_ONLY}")
 
     def compute():
         train_log, vali_log = click_logs(clicks, passes=passes, eta_model=eta_model, propensity=propensity, clip=clip,

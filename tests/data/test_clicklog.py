@@ -141,6 +141,10 @@ def _doc_beyond(frame, sizes):
     frame.loc[ROW, "doc"] = str(sizes[int(frame.qid[ROW])])
 
 
+def _rank_beyond(frame, sizes):
+    frame.loc[ROW, "rank"] = str(sizes[int(frame.qid[ROW])] + 1)
+
+
 def _repeat(column):
     def corrupt(frame, sizes):
         frame.loc[ROW, column] = frame.loc[_same_session_row(frame), column]
@@ -164,7 +168,19 @@ CORRUPTIONS = {  # name: (corrupt(frame, sizes by qid), pattern of the message a
     "session over two queries": (_other_query_session, r"session '?0'? spans two queries"),
     "click 2": (_set("click", "2"), r"click must be 0 or 1, found '?2'?$"),
     "click yes": (_set("click", "yes"), r"click must be 0 or 1, found 'yes'$"),
-    "click empty": (_set("click", ""), r"click must be 0 or 1, found ('')?(nan)?$"),
+    "click empty": (_set("click", ""), r"the click cell is empty; every row needs one$"),
+    "session empty": (_set("session", ""), r"the session cell is empty; every row needs one$"),
+    "ranker empty": (_set("ranker", ""), r"the ranker cell is empty; every row needs one$"),
+    "qid empty": (_set("qid", ""), r"the qid cell is empty; every row needs one$"),
+    "doc empty": (_set("doc", ""), r"the doc cell is empty; every row needs one$"),
+    "rank empty": (_set("rank", ""), r"the rank cell is empty; every row needs one$"),
+    "propensity empty": (_set("propensity", ""), r"the propensity cell is empty while other rows have one"),
+    "rank beyond the query": (_rank_beyond, (r"rank \d+ is beyond the \d+ documents of qid \d+; a rank is a "
+                                             r"displayed position, from 1 to at most")),
+    "rank 1e11": (_set("rank", "1e11"), r"rank (1e11|100000000000\.0) is beyond the \d+ documents of qid \d+"),
+    "rank 1e20": (_set("rank", "1e20"), r"rank (1e20|1e\+20) is beyond the \d+ documents of qid \d+"),
+    "doc 1e20": (_set("doc", "1e20"), r"doc (1e20|1e\+20) is not a document of qid \d+"),
+    "qid 1e20": (_set("qid", "1e20"), r"qid (1e20|1e\+20) is not a query of this split$"),
     "propensity nan": (_set("propensity", "nan"), r"propensity must be a number in \(0, 1\], found '?nan'?$"),
     "propensity inf": (_set("propensity", "inf"), r"propensity must be a number in \(0, 1\], found '?inf'?$"),
     "propensity 0": (_set("propensity", "0"), r"propensity must be a number in \(0, 1\], found '?0(\.0)?'?$"),
@@ -280,12 +296,14 @@ def test_line_numbers_count_blank_lines_in_plain_and_compressed_files(tmp_path, 
 def test_repeats_are_found_however_deep_the_ranks(tmp_path, toy_queries):
     # ranks far beyond the number of rows: the repeat check cannot count over every
     # (session, rank) and must sort instead; the answer is the same
-    queries = toy_queries([3, 4], qid_start=10)
+    queries = toy_queries([3, 4000], qid_start=10)
     path = tmp_path / "log.tsv"
-    path.write_text("session\tqid\tdoc\trank\tclick\na\t10\t0\t1\t1\na\t10\t1\t99999\t0\nb\t11\t0\t99999\t0\n")
-    assert read_click_log(path, queries).rank.tolist() == [1, 99999, 99999]  # two sessions: no repeat
-    path.write_text("session\tqid\tdoc\trank\tclick\na\t10\t0\t99999\t1\nb\t11\t0\t5\t0\na\t10\t1\t99999\t0\n")
-    with pytest.raises(ValueError, match=re.escape(f"line 4 of {path}: rank 99999 appears twice in session 'a'")):
+    path.write_text("session\tqid\tdoc\trank\tclick\na\t11\t0\t1\t1\na\t11\t1\t3999\t0\nb\t11\t0\t3999\t0\n"
+                    "b\t11\t1\t1\t0\n")
+    assert read_click_log(path, queries).rank.tolist() == [1, 3999, 3999, 1]  # two sessions: no repeat
+    path.write_text("session\tqid\tdoc\trank\tclick\na\t11\t0\t3999\t1\nb\t11\t0\t1\t0\na\t11\t1\t3999\t0\n"
+                    "a\t11\t2\t1\t0\n")
+    with pytest.raises(ValueError, match=re.escape(f"line 4 of {path}: rank 3999 appears twice in session 'a'")):
         read_click_log(path, queries)
 
 
@@ -296,6 +314,205 @@ def test_true_false_clicks_are_rejected_by_every_reader(tmp_path, toy_queries):
         path.write_bytes(gzip.compress(text.encode()) if path.suffix == ".gz" else text.encode())
         with pytest.raises(ValueError, match=re.escape(f"line 2 of {path}: click must be 0 or 1, found 'true'")):
             read_click_log(path, queries)
+
+
+# -- what real logs get wrong: both readers, ranks, empty cells, unknown columns ---------
+
+READERS = ("pyarrow", "pandas")
+HEADER = "session\tqid\tdoc\trank\tclick\n"
+
+
+def _refusal(path: Path, queries: Queries, reader: str, **options) -> str:
+    with pytest.raises(ValueError) as error:
+        read_click_log(path, queries, reader=reader, **options)
+    return str(error.value)
+
+
+@pytest.mark.parametrize("suffix", [".tsv", ".csv.gz"])
+def test_both_readers_refuse_every_bad_row_with_the_same_message(suffix, sim, clean_rows, tmp_path):
+    train = sim.dataset.train
+    sizes = dict(zip(train.qid.tolist(), np.diff(train.offsets).tolist()))
+    for name, (corrupt, _) in CORRUPTIONS.items():
+        frame = clean_rows.copy()
+        corrupt(frame, sizes)
+        path = _write(frame, tmp_path / f"{name.replace(' ', '-')}{suffix}")
+        messages = {reader: _refusal(path, train, reader) for reader in READERS}
+        assert messages["pyarrow"] == messages["pandas"], (name, messages)
+        assert messages["pandas"].startswith(f"line {ROW + 2} of {path}: "), (name, messages)
+    assert "-9223372036854775808" not in " ".join(messages.values())
+
+
+@pytest.mark.parametrize("reader", READERS)
+@pytest.mark.parametrize("suffix", [".tsv", ".tsv.gz"])
+def test_a_bad_click_is_reported_on_its_own_line_by_either_reader(reader, suffix, tmp_path, toy_queries):
+    # pyarrow once read a column of 0, 1 and one "true" as booleans and blamed line 2
+    queries = toy_queries([3, 4], qid_start=10)
+    text = HEADER + "a\t10\t0\t1\t1\na\t10\t1\t2\t0\nb\t11\t0\t1\t0\nb\t11\t1\t2\t1\nb\t11\t2\t3\t0\nb\t11\t3\t4\ttrue\n"
+    path = tmp_path / f"log{suffix}"
+    path.write_bytes(gzip.compress(text.encode()) if suffix.endswith(".gz") else text.encode())
+    assert _refusal(path, queries, reader) == f"line 7 of {path}: click must be 0 or 1, found 'true'"
+
+
+@pytest.mark.parametrize("reader", READERS)
+@pytest.mark.parametrize("suffix", [".tsv", ".tsv.gz"])
+def test_bytes_that_are_not_utf8_are_named_with_file_and_line(reader, suffix, tmp_path, toy_queries):
+    queries = toy_queries([3], qid_start=10)
+    for line, text in ((3, HEADER + "a\t10\t0\t1\t1\n\xe9\t10\t1\t2\t0\n"), (1, "s\xe9ssion\tqid\tdoc\trank\tclick\n")):
+        path = tmp_path / f"log{line}{suffix}"
+        data = text.encode("latin-1")
+        path.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
+        assert _refusal(path, queries, reader) == (f"line {line} of {path}: not UTF-8 text (byte 0xe9 at byte "
+                                                   f"{2 if line == 1 else 1} of the line); a click log must be saved "
+                                                   f"as UTF-8")
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_a_row_with_another_number_of_cells_than_the_header(reader, tmp_path, toy_queries):
+    queries = toy_queries([3], qid_start=10)
+    path = tmp_path / "log.tsv"
+    for row, cells in (("a\t10\t1\t2", 4), ("a\t10\t1\t2\t0\t7", 6)):
+        path.write_text(HEADER + "a\t10\t0\t1\t1\n" + row + "\n")
+        assert _refusal(path, queries, reader) == f"line 3 of {path}: {cells} cells where the header has 5"
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_ranks_start_at_1_and_stay_within_the_query(reader, tmp_path, toy_queries):
+    queries = toy_queries([3, 4], qid_start=10)
+    path = tmp_path / "log.tsv"
+    beyond = "is beyond the 3 documents of qid 10; a rank is a displayed position, from 1 to at most the number " \
+             "of the query's documents"
+    cases = {  # every rank shifted by 100; numbers as written, never wrapped round to -2**63
+        "a\t10\t0\t101\t1\na\t10\t1\t102\t0\n": f"line 2 of {path}: rank 101 {beyond}",
+        "a\t10\t0\t1\t1\na\t10\t1\t1e11\t0\n": f"line 3 of {path}: rank 1e11 {beyond}",
+        "a\t10\t0\t1e20\t1\n": f"line 2 of {path}: rank 1e20 {beyond}",
+        "a\t10\t0\t100000000000000000000\t1\n": f"line 2 of {path}: rank 100000000000000000000 {beyond}",
+        "a\t10\t0\t1\t1\nb\t10\t0\t2\t0\nb\t10\t1\t3\t0\n": (f"line 3 of {path}: the smallest rank of session 'b' "
+                                                           f"is 2; the ranks of a session count from 1 (the top "
+                                                           f"of the page)"),
+        "7\t10\t0\t3\t1\n7\t10\t1\t2\t0\n": (f"line 3 of {path}: the smallest rank of session 7 is 2; the ranks of a "
+                                            f"session count from 1 (the top of the page)"),
+    }
+    for rows, message in cases.items():
+        path.write_text(HEADER + rows)
+        assert _refusal(path, queries, reader) == message
+    # a top-2 page of qid 11, and a page with a gap (a document of the page missing from the log)
+    path.write_text(HEADER + "a\t11\t3\t1\t1\na\t11\t0\t2\t0\nb\t10\t0\t1\t0\nb\t10\t2\t3\t1\n")
+    assert read_click_log(path, queries, reader=reader).rank.tolist() == [1, 2, 1, 3]
+
+
+@pytest.mark.parametrize("reader", READERS)
+@pytest.mark.parametrize("column", ["session", "qid", "doc", "rank", "click", "ranker"])
+def test_an_empty_cell_is_an_error_not_a_value(reader, column, tmp_path, toy_queries):
+    # an empty session was a session of its own, an empty ranker a second ranker
+    queries = toy_queries([3], qid_start=10)
+    names = ["session", "qid", "doc", "rank", "click", "ranker"]
+    second = dict(zip(names, ["a", "10", "1", "2", "0", "r"]))
+    second[column] = ""
+    path = tmp_path / "log.tsv"
+    path.write_text("\t".join(names) + "\na\t10\t0\t1\t1\tr\n" + "\t".join(second.values()) + "\n")
+    assert _refusal(path, queries, reader) == f"line 3 of {path}: the {column} cell is empty; every row needs one"
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_an_empty_propensity_column_means_no_propensities_a_partly_empty_one_is_an_error(reader, tmp_path,
+                                                                                        toy_queries):
+    queries = toy_queries([3], qid_start=10)
+    path = tmp_path / "log.tsv"
+    path.write_text("session\tqid\tdoc\trank\tclick\tpropensity\na\t10\t0\t1\t1\t\na\t10\t1\t2\t0\t\n")
+    rows = read_click_log(path, queries, reader=reader)
+    assert not rows.has_propensity and np.isnan(rows.propensity).all()
+    path.write_text("session\tqid\tdoc\trank\tclick\tpropensity\na\t10\t0\t1\t1\t1\na\t10\t1\t2\t0\t\n")
+    assert _refusal(path, queries, reader) == (f"line 3 of {path}: the propensity cell is empty while other rows "
+                                               f"have one; give every row its propensity, or leave the whole column "
+                                               f"empty for a log without propensities")
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_unknown_columns_are_refused_unless_ignored(reader, tmp_path, toy_queries):
+    queries = toy_queries([3], qid_start=10)
+    path = tmp_path / "log.tsv"
+    path.write_text("session\tqid\tdoc\trank\tclick\tpropensty\tuser\na\t10\t0\t1\t1\t1\tu1\na\t10\t1\t2\t0\t0.5\tu1\n")
+    assert _refusal(path, queries, reader) == (
+        f"{path}: unknown columns 'propensty', 'user'; expected session, qid, doc or docid, rank, click "
+        f"[, propensity, ranker] (to read the log without other columns: --ignore-extra-columns, or "
+        f"ignore_extra_columns=True)")
+    rows = read_click_log(path, queries, reader=reader, ignore_extra_columns=True)
+    assert rows.ignored_columns == ("propensty", "user") and not rows.has_propensity
+    assert rows.click.tolist() == [1, 0]
+    path.write_text("session\tqid\tdoc\trank\tclick\tclick\na\t10\t0\t1\t1\t0\n")
+    assert _refusal(path, queries, reader) == f"{path}: column 'click' appears twice in the header"
+
+
+def test_clicked_only_is_a_property_of_the_rows(tmp_path, toy_queries):
+    queries = toy_queries([3, 4], qid_start=10)
+    path = tmp_path / "log.tsv"
+    path.write_text(HEADER + "a\t10\t0\t1\t1\nb\t11\t0\t1\t1\nb\t11\t1\t2\t1\n")
+    assert read_click_log(path, queries).clicked_only
+    path.write_text(HEADER + "a\t10\t0\t1\t1\nb\t11\t0\t1\t1\nb\t11\t1\t2\t0\n")
+    assert not read_click_log(path, queries).clicked_only
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory, invoke):
+    """A small synthetic dataset and a train and vali log of it by another program, as text."""
+    work = tmp_path_factory.mktemp("small")
+    invoke("prepare", "synthetic", "--queries", 40, "--relevant-from", 1, workdir=work)
+    dataset = load_dataset(Workspace(work).dataset_path(DATASET))
+    logs = {}
+    for split, seed in (("train", 5), ("vali", 6)):
+        path = work / f"{split}.tsv"
+        write_foreign_log(getattr(dataset, split), path, passes=3, seed=seed)
+        logs[split] = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    return SimpleNamespace(work=work, dataset=dataset, logs=logs)
+
+
+def test_a_clicked_rows_only_log_is_marked_warned_refused_for_estimation(small, tmp_path, invoke):
+    for split in ("train", "vali"):
+        frame = small.logs[split]
+        path = _write(frame[frame.click == "1"], tmp_path / f"{split}.tsv")
+        out = invoke("clicks", "import", path, "--split", split, workdir=small.work).output
+        assert f"warning: the {split} log {path}: it holds clicked rows only" in out
+        assert "propensities cannot be estimated from it" in out and "doubly robust" in out
+    workspace = Workspace(small.work)
+    part = workspace.load(DATASET, "imports", workspace.current(DATASET)["imports/train"])
+    assert part.info["clicked_only"] is True
+    out = invoke("propensities", "estimate", "--bootstrap", 0, workdir=small.work, expect=1).output
+    assert "holds clicked rows only (every row has click 1), so propensities cannot be estimated" in out
+    out = invoke("train", "svm-rank", "-C", 1, workdir=small.work).output  # trains, and says what is lost
+    assert "warning: the train and vali logs of click log" in out and "clicked rows only" in out
+    # the whole log, impressions and all: no warning
+    out = invoke("clicks", "import", small.work / "train.tsv", "--split", "train", workdir=small.work).output
+    assert "warning" not in out
+    assert workspace.load(DATASET, "imports", workspace.current(DATASET)["imports/train"]).info["clicked_only"] is False
+
+
+def test_a_log_without_clicks_is_told_so(small, tmp_path, invoke):
+    frame = small.logs["train"].assign(click="0")
+    path = _write(frame, tmp_path / "train.tsv")
+    out = invoke("clicks", "import", path, "--split", "train", workdir=small.work).output
+    assert f"warning: the train log {path} has no clicks (no row has click 1)" in out
+    invoke("clicks", "import", small.work / "vali.tsv", "--split", "vali", workdir=small.work)
+    out = invoke("train", "svm-rank", "-C", 1, workdir=small.work, expect=1).output
+    assert "the training click log has no clicks" in out and "An imported log: check that its click column" in out
+    assert "simulate more passes" not in out
+
+
+def test_import_refuses_unknown_columns_unless_told_to_ignore_them(small, tmp_path, invoke):
+    path = _write(small.logs["train"].rename(columns={"propensity": "propensty"}), tmp_path / "train.tsv")
+    out = invoke("clicks", "import", path, "--split", "train", workdir=small.work, expect=1).output
+    assert f"Error: {path}: unknown column 'propensty'; expected session, qid, doc or docid, rank, click" in out
+    out = invoke("clicks", "import", path, "--split", "train", "--ignore-extra-columns", workdir=small.work).output
+    assert "without propensities" in out and "ignored column 'propensty' (--ignore-extra-columns)" in out
+
+
+def test_pyarrow_the_fast_reader_is_installed_with_cltr():
+    import configparser
+
+    setup = configparser.ConfigParser()
+    setup.read(Path(__file__).resolve().parents[2] / "setup.cfg")
+    required = setup["options"]["install_requires"].split()
+    assert "pyarrow>=12" in required
+    assert "pyarrow>=12" in setup["options.extras_require"]["parquet"].split()  # the old extra still installs
 
 
 # -- sessions without clicks, docids ----------------------------------------------------
