@@ -326,3 +326,110 @@ def test_evaluate_prints_avg_dcg_in_the_prepared_log_base(tmp_path, invoke):
         gains.extend(1.0 / np.log2(1.0 + rank[relevant[start:end]]))
     assert len(gains) > 10
     assert printed == pytest.approx(np.mean(gains), rel=1e-3)  # printed to 4 significant digits
+
+
+def test_train_clip_option_prints_the_clipping_and_the_guard(tmp_path, invoke):
+    invoke("prepare", "synthetic", "--queries", "60", workdir=tmp_path)
+    invoke("simulate", "--passes", "10", "--eta", "2", "--eps-neg", "0.3", workdir=tmp_path)
+    out = invoke("train", "svm-proprank", "-C", "1", workdir=tmp_path).output
+    # a hard log: --clip auto (the default) chose TAU over a table, and the model faces the logging ranker
+    assert "--clip auto: the training weights' effective sample size is" in out
+    assert "clip  validation_snips_avg_dcg" in out and "\nnone " in out
+    assert "logging ranker" in out and "(difference " in out
+    assert "clipped at 0.1" in invoke("train", "svm-proprank", "-C", "1", "--clip", "0.1", workdir=tmp_path).output
+    out = invoke("train", "svm-proprank", "-C", "1", "--clip", "none", workdir=tmp_path).output
+    assert "clipped at" not in out and "warning: the effective sample size of the training weights (as told)" in out
+    result = invoke("train", "svm-proprank", "--clip", "2", workdir=tmp_path, expect=2)
+    assert "clip must be 'auto', 'none' or a threshold TAU in (0, 1], found '2'" in result.output
+
+
+# -- every numeric option, every command (issue 21) ------------------------------------------
+
+def _commands(group, path=()):
+    """``(path, command)`` of every leaf command under ``group``."""
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*path, name))
+        else:
+            yield (*path, name), command
+
+
+def _float_options():
+    from cltr.cli import FiniteFloat
+
+    found = []
+    for path, command in _commands(main):
+        for param in command.params:
+            if isinstance(param, click.Option) and isinstance(param.type, (click.types.FloatParamType, FiniteFloat)):
+                found.append((" ".join(path), param.opts[0], param.type))
+    return found
+
+
+def test_every_float_option_is_a_finite_float():
+    # click's FLOAT and FloatRange let nan and inf through (simulate --logging-temperature nan
+    # ran upstream stages before failing; figures --tolerance nan was accepted)
+    from cltr.cli import FiniteFloat
+
+    options = _float_options()
+    assert len(options) >= 10  # the walk finds them: -C, --fraction, --eta, --clip, --level, --tolerance ...
+    loose = [f"cltr {path} {opt}" for path, opt, kind in options if not isinstance(kind, FiniteFloat)]
+    assert not loose, f"float options that accept nan or inf: {loose}"
+
+
+@pytest.mark.parametrize("path, opt", [(path, opt) for path, opt, _ in _float_options()])
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_every_float_option_refuses_nan_and_inf_before_any_work(tmp_path, invoke, path, opt, value):
+    workdir = tmp_path / "work"
+    result = invoke(*path.split(), opt, value, workdir=workdir, expect=2)
+    assert f"Invalid value for '{opt}'" in result.output and "is not a finite number" in result.output
+    assert not workdir.exists()
+
+
+@pytest.mark.parametrize("args", [["--workdir", "", "simulate"], ["simulate", "--workdir", ""],
+                                  ["--workdir", " ", "evaluate"]])
+def test_an_empty_workdir_is_an_error_not_the_current_directory(tmp_path, monkeypatch, args):
+    from click.testing import CliRunner
+
+    monkeypatch.chdir(tmp_path)  # the workdir option is given here, so not through invoke(workdir=...)
+    result = CliRunner().invoke(main, args, prog_name="cltr", catch_exceptions=False)
+    assert result.exit_code == 2 and "the workspace directory is empty" in result.output
+    assert not any(tmp_path.iterdir())  # nothing written in the current directory
+
+
+def test_interruption_is_one_line_and_exit_status_130(tmp_path, invoke, monkeypatch):
+    import cltr.cli as cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_simulate", interrupted)
+    invoke("prepare", "synthetic", "--queries", "20", workdir=tmp_path)
+    result = invoke("simulate", "--passes", "2", workdir=tmp_path, expect=130)
+    assert result.output.strip().splitlines()[-1].startswith("interrupted: what finished is kept")
+    assert "Traceback" not in result.output and "Aborted" not in result.output
+
+
+def test_simulate_refuses_passes_whose_log_cannot_fit_before_any_work(tmp_path, invoke, monkeypatch):
+    import cltr.core.resources as resources
+
+    invoke("prepare", "synthetic", "--queries", "40", workdir=tmp_path)
+    monkeypatch.setattr(resources, "physical_memory", lambda: 1 << 30)
+    out = invoke("simulate", "--passes", "10000000", workdir=tmp_path, expect=2).output
+    assert re.search(r"--passes 10,000,000: a log of about [\d,]+ clicks \(about [\d,]+ a pass on train and vali, "
+                     r"counted on a pilot of 2 passes\) would need about [\d.]+ GiB, more than this machine's 1 GiB "
+                     r"of memory; simulate fewer passes", _squeeze_spaces(out)), out
+    assert not list(tmp_path.rglob("production")) and not list(tmp_path.rglob("clicks"))
+    invoke("simulate", "--passes", "3", workdir=tmp_path)  # a log that fits: no pilot, no refusal
+
+
+def _squeeze_spaces(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+def test_bootstrap_0_says_the_band_is_off_instead_of_warning_about_nan(tmp_path, invoke):
+    invoke("prepare", "synthetic", "--queries", "40", workdir=tmp_path)
+    invoke("simulate", "--passes", "10", "--rankers", "2", workdir=tmp_path)
+    result = invoke("propensities", "estimate", "--bootstrap", "0", "--max-rank", "4", workdir=tmp_path)
+    assert "band: off (--bootstrap 0)" in result.output
+    assert "warning" not in result.output and "no relevant document" not in result.output
+    assert "low" not in result.output.splitlines()[1]  # no empty band columns

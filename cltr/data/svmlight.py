@@ -30,6 +30,7 @@ from typing import Any, Callable
 import numpy as np
 
 from cltr.core.queries import Queries, label_counts
+from cltr.core.resources import exceeds_memory
 
 __all__ = ['load_svmlight_split', 'find_split_file', 'BLOCK_SIZE']
 
@@ -407,6 +408,8 @@ class _Split:
         if index.size:
             self.max_index = max(self.max_index, int(index.max()))
         needed_width = self.n_features if self.n_features is not None else self.max_index
+        if needed_width > self.X.shape[1]:
+            self._check_width(block, first_line, rows, index, needed_width, estimate_bytes, bytes_so_far)
         self._reserve(self.n_rows + n, needed_width, estimate_bytes, bytes_so_far)
         width = self.X.shape[1]
         keep = (index >= 1) & (index <= width)
@@ -417,6 +420,24 @@ class _Split:
         self.qid.append(block.qid)
         self.line.append(first_line + block.line)
         self.n_rows += n
+
+    def _check_width(self, block: _Block, first_line: int, rows: np.ndarray, index: np.ndarray, width: int,
+                     estimate_bytes: float, bytes_so_far: int) -> None:
+        """Refuse a width whose dense X cannot fit in memory, naming the line and the index
+        that set it: X is dense, so one typo ``100000000:1`` sizes every row (it made the
+        reader ask for 763 GiB). With ``n_features`` given such an index is out of range
+        instead, as ``cltr score`` reports it."""
+        n_rows = self.n_rows + block.labels.size
+        expected = max(n_rows, int(n_rows * max(estimate_bytes, bytes_so_far) / max(bytes_so_far, 1)))
+        shortfall = exceeds_memory(float(expected) * width * self.dtype.itemsize)
+        if shortfall is None:
+            return
+        at = int(np.argmax(index))
+        line = first_line + int(block.line[rows[at] - self.n_rows])
+        raise _BadLine(f"line {line} of {self.name}: feature index {index[at]} is out of range: it makes X "
+                       f"{width:,} columns wide, and a dense X of the file's {expected:,} rows (estimated) at that "
+                       f"width would need {shortfall}; feature indices are 1-based column numbers (a typo?), and "
+                       f"with the width given (n_features, --features N) a larger one is reported as out of range")
 
     def _note_first(self, kind: str, rows: np.ndarray, bad: np.ndarray, message) -> None:
         if kind not in self.first:
@@ -431,7 +452,10 @@ class _Split:
         if n_rows > capacity:
             # rows expected in the whole file at the density seen so far, with a margin
             expected = int(1.25 * n_rows * max(estimate_bytes, bytes_so_far) / max(bytes_so_far, 1))
-            capacity = max(expected, n_rows + n_rows // 4, 1024)
+            # at least 1024 rows, or 64 MiB of a very wide X: zeroed pages cost nothing until
+            # written, but the address space is reserved, and 1024 rows of width 1e8 are 763 GiB
+            floor = max(1, min(1024, (1 << 26) // max(width * self.dtype.itemsize, 1)))
+            capacity = max(expected, n_rows + n_rows // 4, floor)
         if width > current and self.n_rows:  # widen by a quarter at least: few re-layouts
             width = max(width, current + current // 4)
         grown = np.zeros((capacity, width), dtype=self.dtype)

@@ -52,9 +52,11 @@ Spec keys (see ``experiments/README.md`` for the files):
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
+import signal
 import site
 import sys
 import threading
@@ -679,19 +681,47 @@ def _indexed_task(root, index, task, steps=None):
 
 
 def _relay(steps, on_step: Callable[[int], None]) -> None:
-    for index in iter(steps.get, None):
-        on_step(index)
+    try:
+        for index in iter(steps.get, None):
+            on_step(index)
+    except (EOFError, OSError):
+        # the manager is gone (the run is being interrupted): nothing more will come, and a
+        # ConnectionResetError traceback from this thread would only hide the one-line message
+        return
 
 
 def _exit_with(parent: int) -> None:
     """Run in the step queue's manager process: exit once ``parent`` is gone, so that a run
-    killed with SIGKILL leaves no process behind (loky's workers exit by themselves)."""
+    killed with SIGKILL leaves no process behind (loky's workers exit by themselves).
+
+    The manager ignores Ctrl-C, which the terminal sends to the whole process group: the
+    parent handles it and shuts the manager down (a manager killed by it first made the relay
+    die with a ConnectionResetError traceback)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
     def watch():
         while os.getppid() == parent:
             time.sleep(1)
         os._exit(0)
 
     threading.Thread(target=watch, name="cltr-exit-with-parent", daemon=True).start()
+
+
+@contextlib.contextmanager
+def _children_ignore_interrupts():
+    """Processes started inside ignore SIGINT (an ignored signal stays ignored across exec,
+    and Python then installs no KeyboardInterrupt handler): Ctrl-C reaches the whole process
+    group, and workers still importing printed a KeyboardInterrupt traceback each. This
+    process handles it, and joblib then stops the workers. Only in the main thread, where
+    signal handlers live; a Ctrl-C during the start itself (milliseconds) is ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _fan_out(root, tasks: list[Task], indices: list[int], *, n_jobs: int, backend: str, scheduler: str | None,
@@ -717,10 +747,15 @@ def _fan_out(root, tasks: list[Task], indices: list[int], *, n_jobs: int, backen
             calls = (delayed(_indexed_task)(str(root), index, task, steps) for index, task in zip(indices, tasks))
             try:
                 with parallel_config(backend="loky", n_jobs=n_jobs, inner_max_num_threads=1):
-                    yield from Parallel(return_as="generator_unordered")(calls)
+                    with _children_ignore_interrupts():  # the workers are started here
+                        results = Parallel(return_as="generator_unordered")(calls)
+                    yield from results
             finally:
-                steps.put(None)
-                relay.join()
+                try:
+                    steps.put(None)
+                except (EOFError, OSError):
+                    pass  # the manager is gone already; so is what the relay waited for
+                relay.join(timeout=5)
         return
     calls = (delayed(_indexed_task)(str(root), index, task) for index, task in zip(indices, tasks))
     try:

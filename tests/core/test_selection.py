@@ -39,3 +39,28 @@ def test_parse_grid():
         parse_grid("-1,2")
     with pytest.raises(ValueError, match=r"cannot read grid 'a,b': expected 'a,b,c' or 'low:high:count'"):
         parse_grid("a,b")
+
+
+def test_parse_grid_refuses_non_finite_values_and_a_grid_that_cannot_fit(monkeypatch):
+    import cltr.core.resources as resources
+
+    for text in ("nan,1", "0.1,inf", "0.1:nan:3"):
+        with pytest.raises(ValueError, match="must hold positive finite numbers"):
+            parse_grid(text)
+    with pytest.raises(ValueError, match="holds no value"):
+        parse_grid("0.1:10:0")
+    # refused before the grid exists: 0.1:10:1000000000 grew to 15.7 GB in 40 s
+    monkeypatch.setattr(resources, "physical_memory", lambda: 8 << 30)
+    with pytest.raises(ValueError, match=r"grid '0.1:10:1000000000' has 1,000,000,000 values, one training each, "
+                                         r"and .* would need about 279 GiB, more than this machine's 8 GiB"):
+        parse_grid("0.1:10:1000000000")
+    assert len(parse_grid("0.1:10:1000")) == 1000
+
+
+def test_a_grid_that_cannot_fit_is_a_usage_error_before_any_work(tmp_path, invoke, monkeypatch):
+    import cltr.core.resources as resources
+
+    monkeypatch.setattr(resources, "physical_memory", lambda: 8 << 30)
+    out = invoke("train", "svm-rank", "--grid", "0.1:10:1000000000", workdir=tmp_path / "work", expect=2).output
+    assert "1,000,000,000 values" in out and "279 GiB" in out and "Usage: cltr" in out
+    assert not (tmp_path / "work").exists()

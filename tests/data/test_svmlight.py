@@ -118,6 +118,44 @@ def test_feature_index_above_n_features(tmp_path, write_file):
     assert load_svmlight_split(tmp_path / "train.txt")[0].n_features == 6
 
 
+def _typo_file(tmp_path, write_file):
+    """300 rows of 3 features; line 124 holds the typo ``100000000:1``."""
+    rng = np.random.default_rng(0)
+    lines = [f"{rng.integers(0, 3)} qid:{row // 10 + 1} 1:{rng.random():.3f} 2:{rng.random():.3f} 3:0.5"
+             for row in range(300)]
+    lines[123] = "1 qid:13 1:0.1 100000000:1"
+    return write_file(tmp_path / "train.txt", "\n".join(lines) + "\n")
+
+
+def test_a_feature_index_whose_dense_X_cannot_fit_is_refused_with_its_line_and_size(tmp_path, write_file,
+                                                                                    monkeypatch):
+    # the reader sized X by the largest index and asked for 1024 rows x 1e8 columns: 763 GiB
+    import cltr.core.resources as resources
+
+    monkeypatch.setattr(resources, "physical_memory", lambda: 8 << 30)
+    path = _typo_file(tmp_path, write_file)
+    with pytest.raises(ValueError, match=r"line 124 of .*train.txt: feature index 100000000 is out of range: it "
+                                         r"makes X 100,000,000 columns wide, and a dense X of the file's 300 rows "
+                                         r"\(estimated\) at that width would need about 224 GiB, more than this "
+                                         r"machine's 8 GiB of memory"):
+        load_svmlight_split(path)
+    # with the width given, the same index is out of range, as cltr score reports it
+    with pytest.raises(ValueError, match=r"line 124 of .*train.txt: feature index 100000000 is out of range; "
+                                         r"expected 1\.\.3"):
+        load_svmlight_split(path, n_features=3)
+
+
+def test_prepare_svmlight_refuses_the_typo_before_allocating(tmp_path, write_file, invoke, monkeypatch):
+    import cltr.core.resources as resources
+
+    monkeypatch.setattr(resources, "physical_memory", lambda: 8 << 30)
+    path = _typo_file(tmp_path / "data", write_file)
+    out = invoke("prepare", "svmlight", "--train", path, "--vali", path, "--test", path,
+                 workdir=tmp_path / "work", expect=1).output
+    assert "line 124 of" in out and "feature index 100000000" in out and "224 GiB" in out
+    assert "Traceback" not in out and "MemoryError" not in out
+
+
 @pytest.mark.parametrize("value, shown", [("nan", "nan"), ("inf", "inf"), ("-inf", "-inf"), ("1e400", "inf")])
 def test_non_finite_value(tmp_path, value, shown, write_file):
     text = f"0 qid:1 1:1\n1 qid:1 1:0.5 2:{value}\n"
