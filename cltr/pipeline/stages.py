@@ -346,8 +346,17 @@ def click_logs(clicks: Artifact, *, passes: int | None = None, eta_model: float 
         The dataset of the clicks, for corrections that read its splits (affine).
     """
     fix = corrections.get(correction or corrections.DEFAULT_CORRECTION)
-    if "queries" in fix.context and dataset is None:
+    if {"queries", "dataset", "displayed"} & set(fix.context) and dataset is None:
         raise ValueError(f"correction {fix.name!r} needs the dataset of the clicks")
+    shown: dict[str, Displayed] = {}
+
+    def rows_of(split: str) -> Displayed:
+        # told as these clicks are, unclipped (a correction declaring "clip" clips itself); once per split
+        if split not in shown:
+            shown[split] = displayed_rows(clicks, split, dataset, passes=passes, eta_model=eta_model,
+                                          propensity=propensity)
+        return shown[split]
+
     logs = []
     for split in ("train", "vali"):
         prefix = f"{split}/"
@@ -358,9 +367,11 @@ def click_logs(clicks: Artifact, *, passes: int | None = None, eta_model: float 
             log = log.with_propensity(position_propensity(log.rank, eta_model))
         if propensity is not None:
             log = log.with_propensity(estimate_from_arrays(propensity.arrays).at(log.rank))
-        context = {"queries": getattr(dataset, split, None), "estimate": propensity}
+        context = {"queries": getattr(dataset, split, None), "estimate": propensity, "clip": clip, "dataset": dataset,
+                   "displayed": rows_of}
         log = fix.apply(log, clicks, split, **{k: context[k] for k in fix.context})
-        logs.append(as_told(log, None, clip))
+        # a correction that takes the clipping applies it its own way (dr: to the expected examination)
+        logs.append(as_told(log, None, None if "clip" in fix.context else clip))
     return logs[0], logs[1]
 
 
