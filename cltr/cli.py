@@ -315,6 +315,18 @@ def describe_os_error(error: OSError) -> str:
     return f"{where}: {_OS_ADVICE.get(error.errno, error.strerror)}"
 
 
+def stdout_closed() -> bool:
+    """Whether standard output is a pipe or socket that its reader has closed (``| head``
+    has read its lines): poll reports an error condition on the writing end."""
+    import select
+
+    if not hasattr(select, "poll"):  # Windows: no pipe closes that way to tell apart
+        return True
+    poller = select.poll()
+    poller.register(1, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
 def describe_damage(error: DamagedArtifact) -> str:
     """One line: the damaged file, what is wrong, and how to make it again."""
     path = error.path
@@ -341,6 +353,10 @@ def _errors_as_usage(function):
             raise click.ClickException(describe_damage(error)) from error
         except ValueError as error:
             raise click.ClickException(str(error)) from error
+        except BrokenPipeError as error:
+            if not stdout_closed():  # another pipe (a worker's, say) broke: an error
+                raise click.ClickException(describe_os_error(error)) from error
+            raise  # stdout closed by its reader (`| head`): click and cltr.__main__.run end quietly, status 141
         except OSError as error:
             raise click.ClickException(describe_os_error(error)) from error
 
@@ -403,7 +419,8 @@ def main(ctx: click.Context, workdir: Path, quiet: bool, verbose: bool) -> None:
     \b
     Progress goes to stderr: bars on a terminal, otherwise a line per finished task or
     per 10 s with the time left (-q: none). Errors are one line, exit status 1 (2 for
-    a bad option).
+    a bad option); output cut short by its reader (`cltr ... | head`) ends quietly, exit
+    status 141 (128 + SIGPIPE, as for `yes | head`).
     """
     if quiet and verbose:
         raise click.UsageError("-q and -v contradict each other; give one")

@@ -1,0 +1,49 @@
+"""The ``cltr`` command's entry point (``cltr.__main__.run``): a standard output closed by
+its reader (``cltr ... | head``) ends the command quietly with status 141."""
+
+from __future__ import annotations
+
+import errno
+import subprocess
+import sys
+
+import pytest
+
+from cltr.__main__ import CLOSED_OUTPUT_STATUS
+from cltr.pipeline.workspace import Workspace
+
+
+def _with_closed_stdout(*arguments: str) -> tuple[int, str]:
+    """Exit status and stderr of ``python -m cltr ARGUMENTS`` writing into a pipe whose
+    reader has gone before cltr writes (``| head`` after its lines, made certain: a reader
+    that has read its line may otherwise still be there when a short output is written)."""
+    child = subprocess.Popen([sys.executable, "-m", "cltr", *arguments], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    child.stdout.close()
+    error = child.stderr.read()
+    return child.wait(timeout=120), error
+
+
+@pytest.mark.parametrize("arguments", [("--help",), ("prepare", "synthetic", "--queries", "40")],
+                         ids=["click's own output", "a command's output"])
+def test_a_closed_stdout_ends_quietly_with_status_141(tmp_path, arguments):
+    status, error = _with_closed_stdout("--workdir", str(tmp_path), *arguments)
+    assert (status, error) == (CLOSED_OUTPUT_STATUS, "")
+
+
+def test_head_reads_the_first_line_and_cltr_says_nothing_more(tmp_path):
+    done = subprocess.run(["bash", "-c", f'"{sys.executable}" -m cltr --help | head -1; '
+                                         'echo "status ${PIPESTATUS[0]}" >&2'],
+                          capture_output=True, text=True, timeout=120)
+    assert done.stdout == "Usage: cltr [OPTIONS] COMMAND [ARGS]...\n"
+    # --help is written at once, usually before head closes the pipe (status 0), but it may not be
+    assert done.stderr in ("status 0\n", f"status {CLOSED_OUTPUT_STATUS}\n")
+
+
+def test_a_broken_pipe_that_is_not_stdout_is_an_error(tmp_path, invoke, monkeypatch):
+    def broken(*args, **kwargs):
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+    monkeypatch.setattr(Workspace, "save_dataset", broken)
+    result = invoke("prepare", "synthetic", "--queries", "40", workdir=tmp_path, expect=1)
+    assert result.output.strip().splitlines()[-1] == "Error: a file: Broken pipe"
