@@ -912,6 +912,12 @@ def train_method(session: Session, method, options, dataset: str, clicks_key, se
     for title, table, columns in (method.tables(info) if method.tables else []):
         click.echo(title)
         echo_table(table, columns)
+    if info.get("ccp_inner_misses"):
+        steps = ", ".join(f"{m['iteration']} (gap {m['inner_gap']:.3g} > {m['inner_tol']:.3g})"
+                          for m in info["ccp_inner_misses"])
+        warn(f"the inner SVM solve of CCP step{'s' if len(info['ccp_inner_misses']) > 1 else ''} {steps} ran out "
+             f"of cutting planes before its duality gap: those steps are approximate (the true objective still "
+             f"never rose); a smaller C or a looser --tol solves in fewer planes")
     return info
 
 

@@ -433,3 +433,23 @@ def test_bootstrap_0_says_the_band_is_off_instead_of_warning_about_nan(tmp_path,
     assert "band: off (--bootstrap 0)" in result.output
     assert "warning" not in result.output and "no relevant document" not in result.output
     assert "low" not in result.output.splitlines()[1]  # no empty band columns
+
+
+def test_svm_propdcg_warns_naming_the_ccp_steps_whose_inner_solve_missed_its_gap(tmp_path, invoke, monkeypatch):
+    from cltr.core.svm import PairwiseProblem
+
+    invoke("prepare", "synthetic", "--queries", "40", workdir=tmp_path)
+    invoke("simulate", "--passes", "5", workdir=tmp_path)
+    out = invoke("train", "svm-propdcg", "-C", "1", "--init", "zero", workdir=tmp_path).output
+    assert "inner_tol" in out and "ran out of cutting planes" not in out
+    solve = PairwiseProblem.solve
+    monkeypatch.setattr(PairwiseProblem, "solve", lambda self, *args, **kwargs: solve(self, *args, **kwargs,
+                                                                                     max_iter=2))
+    out = invoke("train", "svm-propdcg", "-C", "1", "--init", "zero", "--tol", "0.0005", workdir=tmp_path).output
+    found = re.search(r"warning: the inner SVM solve of CCP steps? ((\d+) \(gap ([\d.e-]+) > ([\d.e-]+)\)(, )?)+ "
+                      r"ran out of cutting planes", out)
+    assert found, out
+    model = Workspace(tmp_path).load("synthetic", "models", Workspace(tmp_path).current("synthetic")["models"])
+    misses = model.info["ccp_inner_misses"]
+    assert misses and all(m["inner_gap"] > m["inner_tol"] for m in misses)
+    assert f"{misses[0]['iteration']} (gap {misses[0]['inner_gap']:.3g} > {misses[0]['inner_tol']:.3g})" in out

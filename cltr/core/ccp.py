@@ -24,7 +24,7 @@ CCP's linear creep along flat valleys. Every accepted point lowers the true obje
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -35,13 +35,19 @@ from cltr.core.svm import PairwiseProblem
 _LOOSE = 0.1  # a step's inner tolerance may be this share of the last relative improvement
 _MAX_EXTRAPOLATIONS = 6  # steps of doubling length tried after each CCP step
 
-__all__ = ["CCPStep", "CCPResult", "slack_sums", "ccp_costs", "true_objective", "surrogate_objective",
+__all__ = ["CCPStep", "CCPResult", "inner_misses", "slack_sums", "ccp_costs", "true_objective", "surrogate_objective",
            "propdcg_ccp"]
 
 
 @dataclass(frozen=True)
 class CCPStep:
-    """One CCP iteration: the new point's true objective and what it took."""
+    """One CCP iteration: the new point's true objective and what it took.
+
+    ``inner_tol`` is the duality gap the step's SVM solve was asked for (looser than
+    ``inner_tol`` of ``propdcg_ccp`` while the objective still falls fast), and
+    ``inner_converged`` whether it certified it (False: it ran out of cutting planes, and
+    the step's solution is approximate; ``inner_misses`` lists such steps).
+    """
 
     iteration: int
     objective: float
@@ -50,6 +56,8 @@ class CCPStep:
     inner_gap: float
     seconds: float
     train_snips_avg_dcg: float = float("nan")
+    inner_tol: float = float("nan")
+    inner_converged: bool = True
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,14 @@ class CCPResult:
     converged: bool
     trace: list[CCPStep] = field(default_factory=list)
     initial_objective: float = float("nan")
+
+
+def inner_misses(trace) -> list[dict]:
+    """The steps of a CCP trace (``CCPStep``s or their dicts) whose inner solve did not
+    certify its tolerance: ``[{"iteration", "inner_gap", "inner_tol"}]``, in order."""
+    rows = [step if isinstance(step, dict) else asdict(step) for step in trace]
+    return [{key: row[key] for key in ("iteration", "inner_gap", "inner_tol")}
+            for row in rows if not row.get("inner_converged", True)]
 
 
 def slack_sums(w, X, offsets, click_query, click_doc) -> np.ndarray:
@@ -205,7 +221,8 @@ def propdcg_ccp(
             w, slack, new_objective = _extrapolate(problem, w, result.w, new_slack, new_objective,
                                                    propensity, weight, C)
         step = CCPStep(iteration, min(new_objective, objective), surrogate, result.iterations, result.gap,
-                       time.perf_counter() - start, monitor(w) if monitor is not None else float("nan"))
+                       time.perf_counter() - start, monitor(w) if monitor is not None else float("nan"),
+                       inner_tol=step_tol, inner_converged=result.converged)
         trace.append(step)
         if callback is not None:
             callback(step)

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from cltr.core.ccp import propdcg_ccp
+from cltr.core.ccp import inner_misses, propdcg_ccp
 from cltr.core.objectives import rank_weight
 from cltr.core.ranking import validation_estimate
 from cltr.core.scorers import LinearScorer
@@ -66,6 +66,9 @@ def train(data: TrainingData, options: PropDCGOptions, *, progress=None):
 
     scorer, info = select_c(options, fit, data.estimate, progress=progress)
     info["metric"] = weight.name
+    # steps whose inner solve ran out of cutting planes before its gap (cltr train warns)
+    chosen = next(row for row in info["selection"] if row["C"] == info["C"])
+    info["ccp_inner_misses"] = inner_misses(chosen["ccp_trace"])
     return scorer, info
 
 
@@ -73,7 +76,7 @@ def tables(info: dict) -> list:
     chosen = next(row for row in info["selection"] if row["C"] == info["C"])
     return [(f"CCP trace at C = {info['C']:g}:", chosen["ccp_trace"],
              ["iteration", "objective", "surrogate", "train_snips_avg_dcg", "inner_iterations", "inner_gap",
-              "seconds"])]
+              "inner_tol", "seconds"])]
 
 
 METHOD = Method(

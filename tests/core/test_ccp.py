@@ -90,3 +90,23 @@ def test_ccp_costs_are_the_papers_reweighted_propensities():
     np.testing.assert_allclose(ccp_costs(slack, propensity, dcg()), expected, rtol=1e-12)
     # average rank is linear: its costs are PropRank's 1/q whatever the slack
     np.testing.assert_allclose(ccp_costs(slack, propensity, average_rank()), 1.0 / propensity, rtol=1e-12)
+
+
+def test_every_step_records_its_inner_tolerance_and_whether_the_solve_met_it(monkeypatch):
+    from cltr.core.ccp import inner_misses
+
+    X, offsets, click_query, click_doc, propensity = click_problem(2)
+    result = propdcg_ccp(X, offsets, click_query, click_doc, propensity, 5.0, rank_weight("dcg"), inner_tol=1e-3)
+    assert all(step.inner_converged and step.inner_gap <= step.inner_tol for step in result.trace)
+    assert all(step.inner_tol >= 1e-3 for step in result.trace) and result.trace[-1].inner_tol == 1e-3
+    assert inner_misses(result.trace) == []
+    # inner solves cut short after two planes: their gaps exceed their tolerance, and the trace says so
+    solve = PairwiseProblem.solve
+    monkeypatch.setattr(PairwiseProblem, "solve", lambda self, *args, **kwargs: solve(self, *args, **kwargs,
+                                                                                     max_iter=2))
+    result = propdcg_ccp(X, offsets, click_query, click_doc, propensity, 5.0, rank_weight("dcg"), inner_tol=1e-3)
+    misses = inner_misses(result.trace)
+    assert misses and all(m["inner_gap"] > m["inner_tol"] for m in misses)
+    assert [m["iteration"] for m in misses] == [s.iteration for s in result.trace if not s.inner_converged]
+    assert inner_misses([{"iteration": 1, "inner_gap": 0.5, "inner_tol": 0.1, "inner_converged": False},
+                         {"iteration": 2, "inner_gap": 0.0}]) == [{"iteration": 1, "inner_gap": 0.5, "inner_tol": 0.1}]
