@@ -147,7 +147,7 @@ class Estimator(BaseEstimator):
         return methods.get(self.method).parse_options(self.get_params(deep=False), where=type(self).__name__)
 
     def fit(self, X, clicks=None, *, offsets=None, click_query=None, click_doc=None, propensity=None, vali=None,
-            propensities=None, clip: float | None = None, relevant_from: int | None = None, seed: int = 0,
+            propensities=None, clip: str | float | None = "auto", relevant_from: int | None = None, seed: int = 0,
             progress=None) -> "Estimator":
         """Train on ``clicks`` logged on the training split ``X``.
 
@@ -163,8 +163,11 @@ class Estimator(BaseEstimator):
             clicks, for model selection.
         propensities : PropensityEstimate, optional
             Divide by its per-rank estimate instead of the logged propensities.
-        clip : float, optional
-            Raise propensities below ``clip`` to it.
+        clip : "auto", "none", None or float
+            Raise the training propensities below TAU = ``clip`` to it; "auto" (the default):
+            no clipping where the training weights' effective sample size is large, else
+            TAU chosen on the validation clicks, which are never clipped
+            (``cltr.methods.train``); None or "none": no clipping.
         relevant_from : int, optional
             The skyline (which learns from ``X.labels``) only, and only when ``X`` is not a
             ``Dataset`` (whose threshold it takes).
@@ -195,14 +198,14 @@ class Estimator(BaseEstimator):
             vali_log = _click_log(vali, vali_split)
         else:
             raise ValueError("vali: give (validation Queries, their clicks), or fit on a Dataset")
-        logs = [as_told(log, propensities, clip) for log in (train_log, vali_log)]
+        logs = [as_told(log, propensities) for log in (train_log, vali_log)]
         # relevant_from serves the skyline only (refused above when missing); the DCG base only
         # scales the reported validation estimate, never the chosen model
         training = Dataset(name="api", train=train, vali=vali_split, test=vali_split,
                            relevant_from=relevant_from if relevant_from is not None else 1) if dataset is None \
             else dataclasses.replace(dataset, train=train, vali=vali_split, test=vali_split)
         self.scorer_, self.info_ = methods.train(self.method, TrainingData(training, logs[0], logs[1], seed),
-                                                 options, progress=progress)
+                                                 options, progress=progress, clip=clip)
         return self
 
     def predict(self, X) -> np.ndarray:

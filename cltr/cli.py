@@ -27,6 +27,7 @@ from cltr import __version__, clickmodels, methods
 from cltr.options import Field, OptionSpec
 from cltr.core.queries import Dataset, default_passes, describe_convention, describe_split, label_counts
 from cltr.core.ranking import DCG_BASE, NDCG_CONVENTION
+from cltr.core.selection import CLIP_GRID, ESS_FRACTION, parse_clip
 from cltr.data.loaders import LETOR_RELEVANT_FROM, load_letor, load_svmlight_dataset, load_yahoo
 from cltr.data.synthetic import make_synthetic
 from cltr.pipeline import corrections
@@ -832,9 +833,10 @@ def _propensity_artifact(session: Session, dataset_name: str, clicks, which: str
 
 
 def _train(session: Session, dataset_name: str, method: str, options, *, clicks_key=None, seed=0, progress=None,
-           propensities: str | None = None, clip: float | None = None, correction: str | None = None,
+           propensities: str | None = None, clip: str | float | None = "auto", correction: str | None = None,
            remember: bool = True):
-    """Train (or reuse) a model; ``remember``: make it the current model."""
+    """Train (or reuse) a model; ``remember``: make it the current model; ``clip``: "auto",
+    None (no clipping) or a TAU, for the training log only (``model_stage``)."""
     dataset, _ = session.dataset(dataset_name)
     clicks = session.upstream(dataset_name, "clicks", clicks_key, lambda: _simulate(session, dataset_name)[0])
     propensity = _propensity_artifact(session, dataset_name, clicks, propensities)
@@ -867,7 +869,7 @@ _HIDDEN_COLUMNS = ("lower_bound", "solver_seconds", "ccp_trace", "trace", "initi
 
 
 def train_method(session: Session, method, options, dataset: str, clicks_key, seed, *, propensities=None,
-                 clip=None, correction=None) -> dict:
+                 clip="auto", correction=None) -> dict:
     """Train (or reuse) with a progress bar; print the selection table, the model's key and
     chosen hyperparameters, and the method's own tables; return its info."""
     bar = None
@@ -900,12 +902,13 @@ def train_method(session: Session, method, options, dataset: str, clicks_key, se
                f"validation SNIPS Avg DCG {info['validation_snips_avg_dcg']:.4f}")
     if "effective_sample_size" in info:
         where = f", propensities {artifact.config['propensities']}" if "propensities" in artifact.config else ""
-        clipped = f", clipped at {artifact.config['clip']:g}" if "clip" in artifact.config else ""
+        clipped = f", clipped at {info['clip']:g}" if info.get("clip") is not None else ""
         examples = (f" as {info['train_examples']} examples (displayed documents) with signed weights"
                     if "train_examples" in info else "")
         click.echo(f"{info['train_clicks']} training clicks{examples}, effective sample size of the weights "
                    f"{'' if examples else '1/q '}{info['effective_sample_size']:.1f}{where}{clipped}")
-        if info["effective_sample_size"] < 0.01 * info.get("train_examples", info["train_clicks"]):
+        if "warnings" not in info and info["effective_sample_size"] < 0.01 * info.get("train_examples",
+                                                                                     info["train_clicks"]):
             warn(f"an effective sample size of {info['effective_sample_size']:.1f} means a few extreme weights "
                  f"carry the whole training loss (1/q of a tiny propensity): clip the propensities (--clip TAU) "
                  f"or check the log's propensity column")
@@ -918,11 +921,40 @@ def train_method(session: Session, method, options, dataset: str, clicks_key, se
         warn(f"the inner SVM solve of CCP step{'s' if len(info['ccp_inner_misses']) > 1 else ''} {steps} ran out "
              f"of cutting planes before its duality gap: those steps are approximate (the true objective still "
              f"never rose); a smaller C or a looser --tol solves in fewer planes")
+    _echo_guard(info)
     return info
 
 
-_CLIP_FIELD = Field("clip", float, sequence=False, optional=True, default=None,
-                    spec=OptionSpec(help="clipping threshold", low=0, low_open=True, high=1))
+def _echo_guard(info: dict) -> None:
+    """The clipping chosen by --clip auto (a row per TAU), the model against the logging
+    ranker on the validation clicks, and the guard's warnings (``methods.train``)."""
+    if info.get("clip_selection"):
+        ess = info["ess_fraction"]["unclipped"]
+        click.echo(f"--clip auto: the training weights' effective sample size is {ess:.1%} of the examples (below "
+                   f"{ESS_FRACTION:.0%}), so TAU was chosen on the unclipped validation clicks:")
+        echo_table([{"clip": "none" if row["clip"] is None else row["clip"],
+                     "validation_snips_avg_dcg": row["validation_snips_avg_dcg"],
+                     "ess_fraction": row["ess_fraction"], "alike_share": row["alike_share"],
+                     "chosen": _describe_chosen(row), "seconds": row["seconds"]} for row in info["clip_selection"]],
+                   ["clip", "validation_snips_avg_dcg", "ess_fraction", "alike_share", "chosen", "seconds"])
+    versus = info.get("versus_logging")
+    if versus and math.isfinite(versus["difference"]):
+        click.echo(f"validation SNIPS Avg DCG: model {versus['model']:.4f}, logging ranker {versus['logging']:.4f} "
+                   f"(difference {versus['difference']:+.4f} +- {versus['standard_error']:.4f}, same clicks)")
+    for message in info.get("warnings", []):
+        warn(message)
+
+
+class ClipType(click.ParamType):
+    """--clip: auto, none, or a threshold in (0, 1] (``cltr.core.selection.parse_clip``)."""
+
+    name = "clip"
+
+    def convert(self, value, param, ctx):
+        try:
+            return parse_clip(value)
+        except ValueError as error:
+            self.fail(str(error), param, ctx)
 
 
 def _train_command(method) -> click.Command:
@@ -945,9 +977,12 @@ def _train_command(method) -> click.Command:
                                   "the current estimate of this log (`cltr propensities estimate`), or a "
                                   "propensities artifact's key [default: the log's own where it has them, else "
                                   "estimated]."),
-                click.Option(["--clip"], type=FiniteFloat(_CLIP_FIELD), default=None, metavar="TAU",
-                             help="Raise propensities below TAU to TAU (Joachims et al. 2017), in training and "
-                                  "in the SNIPS selection [default: no clipping]."),
+                click.Option(["--clip"], type=ClipType(), default="auto", metavar="auto|none|TAU",
+                             help="Raise the training propensities below TAU to TAU (Joachims et al. 2017); the "
+                                  "SNIPS selection reads the validation clicks unclipped, so every TAU is judged "
+                                  "alike. auto: no clipping where the weights' effective sample size is at least "
+                                  f"{ESS_FRACTION:.0%} of the clicks, else TAU chosen on validation over none, "
+                                  f"{', '.join(f'{t:g}' for t in CLIP_GRID)}."),
                 click.Option(["--correction"], type=click.Choice([c.name for c in applicable]),
                              default=corrections.DEFAULT_CORRECTION, show_default=True,
                              help="How the clicks are weighted, in training and in the SNIPS selection: "

@@ -223,3 +223,13 @@ def test_predict_before_fit_raises():
         api.PropRank(C=1.0).predict(np.zeros((3, 46)))
     with pytest.raises(ValueError, match="PropRank is not fitted yet; call fit first"):
         api.evaluate(api.PropRank(C=1.0), api.make_synthetic(n_queries=6))
+
+
+def test_api_clips_the_training_log_only_as_the_cli_does(logged):
+    w, info = cli_model(logged, "svm-proprank", "-C", 1.0, "--clip", 0.1)
+    data = logged.dataset
+    model = api.PropRank(C=1.0).fit(data.train, logged.train_log, vali=(data.vali, logged.vali_log), clip=0.1)
+    assert np.array_equal(model.scorer_.w, w) and model.info_["clip"] == info["clip"] == 0.1
+    # judged on the validation clicks as told, unclipped
+    unclipped = methods.TrainingData(data, logged.train_log, logged.vali_log, 0).estimate(model.scorer_)
+    assert model.info_["validation_snips_avg_dcg"] == pytest.approx(unclipped)

@@ -1,9 +1,17 @@
-"""Model selection on validation clicks (DESIGN.md, "Model selection").
+"""Model selection on validation clicks (DESIGN.md, "Model selection"), and its guard.
 
 Hyperparameters are chosen by the SNIPS estimate of Avg DCG on the validation split's
 clicks, never on test labels. Candidates are fitted in the order given, each may
 warm-start from the previous one's model, and ties go to the earliest candidate (for a
 C grid sorted ascending: the most regularised).
+
+The guard (issue 22): a candidate that scores (nearly) every validation document of a
+query alike is never chosen (``alike_share``, ``ALIKE_SHARE``); the chosen model is
+compared with the logging ranker on the same validation clicks, with a standard error
+(``versus_logging``); small effective sample sizes and choices on the edge of a grid are
+said (``guard_warnings``). Variance control: the clipping threshold TAU is one more
+hyperparameter, chosen over ``clip_grid`` by the *unclipped* validation estimate, and only
+where the training weights' effective sample size is small (``ESS_FRACTION``).
 """
 
 from __future__ import annotations
@@ -14,19 +22,50 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from cltr.core.ranking import DCG_BASE, dcg_gain
 from cltr.core.resources import exceeds_memory
 
-__all__ = ["Selection", "select_on_validation", "parse_grid"]
+__all__ = ["Selection", "select_on_validation", "parse_grid", "ALIKE_SHARE", "alike_share", "ESS_FRACTION",
+           "CLIP_GRID", "varied_queries", "parse_clip", "clip_grid", "ess_fraction", "versus_logging", "edges_of_grid",
+           "guard_warnings"]
+
+# A candidate whose scores are alike within at least this share of the validation queries
+# (of those whose documents differ at all) ranks them by the tie-break alone: it is never
+# chosen. Not 1.0: a model that separates one query in a hundred is still a constant one.
+ALIKE_SHARE = 0.99
+# Scores within a query count as alike when their spread is at most this, relative to the
+# largest |score| of the split: the scale of a linear model is arbitrary (w and 1e-6 w rank
+# alike), so only a spread at the level of rounding means "no ranking".
+ALIKE_RTOL = 1e-9
+
+# Kish's effective sample size (sum w)^2 / sum w^2 of the training weights 1/q_i, as a
+# fraction of the clicks, below which ``--clip auto`` searches a clipping threshold and a
+# warning is given. Measured with 100 passes on the embedded default: 0.23 on the paper's
+# log (eta 1, eps- 0.1; min propensity 1/150) and 0.010 on a hard log (eta 2, eps- 0.3;
+# min propensity 5e-5), 0.006 on MQ2008 Fold 1 at eta 2, eps- 0.3 (181 of 28,727). The
+# fraction does not grow with the number of passes (it is a property of the weights'
+# distribution), so one threshold serves every log size. 0.05 lies between the two regimes
+# with a margin of about 4.6x on the paper's side and 5x on the hard side (near their
+# geometric mean, 0.048): the paper's setting stays unclipped and costs one training, and
+# a log where one click in twenty carries the information is searched.
+ESS_FRACTION = 0.05
+
+# Clipping thresholds ``--clip auto`` tries besides no clipping (Joachims et al. 2017 used
+# 0.01 .. 1); TAU at or below the smallest propensity changes nothing and is left out.
+CLIP_GRID = (0.01, 0.03, 0.1, 0.3)
 
 
 @dataclass
 class Selection:
-    """The outcome of a grid search: the chosen model and every candidate's row."""
+    """The outcome of a grid search: the chosen model and every candidate's row.
+
+    ``warnings`` says when the guard could not hold (every candidate scored alike)."""
 
     best: Any
     best_params: dict
     best_estimate: float
     table: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def select_on_validation(
@@ -36,6 +75,7 @@ def select_on_validation(
     *,
     progress: Callable[[dict], None] | None = None,
     criterion: str = "validation_snips_avg_dcg",
+    alike: Callable[[Any], float] | None = None,
 ) -> Selection:
     """Fit every candidate and keep the one whose validation estimate is highest.
 
@@ -51,10 +91,16 @@ def select_on_validation(
         Called with each candidate's table row once fitted.
     criterion : str
         The column that holds each candidate's estimate in the table.
+    alike : callable model -> float, optional
+        The share of validation queries whose documents the model scores alike
+        (``alike_share``; column ``alike_share``). A candidate at or above ``ALIKE_SHARE``
+        is never chosen: its estimate is a random ranking's, however high it came out.
+        Only if every candidate is such is the best of them kept, with a warning.
     """
     if not candidates:
         raise ValueError("the hyperparameter grid is empty")
     best, best_row, best_value, previous = None, None, -np.inf, None
+    fallback, fallback_row, fallback_value = None, None, -np.inf
     table = []
     for params in candidates:
         start = time.perf_counter()
@@ -62,13 +108,259 @@ def select_on_validation(
         seconds = time.perf_counter() - start
         value = estimate(model)
         row = {**params, criterion: value, "seconds": seconds, **info}
+        eligible = True
+        if alike is not None:
+            row["alike_share"] = share = float(alike(model))
+            eligible = not share >= ALIKE_SHARE
         table.append(row)
         if progress is not None:
             progress(row)
-        if best is None or (np.isfinite(value) and value > best_value):
-            best, best_row, best_value = model, params, value if np.isfinite(value) else -np.inf
+        finite = value if np.isfinite(value) else -np.inf
+        if eligible and (best is None or finite > best_value):
+            best, best_row, best_value = model, params, finite
+        if not eligible and (fallback is None or finite > fallback_value):
+            fallback, fallback_row, fallback_value = model, params, finite
         previous = model
-    return Selection(best=best, best_params=dict(best_row), best_estimate=float(best_value), table=table)
+    warnings = []
+    if best is None:
+        best, best_row, best_value = fallback, fallback_row, fallback_value
+        if len(table) > 1:  # (one candidate was given, not chosen: guard_warnings says it)
+            warnings.append(f"every candidate ({len(table)}) scores at least {ALIKE_SHARE:.0%} of the validation "
+                            f"queries' "
+                            f"documents alike (a constant model, ranking by the tie-break alone); kept "
+                            f"{_describe(best_row)} for want of another: widen the grid or give the weights less "
+                            f"variance (--clip, more clicks)")
+    return Selection(best=best, best_params=dict(best_row), best_estimate=float(best_value), table=table,
+                     warnings=warnings)
+
+
+def _describe(params: dict) -> str:
+    return ", ".join(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}" for k, v in params.items()) or "it"
+
+
+def varied_queries(X: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Which queries have at least two documents with different feature rows (only those can
+    be ranked by any model), shape (n_queries,) of bool."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    sizes = np.diff(offsets)
+    varied = np.zeros(len(sizes), dtype=bool)
+    filled = np.flatnonzero(sizes > 0)
+    if len(filled) and len(X):
+        starts = offsets[filled]
+        spread = np.maximum.reduceat(X, starts, axis=0) - np.minimum.reduceat(X, starts, axis=0)
+        varied[filled] = (spread > 0).any(axis=1) & (sizes[filled] > 1)
+    return varied
+
+
+def alike_share(scores: np.ndarray, offsets: np.ndarray, *, varied: np.ndarray | None = None,
+                rtol: float = ALIKE_RTOL) -> float:
+    """The share of queries within which ``scores`` are (nearly) all alike.
+
+    A query's scores are alike when their spread max - min is at most ``rtol`` times the
+    largest |score| of the split (every score 0 counts as alike).
+
+    Parameters
+    ----------
+    scores : ndarray, shape (n_docs,)
+    offsets : ndarray, shape (n_queries + 1,)
+    varied : ndarray of bool, shape (n_queries,), optional
+        The queries that count (``varied_queries``); default: those with two documents or more.
+
+    Returns
+    -------
+    float
+        In [0, 1]; 0 when no query counts.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    sizes = np.diff(offsets)
+    counted = (sizes > 1) if varied is None else (np.asarray(varied, dtype=bool) & (sizes > 1))
+    if not counted.any():
+        return 0.0
+    filled = sizes > 0  # reduceat over the non-empty queries' starts takes each query exactly
+    starts = offsets[:-1][filled]
+    spread = np.maximum.reduceat(scores, starts) - np.minimum.reduceat(scores, starts)
+    spread = spread[counted[filled]]
+    scale = float(np.max(np.abs(scores))) if len(scores) else 0.0
+    return float(np.mean(spread <= rtol * scale))
+
+
+def parse_clip(value) -> str | float | None:
+    """A clipping setting: ``"auto"`` (chosen on validation), None (``"none"``: no clipping)
+    or a threshold TAU in (0, 1]."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == "none"):
+        return None
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    try:
+        tau = float(value) if not isinstance(value, bool) else float("nan")
+    except (TypeError, ValueError):
+        tau = float("nan")
+    if not 0 < tau <= 1:
+        raise ValueError(f"clip must be 'auto', 'none' or a threshold TAU in (0, 1], found {value!r}")
+    return tau
+
+
+def clip_grid(min_propensity: float) -> list[float]:
+    """The thresholds of ``CLIP_GRID`` above the smallest propensity of a log (ascending):
+    clipping at or below it changes no weight, so two such thresholds would give one log."""
+    return [tau for tau in CLIP_GRID if tau > min_propensity]
+
+
+def ess_fraction(weights: np.ndarray) -> float:
+    """Kish's effective sample size (sum |w|)^2 / sum w^2 over the number of weights, in (0, 1]
+    (|w|: for signed weights it measures how few examples carry the weight)."""
+    weights = np.abs(np.asarray(weights, dtype=np.float64))
+    square = float(np.sum(weights * weights))
+    return float(np.sum(weights) ** 2 / square / len(weights)) if square > 0 else 0.0
+
+
+def versus_logging(model_rank: np.ndarray, logged_rank: np.ndarray, weight: np.ndarray, group: np.ndarray, *,
+                   base: float = DCG_BASE) -> dict:
+    """SNIPS Avg DCG of a model and of the logging ranker on the same clicks, and their
+    difference with a standard error.
+
+    With w_i = 1/q_i (or a correction's weight), a_i = 1/log(1 + model rank of clicked
+    document i) and b_i = 1/log(1 + its logged rank):
+
+        model = sum w a / sum w,  logging = sum w b / sum w,  D = sum w (a - b) / sum w
+
+    (the logging value is the SNIPS estimate of the logging policy itself). D is a ratio
+    estimator; its delta-method variance, with the clicks of one query as one cluster
+    (they share the query's documents, and new queries are what a test set brings), is
+
+        Var(D) = sum_g (sum_{i in g} w_i (a_i - b_i - D))^2 / (sum w)^2.
+
+    Parameters
+    ----------
+    model_rank, logged_rank : ndarray of int, shape (n_clicks,)
+        The model's rank of each clicked document and the rank it was logged at.
+    weight : ndarray, shape (n_clicks,)
+    group : ndarray of int, shape (n_clicks,)
+        The cluster (query) of each click.
+
+    Returns
+    -------
+    dict
+        ``model``, ``logging``, ``difference``, ``standard_error`` (NaN without clicks or
+        with a non-positive weight sum).
+    """
+    weight = np.asarray(weight, dtype=np.float64)
+    total = float(weight.sum())
+    if not len(weight) or not total > 0:
+        nan = float("nan")
+        return {"model": nan, "logging": nan, "difference": nan, "standard_error": nan}
+    model_gain, logged_gain = dcg_gain(model_rank, base), dcg_gain(logged_rank, base)
+    model = float((weight * model_gain).sum() / total)
+    logging = float((weight * logged_gain).sum() / total)
+    difference = model - logging
+    residual = weight * (model_gain - logged_gain - difference)
+    _, cluster = np.unique(np.asarray(group), return_inverse=True)
+    per_cluster = np.bincount(cluster.ravel(), weights=residual)
+    return {"model": model, "logging": logging, "difference": difference,
+            "standard_error": float(np.sqrt(np.sum(per_cluster ** 2)) / total)}
+
+
+# The hyperparameters whose grid edges are worth a word, and what the user can do about each.
+EDGE_ADVICE = {
+    "C": {"low": "a smaller C may be better", "high": "a larger C may be better",
+          "do": "widen the grid with --grid (e.g. '{low:g}:{high:g}:N' reaching past {value:g})"},
+    "learning_rate": {"low": "a smaller learning rate may be better", "high": "a larger learning rate may be better",
+                      "do": "try --learning-rate past {value:g}"},
+    "lr": {"low": "a smaller learning rate may be better", "high": "a larger learning rate may be better",
+           "do": "try --lr past {value:g}"},
+}
+
+
+def edges_of_grid(table: Sequence[dict], chosen: dict, axes: Sequence[str] = tuple(EDGE_ADVICE)) -> list[dict]:
+    """The chosen values that sit on the smallest or largest value tried of their axis.
+
+    Only axes with at least three distinct values tried count (with two, every choice is an
+    edge; with one the value was given).
+
+    Returns
+    -------
+    list of dict
+        ``axis``, ``value``, ``side`` ("low" or "high") and ``grid`` (the values tried, sorted).
+    """
+    edges = []
+    for axis in axes:
+        if axis not in chosen or chosen[axis] is None:
+            continue
+        tried = sorted({float(row[axis]) for row in table if isinstance(row.get(axis), (int, float))
+                        and not isinstance(row.get(axis), bool) and np.isfinite(row[axis])})
+        if len(tried) < 3:
+            continue
+        value = float(chosen[axis])
+        side = "low" if np.isclose(value, tried[0]) else "high" if np.isclose(value, tried[-1]) else None
+        if side is not None:
+            edges.append({"axis": axis, "value": value, "side": side, "grid": tried})
+    return edges
+
+
+def guard_warnings(*, versus: dict | None = None, train_ess: float | None = None, n_train: int | None = None,
+                   vali_ess: float | None = None, n_vali: int | None = None, clip: dict | None = None,
+                   edges: Sequence[dict] = (), alike: float | None = None) -> list[str]:
+    """The guard's words on a trained model: what happened and what to do.
+
+    Parameters
+    ----------
+    versus : dict, optional
+        ``versus_logging`` of the chosen model: a warning unless its difference exceeds
+        one standard error.
+    train_ess, vali_ess : float, optional
+        ``ess_fraction`` of the training weights as trained (after clipping) and of the
+        validation weights; a warning below ``ESS_FRACTION``. ``n_train``, ``n_vali``: the
+        example counts.
+    clip : dict, optional
+        The clipping record (``mode``, ``tau``, ``grid``): a warning when ``auto`` chose
+        the strongest threshold of its grid.
+    edges : sequence of dict
+        ``edges_of_grid`` of the chosen hyperparameters.
+    alike : float, optional
+        The chosen model's ``alike_share``: a warning at or above ``ALIKE_SHARE``.
+    """
+    said = []
+    if alike is not None and alike >= ALIKE_SHARE:
+        said.append(f"the model scores the documents of {alike:.0%} of the validation queries alike: it ranks by "
+                    f"the tie-break alone; use another method or a wider grid")
+    # better means by more than one standard error of the paired difference
+    if versus is not None and np.isfinite(versus["difference"]) and not versus["difference"] > versus["standard_error"]:
+        how = ("worse than" if versus["difference"] < -versus["standard_error"]
+               else "not better (by its standard error) than")
+        said.append(f"the model is {how} the logging (production) ranker on the validation clicks: SNIPS Avg "
+                    f"DCG {versus['model']:.4f} against {versus['logging']:.4f} on the same clicks (difference "
+                    f"{versus['difference']:+.4f} +- {versus['standard_error']:.4f}); it may be no better than "
+                    f"production. Collect more clicks (more passes), control the variance (--clip auto or a "
+                    f"TAU), or try another method (svm-rank, tree-propdcg)")
+    if train_ess is not None and train_ess < ESS_FRACTION:
+        tau = None if clip is None else clip.get("tau")
+        how = (f"as clipped at {tau:g}" if tau is not None else "unclipped" if clip and clip.get("mode") == "auto"
+               else "as told")
+        advice = ("--clip auto tried clipping and kept no clipping on validation; more clicks or a method that "
+                  "needs no weights (svm-rank, lambdarank) may do better" if clip and clip.get("mode") == "auto"
+                  else "clip the propensities (--clip auto chooses TAU on validation) or collect more clicks")
+        said.append(f"the effective sample size of the training weights ({how}) is {train_ess * n_train:.0f} of "
+                    f"{n_train} examples ({train_ess:.1%}, below {ESS_FRACTION:.0%}): a few clicks with tiny "
+                    f"propensities carry the objective; {advice}")
+    if vali_ess is not None and vali_ess < ESS_FRACTION:
+        said.append(f"the validation estimate rests on an effective {vali_ess * n_vali:.0f} of {n_vali} clicks "
+                    f"({vali_ess:.1%}, below {ESS_FRACTION:.0%}; it is never clipped, so that it compares every "
+                    f"clipping alike): its choices are noisy; more validation clicks make them firmer")
+    if clip is not None and clip.get("mode") == "auto" and clip.get("tau") is not None and clip.get("grid") \
+            and clip["tau"] == max(clip["grid"]):
+        said.append(f"--clip auto chose TAU = {clip['tau']:g}, the strongest clipping tried: the propensity "
+                    f"weights barely help on this log; compare a method without them (svm-rank, lambdarank) "
+                    f"or give a larger --clip")
+    for edge in edges:
+        advice = EDGE_ADVICE[edge["axis"]]
+        grid = edge["grid"]
+        said.append(f"{edge['axis']} = {edge['value']:g} is the {'smallest' if edge['side'] == 'low' else 'largest'} "
+                    f"value tried ({grid[0]:g} .. {grid[-1]:g}): {advice[edge['side']]}; "
+                    + advice["do"].format(low=min(grid[0], edge["value"] / 100) if edge["side"] == "low" else grid[0],
+                                          high=grid[-1] if edge["side"] == "low" else edge["value"] * 100,
+                                          value=edge["value"]))
+    return said
 
 
 # Memory per value of a parsed C grid before any training (measured with tracemalloc on a

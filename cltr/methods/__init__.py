@@ -13,11 +13,21 @@ field; the only place its defaults live) and a training function
 units (epochs, trees). The command line (``cltr train NAME``), spec validation and the
 report's labels are derived from ``METHOD``: adding a method is adding a file here.
 
+``train`` wraps every method in the same variance control and guard (issue 22): ``clip``
+("auto", None or a TAU) clips the *training* log only, the validation log keeps the
+propensities as told, so that every clipping is judged by one criterion; "auto" searches
+TAU on validation when the training weights' effective sample size is small
+(``cltr.core.selection.ESS_FRACTION``). The model's info then holds ``clip`` (the TAU
+trained with, or None), ``clip_selection`` (a row per TAU tried), ``versus_logging`` (the
+chosen model against the logging ranker on the validation clicks) and ``warnings``.
+
 Modules without ``METHOD`` (``linear``, ``trees``) hold machinery that several methods share.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -25,7 +35,8 @@ import numpy as np
 
 from cltr.core.clicks import ClickLog, Displayed
 from cltr.core.queries import Dataset
-from cltr.core.ranking import validation_estimate
+from cltr.core import selection as guard
+from cltr.core.ranking import rank_documents, validation_estimate
 from cltr.core.seeds import stream
 from cltr.options import Options
 from cltr.registry import discover
@@ -55,6 +66,10 @@ class Method:
         What its hyperparameters are chosen on: "clicks" or "labels" (the skyline).
     tables : callable, optional
         ``info -> [(title, rows, columns)]``: extra tables ``cltr train`` prints.
+    weighted : bool
+        Whether it reads the clicks' weights (1/q_i or a correction's); where it does not
+        (naive SVM Rank, LambdaRank on click labels, the skyline on labels), clipping changes
+        nothing and ``clip`` is ignored.
     """
 
     name: str
@@ -65,6 +80,7 @@ class Method:
     description: str = ""
     selects_on: str = "clicks"
     tables: Callable[[dict], list] | None = field(default=None, compare=False)
+    weighted: bool = True
 
     def parse_options(self, values: dict | Options | None, *, where: str | None = None) -> Options:
         """Validated options from a dict (a spec, a caller) or an instance."""
@@ -75,7 +91,12 @@ class Method:
 
 @dataclass(frozen=True)
 class TrainingData:
-    """What a method learns from: the dataset and the train / validation click logs."""
+    """What a method learns from: the dataset and the train / validation click logs.
+
+    ``train_log_at``, where given, is the training log clipped at TAU as its source makes
+    it (a correction that clips itself recomputes it); ``clipped`` uses it, else
+    ``ClickLog.clipped``. The validation log is never clipped.
+    """
 
     dataset: Dataset
     train_log: ClickLog
@@ -83,6 +104,8 @@ class TrainingData:
     seed: int = 0
     rows: Callable[[str], Displayed] | None = field(default=None, compare=False, repr=False)
     _displayed: dict = field(default_factory=dict, compare=False, repr=False)
+    train_log_at: Callable[[float], ClickLog] | None = field(default=None, compare=False, repr=False)
+    _varied: list = field(default_factory=list, compare=False, repr=False)
 
     def displayed(self, split: str) -> Displayed:
         """Every displayed document of every session of ``split`` ("train" or "vali"), for
@@ -95,6 +118,18 @@ class TrainingData:
             self._displayed[split] = self.rows(split)
         return self._displayed[split]
 
+    def clipped(self, tau: float) -> "TrainingData":
+        """The same data with the training propensities below ``tau`` raised to it (the
+        training clicks and the training split's displayed rows); validation untouched."""
+        log = self.train_log_at(tau) if self.train_log_at is not None else self.train_log.clipped(tau)
+        rows = None
+        if self.rows is not None:
+            def rows(split):
+                shown = self.displayed(split)
+                return dataclasses.replace(shown, propensity=np.maximum(shown.propensity, tau)) \
+                    if split == "train" else shown
+        return dataclasses.replace(self, train_log=log, rows=rows, _displayed={})
+
     def estimate(self, scorer) -> float:
         """SNIPS Avg DCG on validation clicks, with the same tie-breaks for every candidate."""
         return validation_estimate(scorer, self.dataset.vali, self.vali_log, rng=stream(self.seed, "selection"),
@@ -106,6 +141,24 @@ class TrainingData:
         log = self.vali_log.with_propensity(np.ones(len(self.vali_log)))
         return validation_estimate(scorer, self.dataset.vali, log, rng=stream(self.seed, "selection"),
                                    dcg_base=self.dataset.dcg_base)
+
+    def alike_share(self, scorer) -> float:
+        """The share of validation queries (of those whose documents differ) whose documents
+        ``scorer`` scores alike (``cltr.core.selection.alike_share``): the guard's test for
+        a constant model."""
+        vali = self.dataset.vali
+        if not self._varied:  # the features never change: computed once
+            self._varied.append(guard.varied_queries(vali.X, vali.offsets))
+        return guard.alike_share(scorer.scores(vali.X), vali.offsets, varied=self._varied[0])
+
+    def versus_logging(self, scorer) -> dict:
+        """``scorer`` against the logging ranker on the validation clicks: both SNIPS Avg DCG
+        estimates (the model's with ``estimate``'s tie-breaks, the logging ranker's from
+        the logged ranks), their difference and its standard error
+        (``cltr.core.selection.versus_logging``)."""
+        vali, log = self.dataset.vali, self.vali_log
+        ranks = rank_documents(scorer.scores(vali.X), vali.offsets, stream(self.seed, "selection"))
+        return guard.versus_logging(ranks[log.doc], log.rank, log.cost, log.query, base=self.dataset.dcg_base)
 
 
 _REGISTRY: dict[str, Method] | None = None
@@ -129,10 +182,30 @@ def get(name: str) -> Method:
 
 
 def train(name: str, data: TrainingData, options: dict | Options | None = None, *,
-          progress: Callable[[dict], None] | None = None):
-    """Train method ``name`` on ``data``; see the module docstring."""
+          progress: Callable[[dict], None] | None = None, clip: str | float | None = None):
+    """Train method ``name`` on ``data``; see the module docstring.
+
+    Parameters
+    ----------
+    clip : "auto", float or None
+        None: the training log as given. TAU: its propensities below TAU raised to TAU
+        (``data.clipped``). "auto": no clipping when the training weights' Kish effective
+        sample size is at least ``ESS_FRACTION`` of the examples (the paper's logs: one
+        training); else the method is trained once unclipped and once per TAU of
+        ``clip_grid`` and the model with the best validation estimate is kept. The
+        validation log is never clipped, so the estimate compares the clippings alike.
+        Methods that read no weights (``Method.weighted``) ignore it.
+
+    Returns
+    -------
+    scorer, info
+        The method's, with ``clip``, ``clip_mode``, ``clip_selection`` (auto), the ESS
+        fractions, ``versus_logging`` and ``warnings`` added (the guard,
+        ``cltr.core.selection.guard_warnings``).
+    """
     method = get(name)
     options = method.parse_options(options)
+    clip = guard.parse_clip(clip)
     if len(data.train_log) == 0:
         raise ValueError("the training click log has no clicks (no row of it has click 1): there is nothing to learn "
                          "from. An imported log: check that its click column marks the clicked rows with 1, or "
@@ -143,4 +216,62 @@ def train(name: str, data: TrainingData, options: dict | Options | None = None, 
             raise ValueError(f"the {split} click log has no propensities (a log imported without a propensity "
                              f"column): estimate them (`cltr propensities estimate`) and train with "
                              f"--propensities estimated")
-    return method.train(data, options, progress=progress)
+    if not method.weighted:
+        clip = None
+    unclipped_ess = guard.ess_fraction(data.train_log.cost)
+    record = {"mode": "none" if clip is None else "auto" if clip == "auto" else "fixed", "tau": None,
+              "ess_fraction": unclipped_ess}
+    table = None
+    if clip == "auto" and (unclipped_ess >= guard.ESS_FRACTION
+                           or (data.train_log.weight is not None and data.train_log_at is None)):
+        # enough effective clicks (or weights that clipping cannot reach): the log as told
+        clip = None
+    if clip == "auto":
+        grid = guard.clip_grid(float(np.min(data.train_log.propensity)))
+        record["grid"] = grid
+        scorer, info, table, tau, warnings = _select_clip(method, data, options, grid, progress)
+        record["tau"] = tau
+    elif clip is not None:
+        scorer, info = method.train(data.clipped(clip), options, progress=progress)
+        record["tau"] = clip
+        warnings = []
+    else:
+        scorer, info = method.train(data, options, progress=progress)
+        warnings = []
+    trained = data if record["tau"] is None else data.clipped(record["tau"])
+    info["clip"], info["clip_mode"] = record["tau"], record["mode"]
+    if table is not None:
+        info["clip_selection"], info["clip_grid"] = table, record["grid"]
+    info["ess_fraction"] = {"unclipped": unclipped_ess,
+                            "trained": guard.ess_fraction(trained.train_log.cost) if record["tau"] is not None
+                            else unclipped_ess,
+                            "validation": guard.ess_fraction(data.vali_log.cost)}
+    info["versus_logging"] = data.versus_logging(scorer)
+    alike = data.alike_share(scorer)
+    edges = guard.edges_of_grid(info.get("selection", []), info.get("chosen", {}))
+    info["warnings"] = list(info.get("warnings", [])) + warnings + guard.guard_warnings(
+        versus=info["versus_logging"], train_ess=info["ess_fraction"]["trained"] if method.weighted else None,
+        n_train=len(data.train_log), vali_ess=info["ess_fraction"]["validation"], n_vali=len(data.vali_log),
+        clip=record, edges=edges, alike=alike)
+    return scorer, info
+
+
+def _select_clip(method: Method, data: TrainingData, options: Options, grid: list[float], progress):
+    """Train once unclipped and once per TAU of ``grid``; keep the best by the (unclipped)
+    validation estimate, never a model that scores alike (``select_on_validation``)."""
+    infos = []
+
+    def fit(params, _previous):
+        tau = params["clip"]
+        told = data if tau is None else data.clipped(tau)
+        scorer, info = method.train(told, options, progress=progress)
+        infos.append(info)
+        return scorer, {"chosen": dict(info.get("chosen", {})), "ess_fraction": guard.ess_fraction(told.train_log.cost)}
+
+    candidates = [{"clip": tau} for tau in [None, *grid]]
+    start = time.perf_counter()
+    selection = guard.select_on_validation(candidates, fit, data.estimate, alike=data.alike_share)
+    index = candidates.index(selection.best_params)
+    info = infos[index]
+    info["clip_seconds"] = time.perf_counter() - start
+    return selection.best, info, selection.table, selection.best_params["clip"], selection.warnings

@@ -37,20 +37,24 @@ def c_candidates(options: LinearSVMOptions) -> list[dict]:
 
 
 def select_c(options: LinearSVMOptions, fit: Callable, estimate: Callable, *, progress=None,
-             criterion: str = "validation_snips_avg_dcg"):
+             criterion: str = "validation_snips_avg_dcg", alike: Callable | None = None,
+             candidates: list[dict] | None = None):
     """Fit every C of ``options`` (warm-started in order) and keep the best by ``estimate``.
 
-    ``fit(C, previous_scorer) -> (w, info)``. Returns ``(scorer, info)`` with ``C``,
-    ``chosen``, ``selection`` and the best estimate under ``criterion``.
+    ``fit(C, previous_scorer, **rest) -> (w, info)``, ``rest`` the candidate's other settings
+    (``candidates``, default ``c_candidates(options)``: C alone); ``alike`` (``TrainingData.alike_share``) keeps
+    a C whose model scores every document alike from being chosen (a tiny C's w = 0).
+    Returns ``(scorer, info)`` with ``C``, ``chosen``, ``selection``, the best estimate
+    under ``criterion`` and the selection's ``warnings``.
     """
     def fit_candidate(params, previous):
-        w, info = fit(params["C"], previous)
+        w, info = fit(params["C"], previous, **{k: v for k, v in params.items() if k != "C"})
         return LinearScorer(w), info
 
-    selection = select_on_validation(c_candidates(options), fit_candidate, estimate, progress=progress,
-                                     criterion=criterion)
+    selection = select_on_validation(candidates or c_candidates(options), fit_candidate, estimate, progress=progress,
+                                     criterion=criterion, alike=alike)
     info = {"C": selection.best_params["C"], "chosen": selection.best_params,
-            criterion: selection.best_estimate, "selection": selection.table}
+            criterion: selection.best_estimate, "selection": selection.table, "warnings": selection.warnings}
     return selection.best, info
 
 
@@ -75,4 +79,4 @@ def train_on_clicks(data, options: LinearSVMOptions, cost: np.ndarray, *, progre
                                      w0=None if previous is None else previous.w)
         return result.w, solver_info(result)
 
-    return select_c(options, fit, data.estimate, progress=progress)
+    return select_c(options, fit, data.estimate, progress=progress, alike=data.alike_share)

@@ -39,6 +39,7 @@ def train(data: TrainingData, options: LinearSVMOptions, *, progress=None):
 
 METHOD = Method(
     name="skyline", label="Skyline (full-information SVM)", options=LinearSVMOptions, train=train, selects_on="labels",
+    weighted=False,
     summary="Oracle: Ranking SVM on the labelled training set (C on validation labels).",
     description="Skyline: the linear Ranking SVM on the full-information (binarized, labelled) training set, an "
                 "oracle reference line for the click learners. Its C is chosen on the validation split's *labels* "

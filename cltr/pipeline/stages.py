@@ -26,6 +26,7 @@ from cltr.core.queries import Dataset, Queries
 from cltr.core.ranking import evaluate, rank_documents, validation_estimate
 from cltr.core.scorers import LinearScorer
 from cltr.core.seeds import stream
+from cltr.core.selection import parse_clip
 from cltr.core.svm import solver_info, train_ranking_svm
 from cltr.methods import TrainingData
 from cltr.options import Options
@@ -339,7 +340,10 @@ def click_logs(clicks: Artifact, *, passes: int | None = None, eta_model: float 
     propensity : Artifact, optional
         A ``propensities`` artifact: its estimate per rank replaces the logged propensities.
     clip : float, optional
-        Propensities below ``clip`` raised to it.
+        The training log's propensities below ``clip`` raised to it; the validation log is
+        never clipped, so that its estimate judges every clipping alike (a correction
+        declaring "clip" in its context is given it for the training split, None for
+        validation, and clips its own way).
     correction : str, optional
         A correction of ``cltr.pipeline.corrections`` applied before clipping [default: ips].
     dataset : Dataset, optional
@@ -367,11 +371,12 @@ def click_logs(clicks: Artifact, *, passes: int | None = None, eta_model: float 
             log = log.with_propensity(position_propensity(log.rank, eta_model))
         if propensity is not None:
             log = log.with_propensity(estimate_from_arrays(propensity.arrays).at(log.rank))
-        context = {"queries": getattr(dataset, split, None), "estimate": propensity, "clip": clip, "dataset": dataset,
+        tau = clip if split == "train" else None  # the validation criterion never depends on the clipping
+        context = {"queries": getattr(dataset, split, None), "estimate": propensity, "clip": tau, "dataset": dataset,
                    "displayed": rows_of}
         log = fix.apply(log, clicks, split, **{k: context[k] for k in fix.context})
         # a correction that takes the clipping applies it its own way (dr: to the expected examination)
-        logs.append(as_told(log, None, None if "clip" in fix.context else clip))
+        logs.append(as_told(log, None, None if "clip" in fix.context else tau))
     return logs[0], logs[1]
 
 
@@ -604,18 +609,26 @@ def jsonable_info(info: dict) -> dict:
 
 def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artifact, method: str,
                 options: dict | Options | None, *, seed: int = 0, passes: int | None = None,
-                eta_model: float | None = None, propensity: Artifact | None = None, clip: float | None = None,
-                correction: str | None = None, progress: Callable | None = None) -> tuple[Artifact, bool]:
+                eta_model: float | None = None, propensity: Artifact | None = None,
+                clip: str | float | None = "auto", correction: str | None = None,
+                progress: Callable | None = None) -> tuple[Artifact, bool]:
     """``method`` trained on the clicks as ``click_logs`` presents them (a prefix of
-    passes, other propensities, a correction, clipped); ``progress`` receives the method's
-    progress dicts."""
+    passes, other propensities, a correction); ``progress`` receives the method's
+    progress dicts.
+
+    ``clip``: "auto" (TAU chosen on validation where the training weights' effective
+    sample size is small), None ("none") or a TAU, for the training log only
+    (``methods.train``); the chosen TAU is in the model's info (``clip``), the config keeps
+    the setting as given (``train_clip``; "clip" keys were of models selected on clipped
+    validation clicks, which are not reused)."""
     options = methods.get(method).parse_options(options)
+    clip = parse_clip(clip) if methods.get(method).weighted else None  # clipping changes nothing it reads
     fix = corrections.get(correction or corrections.DEFAULT_CORRECTION)
     if fix.methods is not None and method not in fix.methods:
         raise ValueError(f"correction {fix.name!r} applies to {', '.join(fix.methods)}, not {method!r}")
     # only what differs from the whole log as logged enters the key
     correction = None if fix.name == corrections.DEFAULT_CORRECTION else fix.name
-    subset = {k: v for k, v in {"passes": passes, "eta_model": eta_model, "clip": clip, "correction": correction,
+    subset = {k: v for k, v in {"passes": passes, "eta_model": eta_model, "train_clip": clip, "correction": correction,
                                 "propensities": None if propensity is None else propensity.key}.items()
               if v is not None}
     config = {"clicks": clicks.key, "method": method, "options": options.to_dict(), "seed": seed, **subset}
@@ -625,20 +638,25 @@ def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artif
                                             f"log {clicks.key}: {CLICKED_ONLY}")
 
     def compute():
-        train_log, vali_log = click_logs(clicks, passes=passes, eta_model=eta_model, propensity=propensity, clip=clip,
-                                         correction=correction, dataset=dataset)
-        def rows(split):
-            return displayed_rows(clicks, split, dataset, passes=passes, eta_model=eta_model, propensity=propensity,
-                                  clip=clip)
+        told = {"passes": passes, "eta_model": eta_model, "propensity": propensity}
+        train_log, vali_log = click_logs(clicks, **told, correction=correction, dataset=dataset)
 
-        scorer, info = methods.train(method, TrainingData(dataset, train_log, vali_log, seed, rows=rows), options,
-                                     progress=progress)
+        def rows(split):
+            return displayed_rows(clicks, split, dataset, **told)
+
+        def train_log_at(tau):  # a correction that clips its own way is applied again
+            return click_logs(clicks, **told, clip=tau, correction=correction, dataset=dataset)[0]
+
+        data = TrainingData(dataset, train_log, vali_log, seed, rows=rows,
+                            train_log_at=train_log_at if "clip" in fix.context else None)
+        scorer, info = methods.train(method, data, options, progress=progress, clip=clip)
         if train_log.weight is None:
             info["train_clicks"] = len(train_log)
         else:  # the correction's examples are not the clicks (affine: displayed documents)
             info["train_clicks"] = len(click_logs(clicks, passes=passes)[0])
             info["train_examples"] = len(train_log)
-        info["effective_sample_size"] = effective_sample_size(train_log.cost)
+        trained = train_log if info["clip"] is None else data.clipped(info["clip"]).train_log
+        info["effective_sample_size"] = effective_sample_size(trained.cost)
         return scorer_to_arrays(scorer), info
 
     return workspace.cached(name, "models", config, compute)
@@ -658,9 +676,9 @@ def evaluation_stage(workspace: Workspace, name: str, dataset: Dataset, model: A
         propensity = None
         if model.config.get("propensities") is not None:
             propensity = workspace.load(name, "propensities", model.config["propensities"])
+        # the validation log is never clipped (click_logs), whatever the model was trained with
         _, vali_log = click_logs(clicks, passes=model.config.get("passes"), eta_model=model.config.get("eta_model"),
-                                 propensity=propensity, clip=model.config.get("clip"),
-                                 correction=model.config.get("correction"), dataset=dataset)
+                                 propensity=propensity, correction=model.config.get("correction"), dataset=dataset)
         info["validation_snips_avg_dcg"] = validation_estimate(scorer, dataset.vali, vali_log,
                                                                rng=stream(seed, "selection"),
                                                                dcg_base=dataset.dcg_base)

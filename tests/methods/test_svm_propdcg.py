@@ -54,7 +54,7 @@ def test_ccp_trace_is_recorded_for_every_C(synthetic_runs):
 def test_options_say_what_must_hold():
     with pytest.raises(ValueError, match=r"unknown option 'max_ccp_iters' \(did you mean 'max_ccp_iter'\?\)"):
         PropDCGOptions.from_dict({"max_ccp_iters": 3})
-    with pytest.raises(ValueError, match=r"init must be one of zero, proprank, found 'random'"):
+    with pytest.raises(ValueError, match=r"init must be one of auto, zero, proprank, found 'random'"):
         PropDCGOptions.from_dict({"init": "random"})
     with pytest.raises(ValueError, match="unknown rank weight 'ndcg'"):
         PropDCGOptions.from_dict({"metric": "ndcg"})

@@ -261,3 +261,11 @@ def test_specs_check_select_claims_and_stated_numbers(tmp_path):
     assert table2.resolved(dataset="yahoo").claimed_order[1:3] == ("svm-proprank", "lambdarank")
     assert table2.resolved(select="pooled").select == "pooled"
     assert [t.select for t in plan(table2.resolved(select="pooled"), default_passes=100)] == ["pooled"] * 6
+
+
+def test_a_spec_clip_is_auto_none_or_a_threshold(tmp_path):
+    for value in ('"auto"', '"none"', "0.1", "1.0"):
+        load_spec(_spec(tmp_path, "good", f"[clicks]\nclip = {value}\n"), tmp_path)
+    for value in ('"sometimes"', "2.0", "0.0"):
+        with pytest.raises(ValueError, match=r"clip \"auto\", \"none\" or a number in \(0, 1\]"):
+            load_spec(_spec(tmp_path, "bad", f"[clicks]\nclip = {value}\n"), tmp_path)

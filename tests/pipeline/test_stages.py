@@ -81,3 +81,58 @@ def test_displayed_rows_hold_every_session_and_agree_with_the_clicks(tmp_path, s
     assert two.n_sessions == 2 * queries.n_queries
     np.testing.assert_array_equal(two.doc, rows.doc[:len(two)])
     np.testing.assert_allclose(two.propensity, np.maximum(1.0 / two.rank.astype(float) ** 2, 0.05))
+
+
+def test_clipping_reaches_the_training_log_only_and_a_correction_may_clip_itself(tmp_path, synthetic_dataset,
+                                                                                  monkeypatch):
+    from cltr.pipeline import corrections
+
+    space = Workspace(tmp_path)
+    produced, _ = production_stage(space, "s", synthetic_dataset, "fingerprint", seed=1)
+    clicks, _ = clicks_stage(space, "s", synthetic_dataset, produced, {"eta": 1.0, "eps_neg": 0.1}, passes=2, seed=1)
+    train, vali = click_logs(clicks)
+    assert train.propensity.min() < 0.1 and vali.propensity.min() < 0.1
+    for tau in (0.01, 0.1):
+        clipped_train, clipped_vali = click_logs(clicks, clip=tau)
+        # the validation criterion never depends on the training clip
+        np.testing.assert_array_equal(clipped_vali.propensity, vali.propensity)
+        np.testing.assert_array_equal(clipped_train.propensity, np.maximum(train.propensity, tau))
+    # a correction declaring "clip" is given it (the training split's only) and is not clipped afterwards
+    calls = []
+
+    def probe(log, clicks, split, *, clip):
+        calls.append((split, clip))
+        return log.with_propensity(log.propensity * 2)
+
+    monkeypatch.setitem(corrections.CORRECTIONS, "probe", corrections.Correction("probe", "test", probe,
+                                                                                 context=("clip",)))
+    told_train, told_vali = click_logs(clicks, clip=0.5, correction="probe")
+    assert calls == [("train", 0.5), ("vali", None)]
+    np.testing.assert_array_equal(told_train.propensity, train.propensity * 2)
+    np.testing.assert_array_equal(told_vali.propensity, vali.propensity * 2)
+
+
+def test_model_stage_keys_the_clip_setting_and_evaluation_reads_unclipped_validation(tmp_path, synthetic_dataset):
+    from cltr.core.ranking import validation_estimate
+    from cltr.core.seeds import stream
+    from cltr.pipeline.stages import evaluation_stage, model_stage
+
+    space = Workspace(tmp_path)
+    produced, _ = production_stage(space, "s", synthetic_dataset, "fingerprint", seed=1)
+    clicks, _ = clicks_stage(space, "s", synthetic_dataset, produced, {"eta": 1.0, "eps_neg": 0.1}, passes=2, seed=1)
+    _, vali = click_logs(clicks)
+    model, _ = model_stage(space, "s", synthetic_dataset, clicks, "svm-proprank", {"C": 1.0}, clip=0.1)
+    assert model.config["train_clip"] == 0.1 and "clip" not in model.config and model.info["clip"] == 0.1
+    unclipped = validation_estimate(scorer_from_arrays(model.arrays), synthetic_dataset.vali, vali,
+                                    rng=stream(0, "selection"), dcg_base=synthetic_dataset.dcg_base)
+    assert model.info["validation_snips_avg_dcg"] == pytest.approx(unclipped)
+    evaluation, _ = evaluation_stage(space, "s", synthetic_dataset, model, clicks)
+    assert evaluation.info["validation_snips_avg_dcg"] == pytest.approx(unclipped)
+    assert {"versus_logging", "warnings", "ess_fraction"} <= set(model.info)
+    default, _ = model_stage(space, "s", synthetic_dataset, clicks, "svm-proprank", {"C": 1.0})
+    assert default.config["train_clip"] == "auto"
+    none, _ = model_stage(space, "s", synthetic_dataset, clicks, "svm-proprank", {"C": 1.0}, clip="none")
+    assert "train_clip" not in none.config and none.info["clip"] is None
+    # clipping changes nothing a method without weights reads: not in its key
+    naive, _ = model_stage(space, "s", synthetic_dataset, clicks, "svm-rank", {"C": 1.0}, clip=0.1)
+    assert "train_clip" not in naive.config
