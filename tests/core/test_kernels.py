@@ -1,0 +1,120 @@
+"""The compiled (numba) hinge kernels against the pure-numpy computation they replace (issue 27)."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from cltr.core import kernels
+from cltr.core.objectives import hinge_rank_bound, risk, risk_gradient
+from cltr.core.queries import Dataset
+from cltr.methods import TrainingData, train
+
+numba = pytest.importorskip("numba")
+
+TOLERANCE = 1e-12
+
+
+def problem(rng, *, one_document=False, ties=False, shift=0.0):
+    """Random queries, some empty (or all of one document), clicks only in non-empty ones."""
+    n_queries = int(rng.integers(1, 7))
+    sizes = np.ones(n_queries, dtype=np.int64) if one_document else rng.integers(0, 8, n_queries)
+    sizes[rng.integers(n_queries)] = max(1, sizes[0])
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    n_docs = int(offsets[-1])
+    scores = (rng.integers(-2, 3, n_docs).astype(float) if ties else rng.normal(0.0, 1.5, n_docs)) + shift
+    filled = np.flatnonzero(sizes)
+    click_query = np.repeat(filled, rng.integers(0, 4, len(filled)))
+    if not len(click_query):
+        click_query = filled[:1]
+    click_doc = offsets[click_query] + rng.integers(0, sizes[click_query])
+    return scores, offsets, click_query, click_doc
+
+
+def both(monkeypatch, call, *args, **kwargs):
+    """``call(*args, **kwargs)`` by the numpy oracle (CLTR_NO_NUMBA=1), then by the compiled kernels."""
+    monkeypatch.setenv("CLTR_NO_NUMBA", "1")
+    assert not kernels.enabled()
+    oracle = call(*args, **kwargs)
+    monkeypatch.delenv("CLTR_NO_NUMBA")
+    assert kernels.enabled()
+    return oracle, call(*args, **kwargs)
+
+
+def assert_agree(compiled, oracle, scale=None):
+    """Within 1e-12 relative to each entry or to the largest one (a sum of signed weights may cancel)."""
+    oracle, compiled = np.asarray(oracle, dtype=float), np.asarray(compiled, dtype=float)
+    scale = np.abs(oracle).max(initial=0.0) if scale is None else scale
+    np.testing.assert_allclose(compiled, oracle, rtol=TOLERANCE, atol=TOLERANCE * scale)
+
+
+CASES = [{}, {"ties": True}, {"one_document": True}, {"ties": True, "one_document": True}, {"shift": 1e3}]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: "-".join(case) or "normal")
+def test_compiled_gradient_risk_and_curvature_equal_numpy(monkeypatch, case):
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        scores, offsets, click_query, click_doc = problem(rng, **case)
+        n = len(click_doc)
+        signed = seed % 2 == 1                  # the affine correction's weights, of either sign
+        cost = rng.normal(size=n) if signed else None
+        propensity = None if signed else rng.uniform(0.05, 1.0, n)
+        candidate = rng.random(len(scores)) < 0.7 if seed % 4 == 2 else None
+        weight = ["dcg", "rbp:0.7", "avgrank"][seed % 3]
+
+        oracle, compiled = both(monkeypatch, risk_gradient, scores, offsets, click_query, click_doc, propensity,
+                                weight, candidate=candidate, with_curvature=True, example_weight=cost)
+        magnitude = risk(scores, offsets, click_query, click_doc, None, weight, candidate=candidate,
+                         example_weight=np.abs(cost) if signed else 1 / propensity)
+        assert_agree(compiled[0], oracle[0], scale=abs(magnitude))
+        assert_agree(compiled[1], oracle[1])
+        assert_agree(compiled[2], oracle[2])
+        assert np.all(compiled[2] >= np.abs(compiled[1]) - TOLERANCE * np.abs(compiled[2]).max(initial=0.0))
+        bounds = both(monkeypatch, hinge_rank_bound, scores, offsets, click_query, click_doc, candidate=candidate)
+        assert_agree(bounds[1], bounds[0])
+
+
+def test_kernels_without_examples_or_with_only_empty_candidate_sets(monkeypatch):
+    scores, offsets = np.array([0.5, -1.0, 2.0]), np.array([0, 0, 3, 3])
+    none = np.zeros(0, dtype=np.int64)
+    oracle, compiled = both(monkeypatch, risk_gradient, scores, offsets, none, none, np.ones(0), "dcg", n=1,
+                            with_curvature=True)
+    assert compiled[0] == oracle[0] == 0.0 and not compiled[1].any() and not compiled[2].any()
+    # the clicked document is no candidate and neither is any other: bound 1, no pair
+    click = np.array([1]), np.array([1])
+    oracle, compiled = both(monkeypatch, risk_gradient, scores, offsets, *click, np.ones(1), "dcg",
+                            candidate=np.zeros(3, dtype=bool), with_curvature=True)
+    assert compiled[0] == pytest.approx(oracle[0], rel=TOLERANCE) and not compiled[1].any()
+
+
+def test_no_numba_switch_keeps_the_kernels_out(monkeypatch):
+    def refuse(*_):
+        raise AssertionError("the compiled kernels ran although CLTR_NO_NUMBA=1")
+
+    monkeypatch.setattr(kernels, "hinges", refuse)
+    monkeypatch.setenv("CLTR_NO_NUMBA", "1")
+    scores, offsets, click_query, click_doc = problem(np.random.default_rng(0))
+    risk_gradient(scores, offsets, click_query, click_doc, np.ones(len(click_doc)), "dcg")
+    monkeypatch.setenv("CLTR_NO_NUMBA", "0")
+    with pytest.raises(AssertionError, match="compiled kernels ran"):
+        risk_gradient(scores, offsets, click_query, click_doc, np.ones(len(click_doc)), "dcg")
+
+
+def test_importing_the_objectives_does_not_import_numba():
+    code = "import sys, cltr.core.objectives, cltr.core.mlp; assert 'numba' not in sys.modules, 'numba imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_whole_tree_propdcg_fit_gives_the_same_scores_either_way(monkeypatch, toy_queries, toy_log):
+    queries = toy_queries([12] * 6, n_features=3, seed=2)
+    rng = np.random.default_rng(3)
+    query = np.repeat(np.arange(6), 5)
+    doc = queries.offsets[query] + rng.integers(0, 12, size=len(query))
+    log = toy_log(query, doc, propensity=rng.uniform(0.1, 1.0, size=len(query)), n_queries=6)
+    data = TrainingData(Dataset("toy", queries, queries, queries, relevant_from=1), log, log, seed=0)
+    options = {"learning_rate": 0.3, "num_leaves": 4, "n_estimators": 15}
+    oracle, compiled = both(monkeypatch, lambda: train("tree-propdcg", data, options)[0].scores(queries.X))
+    assert np.ptp(oracle) > 0
+    np.testing.assert_allclose(compiled, oracle, rtol=0, atol=1e-10)
