@@ -1408,7 +1408,7 @@ def figures_command(session: Session, name, dataset, reps, n_jobs, backend, sche
     from cltr.pipeline.experiments import SPEC_DIR, load_spec, run_experiment, spec_names
     import pandas as pd
 
-    from cltr.pipeline.report import check_out_directory, stated_rows, table_rows, write_outputs
+    from cltr.pipeline.report import check_out_directory, stated_rows, table_rows, training_data, write_outputs
 
     directory = specs or SPEC_DIR
     n_jobs = n_jobs or os.cpu_count() or 1
@@ -1423,7 +1423,9 @@ def figures_command(session: Session, name, dataset, reps, n_jobs, backend, sche
             spec = loaded.resolved(dataset=fold_name, reps=reps, quick=quick, select=select)
             _ensure_dataset(session, spec)
             records[fold_name] = dataset_record(session.workspace, fold_name)
-            click.echo(f"{spec.name} ({spec.artifact}) on {spec.dataset!r}: {spec.reps} repetition(s)")
+            train = training_data([fold_name], records)
+            click.echo(f"{spec.name} ({spec.artifact}) on {spec.dataset!r}{f' ({train})' if train else ''}: "
+                       f"{spec.reps} repetition(s){'; QUICK RUN (--quick): the reduced spec' if spec.quick else ''}")
             check_out_directory(out)  # now, not after the computing
             start = time.perf_counter()
             with Progress(spec.name, unit="step") as bar:

@@ -62,7 +62,7 @@ import sys
 import threading
 import time
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -140,6 +140,7 @@ class Spec:
     stated: tuple[dict, ...] = ()
     compare_to: tuple[str, ...] = ()
     select: str = "repetition"
+    quick: bool = False  # resolved with --quick: its outputs say so and take their own names
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
     def resolved(self, *, dataset: str | None = None, reps: int | None = None, quick: bool = False,
@@ -166,7 +167,8 @@ class Spec:
             raw["reps"] = reps
         if select is not None:
             raw["select"] = select
-        return _spec_from_dict(raw, where=f"spec {self.name!r}")
+        spec = _spec_from_dict(raw, where=f"spec {self.name!r}")
+        return replace(spec, quick=True) if quick else spec
 
 
 def _merge(base: dict, overrides: dict) -> dict:

@@ -39,12 +39,16 @@ from cltr.pipeline.workspace import atomic_write
 
 __all__ = ["summarise", "significance", "claims", "check", "stated_rows", "header_note", "click_settings",
            "dataset_label", "markdown_table", "latex_table", "table_rows", "plot", "write_outputs",
-           "check_out_directory", "METRIC_LABELS", "LEVEL", "ALPHA"]
+           "check_out_directory", "output_name", "training_data", "METRIC_LABELS", "LEVEL", "ALPHA", "MIN_RUNS"]
 
 METRIC_LABELS = {"avg_dcg": "Avg DCG", "avg_rank": "Avg Rank", "ndcg@10": "nDCG@10",
                  "ndcg@10_relevant_queries": "nDCG@10 relevant queries"}
 LEVEL = 0.95        # of every bootstrap interval
 ALPHA = 0.05        # a Holm-adjusted p below it is "significant"
+# Fewest (paired) runs with which a p-value or an interval is printed: with two, a paired t
+# has one degree of freedom and a percentile bootstrap of the mean is the two runs' range;
+# below it they read "n/a (k runs)" and figures draw no band.
+MIN_RUNS = 3
 RESAMPLES = 2000
 _X_LABELS = {"passes": "passes over the training queries", "train_clicks": "training clicks", "eta": "eta",
              "eps_neg": "eps- (click probability of an observed irrelevant document)",
@@ -95,14 +99,42 @@ def _higher_is_better(metric: str) -> bool:
 
 
 def dataset_label(frame: pd.DataFrame, spec: Spec, records: dict | None = None) -> str:
-    """``letor (Fold 1)``, or ``letor, folds 1, 2, 3, 4, 5`` for the rows of several folds."""
+    """``letor (Fold 1)``, or ``letor, folds 1, 2, 3, 4, 5`` for the rows of several folds,
+    with the training data actually used where the record says (``training_data``)."""
     names, records = _datasets(frame, spec), records or {}
     folds = [records.get(name, {}).get("meta", {}).get("fold") for name in names]
+    train = training_data(names, records)
     if len(names) == 1:
-        return f"{names[0]} (Fold {folds[0]})" if folds[0] is not None else names[0]
+        within = [f"Fold {folds[0]}"] * (folds[0] is not None) + [train] * bool(train)
+        return f"{names[0]} ({'; '.join(within)})" if within else names[0]
+    after = f"; {train}" if train else ""
     if all(f is not None for f in folds):
-        return f"{spec.dataset}, folds {', '.join(str(f) for f in folds)}"
-    return ", ".join(names)
+        return f"{spec.dataset}, folds {', '.join(str(f) for f in folds)}{after}"
+    return ", ".join(names) + after
+
+
+def training_data(names: list[str], records: dict | None) -> str | None:
+    """What the training split of LETOR datasets is made of, from their records' ``mq2007``:
+    "train: MQ2008 Fold 1 only (MQ2007 absent)" or "train: MQ2007 + MQ2008 Fold 1" (the
+    paper's); None for datasets that do not say (synthetic, Yahoo, SVMlight)."""
+    metas = [(records or {}).get(name, {}).get("meta", {}) for name in names]
+    if not metas or any("mq2007" not in meta for meta in metas):
+        return None
+    folds = [meta.get("fold") for meta in metas]
+    fold = f" Fold {folds[0]}" if len(folds) == 1 and folds[0] is not None else ""
+    with_mq2007 = {bool(meta["mq2007"]) for meta in metas}
+    if with_mq2007 == {False}:
+        return f"train: MQ2008{fold} only (MQ2007 absent)"
+    if with_mq2007 == {True}:
+        return f"train: MQ2007 + MQ2008{fold}"
+    listed = ", ".join(f"{name} {'with' if meta['mq2007'] else 'without'} MQ2007" for name, meta in zip(names, metas))
+    return f"train: MQ2008, with MQ2007 for some folds only ({listed})"
+
+
+def output_name(spec: Spec) -> str:
+    """The stem of a run's files: NAME, or NAME-quick for a ``--quick`` run, so that a quick
+    run never overwrites (or passes for) the full one."""
+    return f"{spec.name}-quick" if spec.quick else spec.name
 
 
 def convention(frame: pd.DataFrame, spec: Spec, records: dict | None = None) -> str:
@@ -180,10 +212,14 @@ def header_note(frame: pd.DataFrame, spec: Spec, records: dict | None = None) ->
     lines = [f"- Data: {dataset_label(frame, spec, records)}; clicks: {click_settings(spec, records)}; {runs}.",
              f"- Metric convention: {convention(frame, spec, records)}.",
              f"- Selection: {_selection_text(frame, spec)}."]
+    if spec.quick:
+        lines.insert(0, f"- QUICK RUN (--quick): the spec's reduced version (fewer repetitions and points), "
+                        f"written as {output_name(spec)}.*; not the full result.")
     if spec.kind in ("table", "curve"):
         lines.append(f"- Numbers: mean ± standard deviation over runs; CI: {LEVEL:.0%} percentile bootstrap "
                      f"interval of the mean over runs ({RESAMPLES} resamples, seed {spec.seed}). The figure "
-                     f"shows the mean and that interval.")
+                     f"shows the mean and that interval. Intervals and p-values need at least {MIN_RUNS} "
+                     f"(paired) runs: with fewer they read n/a.")
     return "\n".join(lines + _paper_note(spec)) + "\n"
 
 
@@ -192,7 +228,8 @@ def header_note(frame: pd.DataFrame, spec: Spec, records: dict | None = None) ->
 
 def summarise(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     """Per (point, method) over runs: mean, standard deviation, count, and for the spec's
-    metric the bootstrap interval of the mean (``{metric}_low``, ``{metric}_high``)."""
+    metric the bootstrap interval of the mean (``{metric}_low``, ``{metric}_high``; NaN with
+    fewer than ``MIN_RUNS`` runs)."""
     keys = _point_columns(spec) + ["method"]
     # results written before nDCG@10 was reported over all queries lack the relevant-queries column
     metrics = [m for m in [*METRIC_LABELS, "train_clicks", "irrelevant_click_share"] if m in frame]
@@ -204,8 +241,9 @@ def summarise(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     # pandas' mean (compensated summation) and numpy's resampled means can round equal runs
     # (the skyline's) one ulp apart: the interval is widened to hold the mean it is drawn around
     mean = summary[f"{spec.metric}_mean"].to_numpy()
-    summary[f"{spec.metric}_low"] = np.fmin([low for low, _ in intervals], mean)
-    summary[f"{spec.metric}_high"] = np.fmax([high for _, high in intervals], mean)
+    few = summary["n"].to_numpy() < MIN_RUNS  # too few runs for an interval: NaN, never drawn
+    summary[f"{spec.metric}_low"] = np.where(few, np.nan, np.fmin([low for low, _ in intervals], mean))
+    summary[f"{spec.metric}_high"] = np.where(few, np.nan, np.fmax([high for _, high in intervals], mean))
     return summary.reset_index()
 
 
@@ -235,7 +273,7 @@ def significance(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     rows = []
     for worse, better in pairs:
         a, b = by_method[worse].align(by_method[better], join="inner")
-        result = paired_tests(a.to_numpy(), b.to_numpy())
+        result = _enough_runs(paired_tests(a.to_numpy(), b.to_numpy()))
         gain = sign * result["mean_difference"]
         rows.append({"comparison": f"{_label(better)} vs {_label(worse)}",
                      "claim": f"{_label(better)} better" if claimed else "",
@@ -248,8 +286,8 @@ def significance(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
         return table
     table["Holm p (t)"] = holm(table["p (paired t)"])
     table["Holm p (Wilcoxon)"] = holm(table["p (Wilcoxon)"])
-    table["verdict"] = [_verdict(gain, p, claimed, pair) for gain, p, pair in
-                        zip(table["_gain"], table["Holm p (t)"], table["_pair"])]
+    table["verdict"] = [_verdict(gain, p, claimed, pair, runs) for gain, p, pair, runs in
+                        zip(table["_gain"], table["Holm p (t)"], table["_pair"], table["runs"])]
     columns = ["comparison", "claim", "mean difference", "wins", "runs", "p (paired t)", "Holm p (t)",
                "p (Wilcoxon)", "Holm p (Wilcoxon)", "verdict", "_pair"]
     return table[[c for c in columns if c != "claim" or claimed]]
@@ -278,12 +316,12 @@ def baseline_tests(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
             if method == best:
                 continue
             a, b = by_method[best].align(by_method[method], join="inner")
-            result = paired_tests(a.to_numpy(), b.to_numpy())
+            result = _enough_runs(paired_tests(a.to_numpy(), b.to_numpy()))
             found.append({**{c[len("point_"):]: v for c, v in zip(points, key)},
                           "comparison": f"{_label(method)} vs {_label(best)}",
                           "mean difference": result["mean_difference"],
                           "wins": f"{int(np.sum(sign * (b.to_numpy() - a.to_numpy()) > 0))}/{result['n']}",
-                          "p (paired t)": result["p_t"], "p (Wilcoxon)": result["p_wilcoxon"]})
+                          "runs": result["n"], "p (paired t)": result["p_t"], "p (Wilcoxon)": result["p_wilcoxon"]})
         if found:
             holm_t = holm([r["p (paired t)"] for r in found])
             for row, p in zip(found, holm_t):
@@ -292,9 +330,18 @@ def baseline_tests(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _verdict(gain: float, holm_p: float, claimed: bool, pair: tuple[str, str]) -> str:
+def _enough_runs(result: dict) -> dict:
+    """``paired_tests``' result, its p-values NaN (n/a) with fewer than ``MIN_RUNS`` pairs."""
+    if result["n"] < MIN_RUNS:
+        return {**result, "p_t": float("nan"), "p_wilcoxon": float("nan")}
+    return result
+
+
+def _verdict(gain: float, holm_p: float, claimed: bool, pair: tuple[str, str], runs: int = MIN_RUNS) -> str:
+    if runs < MIN_RUNS:
+        return f"untestable ({runs} runs; a test needs at least {MIN_RUNS})"
     if not np.isfinite(holm_p):
-        return "untestable (fewer than 2 runs or no difference)"
+        return "untestable (no difference)"
     worse, better = pair
     up, down = ("holds", "reversed") if claimed else (f"{_label(better)} better", f"{_label(worse)} better")
     direction = up if gain > 0 else down
@@ -312,12 +359,16 @@ def claims(frame: pd.DataFrame, spec: Spec, tests: pd.DataFrame | None = None) -
     texts = {}
     for worse, better in zip(present, present[1:]):
         row = by_pair[(worse, better)]
+        runs = int(row["runs"])
         texts[better] = (f"beats {_label(worse)}: {row['verdict']} ({row['mean difference']:+.4f}, {row['wins']} runs; "
-                         f"Holm p: t {_p(row['Holm p (t)'])}, Wilcoxon {_p(row['Holm p (Wilcoxon)'])})")
+                         f"Holm p: t {_p(row['Holm p (t)'], runs)}, Wilcoxon {_p(row['Holm p (Wilcoxon)'], runs)})")
     return texts
 
 
-def _p(value: float) -> str:
+def _p(value: float, runs: int | None = None) -> str:
+    """A p-value as printed: "n/a (2 runs)" where too few runs make it meaningless."""
+    if runs is not None and runs < MIN_RUNS:
+        return f"n/a ({runs} runs)"
     return "n/a" if not np.isfinite(value) else f"{value:.2g}"
 
 
@@ -411,7 +462,8 @@ def _table_rows(frame: pd.DataFrame, spec: Spec) -> list[dict]:
         row = summary.loc[method]
         entry = {"method": _label(method), label: _mean_std(row[spec.metric + "_mean"], row[spec.metric + "_std"],
                                                                row["n"]),
-                 f"{LEVEL:.0%} CI": f"[{row[spec.metric + '_low']:.4f}, {row[spec.metric + '_high']:.4f}]"}
+                 f"{LEVEL:.0%} CI": f"[{row[spec.metric + '_low']:.4f}, {row[spec.metric + '_high']:.4f}]"
+                 if row["n"] >= MIN_RUNS else f"n/a ({int(row['n'])} runs)"}
         if paper:
             value = paper.get(method)
             entry["paper"] = f"{value[0]:.4f} ± {value[1]:.0e}" if value else ""
@@ -568,9 +620,10 @@ def _title(frame: pd.DataFrame, spec: Spec, records: dict | None, what: str, bar
     reps = frame["repetition"].nunique() if "repetition" in frame.columns else spec.reps
     runs = _runs(frame)
     count = f"{reps} repetition(s)" + (f" x {runs // max(reps, 1)} datasets = {runs} runs" if runs != reps else "")
-    if runs < 2 and over_runs:
-        bars += " (one run: no interval to show)"
-    lines = [f"{spec.artifact or spec.name}: {what} on {dataset_label(frame, spec, records)}",
+    if runs < MIN_RUNS and over_runs:
+        bars += f" ({runs} run{'s' if runs != 1 else ''}: too few for an interval, none drawn)"
+    quick = "QUICK RUN (--quick, reduced): " if spec.quick else ""
+    lines = [f"{quick}{spec.artifact or spec.name}: {what} on {dataset_label(frame, spec, records)}",
              f"{click_settings(spec, records)}; {count}", bars]
     # long settings (a click model with many parameters) wrap instead of running off the figure
     return "\n".join(textwrap.fill(line, _TITLE_WIDTH, break_on_hyphens=False) for line in lines)
@@ -609,7 +662,8 @@ def _plot_table(frame: pd.DataFrame, spec: Spec, plt, records):
         mean, low, high = row[metric + "_mean"], row[metric + "_low"], row[metric + "_high"]
         reference = method in ("production", "skyline")
         legend = "references (production, skyline)" if reference else f"ours: mean, {LEVEL:.0%} bootstrap CI"
-        axes.errorbar([i - 0.12], [mean], yerr=[[mean - low], [high - mean]], fmt="o", capsize=4, zorder=3,
+        bars = [[mean - low], [high - mean]] if np.isfinite(low) and np.isfinite(high) else None
+        axes.errorbar([i - 0.12], [mean], yerr=bars, fmt="o", capsize=4, zorder=3,
                       color="0.35" if reference else "tab:blue",
                       label=legend if legend not in axes.get_legend_handles_labels()[1] else None)
         if method in paper:
@@ -747,7 +801,8 @@ def _plot_ccp(frame: pd.DataFrame, spec: Spec, plt, records):
 
 def _tests_rows(tests: pd.DataFrame) -> list[dict]:
     shown = tests.drop(columns="_pair")
-    return [{k: (f"{v:+.4f}" if k == "mean difference" else f"{v:.2g}" if isinstance(v, float) else v)
+    return [{k: (f"{v:+.4f}" if k == "mean difference" else _p(v, int(row["runs"])) if k.startswith(("p ", "Holm"))
+                 else f"{v:.2g}" if isinstance(v, float) else v)
              for k, v in row.items()} for row in shown.to_dict("records")]
 
 
@@ -791,13 +846,14 @@ def write_outputs(frame: pd.DataFrame, spec: Spec, out: Path, *, records: dict |
     default passes and folds in the header note and titles).
     """
     out = Path(out)
-    paths = {suffix: out / f"{spec.name}.{suffix}" for suffix in ("csv", "md", "tex", "png", "pdf")}
+    paths = {suffix: out / f"{output_name(spec)}.{suffix}" for suffix in ("csv", "md", "tex", "png", "pdf")}
     with atomic_write(paths["csv"], "w") as stream:
         frame.to_csv(stream, index=False, float_format="%.10g", lineterminator="\n")
     rows = table_rows(frame, spec)
-    caption = f"{spec.artifact or spec.name}: {spec.description}".strip().rstrip(":")
+    quick = " (QUICK RUN, --quick)" if spec.quick else ""
+    caption = f"{spec.artifact or spec.name}{quick}: {spec.description}".strip().rstrip(":")
     note = header_note(frame, spec, records)
-    text = f"# {spec.name}: {spec.artifact}\n\n{spec.description}\n\n{note}\n"
+    text = f"# {spec.name}: {spec.artifact}{quick}\n\n{spec.description}\n\n{note}\n"
     stated = stated_rows(frame, spec)
     if stated:
         text += "Numbers the paper states in its text, beside ours:\n\n" + markdown_table(stated) + "\n"
@@ -812,8 +868,8 @@ def write_outputs(frame: pd.DataFrame, spec: Spec, out: Path, *, records: dict |
             tex += latex_table(shown, f"{spec.name}: {heading}")
     baselines = baseline_tests(frame, spec)
     if not baselines.empty:
-        shown = [{k: (_p(v) if k.startswith(("p ", "Holm")) else f"{v:+.4f}" if k == "mean difference" else v)
-                  for k, v in row.items()} for row in baselines.to_dict("records")]
+        shown = [{k: (_p(v, int(row["runs"])) if k.startswith(("p ", "Holm")) else f"{v:+.4f}" if k == "mean difference"
+                      else v) for k, v in row.items()} for row in baselines.to_dict("records")]
         heading = (f"Every method against the best of {', '.join(_label(m) for m in spec.compare_to)} at each "
                    f"point (paired over runs; Holm over each point's comparisons):")
         text += f"\n{heading}\n\n" + markdown_table(shown)

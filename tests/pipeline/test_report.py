@@ -20,10 +20,18 @@ def test_plotted_data_match_the_csv(tiny_specs, tmp_path, run_tiny):
         assert np.allclose(data[label]["mean"], rows["avg_dcg"].mean().to_numpy())
         assert np.allclose(data[label]["x"], rows["train_clicks"].mean().to_numpy())
         assert np.allclose(data[label]["std"], rows["avg_dcg"].std(ddof=1).to_numpy())
-        # the band is the seeded bootstrap interval of each point's mean
+        # two runs are too few for an interval: no band is drawn (issue 21)
+        assert np.isnan(data[label]["low"]).all() and np.isnan(data[label]["high"]).all()
+    # with a third repetition the band is the seeded bootstrap interval of each point's mean
+    third = frame[frame["repetition"] == frame["repetition"].min()].assign(
+        repetition=frame["repetition"].max() + 1, avg_dcg=lambda rows: rows["avg_dcg"] - 0.01)
+    three = pd.concat([frame, third], ignore_index=True)
+    _, banded = plot(three, spec)
+    for method, label in (("svm-rank", "SVM Rank"), ("svm-proprank", "SVM PropRank")):
+        rows = three[three["method"] == method].groupby("point_passes")
         expected = [bootstrap_interval(group, seed=spec.seed) for _, group in rows["avg_dcg"]]
-        assert np.allclose(data[label]["low"], [low for low, _ in expected])
-        assert np.allclose(data[label]["high"], [high for _, high in expected])
+        assert np.allclose(banded[label]["low"], [low for low, _ in expected])
+        assert np.allclose(banded[label]["high"], [high for _, high in expected])
     assert data["Production ranker"]["mean"][0] == pytest.approx(frame[frame["method"] == "production"]["avg_dcg"].mean())
     for suffix in ("png", "pdf", "md", "tex"):
         assert (tmp_path / "results" / f"tiny.{suffix}").stat().st_size > 0
@@ -203,3 +211,61 @@ def test_every_method_is_tested_against_the_best_library_baseline_at_each_point(
     # Holm over each point's two comparisons: the larger adjusted p is at least the raw one
     assert (one["Holm p (t)"] >= one["p (paired t)"] - 1e-15).all()
     assert baseline_tests(pd.DataFrame(rows), Spec(name="r", kind="curve", x="eta")).empty
+
+
+# -- runs label themselves (issue 21) --------------------------------------------------------
+
+
+def test_p_values_and_intervals_need_three_paired_runs():
+    from cltr.pipeline.report import MIN_RUNS, table_rows
+
+    assert MIN_RUNS == 3
+    spec = _toy_spec(claimed_order=("a-rank", "b-rank", "c-rank"))
+    two = _toy_frame({"a-rank": 0.0, "b-rank": 0.01, "c-rank": 0.02}, runs=2)
+    tests = significance(two, spec)
+    assert tests["p (paired t)"].isna().all() and tests["Holm p (Wilcoxon)"].isna().all()
+    assert set(tests["verdict"]) == {"untestable (2 runs; a test needs at least 3)"}
+    rows = table_rows(two, spec)
+    assert {row["95% CI"] for row in rows} == {"n/a (2 runs)"}
+    assert "Holm p: t n/a (2 runs), Wilcoxon n/a (2 runs)" in claims(two, spec)["b-rank"]
+    three = _toy_frame({"a-rank": 0.0, "b-rank": 0.01, "c-rank": 0.02}, runs=3)
+    assert significance(three, spec)["p (paired t)"].notna().all()
+    assert all(row["95% CI"].startswith("[") for row in table_rows(three, spec))
+
+
+def test_quick_runs_write_their_own_files_and_say_quick(tmp_path, tiny_specs):
+    from cltr.pipeline.report import output_name, write_outputs
+
+    spec = load_spec("tiny", tiny_specs).resolved(quick=True)
+    assert spec.quick and not load_spec("tiny", tiny_specs).resolved().quick
+    assert output_name(spec) == "tiny-quick"
+    frame = _toy_frame({"svm-rank": 0.0, "svm-proprank": 0.01}, runs=2).assign(point_passes=2)
+    out = tmp_path / "results"
+    paths = write_outputs(frame, spec, out)
+    assert sorted(p.name for p in out.iterdir()) == [f"tiny-quick.{s}" for s in ("csv", "md", "pdf", "png", "tex")]
+    assert set(paths.values()) == set(out.iterdir())
+    text = (out / "tiny-quick.md").read_text()
+    assert "(QUICK RUN, --quick)" in text.splitlines()[0] and "- QUICK RUN (--quick): the spec's reduced version" in text
+    assert "QUICK RUN" in (out / "tiny-quick.tex").read_text()
+    figure, _ = plot(frame, spec)
+    assert figure.axes[0].get_title().startswith("QUICK RUN (--quick, reduced): ")
+    assert "2 runs: too few for an interval, none drawn" in figure.axes[0].get_title().replace("\n", " ")
+
+
+def test_table_outputs_name_the_training_data_actually_used(tmp_path):
+    from cltr.pipeline.report import dataset_label, header_note, training_data
+
+    spec = _toy_spec(claimed_order=("a-rank", "b-rank"))
+    frame = _toy_frame({"a-rank": 0.0, "b-rank": 0.01}, runs=3)
+    alone = {"letor": {"relevant_from": 2, "meta": {"fold": 1, "mq2007": False}}}
+    both = {"letor": {"relevant_from": 2, "meta": {"fold": 1, "mq2007": True}}}
+    assert training_data(["letor"], alone) == "train: MQ2008 Fold 1 only (MQ2007 absent)"
+    assert training_data(["letor"], both) == "train: MQ2007 + MQ2008 Fold 1"
+    assert training_data(["synthetic"], {"synthetic": {"meta": {"generator": "x"}}}) is None
+    assert dataset_label(frame, spec, alone) == "letor (Fold 1; train: MQ2008 Fold 1 only (MQ2007 absent))"
+    assert "- Data: letor (Fold 1; train: MQ2008 Fold 1 only (MQ2007 absent));" in header_note(frame, spec, alone)
+    figure, _ = plot(frame, spec, records=alone)
+    assert "train: MQ2008 Fold 1 only (MQ2007 absent)" in figure.axes[0].get_title().replace("\n", " ")
+    folds = _toy_frame({"a-rank": 0.0, "b-rank": 0.01}, runs=3, datasets=("letor", "letor-fold2"))
+    records = {"letor": alone["letor"], "letor-fold2": {"relevant_from": 2, "meta": {"fold": 2, "mq2007": False}}}
+    assert dataset_label(folds, spec, records) == "letor, folds 1, 2; train: MQ2008 only (MQ2007 absent)"
