@@ -37,12 +37,18 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from cltr.core.clicks import ClickLog, Impressions, aggregate_impressions
 from cltr.core.queries import Queries
+from cltr.lazy import lazy_import
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_import("pandas")  # imported on first use: `cltr --help` needs no pandas
 
 __all__ = ["LoggedRows", "read_click_log", "write_click_log", "simulated_rows", "REQUIRED", "OPTIONAL"]
 

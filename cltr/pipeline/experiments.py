@@ -64,18 +64,23 @@ import time
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 import numpy as np
-import pandas as pd
 
 from cltr import clickmodels, methods
 from cltr.core.queries import Dataset, default_passes
 from cltr.core.selection import parse_clip
+from cltr.lazy import lazy_import
 from cltr.pipeline import corrections
 from cltr.pipeline.stages import (ESTIMATORS, click_logs, clicks_stage, evaluation_stage, logging_rankers,
                                   model_stage, production_stage, production_test_metrics, propensity_stage)
 from cltr.pipeline.workspace import Workspace, check_name, config_key
+
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy_import("pandas")  # imported on first use: `cltr --help` needs no pandas
 
 __all__ = ["Spec", "Task", "ExperimentProgress", "SPEC_DIR", "find_spec_dir", "load_spec", "spec_names", "plan",
            "task_steps", "run_task", "run_experiment",
