@@ -1068,12 +1068,6 @@ def evaluate_command(session: Session, dataset, model_key, production, run_file,
     _echo_convention(session, dataset)
 
 
-def _test_row(metrics: dict) -> dict:
-    """The test metrics of ``evaluate`` under the names the tables print."""
-    return {"test Avg DCG": metrics["avg_dcg"], "test Avg Rank": metrics["avg_rank"],
-            "test nDCG@10": metrics["ndcg@10"], "test nDCG@10 relevant queries": metrics["ndcg@10_relevant_queries"]}
-
-
 def _evaluate_run(session: Session, dataset_name: str, run_file: Path, split: str, seed: int) -> None:
     """``cltr evaluate --run``: an outside model's scores with cltr's metrics and tie-breaks."""
     from cltr.core.ranking import evaluate
@@ -1095,6 +1089,12 @@ def _evaluate_run(session: Session, dataset_name: str, run_file: Path, split: st
               "ndcg@10_relevant_queries": "nDCG@10 relevant queries"}
     echo_table([{f"{split} {label}": metrics[key] for key, label in labels.items() if key in metrics}])
     _echo_convention(session, dataset_name)
+
+
+def _test_row(metrics: dict) -> dict:
+    """The test metrics of ``evaluate`` under the names the tables print."""
+    return {"test Avg DCG": metrics["avg_dcg"], "test Avg Rank": metrics["avg_rank"],
+            "test nDCG@10": metrics["ndcg@10"], "test nDCG@10 relevant queries": metrics["ndcg@10_relevant_queries"]}
 
 
 def _echo_convention(session: Session, dataset_name: str) -> None:
@@ -1402,6 +1402,8 @@ def figures_command(session: Session, name, dataset, reps, n_jobs, backend, sche
     trust           beyond the paper: trust bias (IPS, Bayes-IPS, affine)
     cascade         beyond the paper: cascade clicks (DCM)
     topk            beyond the paper: top-k display, policy-aware propensities
+    robustness      beyond the paper: every method on easy and hard logs, with the tree
+                    libraries' own debiasing
     smoke           a tiny version of everything (CI)
     Every (point, repetition) is a cached task: an interrupted run resumes where it stopped.
     """
