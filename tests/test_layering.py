@@ -86,7 +86,7 @@ def violations(root: Path) -> list[str]:
         relative = path.relative_to(root.parent).as_posix()
         here = module_name(path, root)
 
-        def bad(line, module, rule):
+        def bad(line, module, rule, relative=relative):
             found.append(f"{relative}:{line}: imports {module} ({rule})")
 
         for line, module in imports_of(path, root):

@@ -7,6 +7,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from cltr.lazy import lazy_import
 
 HEAVY = ("pandas", "pyarrow", "matplotlib", "lightgbm", "sklearn", "scipy.stats", "dask", "xgboost", "joblib")
@@ -34,9 +36,6 @@ def test_a_lazy_module_is_imported_at_its_first_attribute(tmp_path, monkeypatch)
 
 def test_a_missing_library_is_an_import_error_at_first_use():
     missing = lazy_import("cltr_no_such_library")
-    try:
-        missing.anything
-    except ModuleNotFoundError as error:
-        assert error.name == "cltr_no_such_library"
-    else:
-        raise AssertionError("a missing library imported")
+    with pytest.raises(ModuleNotFoundError) as raised:
+        _ = missing.anything
+    assert raised.value.name == "cltr_no_such_library"

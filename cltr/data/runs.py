@@ -29,7 +29,8 @@ def document_names(queries: Queries) -> np.ndarray:
     sizes = np.diff(offsets)
     doc_query = np.repeat(np.arange(queries.n_queries), sizes)
     local = np.arange(queries.n_docs) - offsets[doc_query]
-    names = np.array([f"q{qid}-d{i}" for qid, i in zip(np.asarray(queries.qid)[doc_query], local)], dtype=object)
+    names = np.array([f"q{qid}-d{i}" for qid, i in zip(np.asarray(queries.qid)[doc_query], local, strict=True)],
+                     dtype=object)
     docid = getattr(queries, "docid", None)
     if docid is not None:
         known = np.array([d is not None for d in docid], dtype=bool)

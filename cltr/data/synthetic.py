@@ -108,8 +108,9 @@ def make_synthetic(
     Shaped like the paper's LETOR training set (1,484 training queries of MQ2007's order
     of documents, 46 features), with MQ2008's label shares: a variable number of
     candidates per query (log-normal, from ``docs[0]``, median about 2.3 times it, capped
-    at ``docs[1]``: mean about 41 for the default ``(12, 150)``, 19 for ``(5, 120)``), features min-max normalized per query (each non-constant column
-    of a query spans exactly [0, 1], a constant one is 0), labels 0..2 with about
+    at ``docs[1]``: mean about 41 for the default ``(12, 150)``, 19 for ``(5, 120)``),
+    features min-max normalized per query (each non-constant column of a query spans
+    exactly [0, 1], a constant one is 0), labels 0..2 with about
     ``relevant_share`` of documents at 1 or 2 and a third of those at 2, and some queries
     with no relevant document. A document's latent relevance is
 
@@ -187,7 +188,7 @@ def make_synthetic(
                          offsets=offsets)
     bounds = np.cumsum([0] + _split_sizes(n_queries, fractions))
     splits = {}
-    for name, start, stop in zip(("train", "vali", "test"), bounds[:-1], bounds[1:]):
+    for name, start, stop in zip(("train", "vali", "test"), bounds[:-1], bounds[1:], strict=True):
         part = everything.subset(np.arange(start, stop))
         if not part.relevant(relevant_from).any():
             # the production ranker and every metric need a relevant document per split

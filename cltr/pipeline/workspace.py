@@ -38,14 +38,16 @@ import platform
 import re
 import time
 import zipfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO
 
 import numpy as np
 
 from cltr import __version__
+
 # atomic_write, file_sha256, jsonable and remove_stale_temporaries live in data/files.py (data
 # is the floor below the pipeline) and are re-exported here for the modules that import them
 # from the workspace

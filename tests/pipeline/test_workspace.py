@@ -157,8 +157,10 @@ def test_temporary_files_of_dead_writers_are_removed_by_the_next_write(tmp_path)
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    names = {"dead": f".x.npz.{dead.pid}@{_HOST}.0a1b2c3d.tmp", "alive": f".y.npz.{os.getpid()}@{_HOST}.0a1b2c3d.tmp",
-             "other host": ".z.npz.1@another-host.0a1b2c3d.tmp", "old, other host": ".w.npz.1@another-host.4e5f6a7b.tmp",
+    names = {"dead": f".x.npz.{dead.pid}@{_HOST}.0a1b2c3d.tmp",
+             "alive": f".y.npz.{os.getpid()}@{_HOST}.0a1b2c3d.tmp",
+             "other host": ".z.npz.1@another-host.0a1b2c3d.tmp",
+             "old, other host": ".w.npz.1@another-host.4e5f6a7b.tmp",
              "old, not cltr's": ".notes.tmp"}
     for name in names.values():
         (tmp_path / name).write_bytes(b"half")
