@@ -420,6 +420,8 @@ def displayed_rows(clicks: Artifact, split: str, dataset: Dataset, *, passes: in
         told = columns.get("propensity", np.full(len(doc), np.nan))
         session, rank, click, ranker = columns["session"], columns["rank"], columns["click"], columns["ranker"]
     else:
+        if clicked_only(clicks, split):
+            raise ValueError(f"the {split} log {clicks.key} cannot give every displayed document: {CLICKED_ONLY}")
         rows = _imported_rows(arrays, split)
         keep = slice(None)
         if passes is not None:
