@@ -101,7 +101,7 @@ def test_get_params_and_set_params_round_trip():
     model = api.PropDCG(C=0.1)
     params = model.get_params()
     assert set(params) == {f.name for f in PropDCGOptions.option_fields()}
-    assert params["C"] == 0.1 and params["metric"] == "dcg" and params["init"] == "zero"
+    assert params["C"] == 0.1 and params["metric"] == "dcg" and params["init"] == "auto"
     assert api.PropDCG(**params).get_params() == params
     assert repr(model) == "PropDCG(C=0.1)"
     assert model.set_params(C=2.0, metric="rbp:0.8") is model
