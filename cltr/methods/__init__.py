@@ -95,7 +95,9 @@ class TrainingData:
 
     ``train_log_at``, where given, is the training log clipped at TAU as its source makes
     it (a correction that clips itself recomputes it); ``clipped`` uses it, else
-    ``ClickLog.clipped``. The validation log is never clipped.
+    ``ClickLog.clipped``. The validation log is clipped only at its own TAU_v
+    (``cltr.core.selection.validation_clip``, from the validation clicks alone), never at the
+    training TAU.
     """
 
     dataset: Dataset
@@ -193,7 +195,8 @@ def train(name: str, data: TrainingData, options: dict | Options | None = None, 
         sample size is at least ``ESS_FRACTION`` of the examples (the paper's logs: one
         training); else the method is trained once unclipped and once per TAU of
         ``clip_grid`` and the model with the best validation estimate is kept. The
-        validation log is never clipped, so the estimate compares the clippings alike.
+        validation log is clipped only at its own TAU_v, never at the training TAU, so the
+        estimate compares the clippings alike.
         Methods that read no weights (``Method.weighted``) ignore it.
 
     Returns

@@ -26,7 +26,7 @@ from cltr.core.queries import Dataset, Queries
 from cltr.core.ranking import evaluate, rank_documents, validation_estimate
 from cltr.core.scorers import LinearScorer
 from cltr.core.seeds import stream
-from cltr.core.selection import parse_clip
+from cltr.core.selection import parse_clip, validation_clip
 from cltr.core.svm import solver_info, train_ranking_svm
 from cltr.methods import TrainingData
 from cltr.options import Options
@@ -328,7 +328,8 @@ def _presentation(top_k, logging_temperature) -> tuple[int | None, float | None]
 
 def click_logs(clicks: Artifact, *, passes: int | None = None, eta_model: float | None = None,
                propensity: Artifact | None = None, clip: float | None = None,
-               correction: str | None = None, dataset: Dataset | None = None) -> tuple[ClickLog, ClickLog]:
+               correction: str | None = None, dataset: Dataset | None = None,
+               validation_clip: float | None = None) -> tuple[ClickLog, ClickLog]:
     """The train and vali logs of a clicks artifact as a learner sees them.
 
     Parameters
@@ -340,10 +341,12 @@ def click_logs(clicks: Artifact, *, passes: int | None = None, eta_model: float 
     propensity : Artifact, optional
         A ``propensities`` artifact: its estimate per rank replaces the logged propensities.
     clip : float, optional
-        The training log's propensities below ``clip`` raised to it; the validation log is
-        never clipped, so that its estimate judges every clipping alike (a correction
-        declaring "clip" in its context is given it for the training split, None for
-        validation, and clips its own way).
+        The training log's propensities below ``clip`` raised to it (a correction declaring
+        "clip" in its context is given it and clips its own way).
+    validation_clip : float, optional
+        The validation log's clipping, chosen from the validation clicks alone
+        (``cltr.core.selection.validation_clip``), never from the training ``clip``, so that
+        its estimate judges every training clipping alike.
     correction : str, optional
         A correction of ``cltr.pipeline.corrections`` applied before clipping [default: ips].
     dataset : Dataset, optional
@@ -371,7 +374,7 @@ def click_logs(clicks: Artifact, *, passes: int | None = None, eta_model: float 
             log = log.with_propensity(position_propensity(log.rank, eta_model))
         if propensity is not None:
             log = log.with_propensity(estimate_from_arrays(propensity.arrays).at(log.rank))
-        tau = clip if split == "train" else None  # the validation criterion never depends on the clipping
+        tau = clip if split == "train" else validation_clip  # never the training clip
         context = {"queries": getattr(dataset, split, None), "estimate": propensity, "clip": tau, "dataset": dataset,
                    "displayed": rows_of}
         log = fix.apply(log, clicks, split, **{k: context[k] for k in fix.context})
@@ -607,6 +610,16 @@ def jsonable_info(info: dict) -> dict:
     return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in info.items()}
 
 
+def validation_tau(clicks: Artifact, *, passes: int | None = None, eta_model: float | None = None,
+                   propensity: Artifact | None = None) -> float | None:
+    """The validation clicks' clipping TAU_v (``cltr.core.selection.validation_clip``) from
+    their propensities as told; None where they are unknown or the log is unclipped."""
+    _, vali_log = click_logs(clicks, passes=passes, eta_model=eta_model, propensity=propensity)
+    if vali_log.weight is not None or np.isnan(vali_log.propensity).any():
+        return None
+    return validation_clip(vali_log.propensity)
+
+
 # -- models and their evaluation ----------------------------------------------------------
 
 def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artifact, method: str,
@@ -633,6 +646,9 @@ def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artif
     subset = {k: v for k, v in {"passes": passes, "eta_model": eta_model, "train_clip": clip, "correction": correction,
                                 "propensities": None if propensity is None else propensity.key}.items()
               if v is not None}
+    tau_v = validation_tau(clicks, passes=passes, eta_model=eta_model, propensity=propensity)
+    if tau_v is not None:  # a hard log's validation clicks are clipped (selection.validation_clip)
+        subset["validation_clip"] = tau_v
     config = {"clicks": clicks.key, "method": method, "options": options.to_dict(), "seed": seed, **subset}
     only = [split for split in ("train", "vali") if clicked_only(clicks, split)]
     if only:
@@ -641,7 +657,8 @@ def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artif
 
     def compute():
         told = {"passes": passes, "eta_model": eta_model, "propensity": propensity}
-        train_log, vali_log = click_logs(clicks, **told, correction=correction, dataset=dataset)
+        train_log, vali_log = click_logs(clicks, **told, correction=correction, dataset=dataset,
+                                         validation_clip=tau_v)
 
         def rows(split):
             return displayed_rows(clicks, split, dataset, **told)
@@ -659,6 +676,7 @@ def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artif
             info["train_examples"] = len(train_log)
         trained = train_log if info["clip"] is None else data.clipped(info["clip"]).train_log
         info["effective_sample_size"] = effective_sample_size(trained.cost)
+        info["validation_clip"] = tau_v
         return scorer_to_arrays(scorer), info
 
     return workspace.cached(name, "models", config, compute)
@@ -678,9 +696,10 @@ def evaluation_stage(workspace: Workspace, name: str, dataset: Dataset, model: A
         propensity = None
         if model.config.get("propensities") is not None:
             propensity = workspace.load(name, "propensities", model.config["propensities"])
-        # the validation log is never clipped (click_logs), whatever the model was trained with
+        # the validation log as the model's selection saw it, whatever the model was trained with
         _, vali_log = click_logs(clicks, passes=model.config.get("passes"), eta_model=model.config.get("eta_model"),
-                                 propensity=propensity, correction=model.config.get("correction"), dataset=dataset)
+                                 propensity=propensity, correction=model.config.get("correction"), dataset=dataset,
+                                 validation_clip=model.info.get("validation_clip"))
         info["validation_snips_avg_dcg"] = validation_estimate(scorer, dataset.vali, vali_log,
                                                                rng=stream(seed, "selection"),
                                                                dcg_base=dataset.dcg_base)

@@ -176,3 +176,39 @@ def test_guard_warnings_say_what_happened_and_what_to_do():
     assert len(strongest) == 1 and "strongest clipping" in strongest[0]
     assert guard_warnings(clip={"mode": "auto", "tau": 0.1, "grid": [0.01, 0.1, 0.3]}) == []
     assert "alike" in guard_warnings(alike=1.0)[0]
+
+
+def test_validation_clip_is_the_least_clipping_that_gives_the_estimate_a_usable_sample():
+    from cltr.core.selection import ESS_FRACTION, VALIDATION_CLIPS, ess_fraction, validation_clip
+
+    easy = 1.0 / np.arange(1, 11, dtype=float)  # eta 1 over ten ranks: fraction well above 5%
+    assert ess_fraction(1 / easy) >= ESS_FRACTION and validation_clip(easy) is None
+    # a hard log: most clicks near the top, a few with tiny propensities
+    hard = np.concatenate([np.full(990, 0.8), np.full(10, 1e-4)])
+    assert ess_fraction(1 / hard) < ESS_FRACTION
+    tau = validation_clip(hard)
+    assert tau in VALIDATION_CLIPS and ess_fraction(1 / np.maximum(hard, tau)) >= ESS_FRACTION
+    smaller = [t for t in VALIDATION_CLIPS if t < tau]
+    assert all(ess_fraction(1 / np.maximum(hard, t)) < ESS_FRACTION for t in smaller)
+    assert validation_clip(np.array([])) is None and validation_clip(np.array([np.nan, 1.0])) is None
+
+
+def test_the_validation_clip_follows_the_validation_clicks_never_the_training_clip(tmp_path, synthetic_dataset):
+    from cltr.pipeline.stages import clicks_stage, evaluation_stage, model_stage, production_stage
+    from cltr.pipeline.workspace import Workspace
+
+    space = Workspace(tmp_path)
+    produced, _ = production_stage(space, "s", synthetic_dataset, "fingerprint", seed=0)
+    hard, _ = clicks_stage(space, "s", synthetic_dataset, produced, {"eta": 2.0, "eps_neg": 0.3}, passes=10, seed=0)
+    models = [model_stage(space, "s", synthetic_dataset, hard, "svm-proprank", {"C": 1.0}, clip=clip)[0]
+              for clip in (None, 0.05)]
+    taus = {m.info["validation_clip"] for m in models}
+    assert len(taus) == 1 and taus != {None}
+    assert all(m.config["validation_clip"] == m.info["validation_clip"] for m in models)
+    # the evaluation stage reads the validation clicks as the selection did
+    for model in models:
+        evaluation, _ = evaluation_stage(space, "s", synthetic_dataset, model, hard)
+        assert evaluation.info["validation_snips_avg_dcg"] == pytest.approx(model.info["validation_snips_avg_dcg"])
+    easy, _ = clicks_stage(space, "s", synthetic_dataset, produced, {"eta": 0.5, "eps_neg": 0.1}, passes=10, seed=0)
+    model, _ = model_stage(space, "s", synthetic_dataset, easy, "svm-proprank", {"C": 1.0}, clip=None)
+    assert model.info["validation_clip"] is None and "validation_clip" not in model.config
