@@ -41,11 +41,11 @@ def parse_logs(text: str) -> list[tuple[float, float]]:
     return logs
 
 
-def run(workspace: Workspace, name: str, dataset, fingerprint: str, logs, seeds: int, method_names, out: Path):
+def run(workspace: Workspace, name: str, dataset, fingerprint: str, logs, seeds, method_names, out: Path):
     production, _ = production_stage(workspace, name, dataset, fingerprint, seed=0)
     rows = []
     for eta, eps in logs:
-        for seed in range(seeds):
+        for seed in seeds:
             clicks, _ = clicks_stage(workspace, name, dataset, production, {"eta": eta, "eps_neg": eps}, passes=100,
                                      seed=seed)
             row = {"eta": eta, "eps_neg": eps, "seed": seed, "production": production.info["test"]["avg_dcg"],
@@ -106,6 +106,8 @@ def main() -> None:
     source.add_argument("--synthetic", action="store_true")
     parser.add_argument("--fold", type=int, default=1)
     parser.add_argument("--seeds", type=int, default=6)
+    parser.add_argument("--first-seed", type=int, default=0, help="run seeds FIRST .. FIRST + SEEDS - 1 (to split a "
+                                                                    "run over processes sharing one --workdir)")
     parser.add_argument("--logs", default="1:0.1,2:0.3", help="eta:eps_neg pairs, comma-separated")
     parser.add_argument("--methods", default=None, help="comma-separated [default: every registered method]")
     parser.add_argument("--workdir", type=Path, default=Path("cltr-bench-hard-logs"))
@@ -122,7 +124,8 @@ def main() -> None:
     dataset, record = workspace.load_dataset(name)
     method_names = args.methods.split(",") if args.methods else list(registry.methods())
     logs = parse_logs(args.logs)
-    rows = run(workspace, name, dataset, record["fingerprint"], logs, args.seeds, method_names, args.out)
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    rows = run(workspace, name, dataset, record["fingerprint"], logs, seeds, method_names, args.out)
     report(rows, logs, method_names)
 
 
