@@ -45,7 +45,7 @@ def test_an_empty_training_log_is_refused(noise_free_clicks):
     empty = dataclasses.replace(empty, query=empty.query[:0], doc=empty.doc[:0], rank=empty.rank[:0],
                                 propensity=empty.propensity[:0], pass_index=empty.pass_index[:0])
     for name in ALL_METHODS:
-        with pytest.raises(ValueError, match="the training click log is empty"):
+        with pytest.raises(ValueError, match="the training click log has no clicks"):
             train(name, dataclasses.replace(data, train_log=empty), {})
 
 
