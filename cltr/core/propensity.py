@@ -28,7 +28,7 @@ bootstrap replicates. Bootstrap bands resample queries (the clusters) with repla
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 from scipy import sparse
@@ -726,22 +726,65 @@ def _logistic_newton(features: np.ndarray, positives: np.ndarray, weight: np.nda
 def _em_step(data: _EMData, theta: np.ndarray, coef: np.ndarray, eta: np.ndarray, pen: np.ndarray,
              newton_steps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One regression-EM step (E-step, then the M-steps of theta and of the relevance model)."""
+    # E-step and theta in closed form (``_posteriors``); gamma by a logistic regression of the
+    # posterior relevance.
+    new_theta, positives = _posteriors(data, theta, eta)
+    coef, eta = _logistic_newton(data.features, positives, data.unit_weight, coef, eta, pen, newton_steps)
+    return new_theta, coef, eta
+
+
+def _posteriors(data: _EMData, theta: np.ndarray, eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """E-step and the theta M-step: (new theta (K,), expected relevant impressions per unit).
+
+    An unclicked impression was examined (and irrelevant) or relevant (and not examined) with
+    the posteriors of Bayes' rule; a clicked one was both.
+    """
     k0, unit = data.cell_rank0, data.cell_unit
     n, c = data.cell_impressions, data.cell_clicks
     skips = n - c
     gamma = expit(eta)[unit]
     t = theta[k0]
     denom = 1.0 - t * gamma
-    # E-step: an unclicked impression was examined (and irrelevant) or relevant (and not
-    # examined) with these posteriors; a clicked one was both.
     examined = t * (1.0 - gamma) / denom
     relevant = gamma * (1.0 - t) / denom
-    # M-step: theta in closed form; gamma by a logistic regression of posterior relevance.
     per_rank = np.bincount(k0, weights=n, minlength=data.max_rank)
     new_theta = np.bincount(k0, weights=c + skips * examined, minlength=data.max_rank) / per_rank
     positives = np.bincount(unit, weights=c + skips * relevant, minlength=len(data.unit_weight))
-    coef, eta = _logistic_newton(data.features, positives, data.unit_weight, coef, eta, pen, newton_steps)
-    return np.clip(new_theta, 1e-12, 1.0 - 1e-12), coef, eta
+    return np.clip(new_theta, 1e-12, 1.0 - 1e-12), positives
+
+
+def _relevance_objective(eta: np.ndarray, positives: np.ndarray, weight: np.ndarray) -> float:
+    """The relevance M-step's objective, the expected complete-data log-likelihood of relevance
+    Σ_u P_u log sigma(eta_u) + (W_u - P_u) log(1 - sigma(eta_u)); concave in each eta_u."""
+    return float(np.sum(positives * eta - weight * np.logaddexp(0.0, eta)))
+
+
+def _em_tree_step(data: _EMData, theta: np.ndarray, eta: np.ndarray,
+                  fit_relevance) -> tuple[np.ndarray, np.ndarray]:
+    """One regression-EM step with a fitted relevance model (Wang et al., WSDM 2018, Sec. 4).
+
+    E-step and theta M-step as ``_em_step``; the relevance M-step refits ``fit_relevance``
+    (gradient-boosted trees from the pipeline) from scratch on the posterior relevance
+    P_u / W_u as soft labels, weighted by impressions W_u. A refit is not guaranteed to raise
+    the M-step objective (trees fit it greedily), so the new logits are taken along the
+    segment from the old ones, halving until the objective does not fall (none of it if it
+    always does): a generalised EM step, which never lowers the marginal likelihood.
+    """
+    new_theta, positives = _posteriors(data, theta, eta)
+    weight = data.unit_weight
+    label = np.clip(positives / weight, 0.0, 1.0)
+    fitted = np.asarray(fit_relevance(data.features[:, 1:], label, weight), dtype=np.float64)
+    if fitted.shape != eta.shape or not np.all(np.isfinite(fitted)):
+        raise ValueError(f"the relevance model must return finite logits of shape {eta.shape}, found "
+                         f"shape {fitted.shape}")
+    before = _relevance_objective(eta, positives, weight)
+    step = fitted - eta
+    for _ in range(12):
+        trial = eta + step
+        if _relevance_objective(trial, positives, weight) >= before:
+            return new_theta, trial
+        step = step / 2.0
+    return new_theta, eta
 
 
 def _em_loglik(data: _EMData, theta: np.ndarray, coef: np.ndarray, eta: np.ndarray, pen: np.ndarray) -> float:
@@ -792,7 +835,7 @@ def _em_newton_update(data: _EMData, theta: np.ndarray, coef: np.ndarray, eta: n
     return theta, coef, eta, False
 
 
-def _em_fit(data: _EMData, *, iterations: int, tol: float, l2: float, newton_steps: int):
+def _em_fit(data: _EMData, *, iterations: int, tol: float, l2: float, newton_steps: int, start=None):
     """Regression EM with a Newton step on the marginal likelihood after each EM step.
 
     Position and relevance are confounded to a large degree, so plain EM creeps (hundreds
@@ -805,13 +848,7 @@ def _em_fit(data: _EMData, *, iterations: int, tol: float, l2: float, newton_ste
     iterations, converged, iterations in which a Newton step was taken).
     """
     pen = _penalty(data.features.shape[1], l2)
-    n, c = data.cell_impressions, data.cell_clicks
-    k_max = data.max_rank
-    # Start: examination flat at 1/2, relevance the overall click rate over 1/2.
-    theta = np.full(k_max, 0.5)
-    rate = np.clip(c.sum() / n.sum() / 0.5, 1e-6, 1 - 1e-6)
-    coef = np.zeros(data.features.shape[1])
-    coef[0] = np.log(rate / (1.0 - rate))
+    theta, coef = _em_start(data) if start is None else (start[0].copy(), start[1].copy())
     eta = data.features @ coef
     converged, iteration, newton, newton_worked = False, 0, 0, False
     for iteration in range(1, iterations + 1):
@@ -828,6 +865,67 @@ def _em_fit(data: _EMData, *, iterations: int, tol: float, l2: float, newton_ste
             converged = True
             break
     return theta, coef, iteration, converged, newton
+
+
+def _em_start(data: _EMData) -> tuple[np.ndarray, np.ndarray]:
+    """Examination flat at 1/2, relevance the overall click rate over 1/2 (intercept only)."""
+    rate = np.clip(data.cell_clicks.sum() / data.cell_impressions.sum() / 0.5, 1e-6, 1 - 1e-6)
+    coef = np.zeros(data.features.shape[1])
+    coef[0] = np.log(rate / (1.0 - rate))
+    return np.full(data.max_rank, 0.5), coef
+
+
+def _em_fit_trees(data: _EMData, fit_relevance, *, iterations: int, tol: float, start=None):
+    """Regression EM with a fitted (tree) relevance model, accelerated along its confounded
+    directions.
+
+    Each iteration is one ``_em_tree_step`` followed by a Newton step on the marginal
+    likelihood in (log theta, a, b), the relevance logits moved to a + b eta along the
+    current model's logits eta (``_em_newton_update`` on the two columns [1, eta]), kept only
+    where it raises the likelihood. The scale of theta traded against the relevance level is
+    the direction along which EM creeps; this step takes it in one move. Returns (theta,
+    eta, iterations, converged, iterations in which a Newton step was taken).
+    """
+    if start is None:
+        theta, coef = _em_start(data)
+        eta = np.full(len(data.unit_weight), coef[0])
+    else:
+        theta, eta = start[0].copy(), start[1].copy()
+    no_penalty = np.zeros(2)
+    converged, iteration, newton = False, 0, 0
+    for iteration in range(1, iterations + 1):
+        previous = theta / theta[0]
+        theta, eta = _em_tree_step(data, theta, eta, fit_relevance)
+        along = data._replace(features=np.column_stack([np.ones(len(eta)), eta]))
+        theta, _, eta, moved = _em_newton_update(along, theta, np.array([0.0, 1.0]), eta, no_penalty)
+        newton += int(moved)
+        if np.max(np.abs(theta / theta[0] - previous)) < tol:
+            converged = True
+            break
+    return theta, eta, iteration, converged, newton
+
+
+def _em_resample(data: _EMData, query_count: np.ndarray) -> tuple[_EMData, np.ndarray]:
+    """The data of a bootstrap replicate: every query's counts times how often it was drawn
+    (``query_count`` (Q,)), undrawn queries dropped; also the kept units' indices."""
+    unit_count = query_count[data.unit_query]
+    kept_units = np.flatnonzero(unit_count > 0)
+    renumber = np.full(len(unit_count), -1, dtype=np.int64)
+    renumber[kept_units] = np.arange(len(kept_units))
+    cell_count = unit_count[data.cell_unit]
+    kept_cells = cell_count > 0
+    resampled = _EMData(
+        n_queries=data.n_queries,
+        max_rank=data.max_rank,
+        cell_unit=renumber[data.cell_unit[kept_cells]],
+        cell_rank0=data.cell_rank0[kept_cells],
+        cell_impressions=data.cell_impressions[kept_cells] * cell_count[kept_cells],
+        cell_clicks=data.cell_clicks[kept_cells] * cell_count[kept_cells],
+        unit_query=data.unit_query[kept_units],
+        unit_weight=data.unit_weight[kept_units] * unit_count[kept_units],
+        features=data.features[kept_units],
+    )
+    return resampled, kept_units
 
 
 def _em_derivatives(data: _EMData, log_theta: np.ndarray, coef: np.ndarray, pen: np.ndarray,
@@ -889,6 +987,8 @@ def em_propensities(
     tol: float = 1e-6,
     l2: float = 1.0,
     newton_steps: int = 1,
+    relevance_model: str | Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] = "logistic",
+    band: str = "refit",
     bootstrap: int = 200,
     level: float = 0.95,
     rng: np.random.Generator | np.random.SeedSequence | int,
@@ -949,6 +1049,21 @@ def em_propensities(
         log-likelihood summed over impressions, as scikit-learn's C = 1 / l2).
     newton_steps : int, default 1
         IRLS steps of the logistic regression per M-step.
+    relevance_model : "logistic" or callable, default "logistic"
+        The relevance M-step. ``"logistic"``: the ridge logistic regression above. A callable
+        ``fit(features, label, weight) -> logits`` (features (n_units, d) standardised, label
+        (n_units,) the posterior relevance in [0, 1], weight (n_units,) impressions; logits
+        (n_units,) its fitted log-odds of relevance at the same rows) is refitted from scratch
+        at every M-step, as the paper's gradient-boosted trees are (the pipeline passes
+        LightGBM, ``cltr.methods.trees.soft_label_trees``; the core imports no learner). Its
+        step is kept only as far as it raises the M-step objective (``_em_tree_step``), and a
+        Newton step along (log theta, a + b logits) follows (``_em_fit_trees``). ``l2`` and
+        ``newton_steps`` then do not apply.
+    band : {"refit", "one-step"}, default "refit"
+        ``"refit"``: each bootstrap replicate re-runs the whole EM (relevance model included)
+        on the resampled queries, warm-started at the full-data estimate, so the band holds the
+        relevance model's variance too. ``"one-step"`` (logistic only): the estimating-function
+        bootstrap of the Notes, about ``bootstrap`` times cheaper.
     bootstrap : int, default 200
         Resamples of the queries for the band; 0 gives nan bands.
     level : float, default 0.95
@@ -964,18 +1079,21 @@ def em_propensities(
         (marginal, penalised), ``documents`` ((query, document)s),
         ``impressions``, ``clicks``, ``features`` (used), ``examination`` (theta_k, not
         normalised), ``relevance_coefficients`` (intercept first, standardised features)
-        and ``bootstrap``.
+        , ``relevance_model``, ``band``, ``bootstrap`` and ``bootstrap_unconverged``
+        (refit replicates that stopped at ``iterations``).
 
     Notes
     -----
-    Re-running EM on every resample would cost ``bootstrap`` times the fit. The band uses
-    the estimating-function bootstrap instead (Hu and Kalbfleisch 2000): a replicate is
+    ``band="one-step"`` uses the estimating-function bootstrap (Hu and Kalbfleisch 2000),
+    which costs one linear solve for all replicates: a replicate is
     one Newton step from the full-data estimate on the resampled score,
     phi_b = phi_hat - H^-1 Σ_q m_bq s_q, with s_q the per-query scores and H the Hessian
     of the marginal log-likelihood in phi = (log theta, w), both at the estimate (a theta_k
     held at 1 stays there). It agrees with full re-estimation to first order; log theta
     makes the poorly identified common scale of theta (traded against the intercept)
-    cancel from p_k = theta_k / theta_1.
+    cancel from p_k = theta_k / theta_1. It reflects the sampling noise of the clicks given
+    the logistic model; it cannot hold the variance of a model refitted by a greedy learner,
+    hence ``"refit"``. Neither band covers the bias of a misspecified relevance model.
 
     Raises
     ------
@@ -994,17 +1112,49 @@ def em_propensities(
         raise ValueError(f"l2 must be >= 0, found {l2!r}")
     if isinstance(newton_steps, bool) or not isinstance(newton_steps, (int, np.integer)) or newton_steps < 1:
         raise ValueError(f"newton_steps must be an integer >= 1, found {newton_steps!r}")
+    trees = callable(relevance_model)
+    if not trees and relevance_model != "logistic":
+        raise ValueError(f"relevance_model must be 'logistic' or a callable fit(features, label, weight) -> logits, "
+                         f"found {relevance_model!r}")
+    if band not in ("refit", "one-step"):
+        raise ValueError(f"band must be 'refit' or 'one-step', found {band!r}")
+    if trees and band == "one-step":
+        raise ValueError("band='one-step' needs the logistic relevance model's finite parameters; use band='refit' "
+                         "with a fitted relevance model")
     data = _em_data(t, X, k_max)
     if data.cell_clicks.sum() <= 0:
         raise ValueError("the table has no clicks at ranks <= max_rank; propensities are not identified")
-    theta, coef, iteration, converged, newton = _em_fit(data, iterations=int(iterations), tol=float(tol),
-                                                       l2=float(l2), newton_steps=int(newton_steps))
-    log_theta = np.log(theta)
+    options = {"iterations": int(iterations), "tol": float(tol)}
+    pen = _penalty(data.features.shape[1], float(l2))
+
+    def fit(d: _EMData, start=None):
+        """(theta, coef or None, eta, iterations, converged, newton) on data ``d``."""
+        if trees:
+            theta, eta, *rest = _em_fit_trees(d, relevance_model, **options, start=start)
+            return theta, None, eta, *rest
+        theta, coef, *rest = _em_fit(d, **options, l2=float(l2), newton_steps=int(newton_steps), start=start)
+        return theta, coef, d.features @ coef, *rest
+
+    theta, coef, eta, iteration, converged, newton = fit(data)
     propensity = theta / theta[0]
-    pen = _penalty(len(coef), float(l2))
-    loglik, full_grad, hess, scores = _em_derivatives(data, log_theta, coef, pen, per_query=True)
+    loglik = _em_loglik(data, theta, np.zeros(0) if trees else coef, eta, np.zeros(0) if trees else pen)
     low, high = np.full(k_max, np.nan), np.full(k_max, np.nan)
-    if bootstrap > 0:
+    unconverged = 0
+    if bootstrap > 0 and band == "refit":
+        counts = _query_resamples(data.n_queries, int(bootstrap), rng)
+        replicates = np.full((int(bootstrap), k_max), np.nan)
+        for b in range(int(bootstrap)):
+            resampled, kept = _em_resample(data, counts[b])
+            shown = np.bincount(resampled.cell_rank0, weights=resampled.cell_impressions, minlength=k_max) > 0
+            if not shown.all() or resampled.cell_clicks.sum() <= 0:
+                continue  # a rank the resample never shows: its theta is not identified there
+            rep = fit(resampled, (theta, eta[kept] if trees else coef))
+            replicates[b] = rep[0] / rep[0][0]
+            unconverged += int(not rep[4])
+        low, high = _percentile_band(replicates, propensity, level)
+    elif bootstrap > 0:
+        log_theta = np.log(theta)
+        _, full_grad, hess, scores = _em_derivatives(data, log_theta, coef, pen, per_query=True)
         counts = _query_resamples(data.n_queries, int(bootstrap), rng)
         grad = counts @ scores
         grad[:, k_max:] -= pen * coef
@@ -1027,8 +1177,11 @@ def em_propensities(
         "clicks": float(data.cell_clicks.sum()),
         "features": int(data.features.shape[1] - 1),
         "examination": [float(v) for v in theta],
-        "relevance_coefficients": [float(v) for v in coef],
+        "relevance_model": "fitted" if trees else "logistic",
+        "relevance_coefficients": [] if trees else [float(v) for v in coef],
+        "band": band,
         "bootstrap": int(bootstrap),
+        "bootstrap_unconverged": unconverged,
     }
     return PropensityEstimate(rank=np.arange(1, k_max + 1, dtype=np.int64), propensity=propensity,
                               low=low, high=high, level=float(level), method="regression-em", info=info)

@@ -296,3 +296,41 @@ def select_trees(data, options: TreeOptions, *, name: str, X: np.ndarray, label:
             "early_stopping": {"max_rounds": options.max_rounds, "eval_every": options.eval_every,
                                "patience": options.patience, "shrinkage_budget": options.shrinkage_budget}}
     return selection.best, info
+
+
+def soft_label_trees(features: np.ndarray, label: np.ndarray, weight: np.ndarray, *, n_estimators: int = 60,
+                     learning_rate: float = 0.1, num_leaves: int = 15, min_data_in_leaf: int = 50, seed: int = 0,
+                     threads: int = 1) -> np.ndarray:
+    """Gradient-boosted trees of a soft binary label: regression EM's relevance M-step
+    (Wang et al., WSDM 2018; ``cltr.core.propensity.em_propensities(relevance_model=...)``).
+
+    Fits LightGBM's cross-entropy objective, which takes labels in [0, 1] (the posterior
+    relevance), weighted by ``weight``, from scratch, and returns the fitted log-odds at
+    the training rows. Lives here because this is the one module that imports lightgbm.
+
+    Parameters
+    ----------
+    features : ndarray, shape (n, d)
+    label : ndarray of float, shape (n,)
+        Soft labels in [0, 1].
+    weight : ndarray of float, shape (n,)
+        Non-negative row weights (a (query, document)'s impressions).
+    n_estimators, learning_rate, num_leaves, min_data_in_leaf, seed, threads
+        The boosting: fixed capacity (no early stopping: EM has no held-out clicks), the
+        same every M-step, deterministic given ``seed`` and ``threads``.
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+        The raw scores (log-odds of relevance) at ``features``.
+    """
+    import lightgbm
+
+    params = {**lightgbm_params(learning_rate=learning_rate, num_leaves=num_leaves, seed=seed, threads=threads,
+                                objective="cross_entropy"),
+              "min_data_in_leaf": int(min_data_in_leaf), "min_sum_hessian_in_leaf": 1e-6,
+              "feature_fraction_bynode": 1.0}
+    data = lightgbm.Dataset(np.asarray(features, dtype=np.float64), label=np.asarray(label, dtype=np.float64),
+                            weight=np.asarray(weight, dtype=np.float64), params={"verbosity": -1})
+    booster = lightgbm.train(params, data, num_boost_round=int(n_estimators))
+    return np.asarray(booster.predict(np.asarray(features, dtype=np.float64), raw_score=True), dtype=np.float64)

@@ -314,7 +314,7 @@ def test_band_contains_estimate_and_shrinks_with_data(estimator):
         if estimator == "harvest":
             est = harvest_propensities(**table, bootstrap=100, level=0.9, rng=rng)
         else:
-            est = em_propensities(**one_ranker(table), X=X, bootstrap=100, level=0.9, rng=rng)
+            est = em_propensities(**one_ranker(table), X=X, bootstrap=100, level=0.9, rng=rng, band="one-step")
         assert np.all(est.low <= est.propensity) and np.all(est.propensity <= est.high)
         assert est.low[0] == est.high[0] == 1.0
         assert np.all(est.high[1:] > est.low[1:])
@@ -338,7 +338,7 @@ def test_band_covers_the_truth_at_its_level(estimator):
         if estimator == "harvest":
             est = harvest_propensities(**table, bootstrap=60, level=0.9, rng=rng)
         else:
-            est = em_propensities(**one_ranker(table), X=X, bootstrap=60, level=0.9, rng=rng)
+            est = em_propensities(**one_ranker(table), X=X, bootstrap=60, level=0.9, rng=rng, band="one-step")
         covered += (est.low <= truth) & (truth <= est.high)
     assert covered[2] >= 30, covered
     assert 0.78 <= covered[1:].sum() / 360 <= 0.97, covered
