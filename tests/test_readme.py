@@ -1,8 +1,9 @@
-"""The README names only files that exist.
+"""The README and the documentation pages name only files that exist.
 
-Every path of the repository the README mentions (``cltr/...py``, ``tests/...py``,
-``bench/...py``, ``experiments/...toml``, and the like) is looked up from the repository
-root; a file moved or deleted without its README sentence fails here.
+Every path of the repository the README or a page of ``docs/`` mentions (``cltr/...py``,
+``tests/...py``, ``bench/...py``, ``experiments/...toml``, ``docs/...md``, and the like)
+is looked up from the repository root; a file moved or deleted without its sentence fails
+here.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+PAGES = sorted((ROOT / "docs").rglob("*.md"))
 
 # a repository path: one of the project's top folders, then a file with a known suffix;
 # not part of a longer path (../shared/..., ~/cltr-work/...) and not a glob
-PATH = re.compile(r"(?<![\w./~-])((?:cltr|tests|bench|experiments|\.ci)/[\w./-]*\.(?:py|toml|md|cfg|txt))\b")
+PATH = re.compile(r"(?<![\w./~-])((?:cltr|tests|bench|experiments|docs|\.ci)/[\w./-]*\.(?:py|toml|md|cfg|txt))\b")
 
 
 def named_paths(text: str) -> list[tuple[int, str]]:
@@ -27,13 +29,25 @@ def named_paths(text: str) -> list[tuple[int, str]]:
 def test_the_pattern_finds_paths_and_only_paths():
     text = ("see `cltr/core/ranking.py` and tests/core/test_ranking.py;\n"
             "run python bench/deep.py --compare, spec experiments/table2.toml\n"
-            "data in ../shared/data/letor4/MQ2008/Fold1/test.txt, workspace ~/cltr-work/x.py, cltr/ alone\n")
+            "data in ../shared/data/letor4/MQ2008/Fold1/test.txt, workspace ~/cltr-work/x.py, cltr/ alone\n"
+            "[the tutorial](docs/tutorials/default.md), a page's [link](../reference/cli.md)\n")
     assert [p for _, p in named_paths(text)] == ["cltr/core/ranking.py", "tests/core/test_ranking.py",
-                                                   "bench/deep.py", "experiments/table2.toml"]
+                                                   "bench/deep.py", "experiments/table2.toml",
+                                                   "docs/tutorials/default.md"]
 
 
 def test_every_file_the_readme_names_exists():
     named = named_paths(README.read_text(encoding="utf-8"))
     assert len(named) > 20  # the README does name many files: the pattern still finds them
     missing = [f"README.md line {number}: {path}" for number, path in named if not (ROOT / path).exists()]
+    assert not missing, "\n".join(missing)
+
+
+def test_every_file_the_docs_name_exists():
+    assert len(PAGES) > 10  # the docs tree is there
+    named = [(page, number, path) for page in PAGES
+             for number, path in named_paths(page.read_text(encoding="utf-8"))]
+    assert len(named) > 40  # the pages do name many files: the pattern still finds them
+    missing = [f"{page.relative_to(ROOT)} line {number}: {path}" for page, number, path in named
+               if not (ROOT / path).exists()]
     assert not missing, "\n".join(missing)

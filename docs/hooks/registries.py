@@ -1,0 +1,107 @@
+"""MkDocs hook: reference pages generated from cltr's registries at build time.
+
+A page marks where a generated section goes with an HTML comment on a line of its own:
+
+    <!-- cltr: methods -->       every method of ``cltr.methods.methods()`` and its options
+    <!-- cltr: clickmodels -->   every click model of ``cltr.clickmodels.models()`` and its settings
+    <!-- cltr: docstring MODULE -->   the docstring of MODULE, verbatim
+
+The tables are read from the ``Options`` declarations (``cltr.options.option``), the same
+ones the command line, the spec validation and the API are built from, so the pages cannot
+disagree with the code. A marker naming something unknown fails the build.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+
+MARKER = re.compile(r"^<!-- cltr: (\w+)(?: ([\w.]+))? -->$", re.MULTILINE)
+
+
+def _cell(text: str) -> str:
+    """Text fit for one Markdown table cell."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _default(field) -> str:
+    value = field.default
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ",".join(f"{item:g}" if isinstance(item, float) else str(item) for item in value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _allowed(field) -> str:
+    from cltr.options import _describe_type
+
+    return _describe_type(field)
+
+
+def options_table(options_type) -> str:
+    """A Markdown table of every option of an ``Options`` dataclass."""
+    rows = ["| option (spec key) | flag | allowed | default | meaning |", "|---|---|---|---|---|"]
+    for field in options_type.option_fields():
+        rows.append(f"| `{field.name}` | `{field.cli_name}` | {_cell(_allowed(field))} | `{_default(field)}` "
+                    f"| {_cell(field.spec.help)} |")
+    return "\n".join(rows)
+
+
+def methods_section() -> str:
+    from cltr import methods
+
+    parts = []
+    for name, method in methods.methods().items():
+        description = inspect.cleandoc(method.description or method.summary)
+        parts.append(
+            f"## `{name}` — {method.label}\n\n{description}\n\n"
+            f"Selects its hyperparameters on: {method.selects_on}. "
+            f"Reads the clicks' weights (so `--clip` applies): {'yes' if method.weighted else 'no'}. "
+            f"Command line: `cltr train {name} --help`; spec: `[options.{name}]`.\n\n"
+            f"{options_table(method.options)}\n")
+    return "\n".join(parts)
+
+
+def clickmodels_section() -> str:
+    from cltr import clickmodels
+
+    parts = []
+    for name, model in clickmodels.models().items():
+        description = inspect.cleandoc(model.description or model.summary)
+        parts.append(
+            f"## `{name}`\n\n{description}\n\n"
+            f"Command line: `cltr simulate --click-model {name}`; spec: `[clicks] model = \"{name}\"` with its "
+            f"settings as keys of `[clicks]`.\n\n{options_table(model.settings)}\n")
+    return "\n".join(parts)
+
+
+def docstring_section(module_name: str) -> str:
+    module = importlib.import_module(module_name)
+    if not module.__doc__:
+        raise ValueError(f"{module_name} has no docstring")
+    return inspect.cleandoc(module.__doc__)
+
+
+def expand(markdown: str, where: str = "page") -> str:
+    """``markdown`` with every marker replaced by its generated section."""
+    def replace(match: re.Match) -> str:
+        kind, argument = match.group(1), match.group(2)
+        if kind == "methods" and argument is None:
+            return methods_section()
+        if kind == "clickmodels" and argument is None:
+            return clickmodels_section()
+        if kind == "docstring" and argument:
+            return docstring_section(argument)
+        raise ValueError(f"{where}: unknown marker {match.group(0)!r}")
+
+    return MARKER.sub(replace, markdown)
+
+
+def on_page_markdown(markdown, page, config, files):
+    return expand(markdown, where=page.file.src_path)
