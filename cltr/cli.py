@@ -654,7 +654,7 @@ def parse_or_usage(parse, values: dict, *, what: str):
 
 def _simulate(session: Session, dataset_name: str, *, production_key=None, model: str = clickmodels.DEFAULT_MODEL,
               settings=None, passes: int | None = None, rankers: int = 1, seed=0, top_k: int = 0,
-              logging_temperature: float = 0.0):
+              logging_temperature: float = 0.0, intervention: str | None = None, intervention_depth: int = 10):
     dataset, fingerprint = session.dataset(dataset_name)
     production = session.upstream(dataset_name, "production", production_key,
                                   lambda: _produce(session, dataset_name)[0])
@@ -671,7 +671,8 @@ def _simulate(session: Session, dataset_name: str, *, production_key=None, model
 
     artifact, reused = clicks_stage(session.workspace, dataset_name, dataset, production, settings or {},
                                     model=model, passes=passes, seed=seed, top_k=top_k,
-                                    logging_temperature=logging_temperature, progress=progress)
+                                    logging_temperature=logging_temperature, intervention=intervention,
+                                    intervention_depth=intervention_depth, progress=progress)
     session.workspace.set_current(dataset_name, "clicks", artifact.key)
     return artifact, reused
 
@@ -752,7 +753,7 @@ def _check_simulation_fits(dataset: Dataset, model: str, settings, *, passes: in
 
 
 def simulate_command(session: Session, dataset, click_model, passes, rankers, production_key, seed, top_k,
-                     logging_temperature, **values) -> None:
+                     logging_temperature, intervention, intervention_depth, **values) -> None:
     """Simulate clicks of a click model on the production ranker's rankings of train and vali."""
     model = clickmodels.get(click_model)
     settings = parse_or_usage(model.parse_settings, given(values, model.settings),
@@ -766,11 +767,13 @@ def simulate_command(session: Session, dataset, click_model, passes, rankers, pr
                            logging_temperature=logging_temperature)
     artifact, reused = _simulate(session, dataset, production_key=production_key, model=model.name,
                                  settings=settings, passes=passes, rankers=rankers, seed=seed, top_k=top_k,
-                                 logging_temperature=logging_temperature)
+                                 logging_temperature=logging_temperature, intervention=intervention,
+                                 intervention_depth=intervention_depth)
     shown = artifact.config["production"]
     click.echo(f"click log {artifact.key}{' (reused)' if reused else ''} ({model.name}, "
                f"{'production ranker ' + shown if isinstance(shown, str) else f'{len(shown)} logging rankers'}, "
-               f"{passes} passes)")
+               f"{passes} passes"
+               + (f", intervention {intervention} over ranks 1..{intervention_depth}" if intervention else "") + ")")
     echo_table([{"split": split, **artifact.info[split]} for split in ("train", "vali")],
                ["split", "sessions", "clicks", "irrelevant_click_share", "clicks_per_query",
                 "mean_propensity", "min_propensity"])
@@ -802,6 +805,13 @@ main.add_command(click.Command(
                      help="Show a fresh Plackett-Luce ranking each pass, drawn from softmax(production scores / T) "
                           "(0: the deterministic ranking). With --top-k or a temperature the log also stores the "
                           "policy-aware propensities (--correction policy-aware)."),
+        click.Option(["--intervention"], type=click.Choice(["swap-k", "randomize-top-k"]), default=None,
+                     help="Log a randomized intervention on the deterministic ranking, drawn afresh every session: "
+                          "swap-k trades rank 1 with a rank k drawn uniformly from 1..DEPTH (Joachims et al., "
+                          "WSDM 2017); randomize-top-k shuffles ranks 1..DEPTH. The log's ranks are the displayed "
+                          "ones; `cltr propensities estimate --method swap` reads them."),
+        click.Option(["--intervention-depth"], type=click.IntRange(min=2), default=10, show_default=True,
+                     help="DEPTH: the ranks an --intervention reaches."),
         *_click_model_params(),
     ]))
 
@@ -1148,21 +1158,44 @@ def clicks_group() -> None:
 
 
 @clicks_group.command("import")
-@click.argument("log", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("log", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @dataset_option
 @click.option("--split", type=click.Choice(["train", "vali"]), default="train", show_default=True,
               help="The split of the dataset the log was recorded on (its qids and documents).")
 @click.option("--ignore-extra-columns", is_flag=True,
               help="Ignore columns other than the documented ones (by default they are an error, so that a "
                    "misspelt column is not silently dropped).")
+@click.option("--format", "log_format", type=click.Choice(["table", "baidu-raw"]), default="table",
+              show_default=True,
+              help="table: one documented click table (LOG) for a prepared dataset; baidu-raw: raw Baidu-ULTR "
+                   "training partitions part-NNNNN.gz (LOG...), streamed one at a time into the click table "
+                   "--out (session, qid, docid = url md5, rank, click, ranker = the query's displayed ordering, "
+                   "dwell, first_click, last_click); no dataset is needed.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="With --format baidu-raw: the click table to write (.parquet, .tsv or .csv).")
+@click.option("--harvest", "harvest_ranks", type=click.IntRange(min=2), default=None,
+              help="With --format baidu-raw: also print the position bias at ranks 1..N by intervention "
+                   "harvesting over the queries' distinct displayed orderings (global all-pairs).")
 @click.pass_obj
 @_errors_as_usage
-def clicks_import(session: Session, log, dataset, split, ignore_extra_columns) -> None:
+def clicks_import(session: Session, log, dataset, split, ignore_extra_columns, log_format, out,
+                  harvest_ranks) -> None:
     """Validate a click log and store it for the given split. Once both the train and the
     vali split have a log, they form a click log that every `cltr train` method uses
-    exactly as a simulated one (the vali log serves model selection)."""
+    exactly as a simulated one (the vali log serves model selection).
+
+    With --format baidu-raw, read raw Baidu-ULTR partitions into a click table instead
+    (README, "Baidu-ULTR")."""
     from cltr.pipeline.stages import CLICKED_ONLY, import_stage, imported_clicks_stage
 
+    if log_format == "baidu-raw":
+        _import_baidu_raw(log, out, harvest_ranks)
+        return
+    if out is not None or harvest_ranks is not None:
+        raise click.UsageError("--out and --harvest go with --format baidu-raw")
+    if len(log) != 1:
+        raise click.UsageError(f"--format table reads one LOG; found {len(log)}")
+    log = log[0]
     dataset_obj, fingerprint = session.dataset(dataset)
     part, reused = import_stage(session.workspace, dataset, dataset_obj, fingerprint, log, split=split,
                                 ignore_extra_columns=ignore_extra_columns)
@@ -1192,6 +1225,113 @@ def clicks_import(session: Session, log, dataset, split, ignore_extra_columns) -
     click.echo(f"click log {clicks.key}: train {parts['train'].key} + vali {parts['vali'].key}; "
                f"train with `cltr train METHOD --dataset {dataset}`"
                + ("" if info["has_propensity"] else f" after `cltr propensities estimate --dataset {dataset}`"))
+
+
+def _import_baidu_raw(paths, out: Path | None, harvest_ranks: int | None) -> None:
+    from cltr.core.clicks import aggregate_impressions
+    from cltr.core.propensity import harvest_propensities
+    from cltr.data.baidu import import_raw_partitions
+
+    if out is None:
+        raise click.UsageError("--format baidu-raw needs --out TABLE (.parquet, .tsv or .csv)")
+    started = time.perf_counter()
+    counts, table = import_raw_partitions(paths, out, progress=lambda rows, done: click.echo(
+        f"read partition {done}/{len(paths)}: {rows.n_lines} lines, {rows.n_sessions} sessions", err=True))
+    seconds = time.perf_counter() - started
+    click.echo(f"wrote {out}: {counts['rows']} displayed documents of {counts['sessions']} sessions, "
+               f"{counts['clicks']} clicks, {counts['orderings']} distinct (query, ordering)s, from "
+               f"{counts['partitions']} partition(s) of {counts['lines']} lines "
+               f"({counts['lines'] / max(seconds, 1e-9):,.0f} lines/s)")
+    if harvest_ranks is not None:
+        _, doc = np.unique(table["docid"], return_inverse=True)
+        impressions = aggregate_impressions(table["qid"], doc.reshape(-1), table["rank"], table["ranker"],
+                                            table["click"])
+        estimate = harvest_propensities(impressions.query, impressions.doc, impressions.rank, impressions.ranker,
+                                        impressions.impressions, impressions.clicks, max_rank=harvest_ranks,
+                                        bootstrap=0, rng=0)
+        click.echo("position bias by intervention harvesting (global all-pairs over displayed orderings):")
+        echo_table([{"rank": row["rank"], "propensity": row["propensity"]} for row in estimate.to_rows()])
+
+
+@clicks_group.command("fit")
+@click.option("--log", "log_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="A click table (session, qid, doc or docid, rank, click; e.g. from `cltr clicks import "
+                   "--format baidu-raw`) [default: the training split's impressions of the dataset's current "
+                   "click log].")
+@dataset_option
+@click.option("--clicks", "clicks_key", default=None, help="Key of the click log [default: the current one].")
+@click.option("--model", "model_name", type=click.Choice(["pbm", "cascade", "dcm", "ubm", "dbn"]), default="pbm",
+              show_default=True, help="The click model to fit by EM.")
+@click.option("--max-rank", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Fit and judge ranks 1..MAX_RANK.")
+@click.option("--held-out", type=finite_float(0, 1, low_open=True, high_open=True), default=0.2,
+              show_default=True, help="Share of the sessions held out (seeded) for log-likelihood and perplexity.")
+@click.option("--iterations", type=click.IntRange(min=1), default=200, show_default=True,
+              help="At most this many EM iterations.")
+@seed_option
+@click.pass_obj
+@_errors_as_usage
+def clicks_fit(session: Session, log_path, dataset, clicks_key, model_name, max_rank, held_out, iterations,
+               seed) -> None:
+    """Fit a click model (PBM, cascade, DCM, UBM or DBN) to a click log and print its
+    parameters and its held-out log-likelihood and perplexity per rank (Chuklin, Markov,
+    de Rijke, "Click Models for Web Search"). PBM's examination per rank, relative to rank 1,
+    is one more propensity estimate."""
+    from cltr.core.click_models_fit import evaluate_click_model, fit_click_model, session_grid
+
+    if log_path is not None:
+        from cltr.data.baidu import read_session_table
+
+        rows = read_session_table(log_path, max_rank=max_rank)
+        source = str(log_path)
+    else:
+        from cltr.pipeline.stages import export_rows
+
+        dataset_obj, _ = session.dataset(dataset)
+        clicks = session.upstream(dataset, "clicks", clicks_key, lambda: _simulate(session, dataset)[0])
+        columns = export_rows(clicks, "train", dataset_obj)
+        keep = columns["rank"] <= max_rank
+        rows = {"session": columns["session"][keep], "query": np.asarray(columns["qid"])[keep],
+                "doc": np.asarray(columns["doc"])[keep], "rank": columns["rank"][keep],
+                "click": columns["click"][keep]}
+        source = f"the training split of click log {clicks.key}"
+    sessions = np.unique(rows["session"])
+    rng = np.random.default_rng(seed)
+    test_sessions = rng.choice(sessions, size=max(1, int(round(held_out * len(sessions)))), replace=False)
+    is_test = np.isin(rows["session"], test_sessions)
+    if is_test.all():
+        raise click.UsageError(f"{source} has {len(sessions)} session(s): too few to hold {held_out:g} out")
+    train = {name: values[~is_test] for name, values in rows.items()}
+    test = {name: values[is_test] for name, values in rows.items()}
+    depth = int(rows["rank"].max())
+    grid, pair_query, pair_doc = session_grid(**train, max_rank=depth)
+    model = fit_click_model(model_name, grid, pair_query, pair_doc, iterations=iterations)
+    held, _, _ = session_grid(**test, max_rank=depth, pairs=(pair_query, pair_doc))
+    scores = evaluate_click_model(model, held)
+    info = model.info
+    click.echo(f"{model_name} fitted on {grid.pair.shape[0]} sessions of {source} ({grid.n_pairs} (query, document)s, "
+               f"ranks 1..{depth}): {info['iterations']} EM iteration(s)"
+               f"{'' if info['converged'] else ' (not converged: raise --iterations)'}; "
+               f"mean attractiveness {model.attractiveness[-1]:.4f}")
+    per_rank = [{"rank": r + 1} for r in range(depth)]
+    if model_name == "pbm":
+        for row, value in zip(per_rank, model.examination, strict=True):
+            row["examination"] = value
+            row["propensity"] = value / model.examination[0]
+    elif model_name == "ubm":
+        for r, row in enumerate(per_rank):  # examination after no click above, and right after a click above
+            row["examination_no_click"] = model.examination[r, 0]
+            row["examination_after_click_above"] = model.examination[r, r] if r > 0 else float("nan")
+    elif model_name == "dcm":
+        for row, value in zip(per_rank, model.continuation, strict=True):
+            row["continue_after_click"] = value
+    elif model_name == "dbn":
+        click.echo(f"continuation gamma {model.continuation[0]:.4f}; mean satisfaction {model.satisfaction[-1]:.4f}")
+    for row, value in zip(per_rank, scores.perplexity_by_rank, strict=True):
+        row["held_out_perplexity"] = value
+    click.echo(f"held out: {scores.sessions} sessions, log-likelihood {scores.log_likelihood:.4f} per session, "
+               f"perplexity {scores.perplexity:.4f}")
+    echo_table(per_rank)
 
 
 @clicks_group.command("export")
@@ -1229,13 +1369,19 @@ def propensities_group() -> None:
 
 @propensities_group.command("estimate")
 @dataset_option
-@click.option("--method", type=click.Choice(["harvest", "em", "trust-em"]), default="harvest", show_default=True,
+@click.option("--method", type=click.Choice(["harvest", "em", "trust-em", "swap"]), default="harvest", show_default=True,
               help="harvest: intervention harvesting, AllPairs (Agarwal et al., WSDM 2019; needs logs of two or "
                    "more rankers); em: regression EM for the position-based model with a feature-based "
                    "relevance model (Wang et al., WSDM 2018; one ranker suffices); trust-em: the trust-bias "
                    "click probabilities c+_k, c-_k of relevant and irrelevant documents per rank by EM over "
                    "documents shown at several ranks (after Agarwal et al., WWW 2019; best with --rankers >= 2), "
-                   "for --correction bayes-ips | affine.")
+                   "for --correction bayes-ips | affine; swap: click-rate ratios of the same documents at rank 1 "
+                   "and rank k in a log of interventions (`cltr simulate --intervention`; Joachims et al., "
+                   "WSDM 2017).")
+@click.option("--relevance-model", type=click.Choice(["logistic", "trees"]), default="logistic", show_default=True,
+              help="em's relevance model: a ridge logistic regression, or gradient-boosted trees (LightGBM) "
+                   "refitted on the posterior relevance at every M-step as Wang et al. (WSDM 2018) do; trees "
+                   "are slower (the band re-runs EM per resample) and fit relevance that is not logistic.")
 @click.option("--clicks", "clicks_key", default=None, help="Key of the click log [default: the current one].")
 @click.option("--max-rank", type=click.IntRange(min=2), default=None,
               help="Estimate ranks 1..MAX_RANK; deeper ranks take the value of MAX_RANK [default: 20, or the deepest rank shown if less].")
@@ -1246,7 +1392,8 @@ def propensities_group() -> None:
 @seed_option
 @click.pass_obj
 @_errors_as_usage
-def propensities_estimate(session: Session, dataset, method, clicks_key, max_rank, bootstrap, level, seed) -> None:
+def propensities_estimate(session: Session, dataset, method, relevance_model, clicks_key, max_rank, bootstrap, level,
+                          seed) -> None:
     """Estimate p_r / p_1 per rank from the training log's impressions and print it with its
     bootstrap band. `cltr train ... --propensities estimated` then divides by it."""
     from cltr.pipeline.stages import propensity_stage
@@ -1254,7 +1401,8 @@ def propensities_estimate(session: Session, dataset, method, clicks_key, max_ran
     dataset_obj, _ = session.dataset(dataset)
     clicks = session.upstream(dataset, "clicks", clicks_key, lambda: _simulate(session, dataset)[0])
     artifact, reused = propensity_stage(session.workspace, dataset, dataset_obj, clicks, method=method,
-                                        max_rank=max_rank, bootstrap=bootstrap, level=level, seed=seed)
+                                        max_rank=max_rank, bootstrap=bootstrap, level=level, seed=seed,
+                                        relevance_model=relevance_model)
     session.workspace.set_current(dataset, "propensities", artifact.key)
     # --bootstrap 0: no band, said as such (its empty columns were warned about as "no relevant document")
     band = f"{level:.0%} bootstrap over queries" if bootstrap else "off (--bootstrap 0)"

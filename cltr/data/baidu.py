@@ -42,7 +42,8 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["RAW_FIELDS", "MISSING_TITLE", "OTHERS_SEARCHED_TITLE", "RawRows", "read_raw_partition",
-           "read_raw_partitions", "ordering_rankers", "raw_table", "concatenate_rows"]
+           "read_raw_partitions", "ordering_rankers", "raw_table", "concatenate_rows", "import_raw_partitions",
+           "read_session_table"]
 
 RAW_FIELDS = (
     "position", "url_md5", "title", "abstract", "multimedia_type", "click", "unused_6", "unused_7", "skip",
@@ -298,3 +299,62 @@ def concatenate_rows(parts: list[RawRows]) -> RawRows:
     columns = ("session", "qid", "url", "rank", "click", "dwell", "first_click", "last_click")
     joined = {name: np.concatenate([getattr(p, name) for p in parts]) for name in columns}
     return RawRows(**joined, n_sessions=sum(p.n_sessions for p in parts), n_lines=sum(p.n_lines for p in parts))
+
+
+def import_raw_partitions(paths: Iterable[str | os.PathLike], out: str | os.PathLike, *,
+                          progress=None) -> dict:
+    """Read raw partitions one at a time and write their click-log table to ``out``.
+
+    The table (``raw_table``: session, qid, docid, rank, click, ranker, dwell, first_click,
+    last_click) is written in the format ``out``'s extension names (``.parquet``, ``.tsv``,
+    ``.csv``, optionally compressed), atomically. ``progress(path, rows)`` is called after
+    each partition. Returns (counts, table): counts of partitions, lines, sessions, rows,
+    clicks and orderings, and the table's columns.
+    """
+    from cltr.data.clicklog import write_click_log
+
+    parts = []
+    for rows in read_raw_partitions(paths):
+        parts.append(rows)
+        if progress is not None:
+            progress(rows, len(parts))
+    rows = concatenate_rows(parts)
+    table = raw_table(rows)
+    write_click_log(out, table)
+    counts = {"partitions": len(parts), "lines": rows.n_lines, "sessions": rows.n_sessions, "rows": len(rows),
+              "clicks": int(rows.click.sum()), "orderings": int(table["ranker"].max()) + 1 if len(rows) else 0}
+    return counts, table
+
+
+def read_session_table(path: str | os.PathLike, *, max_rank: int | None = None) -> dict[str, np.ndarray]:
+    """The columns click models need from any click table (``session, qid, doc`` or ``docid``,
+    ``rank, click``), with sessions, queries and documents numbered as integers.
+
+    Returns
+    -------
+    dict of ndarray of int64, shape (n_rows,)
+        ``session, query, doc, rank, click`` (query and doc factorized; ``doc`` is per query).
+    """
+    import pandas as pd
+
+    path = Path(path)
+    name = path.name.lower()
+    if name.endswith(".parquet"):
+        frame = pd.read_parquet(path)
+    else:
+        frame = pd.read_csv(path, sep="," if ".csv" in name else "\t")
+    missing = [c for c in ("session", "qid", "rank", "click") if c not in frame.columns]
+    if "doc" not in frame.columns and "docid" not in frame.columns:
+        missing.append("doc or docid")
+    if missing:
+        raise ValueError(f"{path}: a click table needs the columns {', '.join(missing)}; found "
+                         f"{', '.join(map(str, frame.columns))}")
+    document = frame["doc"] if "doc" in frame.columns else frame["docid"]
+    rank = frame["rank"].to_numpy()
+    if max_rank is not None:
+        keep = rank <= max_rank
+        frame, document, rank = frame[keep], document[keep], rank[keep]
+    codes = {name: pd.factorize(frame[name])[0] for name in ("session", "qid")}
+    return {"session": codes["session"].astype(np.int64), "query": codes["qid"].astype(np.int64),
+            "doc": pd.factorize(document)[0].astype(np.int64), "rank": rank.astype(np.int64),
+            "click": frame["click"].to_numpy().astype(np.int64)}

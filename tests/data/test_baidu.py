@@ -125,3 +125,26 @@ def test_harvesting_by_ordering_recovers_the_generated_position_bias(generated):
         harvest_propensities(impressions.query, impressions.doc, impressions.rank,
                              np.zeros_like(impressions.ranker), impressions.impressions, impressions.clicks,
                              max_rank=10, bootstrap=0, rng=0)
+
+
+def test_cli_imports_raw_partitions_harvests_and_fits_a_click_model(generated, tmp_path, invoke):
+    truth, _ = generated
+    table = tmp_path / "log.parquet"
+    result = invoke("clicks", "import", "--format", "baidu-raw", *truth.paths, "--out", table, "--harvest", "10",
+                    workdir=tmp_path / "ws")
+    assert f"of {truth.n_sessions} sessions" in result.output and table.exists()
+    harvested = [float(line.split()[1]) for line in result.output.splitlines()[-10:]]
+    np.testing.assert_allclose(harvested, truth.propensity, atol=0.08)
+    fitted = invoke("clicks", "fit", "--log", table, "--model", "pbm", "--iterations", "40", workdir=tmp_path / "ws").output
+    lines = fitted.splitlines()
+    assert "held out: 1200 sessions" in fitted and lines[2].split() == ["rank", "examination", "propensity",
+                                                                         "held_out_perplexity"]
+    propensity = [float(line.split()[2]) for line in lines[3:13]]
+    np.testing.assert_allclose(propensity, truth.propensity, atol=0.08)
+
+
+def test_cli_names_the_bad_line_of_a_raw_partition(tmp_path, invoke):
+    path = _write(tmp_path / "part-00003.gz", [_session(1), _document(1, b"a"), b"1\t2"])
+    result = invoke("clicks", "import", "--format", "baidu-raw", path, "--out", tmp_path / "t.parquet",
+                    workdir=tmp_path / "ws", expect=1)
+    assert "part-00003.gz: line 3: 2 tab-separated fields" in result.output
