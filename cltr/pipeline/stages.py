@@ -106,6 +106,7 @@ def logging_rankers(workspace: Workspace, name: str, dataset: Dataset, fingerpri
 
 def simulate(queries: Queries, relevant: np.ndarray, productions: list, model: str, settings: Options, *,
              passes: int, seed: int, split: str, top_k: int | None = None, logging_temperature: float | None = None,
+             intervention: str | None = None, intervention_depth: int = 10,
              progress: Callable[[int], None] | None = None) -> tuple[ClickLog, np.ndarray, np.ndarray]:
     """Clicks of click model ``model`` on one split presented by the logging rankers.
 
@@ -118,6 +119,11 @@ def simulate(queries: Queries, relevant: np.ndarray, productions: list, model: s
     be clicked); with ``logging_temperature`` T every pass shows a fresh Plackett-Luce
     ranking of each query drawn from softmax(scores / T) of its ranker, instead of the
     ranker's deterministic ranking. Neither (the default) is the paper's presentation.
+    With ``intervention`` (``cltr.core.interventions.intervene``: ``swap-k`` or
+    ``randomize-top-k`` over ranks 1..``intervention_depth``) every pass shows its own
+    intervened copy of the ranker's deterministic ranking, drawn from the stream
+    ``intervention``; the log's ranks are the displayed ones, and each pass counts as a
+    ranking of its own, as with a logging temperature.
 
     Returns
     -------
@@ -145,11 +151,16 @@ def simulate(queries: Queries, relevant: np.ndarray, productions: list, model: s
             if progress is not None:
                 progress(sum(done))
 
-        if logging_temperature:
+        if logging_temperature and intervention:
+            raise ValueError("an intervention permutes the deterministic ranking; it cannot be combined with a "
+                             "logging temperature")
+        if logging_temperature or intervention:
             log, ranks = _simulate_sampled(click_model, production.scores(queries.X), relevant, queries.offsets,
                                            settings, top_k=top_k, temperature=logging_temperature, passes=own,
                                            presentation=stream(seed, "presentation", split, *suffix),
-                                           rng=stream(seed, "clicks", split, *suffix), progress=report)
+                                           rng=stream(seed, "clicks", split, *suffix), progress=report,
+                                           intervention=intervention, intervention_depth=intervention_depth,
+                                           intervention_rng=stream(seed, "intervention", split, *suffix))
             presented.append(ranks)
         else:
             rank = rank_documents(production.scores(queries.X), queries.offsets,
@@ -166,7 +177,7 @@ def simulate(queries: Queries, relevant: np.ndarray, productions: list, model: s
         merged = {name: np.concatenate([getattr(part, name) for part in parts])[order]
                   for name in ("query", "doc", "rank", "propensity", "pass_index")}
         log = ClickLog(**merged, n_passes=passes, n_queries=queries.n_queries)
-    if logging_temperature:
+    if logging_temperature or intervention:
         # ranker k's own pass i is global pass i * K + k
         rows = np.empty((passes, len(relevant)), dtype=np.int32)
         for k, ranks in enumerate(presented):
@@ -186,12 +197,21 @@ def _simulate_displayed(click_model, rank, relevant, offsets, settings, *, top_k
 
 
 def _simulate_sampled(click_model, scores, relevant, offsets, settings, *, top_k, temperature, passes, presentation,
-                      rng, progress) -> tuple[ClickLog, np.ndarray]:
-    """Sessions on a fresh Plackett-Luce ranking per pass; returns the log and the ranks, (passes, n_docs)."""
+                      rng, progress, intervention=None, intervention_depth=10,
+                      intervention_rng=None) -> tuple[ClickLog, np.ndarray]:
+    """Sessions on a fresh Plackett-Luce ranking per pass, or a fresh intervention on the
+    deterministic ranking; returns the log and the ranks, (passes, n_docs)."""
     ranks = np.empty((passes, len(scores)), dtype=np.int32)
     parts = []
+    if intervention:
+        from cltr.core.interventions import intervene
+
+        deterministic = rank_documents(scores, offsets, presentation)
     for p in range(passes):
-        rank = plackett_luce_ranks(scores, offsets, temperature=temperature, rng=presentation)[0]
+        if intervention:
+            rank = intervene(deterministic, offsets, kind=intervention, depth=intervention_depth, rng=intervention_rng)
+        else:
+            rank = plackett_luce_ranks(scores, offsets, temperature=temperature, rng=presentation)[0]
         ranks[p] = rank
         log = _simulate_displayed(click_model, rank, relevant, offsets, settings, top_k=top_k, passes=1, rng=rng,
                                   progress=None)
@@ -268,7 +288,8 @@ def click_log_summary(log: ClickLog, relevant: np.ndarray) -> dict:
 
 def clicks_stage(workspace: Workspace, name: str, dataset: Dataset, production, settings: Options, *,
                  model: str = clickmodels.DEFAULT_MODEL, passes: int, seed: int = 0, top_k: int | None = None,
-                 logging_temperature: float | None = None,
+                 logging_temperature: float | None = None, intervention: str | None = None,
+                 intervention_depth: int = 10,
                  progress: Callable[[str, int, int], None] | None = None) -> tuple[Artifact, bool]:
     """Clicks on the train and vali splits presented by the production ranker(s).
 
@@ -277,7 +298,9 @@ def clicks_stage(workspace: Workspace, name: str, dataset: Dataset, production, 
     (``simulate``; 0 or None: the full list, the deterministic ranking); ``progress(split,
     passes_done, passes)`` is called as passes complete. With a presentation setting the
     artifact also stores ``{split}/policy_propensity`` (``policy_propensities``) where the
-    click model's examination depends on the rank alone.
+    click model's examination depends on the rank alone. ``intervention`` (``simulate``) logs
+    a swap or top-K randomization experiment, recorded in the artifact's config and info
+    (no policy propensities then: the displayed ranks carry the examination).
     """
     productions = production if isinstance(production, (list, tuple)) else [production]
     click_model = clickmodels.get(model)
@@ -287,7 +310,8 @@ def clicks_stage(workspace: Workspace, name: str, dataset: Dataset, production, 
     # presentation settings enter the key only when set, so that earlier logs keep theirs
     config = {"production": keys[0] if len(keys) == 1 else keys, "click_model": model, **settings.to_dict(),
               "passes": passes, "seed": seed, **({"top_k": top_k} if top_k else {}),
-              **({"logging_temperature": logging_temperature} if logging_temperature else {})}
+              **({"logging_temperature": logging_temperature} if logging_temperature else {}),
+              **({"intervention": intervention, "intervention_depth": int(intervention_depth)} if intervention else {})}
     scorers = [scorer_from_arrays(p.arrays) for p in productions]
 
     def compute():
@@ -298,17 +322,21 @@ def clicks_stage(workspace: Workspace, name: str, dataset: Dataset, production, 
             report = None if progress is None else (lambda done, split=split: progress(split, done, passes))
             log, presented_rank, pass_ranker = simulate(queries, relevant, scorers, model, settings, passes=passes,
                                                         seed=seed, split=split, top_k=top_k,
-                                                        logging_temperature=logging_temperature, progress=report)
+                                                        logging_temperature=logging_temperature,
+                                                        intervention=intervention,
+                                                        intervention_depth=intervention_depth, progress=report)
             arrays.update({f"{split}/{k}": v for k, v in log.arrays().items()})
             arrays[f"{split}/presented_rank"] = presented_rank
             arrays[f"{split}/pass_ranker"] = pass_ranker
             info[split] = click_log_summary(log, relevant)
-            if top_k or logging_temperature:
+            if (top_k or logging_temperature) and not intervention:
                 rho = policy_propensities(queries, scorers, model, settings, presented_rank, passes=passes, top_k=top_k,
                                           logging_temperature=logging_temperature, seed=seed, split=split)
                 if rho is not None:
                     arrays[f"{split}/policy_propensity"] = rho
         info["rankers"] = len(productions)
+        if intervention:
+            info["intervention"] = {"kind": intervention, "depth": int(intervention_depth)}
         return arrays, info
 
     return workspace.cached(name, "clicks", config, compute)
@@ -538,7 +566,7 @@ def feature_columns(columns: dict[str, np.ndarray], queries) -> dict[str, np.nda
 
 def propensity_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artifact, *, method: str,
                      max_rank: int | None = None, bootstrap: int = 100, level: float = 0.95,
-                     seed: int = 0) -> tuple[Artifact, bool]:
+                     seed: int = 0, relevance_model: str = "logistic") -> tuple[Artifact, bool]:
     """Observation propensity per rank, relative to rank 1, estimated from the training
     split's impressions by intervention harvesting (``harvest``, needs >= 2 rankers) or
     regression EM (``em``), with a bootstrap band over queries."""
@@ -549,35 +577,48 @@ def propensity_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: 
                          f"is clicked where it was shown, and the log does not say where documents were shown "
                          f"without a click. Import a log with one row per displayed document, or one with a "
                          f"propensity column")
+    # the relevance model enters the key only where it is used and not the first one, so that
+    # earlier estimates keep theirs
     config = {"clicks": clicks.key, "method": method, "max_rank": max_rank, "bootstrap": bootstrap,
-              "level": level, "seed": seed}
+              "level": level, "seed": seed,
+              **({"relevance_model": relevance_model} if method == "em" and relevance_model != "logistic" else {})}
 
     def compute():
         table = impressions_of(clicks, "train", dataset)
         estimate = estimate_propensities(table, dataset.train.X, method=method, max_rank=max_rank,
-                                         bootstrap=bootstrap, level=level, seed=seed)
+                                         bootstrap=bootstrap, level=level, seed=seed,
+                                         relevance_model=relevance_model)
         return estimate_to_arrays(estimate), {"method": method, "rows": estimate.to_rows(),
                                               "rankers": table.n_rankers, **jsonable_info(estimate.info)}
 
     return workspace.cached(name, "propensities", config, compute)
 
 
-ESTIMATORS = ("harvest", "em", "trust-em")
+ESTIMATORS = ("harvest", "em", "trust-em", "swap")
+RELEVANCE_MODELS = ("logistic", "trees")
 # Clicks on deep ranks are rare and few (query, document) pairs move between deep ranks, so
 # estimates there are noisy; 20 ranks cover the first two result pages.
 DEFAULT_MAX_RANK = 20
 
 
 def estimate_propensities(table: Impressions, X: np.ndarray, *, method: str = "harvest", max_rank: int | None = None,
-                          bootstrap: int = 100, level: float = 0.95, seed: int = 0):
+                          bootstrap: int = 100, level: float = 0.95, seed: int = 0, relevance_model: str = "logistic"):
     """Propensity per rank from aggregated impressions: ``harvest`` (needs >= 2 rankers),
     ``em`` (feature-based regression EM on ``X``, the split's features) or ``trust-em`` (the
     trust-bias parameters c+_k and c-_k, under ``info["trust"]``, and the examination
-    c+_k / c+_1 as the propensity; ``cltr.core.trust.trust_em``); ranks 1..``max_rank``
+    c+_k / c+_1 as the propensity; ``cltr.core.trust.trust_em``) or ``swap`` (click-rate ratios
+    of the same documents at rank 1 and rank k in a log of interventions, ``cltr simulate
+    --intervention``; ``cltr.core.interventions.swap_propensities``). ``relevance_model`` is
+    em's: ``logistic`` or ``trees`` (LightGBM refitted every M-step,
+    ``cltr.methods.trees.soft_label_trees``); ranks 1..``max_rank``
     (default ``DEFAULT_MAX_RANK``, or the deepest rank shown if less); deeper ranks take
     the last rank's value."""
+    from cltr.core.interventions import swap_propensities
     from cltr.core.propensity import em_propensities, harvest_propensities
     from cltr.core.trust import trust_em
+
+    if relevance_model not in RELEVANCE_MODELS:
+        raise ValueError(f"unknown relevance model {relevance_model!r}; known: {', '.join(RELEVANCE_MODELS)}")
 
     max_rank = int(min(max_rank or DEFAULT_MAX_RANK, table.rank.max()))
     common = {"max_rank": max_rank, "bootstrap": bootstrap, "level": level, "rng": stream(seed, "propensity")}
@@ -587,7 +628,17 @@ def estimate_propensities(table: Impressions, X: np.ndarray, *, method: str = "h
             return harvest_propensities(table.query, table.doc, table.rank, table.ranker, table.impressions,
                                         table.clicks, **common)
         if method == "em":
+            if relevance_model == "trees":
+                from functools import partial
+
+                from cltr.methods.trees import soft_label_trees
+
+                fitter = partial(soft_label_trees, seed=int(stream(seed, "relevance").integers(2 ** 31 - 1)))
+                return em_propensities(table.query, table.doc, table.rank, table.impressions, table.clicks, X,
+                                       relevance_model=fitter, tol=1e-4, **common)
             return em_propensities(table.query, table.doc, table.rank, table.impressions, table.clicks, X, **common)
+        if method == "swap":
+            return swap_propensities(table.query, table.doc, table.rank, table.impressions, table.clicks, **common)
         if method == "trust-em":
             return trust_em(table.query, table.doc, table.rank, table.impressions, table.clicks,
                             **common).propensity_estimate()
