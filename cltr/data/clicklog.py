@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 else:
     pd = lazy_import("pandas")  # imported on first use: `cltr --help` needs no pandas
 
-__all__ = ["LoggedRows", "read_click_log", "write_click_log", "simulated_rows", "REQUIRED", "OPTIONAL"]
+__all__ = ["file_format", "LoggedRows", "read_click_log", "write_click_log", "simulated_rows", "REQUIRED", "OPTIONAL"]
 
 REQUIRED = ("session", "qid", "rank", "click")
 OPTIONAL = ("propensity", "ranker")
@@ -64,7 +64,7 @@ _FORMATS = {".csv": ",", ".tsv": "\t", ".txt": "\t"}
 _COMPRESSIONS = {".gz": "gzip", ".xz": "xz", ".bz2": "bz2"}
 
 
-def _format(path: Path) -> tuple[str, str | None]:
+def file_format(path: Path) -> tuple[str, str | None]:
     """("parquet" | separator, compression) from the file's extensions."""
     suffixes = [s.lower() for s in path.suffixes]
     compression = _COMPRESSIONS.get(suffixes[-1]) if suffixes else None
@@ -270,7 +270,7 @@ def _read_table(path: Path, *, columns=None, reader: str = "auto") -> tuple[pd.D
     ``reader``: "pyarrow" (the fast one, typed columns), "pandas" (text columns) or "auto"
     (pyarrow when installed). Both report every problem with the same words and lines.
     """
-    kind, compression = _format(path)
+    kind, compression = file_format(path)
     if kind == "parquet":
         if not _has_pyarrow():
             raise ValueError(f"{path}: reading Parquet needs pyarrow: pip install pyarrow")
@@ -378,7 +378,7 @@ class _Rows:
 
     def __init__(self, path: Path, frame: pd.DataFrame, *, lenient: bool = False):
         self.path, self.frame, self.lenient = path, frame, lenient
-        self.separator, self.compression = _format(path)
+        self.separator, self.compression = file_format(path)
         self.parquet = self.separator == "parquet"
         self._raw: dict[int, tuple[int, dict[str, str]]] = {}
         self.beyond: dict[str, np.ndarray] = {}
@@ -594,7 +594,7 @@ def write_click_log(path: str | os.PathLike, columns: dict[str, np.ndarray]) -> 
     from cltr.data.files import atomic_write
 
     path = Path(path)
-    kind, compression = _format(path)
+    kind, compression = file_format(path)
     frame = pd.DataFrame(columns)
     with atomic_write(path) as stream:
         if kind == "parquet":

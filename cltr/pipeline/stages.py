@@ -12,6 +12,7 @@ Seeds: every random draw comes from ``stream(seed, purpose...)`` (``cltr.core.se
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -21,7 +22,7 @@ from cltr import clickmodels, methods
 from cltr.pipeline import corrections
 from cltr.core.clicks import ClickLog, Displayed, Impressions, effective_sample_size, position_propensity, presented_impressions
 from cltr.core.policy import displayed, plackett_luce_ranks, policy_propensity
-from cltr.data.clicklog import LoggedRows, read_click_log, simulated_rows
+from cltr.data.clicklog import LoggedRows, file_format, read_click_log, simulated_rows
 from cltr.core.queries import Dataset, Queries
 from cltr.core.ranking import evaluate, rank_documents, validation_estimate
 from cltr.core.scorers import LinearScorer
@@ -499,7 +500,11 @@ def import_stage(workspace: Workspace, name: str, dataset: Dataset, fingerprint:
     ignored."""
     if split not in ("train", "vali"):
         raise ValueError(f"a click log is imported for the train or vali split, not {split!r}")
-    config = {"dataset": fingerprint, "split": split, "file_sha256": file_sha256(path)}
+    # the format read from the file's name is part of what is imported: the same bytes under a
+    # name that says another format would be refused, and must not find this import's result
+    separator, compression = file_format(Path(path))
+    config = {"dataset": fingerprint, "split": split, "file_sha256": file_sha256(path),
+              "format": [separator, compression]}
     if ignore_extra_columns:  # only then, so that the keys of earlier imports stay the same
         config["ignore_extra_columns"] = True
 
