@@ -940,13 +940,20 @@ def _echo_guard(info: dict) -> None:
     ranker on the validation clicks, and the guard's warnings (``methods.train``)."""
     if info.get("clip_selection"):
         ess = info["ess_fraction"]["unclipped"]
+        tau_v = info.get("validation_clip")
         click.echo(f"--clip auto: the training weights' effective sample size is {ess:.1%} of the examples (below "
-                   f"{ESS_FRACTION:.0%}), so TAU was chosen on the unclipped validation clicks:")
+                   f"{ESS_FRACTION:.0%}), so TAU was chosen on the validation clicks "
+                   f"({'unclipped' if tau_v is None else f'clipped at their own TAU_v = {tau_v:g}'}): the most "
+                   f"clipped model within one standard error of the best is kept")
         echo_table([{"clip": "none" if row["clip"] is None else row["clip"],
                      "validation_snips_avg_dcg": row["validation_snips_avg_dcg"],
+                     "difference_to_best": row.get("difference_to_best", float("nan")),
+                     "standard_error": row.get("standard_error", float("nan")),
                      "ess_fraction": row["ess_fraction"], "alike_share": row["alike_share"],
-                     "chosen": _describe_chosen(row), "seconds": row["seconds"]} for row in info["clip_selection"]],
-                   ["clip", "validation_snips_avg_dcg", "ess_fraction", "alike_share", "chosen", "seconds"])
+                     "kept": "yes" if row.get("kept") else "", "chosen": _describe_chosen(row),
+                     "seconds": row["seconds"]} for row in info["clip_selection"]],
+                   ["clip", "validation_snips_avg_dcg", "difference_to_best", "standard_error", "ess_fraction",
+                    "alike_share", "kept", "chosen", "seconds"])
     versus = info.get("versus_logging")
     if versus and math.isfinite(versus["difference"]):
         click.echo(f"validation SNIPS Avg DCG: model {versus['model']:.4f}, logging ranker {versus['logging']:.4f} "

@@ -153,6 +153,15 @@ class TrainingData:
             self._varied.append(guard.varied_queries(vali.X, vali.offsets))
         return guard.alike_share(scorer.scores(vali.X), vali.offsets, varied=self._varied[0])
 
+    def paired_difference(self, scorer, reference) -> dict:
+        """``scorer`` against ``reference`` on the validation clicks: ``versus_logging`` with
+        ``reference``'s ranks in the logging ranker's place (the difference and its
+        query-clustered standard error)."""
+        vali, log = self.dataset.vali, self.vali_log
+        ranks = [rank_documents(s.scores(vali.X), vali.offsets, stream(self.seed, "selection"))[log.doc]
+                 for s in (scorer, reference)]
+        return guard.versus_logging(ranks[0], ranks[1], log.cost, log.query, base=self.dataset.dcg_base)
+
     def versus_logging(self, scorer) -> dict:
         """``scorer`` against the logging ranker on the validation clicks: both SNIPS Avg DCG
         estimates (the model's with ``estimate``'s tie-breaks, the logging ranker's from
@@ -194,7 +203,8 @@ def train(name: str, data: TrainingData, options: dict | Options | None = None, 
         (``data.clipped``). "auto": no clipping when the training weights' Kish effective
         sample size is at least ``ESS_FRACTION`` of the examples (the paper's logs: one
         training); else the method is trained once unclipped and once per TAU of
-        ``clip_grid`` and the model with the best validation estimate is kept. The
+        ``clip_grid`` and, of the models within one standard error of the best validation
+        estimate, the most clipped is kept (``_select_clip``). The
         validation log is clipped only at its own TAU_v, never at the training TAU, so the
         estimate compares the clippings alike.
         Methods that read no weights (``Method.weighted``) ignore it.
@@ -260,21 +270,46 @@ def train(name: str, data: TrainingData, options: dict | Options | None = None, 
 
 
 def _select_clip(method: Method, data: TrainingData, options: Options, grid: list[float], progress):
-    """Train once unclipped and once per TAU of ``grid``; keep the best by the (unclipped)
-    validation estimate, never a model that scores alike (``select_on_validation``)."""
-    infos = []
+    """Train once unclipped and once per TAU of ``grid``; keep, of the models within one
+    standard error of the best validation estimate, the one with the strongest clipping
+    (Breiman's one-standard-error rule), never a model that scores alike.
+
+    Why the rule: clipping trades bias for variance, and the validation estimate that
+    compares the clippings is itself noisy on exactly the logs where clipping matters (a
+    hard log's validation clicks have a small effective sample). Differences within their
+    standard error are no evidence for the noisier model; the clipped one is the safer
+    choice. The standard error is that of the paired difference of the two models'
+    SNIPS estimates on the same validation clicks, clustered by query
+    (``cltr.core.selection.versus_logging`` with the best model in the logging ranker's
+    place). Measured on MQ2008 Fold 1 at eta 2, eps- 0.3 (seed 0): SVM PropDCG unclipped
+    scores 0.5973 on validation and 0.6652 on test, clipped at 0.1 0.5894 and 0.6870."""
+    infos, scorers = [], []
 
     def fit(params, _previous):
         tau = params["clip"]
         told = data if tau is None else data.clipped(tau)
         scorer, info = method.train(told, options, progress=progress)
         infos.append(info)
+        scorers.append(scorer)
         return scorer, {"chosen": dict(info.get("chosen", {})), "ess_fraction": guard.ess_fraction(told.train_log.cost)}
 
     candidates = [{"clip": tau} for tau in [None, *grid]]
     start = time.perf_counter()
     selection = guard.select_on_validation(candidates, fit, data.estimate, alike=data.alike_share)
-    index = candidates.index(selection.best_params)
-    info = infos[index]
+    best = candidates.index(selection.best_params)
+    chosen = best
+    # strongest clipping first (the grid ascends, None is no clipping)
+    for index in sorted(range(len(candidates)), key=lambda i: -(candidates[i]["clip"] or 0.0)):
+        row = selection.table[index]
+        if row.get("alike_share", 0.0) >= guard.ALIKE_SHARE:
+            continue
+        paired = data.paired_difference(scorers[index], scorers[best])
+        row["difference_to_best"], row["standard_error"] = paired["difference"], paired["standard_error"]
+        if index == best or paired["difference"] >= -paired["standard_error"]:
+            chosen = index
+            break
+    for index, row in enumerate(selection.table):
+        row["kept"] = index == chosen
+    info = infos[chosen]
     info["clip_seconds"] = time.perf_counter() - start
-    return selection.best, info, selection.table, selection.best_params["clip"], selection.warnings
+    return scorers[chosen], info, selection.table, candidates[chosen]["clip"], selection.warnings

@@ -27,7 +27,7 @@ from cltr.core.queries import Dataset, Queries
 from cltr.core.ranking import evaluate, rank_documents, validation_estimate
 from cltr.core.scorers import LinearScorer
 from cltr.core.seeds import stream
-from cltr.core.selection import parse_clip, validation_clip
+from cltr.core.selection import ESS_FRACTION, ess_fraction, parse_clip, validation_clip
 from cltr.core.svm import solver_info, train_ranking_svm
 from cltr.methods import TrainingData
 from cltr.options import Options
@@ -705,6 +705,11 @@ def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artif
     tau_v = validation_tau(clicks, passes=passes, eta_model=eta_model, propensity=propensity)
     if tau_v is not None:  # a hard log's validation clicks are clipped (selection.validation_clip)
         subset["validation_clip"] = tau_v
+    if clip == "auto":
+        plain, _ = click_logs(clicks, passes=passes, eta_model=eta_model, propensity=propensity)
+        if plain.weight is None and ess_fraction(plain.cost) < ESS_FRACTION:
+            # TAU will be searched: by the one-standard-error rule (methods._select_clip)
+            subset["clip_rule"] = "one-standard-error"
     config = {"clicks": clicks.key, "method": method, "options": options.to_dict(), "seed": seed, **subset}
     only = [split for split in ("train", "vali") if clicked_only(clicks, split)]
     if only:
