@@ -10,7 +10,10 @@
   ``avg_dcg_of``: test-set Avg DCG with the pipeline's tie-breaks;
 - ``toy_queries``, ``toy_log``, ``tiny_click_problem``: hand-made containers and problems;
 - ``write_file``, ``make_letor_tree``: (compressed) SVMlight files and LETOR-shaped trees;
-- ``tiny_specs``, ``tiny_spec_text``, ``run_tiny``: a tiny ``cltr figures`` spec and its run.
+- ``tiny_specs``, ``tiny_spec_text``, ``run_tiny``: a tiny ``cltr figures`` spec and its run;
+  ``tiny_run``: a workspace where it ran once, computed once per session.
+
+The suite runs with one BLAS thread (OPENBLAS_NUM_THREADS=1 unless set; see below).
 """
 
 from __future__ import annotations
@@ -18,11 +21,26 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
+import os
 from pathlib import Path
 
-import numpy as np
-import pytest
-from click.testing import CliRunner, Result
+# One BLAS thread in the test process and in the processes it starts (the CLI in a
+# subprocess, loky and dask workers), unless whoever runs the tests sets OPENBLAS_NUM_THREADS:
+# the suite's linear algebra is small, and on CI's two shared cores OpenBLAS's threads wait
+# on each other (np.linalg.lstsq on 15,000 x 47 took 0.45 s with two threads on a loaded
+# machine, 0.012 s with one; tests/core/test_svm.py 3.7 s of CPU, 0.5 s with one). OpenBLAS
+# reads the variable as it loads, so it is set before numpy's import.
+_ONE_BLAS_THREAD = "OPENBLAS_NUM_THREADS" not in os.environ
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from click.testing import CliRunner, Result  # noqa: E402
+
+if _ONE_BLAS_THREAD:
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1, user_api="blas")  # a copy a plugin loaded before this file
 
 LETOR4 = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "letor4"
 
@@ -336,3 +354,16 @@ def _run_tiny(specs: Path, workdir: Path, *extra) -> str:
 def run_tiny():
     """``run_tiny(specs, workdir, *extra) -> str``: ``cltr figures tiny``, the CSV's text."""
     return _run_tiny
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> Path:
+    """A workspace where ``cltr figures tiny`` (``TINY_SPEC``) ran once, uninterrupted, with
+    its outputs in ``results/`` (tiny.csv, .md, .tex, .png, .pdf): the reference of the tests
+    that resume, kill or vary a run, computed once. Read it, never write to it."""
+    root = tmp_path_factory.mktemp("tiny-run")
+    specs = root / "specs"
+    specs.mkdir()
+    (specs / "tiny.toml").write_text(TINY_SPEC)
+    _run_tiny(specs, root)
+    return root

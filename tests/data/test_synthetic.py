@@ -11,14 +11,15 @@ from cltr.data.synthetic import make_synthetic
 
 
 def test_synthetic_is_deterministic_for_a_seed():
-    a, b = make_synthetic(seed=3), make_synthetic(seed=3)
-    c = make_synthetic(seed=4)
+    # 300 queries: the draws do not depend on the size (the default's three took 2 s)
+    a, b = make_synthetic(n_queries=300, seed=3), make_synthetic(n_queries=300, seed=3)
+    c = make_synthetic(n_queries=300, seed=4)
     for split in ("train", "vali", "test"):
         for name in ("X", "labels", "qid", "offsets"):
             np.testing.assert_array_equal(getattr(a.splits()[split], name), getattr(b.splits()[split], name))
     assert a.meta == b.meta
     assert not np.array_equal(a.train.labels[:50], c.train.labels[:50]) or a.train.n_docs != c.train.n_docs
-    same = make_synthetic(seed=np.random.SeedSequence(3))
+    same = make_synthetic(n_queries=300, seed=np.random.SeedSequence(3))
     np.testing.assert_array_equal(same.test.X, a.test.X)
     state = np.random.get_state()[1].copy()
     make_synthetic(n_queries=10)

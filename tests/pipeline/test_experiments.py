@@ -131,8 +131,8 @@ def test_smoke_spec_gives_the_same_csv_with_one_job_two_jobs_and_dask(tmp_path, 
         assert np.all(np.diff(group.sort_values("point_passes")["train_clicks"].to_numpy()) > 0)
 
 
-def test_interrupted_run_resumes_with_only_the_unfinished_tasks(tiny_specs, tmp_path, invoke, run_tiny):
-    reference = run_tiny(tiny_specs, tmp_path / "reference")
+def test_interrupted_run_resumes_with_only_the_unfinished_tasks(tiny_specs, tmp_path, invoke, run_tiny, tiny_run):
+    reference = (tiny_run / "results" / "tiny.csv").read_text()
     workdir = tmp_path / "resumed"
     invoke("prepare", "synthetic", "--queries", "40", "--name", "tiny", workdir=workdir)
     spec = load_spec("tiny", tiny_specs).resolved()
@@ -152,9 +152,9 @@ def test_interrupted_run_resumes_with_only_the_unfinished_tasks(tiny_specs, tmp_
     assert not list(workdir.rglob("*.tmp"))
 
 
-def test_killed_run_resumes(tiny_specs, tmp_path, run_tiny):
+def test_killed_run_resumes(tiny_specs, tmp_path, run_tiny, tiny_run):
     """kill -9 in the middle of a run: no corrupt artifact, and the rerun finishes it."""
-    reference = run_tiny(tiny_specs, tmp_path / "reference")
+    reference = (tiny_run / "results" / "tiny.csv").read_text()
     workdir = tmp_path / "killed"
     command = [sys.executable, "-m", "cltr", "--workdir", str(workdir), "figures", "tiny", "--specs", str(tiny_specs),
                "--out", str(workdir / "results")]
@@ -231,12 +231,12 @@ def test_pooled_selection_keeps_the_C_with_the_best_mean_validation_estimate():
     assert (pooled["method"] == "production").sum() == 3  # other rows pass through, in order
 
 
-def test_pooled_run_trains_every_C_and_keeps_one_for_all_repetitions(tiny_specs, tmp_path, run_tiny):
+def test_pooled_run_trains_every_C_and_keeps_one_for_all_repetitions(tiny_specs, tmp_path, run_tiny, tiny_run):
     pooled = pd.read_csv(io.StringIO(run_tiny(tiny_specs, tmp_path, "--select", "pooled")))
     for (_, method), group in pooled[pooled["method"] != "production"].groupby(["point_passes", "method"]):
         assert group["chosen"].nunique() == 1 and len(group) == 2  # one C, both repetitions
         assert group["pooled_validation_snips_avg_dcg"].iloc[0] == pytest.approx(group["validation_snips_avg_dcg"].mean())
-    per_repetition = pd.read_csv(io.StringIO(run_tiny(tiny_specs, tmp_path / "other")))
+    per_repetition = pd.read_csv(tiny_run / "results" / "tiny.csv")
     assert "pooled_validation_snips_avg_dcg" not in per_repetition.columns
     assert (tmp_path / "results" / "tiny.md").read_text().count("pooled as in the paper") == 1
 

@@ -10,10 +10,9 @@ from cltr.pipeline.experiments import Spec, load_spec
 from cltr.pipeline.report import check, claims, plot, significance, stated_rows, summarise
 
 
-def test_plotted_data_match_the_csv(tiny_specs, tmp_path, run_tiny):
-    run_tiny(tiny_specs, tmp_path)
-    frame = pd.read_csv(tmp_path / "results" / "tiny.csv")
-    spec = load_spec("tiny", tiny_specs).resolved()
+def test_plotted_data_match_the_csv(tiny_run):
+    frame = pd.read_csv(tiny_run / "results" / "tiny.csv")
+    spec = load_spec("tiny", tiny_run / "specs").resolved()
     _, data = plot(frame, spec)
     for method, label in (("svm-rank", "SVM Rank"), ("svm-proprank", "SVM PropRank")):
         rows = frame[frame["method"] == method].groupby("point_passes")
@@ -34,7 +33,7 @@ def test_plotted_data_match_the_csv(tiny_specs, tmp_path, run_tiny):
         assert np.allclose(banded[label]["high"], [high for _, high in expected])
     assert data["Production ranker"]["mean"][0] == pytest.approx(frame[frame["method"] == "production"]["avg_dcg"].mean())
     for suffix in ("png", "pdf", "md", "tex"):
-        assert (tmp_path / "results" / f"tiny.{suffix}").stat().st_size > 0
+        assert (tiny_run / "results" / f"tiny.{suffix}").stat().st_size > 0
     summary = summarise(frame, spec)
     assert set(summary["n"]) == {2}
 
