@@ -526,8 +526,8 @@ def prepare_synthetic(session: Session, n_queries, n_features, seed, relevant_fr
               help="MQ2007 directory; its FoldK train split is added to the training set.")
 @click.option("--fold", type=click.IntRange(1, 5), default=1, help="Which fold.")
 @click.option("--relevant-from", type=int, default=LETOR_RELEVANT_FROM, show_default=True,
-              help="Labels at least this are relevant (2: the paper's convention, see the README's "
-                   "\"Conventions inferred from the paper\"; 1: every partly relevant document).")
+              help="Labels at least this are relevant (2: the paper's convention, see "
+                   "docs/explanation/inferred.md; 1: every partly relevant document).")
 @click.option("--name", type=NameType(), default="letor", help="Name to store it under.")
 @_dcg_log_option
 @click.pass_obj
@@ -1160,7 +1160,7 @@ def clicks_group() -> None:
     \b
     One row per displayed document of a result page, CSV/TSV (.gz/.xz) or Parquet:
       session  qid  doc (or docid)  rank  click  [propensity]  [ranker]
-    (README, "Click logs").
+    (docs/reference/clicklog.md).
     """
 
 

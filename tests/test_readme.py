@@ -51,3 +51,12 @@ def test_every_file_the_docs_name_exists():
     missing = [f"{page.relative_to(ROOT)} line {number}: {path}" for page, number, path in named
                if not (ROOT / path).exists()]
     assert not missing, "\n".join(missing)
+
+
+def test_the_readme_fits_on_two_screens_and_opens_with_the_two_commands():
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 150, f"README.md has {len(lines)} lines: move detail into docs/"
+    commands = [line.split("#")[0].strip() for line in lines[:5] if line.startswith("    ")]
+    # the first installs and runs the main job; the second installs and runs the tests (.ci/run runs it)
+    assert commands == ['pip install . && cltr run', 'pip install ".[test]" && python -m pytest -q']
+    assert "python -m pytest -q" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")

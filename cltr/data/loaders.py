@@ -37,8 +37,8 @@ def _check_disjoint(named: dict[str, Queries]) -> None:
                                  f"({common.size} shared query ids); their queries must be disjoint")
 
 
-# The paper's LETOR convention as far as the data can tell (README, "Conventions inferred
-# from the paper"): with label 2 MQ2008 gives the paper's Table 1 click count and Table 2
+# The paper's LETOR convention as far as the data can tell (see
+# docs/explanation/inferred.md): with label 2 MQ2008 gives the paper's Table 1 click count and Table 2
 # values, with label >= 1 twice the clicks and far lower values.
 LETOR_RELEVANT_FROM = 2
 

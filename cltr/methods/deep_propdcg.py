@@ -115,7 +115,7 @@ PRESETS: dict[str, DeepSettings] = {
                           schedule=((0, 1.0), (300, 0.1), (500, 0.01)), batch_docs=1000,
                           weight_decay=1e-6, decay="l2", metric="dcg", dtype="float64"),
     # Tuned on validation clicks (SNIPS Avg DCG) of the synthetic data and MQ2008 Fold1, seeds
-    # 0-3, never on test labels (README, "Deep PropDCG", lists what was tried). The paper's
+    # 0-3, never on test labels (docs/explanation/methods.md, "Deep PropDCG", lists what was tried). The paper's
     # step sizes barely move the weights: MQ2008 has ~10 batches an epoch, so 750 epochs at
     # 1e-6 move each weight by at most ~0.01. Larger rates with the epoch chosen on validation
     # clicks do better; the best rates were 1e-2 (sometimes 3e-3 or 3e-2), hence the grid.
@@ -324,7 +324,7 @@ class DeepOptions(Options):
     """Deep PropDCG's options: a preset, and any of its settings overridden (None: the preset's)."""
 
     preset: str = option("default", "Settings to start from: 'paper' is Sec. 5.4's (lr 1e-6/1e-7/1e-8, 750 "
-                                    "epochs); 'default' is tuned on validation clicks (README, 'Deep PropDCG').",
+                                    "epochs); 'default' is tuned on validation clicks (docs/explanation/methods.md).",
                          choices=tuple(PRESETS))
     hidden: tuple[int, ...] | None = option(None, "Hidden layer sizes, e.g. 200 or 200,100 [default: preset's].",
                                             low=1, parse=lambda text: [int(p) for p in text.split(",") if p.strip()])

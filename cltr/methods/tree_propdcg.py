@@ -81,7 +81,7 @@ class PropensityObjective:
     choices take steps of the same size at the first tree. Then a leaf's value is the
     mean gradient of its documents, in units of that constant: frequently clicked
     documents (many 1/q-weighted pairs) take larger steps than others. On validation
-    clicks the pair curvature does better (README, "Tree PropDCG"), so it is the default.
+    clicks the pair curvature does better (docs/explanation/methods.md, "Tree PropDCG"), so it is the default.
 
     Parameters
     ----------
