@@ -82,7 +82,7 @@ def test_prepare_killed_between_its_writes_never_leaves_a_stale_record(tmp_path,
         return real_replace(source, target)
 
     monkeypatch.setattr(os, "replace", killed)
-    invoke("prepare", "letor", "--mq2008", root, "--fold", "2", "--relevant-from", "1", workdir=work, expect=1)
+    invoke("prepare", "letor", "--mq2008", root, "--fold", "2", "--relevant-from", "1", workdir=work, expect=130)
     monkeypatch.setattr(os, "replace", real_replace)
     assert not list(work.rglob("*.tmp"))
     result = invoke("produce", "--dataset", "letor", workdir=work, expect=None)
@@ -104,11 +104,11 @@ def test_a_first_prepare_killed_between_its_writes_is_no_dataset(tmp_path, invok
         return real_replace(source, target)
 
     monkeypatch.setattr(os, "replace", killed)
-    invoke("prepare", "letor", "--mq2008", root, "--relevant-from", "1", workdir=tmp_path, expect=1)
+    invoke("prepare", "letor", "--mq2008", root, "--relevant-from", "1", workdir=tmp_path, expect=130)
     monkeypatch.setattr(os, "replace", real_replace)
     result = invoke("produce", "--dataset", "letor", workdir=tmp_path, expect=1)
     _one_line_error(result, "dataset 'letor' is not prepared", "an interrupted `cltr prepare` left",
-                    "run `cltr prepare letor ...`")
+                    "--name letor` first")
 
 
 def test_a_fingerprint_is_the_content_not_the_spelling_of_its_path(tmp_path, invoke, make_letor_tree, monkeypatch):

@@ -808,8 +808,9 @@ def test_evaluate_a_model_on_another_dataset_of_the_same_width(sim, invoke):
 
 
 def test_the_same_bytes_under_a_name_of_another_format_are_read_again_not_reused(sim, exported, tmp_path, invoke):
-    invoke("clicks", "import", exported["train"], "--split", "train", workdir=sim.work)
+    invoke("clicks", "import", exported["train"], "--split", "train", "--dataset", DATASET, workdir=sim.work)
     misnamed = tmp_path / "train.csv"  # tab-separated bytes under a comma-separated name
     misnamed.write_bytes(exported["train"].read_bytes())
-    out = invoke("clicks", "import", misnamed, "--split", "train", workdir=sim.work, expect=1).output
+    out = invoke("clicks", "import", misnamed, "--split", "train", "--dataset", DATASET, workdir=sim.work,
+                 expect=1).output
     assert "(reused)" not in out and "Error:" in out and "train.csv" in out
