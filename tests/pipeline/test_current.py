@@ -56,14 +56,6 @@ def test_the_default_dataset_is_the_one_prepared_last(tmp_path, invoke):
     assert not Workspace(tmp_path).current("first").get("production")
 
 
-def _run_hint(output: str, invoke, workdir):
-    """Run the first `cltr ...` command quoted in ``output`` (with LOG replaced by nothing
-    to fill in), as printed."""
-    hints = re.findall(r"`cltr ([^`]+)`", output)
-    assert hints, output
-    return hints
-
-
 def test_a_missing_vali_import_is_an_error_never_a_simulated_substitute(tmp_path, invoke):
     invoke("prepare", "synthetic", "--queries", "60", "--name", "mine", workdir=tmp_path)
     invoke("simulate", "--passes", "5", workdir=tmp_path)
