@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 import sys
 
-from cltr.cli import main
-
 CLOSED_OUTPUT_STATUS = 141
 """The exit status when standard output was closed by its reader: 128 + SIGPIPE (13)."""
+
+INTERRUPTED_STATUS = 130
+"""The exit status of a command interrupted by Ctrl-C: 128 + SIGINT (2), as the CLI's own."""
 
 
 def run() -> None:
@@ -27,6 +28,12 @@ def run() -> None:
     after an exit with status 1 is therefore that case, and becomes status 141; every other
     exit passes through unchanged.
     """
+    try:
+        # the first second or two are imports, before click's own handling of Ctrl-C exists
+        from cltr.cli import main
+    except KeyboardInterrupt:
+        print("interrupted while starting: nothing was done", file=sys.stderr)
+        raise SystemExit(INTERRUPTED_STATUS) from None
     stdout = sys.stdout
     try:
         main.main(prog_name="cltr")

@@ -38,3 +38,22 @@ def test_a_broken_pipe_that_is_not_stdout_is_an_error(tmp_path, invoke, monkeypa
     monkeypatch.setattr(Workspace, "save_dataset", broken)
     result = invoke("prepare", "synthetic", "--queries", "40", workdir=tmp_path, expect=1)
     assert result.output.strip().splitlines()[-1] == "Error: a file: Broken pipe"
+
+
+def test_ctrl_c_while_the_command_line_is_still_importing_is_one_line_and_status_130():
+    # Ctrl-C during the imports (the first second or two) arrives before click handles it:
+    # an import of cltr.cli that raises KeyboardInterrupt stands for it
+    code = ("import builtins, sys\n"
+            "real = builtins.__import__\n"
+            "def interrupted(name, *args, **kwargs):\n"
+            "    if name == 'cltr.cli':\n"
+            "        raise KeyboardInterrupt\n"
+            "    return real(name, *args, **kwargs)\n"
+            "builtins.__import__ = interrupted\n"
+            "from cltr.__main__ import run\n"
+            "sys.argv = ['cltr', '--help']\n"
+            "run()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130, done
+    assert "Traceback" not in done.stderr and done.stderr.strip().count("\n") == 0
+    assert "interrupted" in done.stderr and done.stdout == ""
