@@ -246,3 +246,14 @@ def test_trec_run_and_its_ndcg_agree_with_ir_measures_on_mq2008(tmp_path, invoke
     mean_relevant = float(np.mean([theirs[str(test.qid[q])] for q in range(test.n_queries) if not np.isnan(ours[q])]))
     assert evaluation["ndcg@10"] == pytest.approx(mean_all, abs=1e-9)
     assert evaluation["ndcg@10_relevant_queries"] == pytest.approx(mean_relevant, abs=1e-9)
+
+
+def test_ndcg_cuts_at_10_by_default():
+    # one query of 12 documents whose only relevant one is ranked 11th: nothing within the
+    # default cut-off of 10 (a default of 11 would score it)
+    ranks = np.arange(1, 13)
+    relevant = ranks == 11
+    offsets = np.array([0, 12])
+    assert ndcg_per_query(ranks, relevant, offsets)[0] == 0.0
+    assert ndcg_at_k(ranks, relevant, offsets, queries="all") == 0.0
+    assert ndcg_per_query(ranks, relevant, offsets, k=11)[0] == pytest.approx(1 / np.log2(12))
