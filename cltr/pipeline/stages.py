@@ -666,11 +666,10 @@ def jsonable_info(info: dict) -> dict:
     return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in info.items()}
 
 
-def validation_tau(clicks: Artifact, *, passes: int | None = None, eta_model: float | None = None,
-                   propensity: Artifact | None = None) -> float | None:
+def validation_tau(vali_log: ClickLog) -> float | None:
     """The validation clicks' clipping TAU_v (``cltr.core.selection.validation_clip``) from
-    their propensities as told; None where they are unknown or the log is unclipped."""
-    _, vali_log = click_logs(clicks, passes=passes, eta_model=eta_model, propensity=propensity)
+    their propensities as told (``click_logs`` without a correction or clipping); None
+    where they are unknown or the log is unclipped."""
     if vali_log.weight is not None or np.isnan(vali_log.propensity).any():
         return None
     return validation_clip(vali_log.propensity)
@@ -702,14 +701,14 @@ def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artif
     subset = {k: v for k, v in {"passes": passes, "eta_model": eta_model, "train_clip": clip, "correction": correction,
                                 "propensities": None if propensity is None else propensity.key}.items()
               if v is not None}
-    tau_v = validation_tau(clicks, passes=passes, eta_model=eta_model, propensity=propensity)
+    # the clicks as told, before any correction or clipping: what TAU_v and the clip search read
+    plain, plain_vali = click_logs(clicks, passes=passes, eta_model=eta_model, propensity=propensity)
+    tau_v = validation_tau(plain_vali)
     if tau_v is not None:  # a hard log's validation clicks are clipped (selection.validation_clip)
         subset["validation_clip"] = tau_v
-    if clip == "auto":
-        plain, _ = click_logs(clicks, passes=passes, eta_model=eta_model, propensity=propensity)
-        if plain.weight is None and ess_fraction(plain.cost) < ESS_FRACTION:
-            # TAU will be searched: by the one-standard-error rule (methods._select_clip)
-            subset["clip_rule"] = "one-standard-error"
+    if clip == "auto" and plain.weight is None and ess_fraction(plain.cost) < ESS_FRACTION:
+        # TAU will be searched: by the one-standard-error rule (methods._select_clip)
+        subset["clip_rule"] = "one-standard-error"
     config = {"clicks": clicks.key, "method": method, "options": options.to_dict(), "seed": seed, **subset}
     only = [split for split in ("train", "vali") if clicked_only(clicks, split)]
     if only:
@@ -733,7 +732,7 @@ def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artif
         if train_log.weight is None:
             info["train_clicks"] = len(train_log)
         else:  # the correction's examples are not the clicks (affine: displayed documents)
-            info["train_clicks"] = len(click_logs(clicks, passes=passes)[0])
+            info["train_clicks"] = len(plain)
             info["train_examples"] = len(train_log)
         trained = train_log if info["clip"] is None else data.clipped(info["clip"]).train_log
         info["effective_sample_size"] = effective_sample_size(trained.cost)
