@@ -455,18 +455,18 @@ def _resolve_dataset(ctx: click.Context, param, value: str | None) -> str:
     return last or DEFAULT_DATASET
 
 
-DATASET_HELP = ("Name of a prepared dataset in the workspace [default: the last prepared, or the embedded "
-                "synthetic one in a workspace with none].")
+# The --dataset option of every command that works on one dataset, declared once: as a
+# parameter object (generated commands) and as a decorator (hand-written ones).
+_DATASET = {"type": NameType(), "default": None, "callback": _resolve_dataset, "show_default": False,
+            "help": "Name of a prepared dataset in the workspace [default: the last prepared, or the embedded "
+                    "synthetic one in a workspace with none]."}
 
 
 def dataset_param() -> click.Option:
-    """The ``--dataset`` option of every command that works on one dataset."""
-    return click.Option(["--dataset"], type=NameType(), default=None, callback=_resolve_dataset,
-                        show_default=False, help=DATASET_HELP)
+    return click.Option(["--dataset"], **_DATASET)
 
 
-dataset_option = click.option("--dataset", type=NameType(), default=None, callback=_resolve_dataset,
-                              show_default=False, help=DATASET_HELP)
+dataset_option = click.option("--dataset", **_DATASET)
 
 
 
