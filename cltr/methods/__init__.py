@@ -297,17 +297,14 @@ def _select_clip(method: Method, data: TrainingData, options: Options, grid: lis
     start = time.perf_counter()
     selection = guard.select_on_validation(candidates, fit, data.estimate, alike=data.alike_share)
     best = candidates.index(selection.best_params)
-    chosen = best
-    # strongest clipping first (the grid ascends, None is no clipping)
-    for index in sorted(range(len(candidates)), key=lambda i: -(candidates[i]["clip"] or 0.0)):
-        row = selection.table[index]
-        if row.get("alike_share", 0.0) >= guard.ALIKE_SHARE:
-            continue
+    within = []
+    for index, row in enumerate(selection.table):
         paired = data.paired_difference(scorers[index], scorers[best])
         row["difference_to_best"], row["standard_error"] = paired["difference"], paired["standard_error"]
-        if index == best or paired["difference"] >= -paired["standard_error"]:
-            chosen = index
-            break
+        if index == best or (row.get("alike_share", 0.0) < guard.ALIKE_SHARE
+                             and paired["difference"] >= -paired["standard_error"]):
+            within.append(index)
+    chosen = max(within, key=lambda i: candidates[i]["clip"] or 0.0)  # the strongest clipping (None: none)
     for index, row in enumerate(selection.table):
         row["kept"] = index == chosen
     info = infos[chosen]
