@@ -31,7 +31,7 @@ from cltr.core.selection import CLIP_GRID, ESS_FRACTION, parse_clip
 from cltr.data.loaders import LETOR_RELEVANT_FROM, load_letor, load_svmlight_dataset, load_yahoo
 from cltr.data.synthetic import make_synthetic
 from cltr.pipeline import corrections
-from cltr.pipeline.experiments import SELECTIONS, dataset_record
+from cltr.pipeline.experiments import SELECTIONS, TUNINGS, dataset_record
 from cltr.pipeline.stages import (clicks_stage, evaluation_stage, logging_rankers, model_stage, production_stage,
                                   production_test_metrics)
 from cltr.pipeline.workspace import DamagedArtifact, Workspace, atomic_write, check_name
@@ -1528,6 +1528,12 @@ def _model_width(scorer) -> int | None:
               help="How the linear SVMs' C is chosen: per repetition, each on its own validation clicks, or "
                    "pooled, the paper's way: one C per point for all repetitions, by their mean validation "
                    "SNIPS Avg DCG [default: the spec's select, else repetition].")
+@click.option("--tune", type=click.Choice(TUNINGS), default=None,
+              help="How the tree methods' learning rate and leaves (Deep PropDCG's learning rate) are chosen: "
+                   "per model over the whole grid (repetition), or once per series, by the first repetition at "
+                   "the spec's tune_at point, and then fixed, as the paper tuned LambdaRank (once); tree counts "
+                   "and epochs are early-stopped per model either way [default: the spec's tune, else "
+                   "repetition].")
 @click.option("--folds", default=None, callback=lambda ctx, param, value: _folds_option(value),
               help="LETOR folds to run, e.g. 1-5 or 1,3: the --dataset (prepared by `cltr prepare letor`) "
                    "is its own fold; every other fold K runs on DATASET-foldK, prepared like it when missing. "
@@ -1540,7 +1546,7 @@ def _model_width(scorer) -> int | None:
 @click.pass_obj
 @_errors_as_usage
 def figures_command(session: Session, name, dataset, reps, n_jobs, backend, scheduler, quick, out, specs, select,
-                    folds, check_paper, tolerance) -> None:
+                    tune, folds, check_paper, tolerance) -> None:
     """Regenerate a table or figure of the paper: NAME is a spec in experiments/ or `all`.
 
     \b
@@ -1573,11 +1579,11 @@ def figures_command(session: Session, name, dataset, reps, n_jobs, backend, sche
     failures = []
     for spec_name in names:
         loaded = load_spec(spec_name, directory)
-        report_spec = loaded.resolved(dataset=dataset, reps=reps, quick=quick, select=select)
+        report_spec = loaded.resolved(dataset=dataset, reps=reps, quick=quick, select=select, tune=tune)
         fold_names = _fold_datasets(session, report_spec.dataset, folds) if folds else [report_spec.dataset]
         frames, records = [], {}
         for fold_name in fold_names:
-            spec = loaded.resolved(dataset=fold_name, reps=reps, quick=quick, select=select)
+            spec = loaded.resolved(dataset=fold_name, reps=reps, quick=quick, select=select, tune=tune)
             _ensure_dataset(session, spec)
             records[fold_name] = dataset_record(session.workspace, fold_name)
             train = training_data([fold_name], records)

@@ -70,6 +70,11 @@ class Method:
         Whether it reads the clicks' weights (1/q_i or a correction's); where it does not
         (naive SVM Rank, LambdaRank on click labels, the skyline on labels), clipping changes
         nothing and ``clip`` is ignored.
+    tuned_once : tuple of str
+        Options that a figure may choose once and then fix (a spec's ``tune = "once"``, as
+        the paper tuned LambdaRank once per dataset): each names an option that fixes one
+        axis of the method's grid and the ``chosen`` entry that records its choice. The
+        settings left out (a tree count, an epoch) are still chosen for every model.
     """
 
     name: str
@@ -81,6 +86,7 @@ class Method:
     selects_on: str = "clicks"
     tables: Callable[[dict], list] | None = field(default=None, compare=False)
     weighted: bool = True
+    tuned_once: tuple[str, ...] = ()
 
     def parse_options(self, values: dict | Options | None, *, where: str | None = None) -> Options:
         """Validated options from a dict (a spec, a caller) or an instance."""

@@ -391,6 +391,7 @@ def tables(info: dict) -> list:
 
 METHOD = Method(
     name="deep-propdcg", label="Deep PropDCG", options=DeepOptions, train=train, tables=tables,
+    tuned_once=("lr",),
     summary="An MLP on the propensity-weighted DCG bound (Adam, query batches).",
     description="Deep PropDCG (paper Sec. 4.2): a multilayer perceptron trained on the propensity-weighted DCG "
                 "bound (or --metric's) by Adam over minibatches of whole queries; the learning rate and epoch "

@@ -165,6 +165,7 @@ def train(data: TrainingData, options: LambdaRankOptions, *, progress=None):
 
 METHOD = Method(
     name="lambdarank", label="LambdaRank", options=LambdaRankOptions, train=train, weighted=False,
+    tuned_once=("learning_rate", "num_leaves"),
     summary="LightGBM LambdaRank on click labels (trees, early stopping).",
     description="LambdaRank (LightGBM) with clicks as labels, as the paper's baseline: with --labels documents a "
                 "document is relevant iff clicked at least once in the log; queries (or sessions) without a click "

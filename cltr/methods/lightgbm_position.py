@@ -69,6 +69,7 @@ def train(data: TrainingData, options: LightGBMPositionOptions, *, progress=None
 
 METHOD = Method(
     name="lightgbm-position", label="LightGBM position-debiased", options=LightGBMPositionOptions, train=train,
+    tuned_once=("learning_rate", "num_leaves"),
     weighted=False,  # the position biases are learned; no 1/q is read, so clipping changes nothing
     summary="LightGBM LambdaRank on sessions with its own learned position bias (Dataset(position=...)).",
     description="LightGBM's position debiasing (LightGBM >= 4.1): one LambdaRank group per session with a click, "

@@ -186,6 +186,7 @@ def train(data: TrainingData, options: TreePropDCGOptions, *, progress=None):
 
 METHOD = Method(
     name="tree-propdcg", label="Tree PropDCG", options=TreePropDCGOptions, train=train,
+    tuned_once=("learning_rate", "num_leaves"),
     summary="LightGBM on the propensity-weighted DCG bound (custom objective).",
     description="Tree PropDCG: gradient-boosted trees (LightGBM) fitted to the propensity-weighted hinge bound "
                 "R(f) on DCG (or --metric), the paper's objective, through a custom objective whose gradient is "

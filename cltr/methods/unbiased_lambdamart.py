@@ -326,6 +326,7 @@ def tables(info: dict) -> list:
 
 METHOD = Method(
     name="unbiased-lambdamart", label="Unbiased LambdaMART", options=UnbiasedLambdaMARTOptions, train=train,
+    tuned_once=("learning_rate", "num_leaves"),
     tables=tables, weighted=False,  # the biases are learned; no 1/q is read
     summary="Pairwise debiasing: LambdaMART with click / non-click position biases learned jointly.",
     description="Unbiased LambdaMART (Hu et al., WWW 2019): LambdaMART (LightGBM, custom objective) on the "

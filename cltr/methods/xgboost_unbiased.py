@@ -236,6 +236,7 @@ def _position_bias(scorer: XGBoostScorer) -> dict:
 
 METHOD = Method(
     name="xgboost-unbiased", label="XGBoost unbiased LambdaMART", options=XGBoostOptions, train=train,
+    tuned_once=("learning_rate", "max_depth"),
     weighted=False,  # the position biases are learned; no 1/q is read, so clipping changes nothing
     summary=f"XGBoost's unbiased LambdaMART on sessions, position biases learned jointly ({INSTALL}).",
     description="XGBoost's unbiased LambdaMART (Hu et al. 2019; objective rank:ndcg with lambdarank_unbiased): one "

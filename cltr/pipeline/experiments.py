@@ -48,6 +48,13 @@ Spec keys (see ``experiments/README.md`` for the files):
     select                        "repetition" (default: every repetition selects its own C) or
                                   "pooled" (the paper's: one C per point for all repetitions, the one
                                   with the best mean validation SNIPS Avg DCG); ``--select``
+    tune, tune_at                 "repetition" (default: every model searches its method's whole grid)
+                                  or "once" (the paper's practice for LambdaRank: the settings a
+                                  method lists in ``tuned_once``, e.g. the trees' learning rate and
+                                  leaves, are chosen once per series, by the first repetition at x =
+                                  ``tune_at`` (default: the middle value), and fixed for every task of
+                                  that series; tree counts and epochs are still early-stopped per
+                                  model); ``--tune``
 """
 
 from __future__ import annotations
@@ -84,7 +91,7 @@ else:
 
 __all__ = ["Spec", "Task", "ExperimentProgress", "SPEC_DIR", "find_spec_dir", "load_spec", "spec_names", "plan",
            "task_steps", "run_task", "run_experiment",
-           "repetition_seed", "CLICK_SETTINGS", "SELECTIONS", "STATED_MEASURES", "dataset_record", "pool_selection",
+           "repetition_seed", "CLICK_SETTINGS", "SELECTIONS", "TUNINGS", "tuning_tasks", "tuned", "STATED_MEASURES", "dataset_record", "pool_selection",
            "poolable"]
 
 def find_spec_dir(package_dir: Path, prefixes: Iterable[Path]) -> Path:
@@ -113,6 +120,7 @@ KINDS = ("table", "curve", "ccp", "propensity")
 REFERENCES = ("production", "skyline")
 _METRICS = ("avg_dcg", "avg_rank", "ndcg@10", "ndcg@10_relevant_queries")
 SELECTIONS = ("repetition", "pooled")
+TUNINGS = ("repetition", "once")
 # what a [[stated]] number of the paper is compared with: a column of the rows, or the CCP's
 # iterations per C
 STATED_MEASURES = ("irrelevant_click_share", "train_clicks", "ccp_iterations")
@@ -145,16 +153,19 @@ class Spec:
     stated: tuple[dict, ...] = ()
     compare_to: tuple[str, ...] = ()
     select: str = "repetition"
+    tune: str = "repetition"
+    tune_at: object = None
     quick: bool = False  # resolved with --quick: its outputs say so and take their own names
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
     def resolved(self, *, dataset: str | None = None, reps: int | None = None, quick: bool = False,
-                 select: str | None = None) -> "Spec":
+                 select: str | None = None, tune: str | None = None) -> "Spec":
         """The spec for one dataset, ``--quick`` and ``--reps``.
 
         Order: the spec, then ``[quick]``, then the dataset's ``[datasets.PREFIX]`` (whose
         values are the dataset's own scale, e.g. Yahoo's 10 passes, so they win over
-        ``[quick]``'s), then its ``[datasets.PREFIX.quick]``; ``reps`` and ``select`` last.
+        ``[quick]``'s), then its ``[datasets.PREFIX.quick]``; ``reps``, ``select`` and ``tune``
+        last.
         """
         raw = dict(self.raw)
         name = dataset or raw.get("dataset", "synthetic")
@@ -172,6 +183,8 @@ class Spec:
             raw["reps"] = reps
         if select is not None:
             raw["select"] = select
+        if tune is not None:
+            raw["tune"] = tune
         spec = _spec_from_dict(raw, where=f"spec {self.name!r}")
         return replace(spec, quick=True) if quick else spec
 
@@ -189,7 +202,8 @@ def _merge(base: dict, overrides: dict) -> dict:
 def _spec_from_dict(raw: dict, *, where: str) -> Spec:
     known = {"name", "kind", "artifact", "description", "dataset", "methods", "references", "reps", "seed",
              "metric", "x", "values", "plot_x", "series", "clicks", "options", "synthetic", "paper",
-             "datasets", "quick", "estimators", "claimed_order", "stated", "select", "compare_to"}
+             "datasets", "quick", "estimators", "claimed_order", "stated", "select", "compare_to",
+             "tune", "tune_at"}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ValueError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
@@ -278,6 +292,15 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
         raise ValueError(f"{where}: select must be one of {SELECTIONS}, found {select!r}")
     if select == "pooled" and raw["kind"] not in ("table", "curve"):
         raise ValueError(f"{where}: select = \"pooled\" applies to kinds \"table\" and \"curve\", not {raw['kind']!r}")
+    tune = raw.get("tune", "repetition")
+    if tune not in TUNINGS:
+        raise ValueError(f"{where}: tune must be one of {TUNINGS}, found {tune!r}")
+    if tune == "once" and raw["kind"] not in ("table", "curve"):
+        raise ValueError(f"{where}: tune = \"once\" applies to kinds \"table\" and \"curve\", not {raw['kind']!r}")
+    tune_at = raw.get("tune_at")
+    if tune_at is not None and (x is None or tune_at not in raw.get("values", ())):
+        raise ValueError(f"{where}: tune_at must be one of the x values {list(raw.get('values', ()))}, "
+                         f"found {tune_at!r}")
     stated = raw.get("stated", [])
     if not isinstance(stated, list):
         raise ValueError(f"{where}: stated must be an array of tables ([[stated]]), found {stated!r}")
@@ -302,7 +325,8 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
         clicks=dict(raw.get("clicks", {})), options=dict(raw.get("options", {})),
         synthetic=dict(raw.get("synthetic", {})), paper=dict(raw.get("paper", {})),
         estimators=tuple(raw.get("estimators", ())), claimed_order=tuple(raw.get("claimed_order", ())),
-        stated=tuple(raw.get("stated", ())), select=select, compare_to=tuple(raw.get("compare_to", ())), raw=raw)
+        stated=tuple(raw.get("stated", ())), select=select, compare_to=tuple(raw.get("compare_to", ())),
+        tune=tune, tune_at=tune_at, raw=raw)
 
 
 def spec_names(directory: Path = SPEC_DIR) -> list[str]:
@@ -629,7 +653,35 @@ def run_experiment(spec: Spec, root: str | Path, *, n_jobs: int = 1, backend: st
     tasks = plan(spec, default_passes=default_passes(record["name"], record.get("meta", {})))
     if backend not in ("loky", "dask"):
         raise ValueError(f"backend must be 'loky' or 'dask', found {backend!r}")
-    # Finished tasks are read here; only the others are sent out.
+    tuning = tuning_tasks(spec, tasks)
+    # the tuning tasks count in the progress as tasks of their own (those of tune = "once")
+    total = _Totals(len(tuning) + len(tasks), sum(task_steps(task) for task in [*tuning.values(), *tasks]))
+    counts = {"tasks": len(tasks), "reused": 0, "computed": 0}
+    run = dict(root=root, fingerprint=fingerprint, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
+               progress=progress, total=total)
+    if tuning:
+        chosen = _run_tasks(list(tuning.values()), **run)
+        tasks = tuned(spec, tasks, dict(zip(tuning, chosen)))
+    results = _run_tasks(tasks, counts=counts, on_task_done=on_task_done, **run)
+    frame = pool_selection(pd.DataFrame([row for rows in results for row in rows]))
+    return frame[_column_order(frame.columns)], counts
+
+
+@dataclass
+class _Totals:
+    """The progress of a whole run, over its phases (tuning, then every task)."""
+
+    tasks: int
+    steps: int
+    tasks_done: int = 0
+    steps_done: int = 0
+
+
+def _run_tasks(tasks: list[Task], *, root, fingerprint: str, n_jobs: int, backend: str, scheduler: str | None,
+               progress, total: _Totals, counts: dict | None = None,
+               on_task_done: Callable[[Task, bool], None] | None = None) -> list[list[dict]]:
+    """The rows of every task of ``tasks``, in their order: finished ones read, the others fanned out."""
+    workspace = Workspace(root)
     results: dict[int, list[dict]] = {}
     pending = []
     for index, task in enumerate(tasks):
@@ -637,22 +689,24 @@ def run_experiment(spec: Spec, root: str | Path, *, n_jobs: int = 1, backend: st
             results[index] = run_task(root, task)[0]  # reads the finished task's rows
         else:
             pending.append(index)
-    counts = {"tasks": len(tasks), "reused": len(results), "computed": 0}
     steps = [task_steps(task) for task in tasks]
+    if counts is not None:
+        counts["reused"] += len(results)
+    total.tasks_done += len(results)
+    total.steps_done += sum(steps[index] for index in results)
     running = dict.fromkeys(pending, 0)  # steps done by each unfinished task
-    done = {"steps": sum(steps[index] for index in results)}
     lock = threading.Lock()  # steps arrive on a relay thread, tasks on this one
 
     def tell() -> None:
         if progress is not None:
-            progress(ExperimentProgress(len(results), len(tasks), done["steps"], sum(steps)))
+            progress(ExperimentProgress(total.tasks_done, total.tasks, total.steps_done, total.steps))
 
     def on_step(index: int) -> None:
         with lock:
             # a task's last step is counted when its rows arrive
             if index in running and running[index] < steps[index] - 1:
                 running[index] += 1
-                done["steps"] += 1
+                total.steps_done += 1
                 tell()
 
     tell()
@@ -660,13 +714,52 @@ def run_experiment(spec: Spec, root: str | Path, *, n_jobs: int = 1, backend: st
                                           backend=backend, scheduler=scheduler, on_step=on_step):
         with lock:
             results[index] = rows
-            done["steps"] += steps[index] - running.pop(index)
-            counts["reused" if reused else "computed"] += 1
+            total.steps_done += steps[index] - running.pop(index)
+            total.tasks_done += 1
+            if counts is not None:
+                counts["reused" if reused else "computed"] += 1
             if on_task_done is not None:
                 on_task_done(tasks[index], reused)
             tell()
-    frame = pool_selection(pd.DataFrame([row for index in range(len(tasks)) for row in results[index]]))
-    return frame[_column_order(frame.columns)], counts
+    return [results[index] for index in range(len(tasks))]
+
+
+def _series(spec: Spec, task: Task) -> tuple:
+    return tuple(task.point[key] for key in spec.series)
+
+
+def tuning_tasks(spec: Spec, tasks: list[Task]) -> dict[tuple, Task]:
+    """For ``tune = "once"``: per series (its values, in ``spec.series`` order), the task whose
+    choices every task of the series takes: the first repetition at x = ``tune_at`` (the
+    middle x value unless given). Empty for ``tune = "repetition"`` or where no method of
+    the spec lists ``tuned_once`` settings."""
+    if spec.tune != "once" or not any(methods.get(m).tuned_once for m in spec.methods):
+        return {}
+    at = spec.tune_at if spec.tune_at is not None else (spec.values[len(spec.values) // 2] if spec.x else None)
+    return {_series(spec, task): task for task in tasks
+            if task.repetition == 0 and (spec.x is None or task.point[spec.x] == at)}
+
+
+def tuned(spec: Spec, tasks: list[Task], rows: dict[tuple, list[dict]]) -> list[Task]:
+    """``tasks`` with, per series, each method's ``tuned_once`` options fixed at what its
+    tuning task chose (``rows``: the tuning tasks' rows by series). An option the spec fixes
+    itself is kept; a method without a row there (a correction it does not take) is left
+    to choose per model."""
+    fixed = {}
+    for series, found in rows.items():
+        options = {method: dict(values) for method, values in spec.options.items()}
+        for row in found:
+            method = methods.get(row["method"]) if row["method"] in spec.methods else None
+            if method is None or not method.tuned_once:
+                continue
+            chosen = json.loads(row["chosen"])
+            parsed = method.parse_options(options.get(method.name, {}))
+            settings = options.setdefault(method.name, {})
+            for name in method.tuned_once:
+                if getattr(parsed, name) is None and name in chosen:
+                    settings[name] = chosen[name]
+        fixed[series] = options
+    return [replace(task, options=fixed[_series(spec, task)]) for task in tasks]
 
 
 _COLUMNS = ("experiment", "dataset", "repetition", "seed", "method", "rank", "propensity", "low", "high",

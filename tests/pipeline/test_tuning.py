@@ -1,0 +1,102 @@
+"""``tune = "once"``: a method's ``tuned_once`` settings chosen by one task per series and
+fixed for the others (the paper's practice for LambdaRank), with the per-model search kept
+for what they do not name."""
+
+import json
+import tomllib
+
+import pytest
+
+from cltr.pipeline.experiments import _spec_from_dict, load_spec, plan, run_experiment, tuned, tuning_tasks
+
+SPEC = """
+name = "tuned"
+kind = "curve"
+dataset = "tiny"
+methods = ["lambdarank", "svm-rank"]
+references = ["production"]
+reps = 2
+seed = 3
+x = "eta"
+values = [0.5, 1.0, 2.0]
+tune = "once"
+
+[series]
+passes = [5, 20]
+
+[options.lambdarank]
+max_rounds = 20
+eval_every = 5
+[options.svm-rank]
+grid = [1.0]
+"""
+
+
+@pytest.fixture(scope="module")
+def tuned_runs(tmp_path_factory):
+    from tests.conftest import _invoke
+
+    root = tmp_path_factory.mktemp("tuned")
+    (root / "specs").mkdir()
+    # one series and max 10 trees keep it cheap; the series are tuning_tasks' (tested alone)
+    (root / "specs" / "tuned.toml").write_text(SPEC.replace("passes = [5, 20]", "passes = [10]")
+                                              .replace("max_rounds = 20", "max_rounds = 10"))
+    _invoke("prepare", "synthetic", "--queries", "40", "--name", "tiny", workdir=root)
+    spec = load_spec("tuned", root / "specs").resolved()
+    once, _ = run_experiment(spec, root)
+    every, _ = run_experiment(load_spec("tuned", root / "specs").resolved(tune="repetition"), root)
+    return spec, once, every
+
+
+def _choice(row):
+    chosen = json.loads(row["chosen"])
+    return chosen["learning_rate"], chosen["num_leaves"]
+
+
+def test_one_task_per_series_tunes_at_the_middle_x():
+    spec = _spec_from_dict(tomllib.loads(SPEC), where="test")
+    tasks = plan(spec, default_passes=100)
+    tuning = tuning_tasks(spec, tasks)
+    assert sorted(tuning) == [(5,), (20,)]
+    assert all(t.repetition == 0 and t.point["eta"] == 1.0 for t in tuning.values())
+    assert tuning_tasks(_spec_from_dict({**tomllib.loads(SPEC), "tune": "repetition"}, where="t"), tasks) == {}
+
+
+def test_every_task_of_a_series_takes_the_tuning_tasks_choice(tuned_runs):
+    spec, once, every = tuned_runs
+    trees = once[once["method"] == "lambdarank"]
+    for passes, group in trees.groupby("point_passes"):
+        choices = {_choice(row) for _, row in group.iterrows()}
+        # the choice the per-model search made at the tuning task (repetition 0, eta 1)
+        reference = every[(every["method"] == "lambdarank") & (every["point_passes"] == passes)
+                          & (every["repetition"] == 0) & (every["point_eta"] == 1.0)]
+        assert choices == {_choice(reference.iloc[0])}
+    # the tuning task's own model is the searched one: the same trees, the same test numbers
+    at = (once["repetition"] == 0) & (once["point_eta"] == 1.0) & (once["method"] == "lambdarank")
+    same = (every["repetition"] == 0) & (every["point_eta"] == 1.0) & (every["method"] == "lambdarank")
+    assert once.loc[at, "avg_dcg"].tolist() == every.loc[same, "avg_dcg"].tolist()
+    # methods without tuned_once settings are untouched: the same rows either way
+    assert once[once["method"] == "svm-rank"]["avg_dcg"].tolist() == \
+        every[every["method"] == "svm-rank"]["avg_dcg"].tolist()
+    # the per-model search does choose differently somewhere, or the test shows nothing
+    assert len({_choice(row) for _, row in every[every["method"] == "lambdarank"].iterrows()}) > 1
+
+
+def test_an_option_the_spec_fixes_is_kept():
+    raw = tomllib.loads(SPEC)
+    raw["options"]["lambdarank"]["num_leaves"] = 4
+    spec = _spec_from_dict(raw, where="test")
+    tasks = plan(spec, default_passes=100)
+    row = {"method": "lambdarank", "chosen": json.dumps({"learning_rate": 0.01, "num_leaves": 8, "n_estimators": 5})}
+    fixed = tuned(spec, tasks, {(5,): [row], (20,): [row]})
+    assert {(t.options["lambdarank"]["learning_rate"], t.options["lambdarank"]["num_leaves"]) for t in fixed} \
+        == {(0.01, 4)}
+    assert all(t.options["svm-rank"] == {"grid": [1.0]} for t in fixed)
+
+
+@pytest.mark.parametrize("extra, message", [('tune = "sometimes"\n', "tune must be one of"),
+                                            ('tune_at = 1.5\n', "tune_at must be one of the x values")])
+def test_bad_tuning_keys_are_refused(tmp_path, extra, message):
+    (tmp_path / "tuned.toml").write_text(SPEC.replace('tune = "once"\n', extra + ('tune = "once"\n' if "tune_at" in extra else "")))
+    with pytest.raises(ValueError, match=message):
+        load_spec("tuned", tmp_path)
