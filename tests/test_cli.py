@@ -109,7 +109,8 @@ def test_whole_path_on_mq2008_proprank_beats_production(tmp_path, invoke, mq2008
 def test_svm_propdcg_prints_ccp_trace_and_rejects_bad_metric(tmp_path, invoke):
     invoke("prepare", "synthetic", "--queries", "60", workdir=tmp_path)
     invoke("simulate", "--passes", "20", workdir=tmp_path)
-    out = invoke("train", "svm-propdcg", "-C", "1", "--metric", "rbp:0.8", workdir=tmp_path).output
+    out = invoke("train", "svm-propdcg", "-C", "1", "--metric", "rbp:0.8", "--trace-estimate",
+                 workdir=tmp_path).output
     assert "CCP trace at C = 1" in out and "train_snips_avg_dcg" in out
     result = invoke("train", "svm-propdcg", "--metric", "ndcg", workdir=tmp_path, expect=2)
     assert "unknown rank weight 'ndcg'" in result.output and "'avgrank', 'dcg', 'rbp:<p>'" in result.output

@@ -703,6 +703,11 @@ def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artif
               if v is not None}
     # the clicks as told, before any correction or clipping: what TAU_v and the clip search read
     plain, plain_vali = click_logs(clicks, passes=passes, eta_model=eta_model, propensity=propensity)
+    if isinstance(clip, float) and correction is None and len(plain) and clip <= float(np.min(plain.propensity)):
+        # a TAU at or below every training click's propensity changes no weight the plain IPS
+        # learner reads (the weighted methods read the clicks alone): the unclipped model
+        clip = None
+        del subset["train_clip"]
     tau_v = validation_tau(plain_vali)
     if tau_v is not None:  # a hard log's validation clicks are clipped (selection.validation_clip)
         subset["validation_clip"] = tau_v

@@ -136,3 +136,10 @@ def test_model_stage_keys_the_clip_setting_and_evaluation_reads_unclipped_valida
     # clipping changes nothing a method without weights reads: not in its key
     naive, _ = model_stage(space, "s", synthetic_dataset, clicks, "svm-rank", {"C": 1.0}, clip=0.1)
     assert "train_clip" not in naive.config
+    # a TAU at or below every training click's propensity clips nothing: the unclipped model
+    lowest = float(click_logs(clicks)[0].propensity.min())
+    below, reused = model_stage(space, "s", synthetic_dataset, clicks, "svm-proprank", {"C": 1.0}, clip=lowest)
+    assert reused and below.key == none.key
+    above, reused = model_stage(space, "s", synthetic_dataset, clicks, "svm-proprank", {"C": 1.0},
+                                clip=lowest * 1.01)
+    assert not reused and above.config["train_clip"] == lowest * 1.01
