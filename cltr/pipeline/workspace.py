@@ -296,11 +296,16 @@ class Workspace:
             return None
 
     def save(self, dataset: str, stage: str, config: dict, arrays: dict[str, np.ndarray],
-             info: dict | None = None, seconds: float | None = None) -> Artifact:
+             info: dict | None = None, seconds: float | None = None, *,
+             cpu_seconds: float | None = None) -> Artifact:
+        """Store an artifact; ``seconds`` (wall) and ``cpu_seconds`` (this process's CPU,
+        every thread) are what computing it took, nested stages included (bench/figures.py
+        reads them)."""
         key = config_key(config)
         arrays_path, manifest_path = self._paths(dataset, stage, key)
         manifest = {"stage": stage, "dataset": dataset, "key": key, "config": jsonable(config),
-                    "info": jsonable(info or {}), "seconds": seconds, **_provenance()}
+                    "info": jsonable(info or {}), "seconds": seconds, "cpu_seconds": cpu_seconds,
+                    **_provenance()}
         manifest = _save_unit(arrays_path, manifest_path, lambda stream: np.savez(stream, **arrays), manifest)
         log.info("computed %s in %.1f s", arrays_path, seconds or 0.0)
         return Artifact(key, arrays, manifest)
@@ -334,9 +339,10 @@ class Workspace:
             found = reuse(warn=False)
             if found is not None:
                 return found, True
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             arrays, info = compute()
-            return self.save(dataset, stage, config, arrays, info, time.perf_counter() - start), False
+            return self.save(dataset, stage, config, arrays, info, time.perf_counter() - start,
+                             cpu_seconds=time.process_time() - cpu), False
 
     # -- what each stage used last -----------------------------------------------------
     def current(self, dataset: str) -> dict:

@@ -49,6 +49,16 @@ def test_cached_computes_once(tmp_path):
     assert (reused_first, reused_second) == (False, True) and len(calls) == 1
     assert np.array_equal(second.arrays["v"], np.arange(3)) and second.info == {"note": "x"}
     assert second.manifest["cltr_version"] == __version__ and second.manifest["seconds"] is not None
+    assert 0 <= second.manifest["cpu_seconds"] <= second.manifest["seconds"] + 0.05
+
+    def busy():  # about 50 ms of CPU: the manifest's cpu_seconds counts this process's work
+        end = time.process_time() + 0.05
+        while time.process_time() < end:
+            pass
+        return {"v": np.arange(1)}, {}
+
+    spun, _ = space.cached("d", "busy", {"k": 1}, busy)
+    assert spun.manifest["cpu_seconds"] >= 0.05
     assert second.config == {"k": 1} and second.key == first.key == config_key({"k": 1})
     # another config is another artifact
     _, reused_other = space.cached("d", "stage", {"k": 2}, compute)
