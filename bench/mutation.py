@@ -1,7 +1,7 @@
 """Mutation testing: how many deliberate small bugs in a module do its fast tests catch?
 
     python bench/mutation.py cltr/core/statistics.py [MODULE ...] [--config bench/mutation.toml]
-                             [--sample N] [--seed S] [--list] [--json FILE]
+                             [--sample N] [--seed S] [--lines L1,L2] [--list] [--json FILE]
 
 A mutant is the module with one small change, the kind a slip of the keyboard makes:
 
@@ -22,7 +22,10 @@ others can work and test meanwhile), with bytecode caching off so no stale .pyc 
 and hypothesis' shrinking off (CLTR_NO_SHRINK). A mutant is killed when a test fails or
 the run exceeds the timeout. It prints the kill rate and every survivor with its line;
 a survivor is either a gap in the tests or an equivalent mutant (one that changes no
-behaviour), which only reading it can tell.
+behaviour), which only reading it can tell. A module's ``equivalent`` list in
+bench/mutation.toml names the survivors argued equivalent (by the source line's code and
+the mutation, so that edits elsewhere do not unmatch them), each with its reason; they are
+printed as such and left out of the second kill rate ("killed of the non-equivalent").
 
 Why not mutmut or cosmic-ray: this needs no install and no copy of the whole suite's
 baseline run (mutmut 3 first runs every test to map tests to functions, ~100 s here), and
@@ -228,6 +231,8 @@ def main(argv=None) -> int:
     parser.add_argument("--sample", type=int, default=None, help="run a seeded random sample of this many mutants")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--list", action="store_true", help="list the mutants and run nothing")
+    parser.add_argument("--lines", default=None,
+                        help="only the mutants on these source lines, comma-separated (to re-check survivors)")
     parser.add_argument("--json", default=None, help="write every mutant's outcome to this file")
     args = parser.parse_args(argv)
     config = tomllib.loads(Path(args.config).read_text())
@@ -237,6 +242,9 @@ def main(argv=None) -> int:
             parser.error(f"{module} has no entry in {args.config}; known: {', '.join(config['modules'])}")
         entry = config["modules"][module]
         mutants = find_mutants(module, entry.get("functions"))
+        if args.lines is not None:
+            lines = {int(line) for line in args.lines.split(",")}
+            mutants = [m for m in mutants if m.line in lines]
         if args.sample is not None and args.sample < len(mutants):
             mutants = sorted(random.Random(args.seed).sample(mutants, args.sample), key=lambda m: (m.index, m.variant))
         if args.list:
@@ -258,12 +266,17 @@ def main(argv=None) -> int:
             print(f"{module}: {len(mutants)} mutants; tests {' '.join(entry['tests'])} take {seconds:.1f} s "
                   f"unmutated (timeout {timeout:.0f} s)", flush=True)
             source_lines = (ROOT / module).read_text().splitlines()
+            equivalent = {(e["code"].strip(), e["mutation"]): e["reason"] for e in entry.get("equivalent", [])}
             for number, mutant in enumerate(mutants, 1):
                 target.write_text(mutated_source(mutant))
                 outcome, seconds = _run_tests(work, entry["tests"], timeout)
+                code = source_lines[mutant.line - 1].strip() if mutant.line else ""
+                reason = equivalent.get((code, mutant.description)) if outcome == "passed" else None
                 results.append({**asdict(mutant), "outcome": outcome, "seconds": round(seconds, 2),
-                                "code": source_lines[mutant.line - 1].strip() if mutant.line else ""})
+                                "code": code, "equivalent": reason})
                 mark = {"failed": "killed", "timeout": "killed (timeout)", "passed": "SURVIVED"}[outcome]
+                if reason is not None:
+                    mark = "survived, equivalent"
                 print(f"  [{number}/{len(mutants)}] line {mutant.line}: {mutant.description}: {mark} "
                       f"({seconds:.1f} s)", flush=True)
     if args.list:
@@ -272,9 +285,15 @@ def main(argv=None) -> int:
         killed = sum(r["outcome"] != "passed" for r in results)
         print(f"\nkilled {killed} of {len(results)} mutants ({100.0 * killed / len(results):.1f}%); "
               f"{sum(r['outcome'] == 'timeout' for r in results)} of them by the timeout")
-        survivors = [r for r in results if r["outcome"] == "passed"]
+        argued = [r for r in results if r["outcome"] == "passed" and r["equivalent"] is not None]
+        if argued:
+            print(f"killed {killed} of the {len(results) - len(argued)} non-equivalent mutants "
+                  f"({100.0 * killed / max(1, len(results) - len(argued)):.1f}%); equivalent (bench/mutation.toml):")
+            for r in argued:
+                print(f"  {r['module']}:{r['line']}: {r['description']}    {r['code']}    -- {r['equivalent']}")
+        survivors = [r for r in results if r["outcome"] == "passed" and r["equivalent"] is None]
         if survivors:
-            print("survivors (a gap in the tests, or an equivalent mutant):")
+            print("survivors (a gap in the tests, or an equivalent mutant not yet argued):")
             for r in survivors:
                 print(f"  {r['module']}:{r['line']}: {r['description']}    {r['code']}")
     if args.json:
