@@ -1530,10 +1530,10 @@ def _model_width(scorer) -> int | None:
                    "SNIPS Avg DCG [default: the spec's select, else repetition].")
 @click.option("--tune", type=click.Choice(TUNINGS), default=None,
               help="How the tree methods' learning rate and leaves (Deep PropDCG's learning rate) are chosen: "
-                   "per model over the whole grid (repetition), or once per series, by the first repetition at "
-                   "the spec's tune_at point, and then fixed, as the paper tuned LambdaRank (once); tree counts "
-                   "and epochs are early-stopped per model either way [default: the spec's tune, else "
-                   "repetition].")
+                   "per model over the whole grid (repetition), once per series by the first repetition at "
+                   "the spec's tune_at point and then fixed, as the paper tuned LambdaRank (once), or by the "
+                   "first repetition of each point for the others (point); tree counts and epochs are "
+                   "early-stopped per model either way [default: the spec's tune, else repetition].")
 @click.option("--folds", default=None, callback=lambda ctx, param, value: _folds_option(value),
               help="LETOR folds to run, e.g. 1-5 or 1,3: the --dataset (prepared by `cltr prepare letor`) "
                    "is its own fold; every other fold K runs on DATASET-foldK, prepared like it when missing. "

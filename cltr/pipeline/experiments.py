@@ -48,13 +48,14 @@ Spec keys (see ``experiments/README.md`` for the files):
     select                        "repetition" (default: every repetition selects its own C) or
                                   "pooled" (the paper's: one C per point for all repetitions, the one
                                   with the best mean validation SNIPS Avg DCG); ``--select``
-    tune, tune_at                 "repetition" (default: every model searches its method's whole grid)
-                                  or "once" (the paper's practice for LambdaRank: the settings a
-                                  method lists in ``tuned_once``, e.g. the trees' learning rate and
-                                  leaves, are chosen once per series, by the first repetition at x =
-                                  ``tune_at`` (default: the middle value), and fixed for every task of
-                                  that series; tree counts and epochs are still early-stopped per
-                                  model); ``--tune``
+    tune, tune_at                 "repetition" (default: every model searches its method's whole grid),
+                                  "once" (the paper's practice for LambdaRank: the settings a method
+                                  lists in ``tuned_once``, e.g. the trees' learning rate and leaves, are
+                                  chosen once per series, by the first repetition at x = ``tune_at``
+                                  (default: the middle value), and fixed for every task of that series)
+                                  or "point" (chosen by the first repetition of each point, for the
+                                  others: where x changes the regime, e.g. the data size); tree counts
+                                  and epochs are still early-stopped per model; ``--tune``
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ KINDS = ("table", "curve", "ccp", "propensity")
 REFERENCES = ("production", "skyline")
 _METRICS = ("avg_dcg", "avg_rank", "ndcg@10", "ndcg@10_relevant_queries")
 SELECTIONS = ("repetition", "pooled")
-TUNINGS = ("repetition", "once")
+TUNINGS = ("repetition", "point", "once")
 # what a [[stated]] number of the paper is compared with: a column of the rows, or the CCP's
 # iterations per C
 STATED_MEASURES = ("irrelevant_click_share", "train_clicks", "ccp_iterations")
@@ -295,8 +296,8 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
     tune = raw.get("tune", "repetition")
     if tune not in TUNINGS:
         raise ValueError(f"{where}: tune must be one of {TUNINGS}, found {tune!r}")
-    if tune == "once" and raw["kind"] not in ("table", "curve"):
-        raise ValueError(f"{where}: tune = \"once\" applies to kinds \"table\" and \"curve\", not {raw['kind']!r}")
+    if tune != "repetition" and raw["kind"] not in ("table", "curve"):
+        raise ValueError(f"{where}: tune = {tune!r} applies to kinds \"table\" and \"curve\", not {raw['kind']!r}")
     tune_at = raw.get("tune_at")
     if tune_at is not None and (x is None or tune_at not in raw.get("values", ())):
         raise ValueError(f"{where}: tune_at must be one of the x values {list(raw.get('values', ()))}, "
@@ -724,27 +725,30 @@ def _run_tasks(tasks: list[Task], *, root, fingerprint: str, n_jobs: int, backen
     return [results[index] for index in range(len(tasks))]
 
 
-def _series(spec: Spec, task: Task) -> tuple:
-    return tuple(task.point[key] for key in spec.series)
+def _tuned_by(spec: Spec, task: Task) -> tuple:
+    """The tasks that take one tuning task's choices share this: their series values, and
+    with ``tune = "point"`` their x value."""
+    series = tuple(task.point[key] for key in spec.series)
+    return (*series, task.point[spec.x]) if spec.tune == "point" and spec.x is not None else series
 
 
 def tuning_tasks(spec: Spec, tasks: list[Task]) -> dict[tuple, Task]:
-    """For ``tune = "once"``: per series (its values, in ``spec.series`` order), the task whose
-    choices every task of the series takes: the first repetition at x = ``tune_at`` (the
-    middle x value unless given). Empty for ``tune = "repetition"`` or where no method of
-    the spec lists ``tuned_once`` settings."""
-    if spec.tune != "once" or not any(methods.get(m).tuned_once for m in spec.methods):
+    """The tasks whose choices the others take (``_tuned_by``): with ``tune = "once"`` the
+    first repetition at x = ``tune_at`` (the middle x value unless given) of each series,
+    with ``tune = "point"`` the first repetition of each point. Empty for ``tune =
+    "repetition"`` or where no method of the spec lists ``tuned_once`` settings."""
+    if spec.tune == "repetition" or not any(methods.get(m).tuned_once for m in spec.methods):
         return {}
     at = spec.tune_at if spec.tune_at is not None else (spec.values[len(spec.values) // 2] if spec.x else None)
-    return {_series(spec, task): task for task in tasks
-            if task.repetition == 0 and (spec.x is None or task.point[spec.x] == at)}
+    return {_tuned_by(spec, task): task for task in tasks
+            if task.repetition == 0 and (spec.x is None or spec.tune == "point" or task.point[spec.x] == at)}
 
 
 def tuned(spec: Spec, tasks: list[Task], rows: dict[tuple, list[dict]]) -> list[Task]:
-    """``tasks`` with, per series, each method's ``tuned_once`` options fixed at what its
-    tuning task chose (``rows``: the tuning tasks' rows by series). An option the spec fixes
-    itself is kept; a method without a row there (a correction it does not take) is left
-    to choose per model."""
+    """``tasks`` with each method's ``tuned_once`` options fixed at what their tuning task
+    chose (``rows``: the tuning tasks' rows, keyed as ``tuning_tasks``). An option the spec
+    fixes itself is kept; a method without a row there (a correction it does not take) is
+    left to choose per model."""
     fixed = {}
     for series, found in rows.items():
         options = {method: dict(values) for method, values in spec.options.items()}
@@ -759,7 +763,7 @@ def tuned(spec: Spec, tasks: list[Task], rows: dict[tuple, list[dict]]) -> list[
                 if getattr(parsed, name) is None and name in chosen:
                     settings[name] = chosen[name]
         fixed[series] = options
-    return [replace(task, options=fixed[_series(spec, task)]) for task in tasks]
+    return [replace(task, options=fixed[_tuned_by(spec, task)]) for task in tasks]
 
 
 _COLUMNS = ("experiment", "dataset", "repetition", "seed", "method", "rank", "propensity", "low", "high",

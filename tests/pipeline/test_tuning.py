@@ -62,6 +62,19 @@ def test_one_task_per_series_tunes_at_the_middle_x():
     assert tuning_tasks(_spec_from_dict({**tomllib.loads(SPEC), "tune": "repetition"}, where="t"), tasks) == {}
 
 
+def test_point_tuning_tunes_each_point_by_its_first_repetition():
+    spec = _spec_from_dict({**tomllib.loads(SPEC), "tune": "point"}, where="test")
+    tasks = plan(spec, default_passes=100)
+    tuning = tuning_tasks(spec, tasks)
+    assert sorted(tuning) == [(p, eta) for p in (5, 20) for eta in (0.5, 1.0, 2.0)]
+    assert all(t.repetition == 0 and (t.point["passes"], t.point["eta"]) == key for key, t in tuning.items())
+    rows = {key: [{"method": "lambdarank", "chosen": json.dumps({"learning_rate": 0.1, "num_leaves": 2 + i})}]
+            for i, key in enumerate(sorted(tuning))}
+    for task in tuned(spec, tasks, rows):
+        key = (task.point["passes"], task.point["eta"])
+        assert task.options["lambdarank"]["num_leaves"] == 2 + sorted(tuning).index(key)
+
+
 def test_every_task_of_a_series_takes_the_tuning_tasks_choice(tuned_runs):
     spec, once, every = tuned_runs
     trees = once[once["method"] == "lambdarank"]
