@@ -12,6 +12,10 @@ then every method trained exactly as ``cltr train METHOD`` trains it at its defa
 test labels. Prints each run, the mean and standard deviation per method and log, and
 paired tests (t and Wilcoxon over seeds) of every method against production and of cltr's
 best own method against each library baseline.
+
+A method entry may carry options, ``METHOD@name=value@name=value`` (e.g.
+``svm-propdcg@criterion=dr``): a column of its own, also paired against ``METHOD`` at its
+defaults when that runs too.
 """
 
 from __future__ import annotations
@@ -41,6 +45,16 @@ def parse_logs(text: str) -> list[tuple[float, float]]:
     return logs
 
 
+def method_options(entry: str) -> tuple[str, dict]:
+    """``METHOD@name=value...`` -> (METHOD, its options as the spec's strings give them)."""
+    method, *settings = entry.split("@")
+    options = {}
+    for setting in settings:
+        key, _, value = setting.partition("=")
+        options[key] = registry.get(method).parse_options({key: value}).to_dict()[key] if value else value
+    return method, options
+
+
 def run(workspace: Workspace, name: str, dataset, fingerprint: str, logs, seeds, method_names, out: Path):
     production, _ = production_stage(workspace, name, dataset, fingerprint, seed=0)
     rows = []
@@ -52,7 +66,7 @@ def run(workspace: Workspace, name: str, dataset, fingerprint: str, logs, seeds,
                    "train_clicks": clicks.info["train"]["clicks"]}
             for method in method_names:
                 start = time.perf_counter()
-                model, reused = model_stage(workspace, name, dataset, clicks, method, {}, seed=seed)
+                model, reused = model_stage(workspace, name, dataset, clicks, *method_options(method), seed=seed)
                 seconds = time.perf_counter() - start
                 evaluation, _ = evaluation_stage(workspace, name, dataset, model, clicks, seed=seed)
                 row[method] = evaluation.info["avg_dcg"]
@@ -86,8 +100,16 @@ def report(rows, logs, method_names) -> None:
             print(f"{method:>20}  {values.mean():.4f} ± {values.std(ddof=1) if len(values) > 1 else 0:.4f}  "
                   f"{values.mean() - production.mean():+14.4f}  {test['p_t']:8.2g}  "
                   f"{int(np.sum(values > production)):>2}/{len(values)}  {seconds:8.1f}  {mine[0][method + ' chosen']}")
-        own = [m for m in method_names if m not in NOT_COUNTERFACTUAL]
-        libraries = [m for m in method_names if m in LIBRARY]
+        for variant in method_names:
+            base = variant.split("@")[0]
+            if variant != base and base in method_names:
+                a, b = np.array([r[base] for r in mine]), np.array([r[variant] for r in mine])
+                test = paired_tests(a, b)
+                print(f"{variant} vs {base}: {b.mean() - a.mean():+.4f} (paired t p {test['p_t']:.2g}, Wilcoxon p "
+                      f"{test['p_wilcoxon']:.2g}, {int(np.sum(b > a))}/{len(a)} seeds better, "
+                      f"{int(np.sum(b == a))} equal)")
+        own = [m for m in method_names if m.split("@")[0] not in NOT_COUNTERFACTUAL]
+        libraries = [m for m in method_names if m.split("@")[0] in LIBRARY]
         if not own or not libraries:
             continue
         best = max(own, key=lambda m: np.mean([r[m] for r in mine]))
@@ -109,7 +131,8 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=0, help="run seeds FIRST .. FIRST + SEEDS - 1 (to split a "
                                                                     "run over processes sharing one --workdir)")
     parser.add_argument("--logs", default="1:0.1,2:0.3", help="eta:eps_neg pairs, comma-separated")
-    parser.add_argument("--methods", default=None, help="comma-separated [default: every registered method]")
+    parser.add_argument("--methods", default=None, help="comma-separated, each METHOD or METHOD@name=value@... "
+                                                        "[default: every registered method at its defaults]")
     parser.add_argument("--workdir", type=Path, default=Path("cltr-bench-hard-logs"))
     parser.add_argument("--out", type=Path, default=Path("results/hard_logs.csv"))
     args = parser.parse_args()

@@ -908,8 +908,11 @@ def train_method(session: Session, method, options, dataset: str, clicks_key, se
     rows = info.get("selection", [])
     if rows and method.tables is None:
         echo_table(rows, [c for c in rows[0] if c not in _HIDDEN_COLUMNS and not isinstance(rows[0][c], (list, dict))])
+    criterion = "DR" if info.get("validation_criterion") == "dr" else "SNIPS"
     click.echo(f"model {artifact.key}{' (reused)' if reused else ''}: {method.name}, {_describe_chosen(info)}, "
-               f"validation SNIPS Avg DCG {info['validation_snips_avg_dcg']:.4f}")
+               f"validation {criterion} Avg DCG {info['validation_snips_avg_dcg']:.4f}"
+               + (" (--criterion dr: the tables' validation_snips_avg_dcg columns are DR estimates)"
+                  if criterion == "DR" else ""))
     if "effective_sample_size" in info:
         where = f", propensities {artifact.config['propensities']}" if "propensities" in artifact.config else ""
         clipped = f", clipped at {info['clip']:g}" if info.get("clip") is not None else ""

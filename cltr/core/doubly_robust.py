@@ -67,10 +67,10 @@ import numpy as np
 from scipy.special import expit
 
 from cltr.core.clicks import Displayed
-from cltr.core.ranking import DCG_BASE, snips_avg_dcg
+from cltr.core.ranking import DCG_BASE, dcg_gain, snips_avg_dcg
 
 __all__ = ["PropensityImpressions", "impressions_by_propensity", "RelevanceModel", "fit_relevance_model",
-           "dr_document_weights", "dr_estimate", "DEFAULT_L2"]
+           "dr_document_weights", "dr_estimate", "DRValidation", "dr_validation", "DEFAULT_L2"]
 
 DEFAULT_L2 = 1e-2
 """L2 penalty of the relevance model, on the mean log-likelihood per impression. Under
@@ -299,3 +299,72 @@ def dr_estimate(ranks: np.ndarray, table: PropensityImpressions, relevance: np.n
     """
     documents, weight = dr_document_weights(table, relevance, sessions, clip=clip)
     return snips_avg_dcg(ranks, documents, None, base=base, weight=weight)
+
+
+@dataclass(frozen=True)
+class DRValidation:
+    """The doubly robust validation criterion's terms, one per displayed document of the
+    split: what ``cltr train --criterion dr`` compares candidates by.
+
+    A ranking f's estimate is the self-normalised
+
+        V(f) = Σ_d w_d g(rank_f(d)) / Σ_d w_d,   g(r) = 1 / log_base(1 + r),
+
+    and the logging policy's, on the same weights, Σ_d w_d b_d / Σ_d w_d with
+    b_d = (1/N_q) Σ_j g(k_j(d)), its mean gain over the query's sessions (0 in a session that
+    did not show d): E[w_d b_d] = Σ_j gamma(d) g(k_j(d)) when E[w_d] = N_q gamma(d), the
+    logging policy's expected DCG numerator.
+
+    Attributes
+    ----------
+    documents, query : ndarray of int64, shape (n,)
+        The displayed documents (rows of the split) and their queries.
+    weight : ndarray of float64, shape (n,)
+        w_d = N_q gamma_DR(d) (``dr_document_weights``).
+    logged_gain : ndarray of float64, shape (n,)
+        b_d.
+    clip : float or None
+        The tau the expected examination was clipped at.
+    """
+
+    documents: np.ndarray
+    query: np.ndarray
+    weight: np.ndarray
+    logged_gain: np.ndarray
+    clip: float | None
+
+    def estimate(self, ranks: np.ndarray, *, base: float = DCG_BASE) -> float:
+        """V(f) for a ranking's ranks of every document of the split (1-based); NaN when no
+        document has weight."""
+        total = float(self.weight.sum())
+        if not total > 0:
+            return float("nan")
+        return float(self.weight @ dcg_gain(np.asarray(ranks)[self.documents], base) / total)
+
+
+def dr_validation(displayed: Displayed, relevance: np.ndarray, sessions: np.ndarray, *, clip: float | None = None,
+                  base: float = DCG_BASE) -> DRValidation:
+    """The ``DRValidation`` terms of a split's displayed rows.
+
+    Parameters
+    ----------
+    displayed : Displayed
+        Every displayed row of the split, with the examination propensities as told.
+    relevance : ndarray, shape (n_docs,)
+        gamma_hat of every document of the split: from a model fitted on *other* clicks (the
+        training split's), so that it does not depend on the clicks it corrects.
+    sessions : ndarray of int, shape (n_queries,)
+        N_q.
+    clip : float, optional
+        tau (``dr_document_weights``).
+    """
+    table = impressions_by_propensity(displayed)
+    documents, weight = dr_document_weights(table, relevance, sessions, clip=clip)
+    doc = np.asarray(displayed.doc, dtype=np.int64)
+    # documents is sorted and holds every displayed doc: searchsorted finds each row's entry
+    where = np.searchsorted(documents, doc)
+    gain = np.bincount(where, weights=dcg_gain(displayed.rank, base), minlength=len(documents))
+    first = np.unique(doc, return_index=True)[1]
+    query = np.asarray(displayed.query, dtype=np.int64)[first]
+    return DRValidation(documents=documents, query=query, weight=weight,
+                        logged_gain=gain / np.asarray(sessions, dtype=np.float64)[query], clip=clip)

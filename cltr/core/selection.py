@@ -27,7 +27,8 @@ from cltr.core.resources import exceeds_memory
 
 __all__ = ["Selection", "select_on_validation", "parse_grid", "ALIKE_SHARE", "alike_share", "ESS_FRACTION",
            "VALIDATION_CLIPS", "validation_clip",
-           "CLIP_GRID", "varied_queries", "parse_clip", "clip_grid", "ess_fraction", "versus_logging", "edges_of_grid",
+           "CLIP_GRID", "varied_queries", "parse_clip", "clip_grid", "ess_fraction", "versus_logging", "paired_estimate",
+           "edges_of_grid",
            "guard_warnings"]
 
 # A candidate whose scores are alike within at least this share of the validation queries
@@ -284,12 +285,36 @@ def versus_logging(model_rank: np.ndarray, logged_rank: np.ndarray, weight: np.n
         ``model``, ``logging``, ``difference``, ``standard_error`` (NaN without clicks or
         with a non-positive weight sum).
     """
+    return paired_estimate(dcg_gain(model_rank, base), dcg_gain(logged_rank, base), weight, group)
+
+
+def paired_estimate(model_gain: np.ndarray, reference_gain: np.ndarray, weight: np.ndarray,
+                    group: np.ndarray) -> dict:
+    """``versus_logging`` on gains: the self-normalised estimates sum w a / sum w and
+    sum w b / sum w of two rankings from the same weighted examples, their difference D and
+    its query-clustered delta-method standard error sqrt(sum_g (sum_{i in g} w_i (a_i -
+    b_i - D))^2) / sum w. The examples are the clicks (SNIPS) or the displayed documents
+    (the doubly robust criterion, ``cltr.core.doubly_robust.DRValidation``).
+
+    Parameters
+    ----------
+    model_gain, reference_gain : ndarray, shape (n,)
+        a_i and b_i.
+    weight : ndarray, shape (n,)
+    group : ndarray of int, shape (n,)
+
+    Returns
+    -------
+    dict
+        ``model``, ``logging`` (the reference's), ``difference``, ``standard_error``.
+    """
     weight = np.asarray(weight, dtype=np.float64)
     total = float(weight.sum())
     if not len(weight) or not total > 0:
         nan = float("nan")
         return {"model": nan, "logging": nan, "difference": nan, "standard_error": nan}
-    model_gain, logged_gain = dcg_gain(model_rank, base), dcg_gain(logged_rank, base)
+    model_gain = np.asarray(model_gain, dtype=np.float64)
+    logged_gain = np.asarray(reference_gain, dtype=np.float64)
     model = float((weight * model_gain).sum() / total)
     logging = float((weight * logged_gain).sum() / total)
     difference = model - logging

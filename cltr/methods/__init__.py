@@ -21,6 +21,12 @@ TAU on validation when the training weights' effective sample size is small
 trained with, or None), ``clip_selection`` (a row per TAU tried), ``versus_logging`` (the
 chosen model against the logging ranker on the validation clicks) and ``warnings``.
 
+Every method's options derive from ``SelectionOptions``, whose ``criterion`` says what
+``TrainingData.estimate`` (and with it every selection, early stopping, the clip rule and
+the guard) compares on the validation split: "snips" (SNIPS Avg DCG of the validation
+clicks, clipped at their own TAU_v) or "dr" (the doubly robust estimate of Avg DCG,
+``cltr.core.doubly_robust.DRValidation``). ``train`` reads it; the methods never do.
+
 Modules without ``METHOD`` (``linear``, ``trees``) hold machinery that several methods share.
 """
 
@@ -34,14 +40,31 @@ from typing import Any, Callable
 import numpy as np
 
 from cltr.core.clicks import ClickLog, Displayed
+from cltr.core.doubly_robust import DRValidation, dr_validation, fit_relevance_model, impressions_by_propensity
 from cltr.core.queries import Dataset
 from cltr.core import selection as guard
-from cltr.core.ranking import rank_documents, validation_estimate
+from cltr.core.ranking import dcg_gain, rank_documents, validation_estimate
 from cltr.core.seeds import stream
-from cltr.options import Options
+from cltr.options import Options, option
 from cltr.registry import discover
 
-__all__ = ["Method", "TrainingData", "methods", "get", "train"]
+__all__ = ["Method", "SelectionOptions", "CRITERIA", "TrainingData", "methods", "get", "train"]
+
+CRITERIA = ("snips", "dr")
+"""The validation criteria: what ``TrainingData.estimate`` compares candidates by."""
+
+
+@dataclass(frozen=True)
+class SelectionOptions(Options):
+    """The options every method shares: how its candidates are compared on validation."""
+
+    criterion: str = option(
+        "snips", "What hyperparameters (and --clip auto's TAU) are chosen by on the validation split: snips (SNIPS "
+                 "Avg DCG of the validation clicks, clipped at their own TAU_v on hard logs) or dr (doubly robust "
+                 "Avg DCG of every displayed validation document: a logistic click model fitted on the training "
+                 "clicks plus the clicks' correction, its examination clipped at the same TAU_v; unbiased there "
+                 "when that model is right; needs every impression). Both are the same where TAU_v is none; "
+                 "docs/explanation/methods.md.", choices=CRITERIA)
 
 
 @dataclass(frozen=True)
@@ -114,6 +137,7 @@ class TrainingData:
     _displayed: dict = field(default_factory=dict, compare=False, repr=False)
     train_log_at: Callable[[float], ClickLog] | None = field(default=None, compare=False, repr=False)
     _varied: list = field(default_factory=list, compare=False, repr=False)
+    dr: DRValidation | None = field(default=None, compare=False, repr=False)
 
     def displayed(self, split: str) -> Displayed:
         """Every displayed document of every session of ``split`` ("train" or "vali"), for
@@ -138,8 +162,47 @@ class TrainingData:
                     if split == "train" else shown
         return dataclasses.replace(self, train_log=log, rows=rows, _displayed={})
 
+    def with_dr_criterion(self) -> "TrainingData":
+        """The same data judged by the doubly robust criterion (``estimate``,
+        ``paired_difference`` and ``versus_logging`` read ``dr``).
+
+        Its terms (``cltr.core.doubly_robust.dr_validation``): every displayed validation
+        document, its examination clipped at the TAU_v of the validation clicks
+        (``cltr.core.selection.validation_clip``, as the SNIPS criterion clips them), and
+        where TAU_v clips, the relevance model fitted on the *training* split's impressions
+        (the validation clicks it corrects are independent of it, the condition of DR's
+        unbiasedness). Call it before any training clipping: the model reads the training
+        propensities as told."""
+        try:
+            shown = self.displayed("vali")
+            tau = guard.validation_clip(shown.propensity[shown.click > 0])
+            vali = self.dataset.vali
+            relevance = np.zeros(vali.n_docs)  # unclipped, the model's term cancels exactly
+            if tau is not None:
+                # L-BFGS on a few dozen weights: BLAS threads only contend
+                from threadpoolctl import threadpool_limits
+
+                with threadpool_limits(1):
+                    model = fit_relevance_model(self.dataset.train.X, impressions_by_propensity(self.displayed("train")))
+                relevance = model.relevance(vali.X)
+        except ValueError as error:
+            raise ValueError(f"--criterion dr: {error}; or select with --criterion snips (the clicks alone)") from None
+        log = self.vali_log
+        sessions = (np.full(log.n_queries, log.n_passes, dtype=np.int64) if log.sessions_per_query is None
+                    else log.sessions_per_query)
+        terms = dr_validation(shown, relevance, sessions, clip=tau, base=self.dataset.dcg_base)
+        return dataclasses.replace(self, dr=terms)
+
+    def _ranks(self, scorer) -> np.ndarray:
+        vali = self.dataset.vali
+        return rank_documents(scorer.scores(vali.X), vali.offsets, stream(self.seed, "selection"))
+
     def estimate(self, scorer) -> float:
-        """SNIPS Avg DCG on validation clicks, with the same tie-breaks for every candidate."""
+        """The validation criterion, with the same tie-breaks for every candidate: SNIPS Avg
+        DCG on the validation clicks, or with ``dr`` (``with_dr_criterion``) the doubly
+        robust estimate of Avg DCG on the displayed validation documents."""
+        if self.dr is not None:
+            return self.dr.estimate(self._ranks(scorer), base=self.dataset.dcg_base)
         return validation_estimate(scorer, self.dataset.vali, self.vali_log, rng=stream(self.seed, "selection"),
                                    dcg_base=self.dataset.dcg_base)
 
@@ -162,7 +225,12 @@ class TrainingData:
     def paired_difference(self, scorer, reference) -> dict:
         """``scorer`` against ``reference`` on the validation clicks: ``versus_logging`` with
         ``reference``'s ranks in the logging ranker's place (the difference and its
-        query-clustered standard error)."""
+        query-clustered standard error); with ``dr``, on its weighted documents
+        (``cltr.core.selection.paired_estimate``)."""
+        if self.dr is not None:
+            base, dr = self.dataset.dcg_base, self.dr
+            gains = [dcg_gain(self._ranks(s)[dr.documents], base) for s in (scorer, reference)]
+            return guard.paired_estimate(gains[0], gains[1], dr.weight, dr.query)
         vali, log = self.dataset.vali, self.vali_log
         ranks = [rank_documents(s.scores(vali.X), vali.offsets, stream(self.seed, "selection"))[log.doc]
                  for s in (scorer, reference)]
@@ -172,7 +240,13 @@ class TrainingData:
         """``scorer`` against the logging ranker on the validation clicks: both SNIPS Avg DCG
         estimates (the model's with ``estimate``'s tie-breaks, the logging ranker's from
         the logged ranks), their difference and its standard error
-        (``cltr.core.selection.versus_logging``)."""
+        (``cltr.core.selection.versus_logging``); with ``dr``, both doubly robust estimates
+        on the same document weights (the logging ranker's from each document's mean gain
+        at its logged ranks, ``DRValidation.logged_gain``)."""
+        if self.dr is not None:
+            dr = self.dr
+            gain = dcg_gain(self._ranks(scorer)[dr.documents], self.dataset.dcg_base)
+            return guard.paired_estimate(gain, dr.logged_gain, dr.weight, dr.query)
         vali, log = self.dataset.vali, self.vali_log
         ranks = rank_documents(scorer.scores(vali.X), vali.offsets, stream(self.seed, "selection"))
         return guard.versus_logging(ranks[log.doc], log.rank, log.cost, log.query, base=self.dataset.dcg_base)
@@ -237,6 +311,9 @@ def train(name: str, data: TrainingData, options: dict | Options | None = None, 
                              f"--propensities estimated")
     if not method.weighted:
         clip = None
+    criterion = getattr(options, "criterion", "snips")
+    if criterion == "dr":  # before any clipping: its relevance model reads the training log as told
+        data = data.with_dr_criterion()
     unclipped_ess = guard.ess_fraction(data.train_log.cost)
     record = {"mode": "none" if clip is None else "auto" if clip == "auto" else "fixed", "tau": None,
               "ess_fraction": unclipped_ess}
@@ -259,6 +336,9 @@ def train(name: str, data: TrainingData, options: dict | Options | None = None, 
         warnings = []
     trained = data if record["tau"] is None else data.clipped(record["tau"])
     info["clip"], info["clip_mode"] = record["tau"], record["mode"]
+    info["validation_criterion"] = criterion
+    if data.dr is not None:
+        info["validation_dr_clip"] = data.dr.clip
     if table is not None:
         info["clip_selection"], info["clip_grid"] = table, record["grid"]
     info["ess_fraction"] = {"unclipped": unclipped_ess,

@@ -23,8 +23,8 @@ from threadpoolctl import threadpool_limits
 from cltr.core.mlp import ACTIVATIONS, Adam, MLPScorer, _check_activation, _check_dtype, _ranges, click_batches, init_mlp, loss_and_gradient
 from cltr.core.objectives import check_signed_weights, rank_weight
 from cltr.core.seeds import stream
-from cltr.methods import Method, TrainingData
-from cltr.options import Options, option
+from cltr.methods import Method, SelectionOptions, TrainingData
+from cltr.options import option
 
 ORDER = 50
 
@@ -320,7 +320,7 @@ def _divergence_cause(propensity, example_weight, dtype) -> str:
 
 
 @dataclass(frozen=True)
-class DeepOptions(Options):
+class DeepOptions(SelectionOptions):
     """Deep PropDCG's options: a preset, and any of its settings overridden (None: the preset's)."""
 
     preset: str = option("default", "Settings to start from: 'paper' is Sec. 5.4's (lr 1e-6/1e-7/1e-8, 750 "
@@ -347,7 +347,7 @@ class DeepOptions(Options):
                                   "bench/deep.py).", low=1)
 
     def settings(self) -> DeepSettings:
-        overrides = {k: v for k, v in self.to_dict().items() if k not in ("preset", "blas_threads")}
+        overrides = {k: v for k, v in self.to_dict().items() if k not in ("preset", "blas_threads", "criterion")}
         return deep_settings(self.preset, **overrides)
 
     def __post_init__(self):

@@ -10,7 +10,8 @@ import numpy as np
 from cltr.core.scorers import LinearScorer
 from cltr.core.svm import solver_info, train_svm_on_clicks
 from cltr.core.selection import parse_grid, select_on_validation
-from cltr.options import Options, option
+from cltr.methods import SelectionOptions
+from cltr.options import option
 
 __all__ = ["DEFAULT_C_GRID", "LinearSVMOptions", "c_candidates", "select_c", "train_on_clicks", "positive_costs"]
 
@@ -18,7 +19,7 @@ DEFAULT_C_GRID = tuple(float(c) for c in np.logspace(-3, 3, 7))
 
 
 @dataclass(frozen=True)
-class LinearSVMOptions(Options):
+class LinearSVMOptions(SelectionOptions):
     """-C, --grid and --tol of every linear SVM method."""
 
     C: float | None = option(None, "Regularisation constant; without it, C is chosen over --grid on "

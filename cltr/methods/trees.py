@@ -23,7 +23,8 @@ import numpy as np
 
 from cltr.core.seeds import stream
 from cltr.core.selection import select_on_validation
-from cltr.options import Options, option
+from cltr.methods import SelectionOptions
+from cltr.options import option
 
 __all__ = ["TreeScorer", "TreeOptions", "lightgbm_params", "usable_leaves", "select_trees",
            "LEARNING_RATE_GRID", "NUM_LEAVES_GRID", "MIN_DATA_IN_LEAF"]
@@ -33,7 +34,7 @@ NUM_LEAVES_GRID = tuple(2 ** k for k in range(1, 9))  # 2, 4, ..., 256
 
 
 @dataclass(frozen=True)
-class TreeOptions(Options):
+class TreeOptions(SelectionOptions):
     """The options every LightGBM method shares."""
 
     learning_rate: float | None = option(None, "Fix the learning rate [default: chosen over 0.001, 0.01, 0.1 on "

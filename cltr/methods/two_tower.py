@@ -70,8 +70,8 @@ from threadpoolctl import threadpool_limits
 from cltr.core.clicks import Impressions
 from cltr.core.mlp import ACTIVATIONS, Adam, MLPScorer, init_mlp
 from cltr.core.seeds import stream
-from cltr.methods import Method, TrainingData
-from cltr.options import Options, option
+from cltr.methods import Method, SelectionOptions, TrainingData
+from cltr.options import option
 
 __all__ = ["METHOD", "TwoTowerOptions", "click_loss", "train_two_tower"]
 
@@ -342,7 +342,7 @@ def _rates(text: str) -> list[float]:
 
 
 @dataclass(frozen=True)
-class TwoTowerOptions(Options):
+class TwoTowerOptions(SelectionOptions):
     tower: str = option("linear", "The relevance tower: the MLP (Adam on minibatches), or linear in the standardised "
                                "features (L-BFGS on the whole log, one fit per --l2).", choices=TOWERS)
     l2: tuple[float, ...] = option((1e-1, 1e-2, 1e-3, 1e-4), "L2 penalties of the linear tower's weights tried "

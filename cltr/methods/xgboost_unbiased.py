@@ -43,9 +43,9 @@ import numpy as np
 
 from cltr.core.seeds import stream
 from cltr.core.selection import select_on_validation
-from cltr.methods import Method, TrainingData
+from cltr.methods import Method, SelectionOptions, TrainingData
 from cltr.methods.sessions import clicked_sessions, session_groups, subsample_sessions
-from cltr.options import Options, option
+from cltr.options import option
 
 __all__ = ["METHOD", "XGBoostOptions", "XGBoostScorer", "xgboost_params"]
 
@@ -71,7 +71,7 @@ def _xgboost():
 
 
 @dataclass(frozen=True)
-class XGBoostOptions(Options):
+class XGBoostOptions(SelectionOptions):
     learning_rate: float | None = option(None, "Fix the learning rate [default: chosen over 0.03, 0.1, 0.3 on "
                                                "validation clicks].", low=0, low_open=True)
     max_depth: int | None = option(None, "Fix the tree depth [default: chosen over 2, 4, 6 on validation clicks].",

@@ -714,7 +714,10 @@ def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artif
     if clip == "auto" and plain.weight is None and ess_fraction(plain.cost) < ESS_FRACTION:
         # TAU will be searched: by the one-standard-error rule (methods._select_clip)
         subset["clip_rule"] = "one-standard-error"
-    config = {"clicks": clicks.key, "method": method, "options": options.to_dict(), "seed": seed, **subset}
+    recorded = options.to_dict()
+    if recorded.get("criterion") == "snips":  # the default: the keys of models stored before the option stay
+        del recorded["criterion"]
+    config = {"clicks": clicks.key, "method": method, "options": recorded, "seed": seed, **subset}
     only = [split for split in ("train", "vali") if clicked_only(clicks, split)]
     if only:
         logging.getLogger(__name__).warning(f"the {' and '.join(only)} log{'s' if len(only) > 1 else ''} of click "

@@ -236,3 +236,76 @@ def test_the_likelihood_fit_recovers_the_click_probability():
     with pytest.raises(ValueError, match="no impressions"):
         fit_relevance_model(X, PropensityImpressions(*(np.zeros(0, dtype=np.int64),) * 2, np.zeros(0),
                                                      *(np.zeros(0, dtype=np.int64),) * 2))
+
+
+# The validation criterion (``DRValidation``): many independent logs of 8 queries stacked as
+# the queries of one split (log i's queries 8 i .. 8 i + 7), each query's 6 documents shown by
+# one deterministic ranker at ranks 1..6 in every one of its 25 sessions, eta 2 (p_k 1 .. 1/36).
+N_LOGS, QUERIES, DOCS, SESSIONS_PER_QUERY, VALIDATION_TAU = 1500, 8, 6, 25, 0.1
+
+
+def _stacked_validation_logs(rng):
+    n_queries = N_LOGS * QUERIES
+    gamma = rng.uniform(0.2, 0.9, (n_queries, DOCS))  # eps- 0.2 and up: noisy, hard-log clicks
+    doc = np.arange(n_queries * DOCS).reshape(n_queries, DOCS)
+    rank = np.broadcast_to(np.arange(1, DOCS + 1), (n_queries, DOCS))
+    p = _examination(rank)
+    shape = (SESSIONS_PER_QUERY, n_queries, DOCS)
+    click = (rng.random(shape) < p * gamma).astype(np.int8)
+    shown = Displayed.from_columns(
+        session=np.broadcast_to((np.arange(SESSIONS_PER_QUERY)[:, None] * n_queries + np.arange(n_queries))[..., None],
+                                shape).ravel(),
+        query=np.broadcast_to(np.arange(n_queries)[:, None], shape).ravel(), doc=np.broadcast_to(doc, shape).ravel(),
+        rank=np.broadcast_to(rank, shape).ravel(), click=click.ravel(), propensity=np.broadcast_to(p, shape).ravel(),
+        ranker=np.zeros(click.size, dtype=np.int64))
+    return shown, gamma.ravel(), click.sum(axis=0).ravel(), p.ravel()
+
+
+def _per_log(values, weight):
+    """The self-normalised estimate Σ w v / Σ w of every log."""
+    log = np.arange(len(weight)) // (QUERIES * DOCS)
+    return np.bincount(log, weights=weight * values) / np.bincount(log, weights=weight)
+
+
+def test_the_dr_validation_estimate_is_unbiased_under_clipping_and_steadier_than_clipped_snips():
+    """The DR criterion's Avg DCG of a fixed ranking (the logged one reversed: the rarely
+    examined documents on top, where clipping bites) against the analytic truth
+    Σ gamma g(rank) / Σ gamma of each log, averaged over logs, with the right relevance model
+    and tau = 0.1 (ranks 4..6 clipped); clipped SNIPS (every click 1 / max(p, tau)) is biased
+    toward the logging order there, and unclipped SNIPS has a far larger variance."""
+    from cltr.core.doubly_robust import dr_validation
+
+    rng = np.random.default_rng(10)
+    shown, gamma, clicks, p = _stacked_validation_logs(rng)
+    assert (p < VALIDATION_TAU).mean() == pytest.approx(0.5)  # ranks 4, 5, 6 of every query
+    ranking = np.tile(np.arange(DOCS, 0, -1), N_LOGS * QUERIES)  # the logged order reversed
+    gain = dcg_gain(ranking)
+    truth = _per_log(gain, gamma)
+    terms = dr_validation(shown, gamma, np.full(N_LOGS * QUERIES, SESSIONS_PER_QUERY), clip=VALIDATION_TAU)
+    np.testing.assert_array_equal(terms.documents, np.arange(len(gamma)))
+    dr = _per_log(gain, terms.weight)
+    # DRValidation.estimate is the same self-normalised sum (over the one log it is given)
+    first = slice(0, QUERIES * DOCS)
+    alone = dr_validation(Displayed.from_columns(**{k: getattr(shown, k)[shown.query < QUERIES] for k in (
+        "session", "query", "doc", "rank", "click", "propensity", "ranker")}), gamma[first],
+        np.full(QUERIES, SESSIONS_PER_QUERY), clip=VALIDATION_TAU)
+    assert alone.estimate(ranking[first]) == pytest.approx(dr[0], rel=1e-12)
+    clipped_snips = _per_log(gain, clicks / np.maximum(p, VALIDATION_TAU))
+    snips = _per_log(gain, clicks / p)
+
+    def z(estimates):  # the mean error in Monte Carlo standard errors
+        return (estimates - truth).mean() / ((estimates - truth).std(ddof=1) / np.sqrt(N_LOGS))
+
+    # 4 standard errors: a correct estimator fails 6e-5 of the time; the self-normalisation's
+    # own bias (of order Var(Σ w) / (Σ w)^2 per log) stays below one standard error for DR
+    # (z from -0.8 to 2.2 over seeds 0-7; unclipped SNIPS, its weights up to 36, -1.4 to -4.6)
+    assert abs(z(dr)) < 4, z(dr)
+    assert z(clipped_snips) < -20, z(clipped_snips)  # clipped SNIPS underrates the reversed ranking (-145)
+    # the variance: clipping's, with the estimate's mass kept (its denominator is not
+    # clipped); measured ratios 0.66-0.71 and 0.16-0.17 over seeds 0-7
+    assert dr.var() < 0.8 * clipped_snips.var(), (dr.var(), clipped_snips.var())
+    assert dr.var() < 0.25 * snips.var(), (dr.var(), snips.var())
+    # the logging ranker's value on the same weights (``versus_logging``'s reference) is unbiased too
+    logged = _per_log(terms.logged_gain, terms.weight)
+    logged_truth = _per_log(dcg_gain(np.tile(np.arange(1, DOCS + 1), N_LOGS * QUERIES)), gamma)
+    assert abs((logged - logged_truth).mean() / ((logged - logged_truth).std(ddof=1) / np.sqrt(N_LOGS))) < 4
