@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -81,6 +82,7 @@ def main(argv=None) -> None:
     base = [sys.executable, "-m", "cltr", "--workdir", str(workdir), "figures"]
     names = ["all"] if args.specs == "all" else args.specs.split(",")
     total, rows = 0.0, []
+    cpu_start = resource.getrusage(resource.RUSAGE_CHILDREN)
     for name in names:
         seconds, lines = run([*base, name, *extra])
         total += seconds
@@ -89,6 +91,8 @@ def main(argv=None) -> None:
             found[-1]["seconds"] = seconds  # the whole command's, dataset generation and reports included
         rows.extend(found)
 
+    cpu_end = resource.getrusage(resource.RUSAGE_CHILDREN)
+    used = (cpu_end.ru_utime - cpu_start.ru_utime) + (cpu_end.ru_stime - cpu_start.ru_stime)
     models = {path: m for path, m in model_manifests(workdir).items() if path not in before}
     cpu, wall, count = defaultdict(float), defaultdict(float), defaultdict(int)
     for manifest in models.values():
@@ -101,7 +105,8 @@ def main(argv=None) -> None:
     print(f"{'spec':<16}{'tasks':>7}{'computed':>10}{'reused':>8}{'seconds':>10}")
     for row in rows:
         print(f"{row['spec']:<16}{row['tasks']:>7}{row['computed']:>10}{row['reused']:>8}{row['seconds']:>10.1f}")
-    print(f"total wall: {total:.1f} s ({total / 60:.1f} min)")
+    print(f"total wall: {total:.1f} s ({total / 60:.1f} min); CPU of the commands and their workers: {used:.1f} s "
+          f"({used / max(total, 1e-9):.2f} cores busy on average)")
     spent = sum(cpu.values())
     print(f"\n{len(models)} models trained, {spent:.1f} s of training CPU (evaluation and simulation not included)")
     print(f"{'method':<22}{'models':>7}{'CPU s':>10}{'share':>8}{'wall s':>10}")
