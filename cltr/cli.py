@@ -821,7 +821,9 @@ def _propensity_artifact(session: Session, dataset_name: str, clicks, which: str
 
     ``which``: "logged", "estimated" (the current estimate of this click log), a key, or
     None (the log's own where it has them, else the current estimate)."""
-    has_own = not any(np.isnan(clicks.arrays[f"{split}/propensity"]).any() for split in ("train", "vali"))
+    # an import in chunks keeps its propensities with its counts
+    has_own = not any(np.isnan(clicks.arrays.get(f"{split}/propensity", clicks.arrays.get(f"{split}/agg/propensity")))
+                      .any() for split in ("train", "vali"))
     if which == "logged" or (which is None and has_own):
         if not has_own:
             raise click.UsageError(f"this click log has no propensity column; use --propensities estimated "
@@ -1186,10 +1188,17 @@ def clicks_group() -> None:
 @click.option("--harvest", "harvest_ranks", type=click.IntRange(min=2), default=None,
               help="With --format baidu-raw: also print the position bias at ranks 1..N by intervention "
                    "harvesting over the queries' distinct displayed orderings (global all-pairs).")
+@click.option("--chunk-rows", type=click.IntRange(min=1), default=None,
+              help="For a log larger than memory: read it in chunks of this many rows, each checked as a whole "
+                   "file is, and store only its clicks and impressions per (document, rank, ranker, propensity) "
+                   "and its sessions per query (memory bound by those counts, not the rows; the same result for "
+                   "any chunk size). A session's rows must follow one another. Such a log trains every click "
+                   "method and gives propensity estimates; session-level learners, doubly robust corrections, "
+                   "export and learning curves over passes need the log imported whole.")
 @click.pass_obj
 @_errors_as_usage
 def clicks_import(session: Session, log, dataset, split, ignore_extra_columns, log_format, out,
-                  harvest_ranks) -> None:
+                  harvest_ranks, chunk_rows) -> None:
     """Validate a click log and store it for the given split. Once both the train and the
     vali split have a log, they form a click log that every `cltr train` method uses
     exactly as a simulated one (the vali log serves model selection).
@@ -1199,6 +1208,8 @@ def clicks_import(session: Session, log, dataset, split, ignore_extra_columns, l
     from cltr.pipeline.stages import CLICKED_ONLY, import_stage, imported_clicks_stage
 
     if log_format == "baidu-raw":
+        if chunk_rows is not None:
+            raise click.UsageError("--chunk-rows goes with --format table (baidu-raw partitions are streamed already)")
         _import_baidu_raw(log, out, harvest_ranks)
         return
     if out is not None or harvest_ranks is not None:
@@ -1208,12 +1219,13 @@ def clicks_import(session: Session, log, dataset, split, ignore_extra_columns, l
     log = log[0]
     dataset_obj, fingerprint = session.dataset(dataset)
     part, reused = import_stage(session.workspace, dataset, dataset_obj, fingerprint, log, split=split,
-                                ignore_extra_columns=ignore_extra_columns)
+                                ignore_extra_columns=ignore_extra_columns, chunk_rows=chunk_rows)
     session.workspace.set_current(dataset, f"imports/{split}", part.key)
     info = part.info
     click.echo(f"imported {log} as the {split} log {part.key}{' (reused)' if reused else ''}: {info['rows']} "
                f"impressions, {info['sessions']} sessions, {info['clicks']} clicks, {info['rankers']} ranker(s), "
-               f"{'with' if info['has_propensity'] else 'without'} propensities")
+               f"{'with' if info['has_propensity'] else 'without'} propensities"
+               + (" (kept as counts per document and rank)" if info.get("aggregated") else ""))
     if info.get("ignored_columns"):
         click.echo(f"ignored column{'s' if len(info['ignored_columns']) > 1 else ''} "
                    f"{', '.join(map(repr, info['ignored_columns']))} (--ignore-extra-columns)")

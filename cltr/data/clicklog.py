@@ -50,7 +50,8 @@ if TYPE_CHECKING:
 else:
     pd = lazy_import("pandas")  # imported on first use: `cltr --help` needs no pandas
 
-__all__ = ["file_format", "LoggedRows", "read_click_log", "write_click_log", "simulated_rows", "REQUIRED", "OPTIONAL"]
+__all__ = ["file_format", "LoggedRows", "AggregatedRows", "read_click_log", "read_click_log_aggregated",
+           "write_click_log", "simulated_rows", "REQUIRED", "OPTIONAL"]
 
 REQUIRED = ("session", "qid", "rank", "click")
 OPTIONAL = ("propensity", "ranker")
@@ -376,8 +377,9 @@ class _Rows:
     """Validation helpers that name the file, the line and the cell as written of the first
     bad row."""
 
-    def __init__(self, path: Path, frame: pd.DataFrame, *, lenient: bool = False):
-        self.path, self.frame, self.lenient = path, frame, lenient
+    def __init__(self, path: Path, frame: pd.DataFrame, *, lenient: bool = False, first_row: int = 0):
+        # first_row: the file's data rows before this frame (a chunk of a streamed import)
+        self.path, self.frame, self.lenient, self.first_row = path, frame, lenient, first_row
         self.separator, self.compression = file_format(path)
         self.parquet = self.separator == "parquet"
         self._raw: dict[int, tuple[int, dict[str, str]]] = {}
@@ -385,12 +387,12 @@ class _Rows:
 
     def _line(self, row: int) -> tuple[int, dict[str, str]]:
         if row not in self._raw:
-            self._raw[row] = _raw_row(self.path, self.separator, self.compression, row)
+            self._raw[row] = _raw_row(self.path, self.separator, self.compression, self.first_row + row)
         return self._raw[row]
 
     def where(self, row: int) -> str:
         if self.parquet:
-            return f"row {row + 1} of {self.path}"
+            return f"row {self.first_row + row + 1} of {self.path}"
         return f"line {self._line(row)[0]} of {self.path}"
 
     def cell(self, row: int, name: str) -> str:
@@ -409,7 +411,7 @@ class _Rows:
             if self.lenient:
                 # pandas fills a row's missing last cells with "" where pyarrow refuses the
                 # row: a short row up to here is the error both readers name
-                short = _first_bad_line(self.path, self.separator, self.compression, row)
+                short = _first_bad_line(self.path, self.separator, self.compression, self.first_row + row)
                 if short:
                     raise ValueError(short)
             raise ValueError(f"{self.where(row)}: {message(row) if callable(message) else message}")
@@ -468,6 +470,17 @@ def read_click_log(path: str | os.PathLike, queries: Queries, *, ignore_extra_co
         other than 0/1, a propensity not in (0, 1], a line that is not UTF-8 or has another
         number of cells than the header.
     """
+    path = _checked(path, reader)
+    ignored: list[str] = []
+    frame, lenient = _read_table(path, columns=_column_check(path, ignore_extra_columns, ignored), reader=reader)
+    if len(frame) == 0:
+        raise ValueError(f"{path}: the log has no rows")
+    rows = _Rows(path, frame, lenient=lenient)
+    columns = _validate(rows, queries, path)
+    return LoggedRows(**columns, ignored_columns=tuple(ignored))
+
+
+def _checked(path, reader: str) -> Path:
     if reader not in READERS:
         raise ValueError(f"reader must be one of {', '.join(READERS)}, not {reader!r}")
     path = Path(path)
@@ -476,10 +489,14 @@ def read_click_log(path: str | os.PathLike, queries: Queries, *, ignore_extra_co
     if path.stat().st_size == 0:
         raise ValueError(f"{path}: the file is empty; a click log needs a header (session, qid, doc or docid, "
                          f"rank, click) and at least one row")
-    ignored: list[str] = []
+    return path
+
+
+def _column_check(path: Path, ignore_extra_columns: bool, ignored: list[str]) -> Callable[[list[str]], list[str]]:
+    """``columns(names) -> the columns to read``, which checks the header first; the
+    unknown columns it ignores are appended to ``ignored``."""
 
     def columns(names: list[str]) -> list[str]:
-        """The columns to read, once the header is checked."""
         twice = sorted({name for i, name in enumerate(names) if name in names[:i] and name in KNOWN})
         if twice:
             raise ValueError(f"{path}: column {twice[0]!r} appears twice in the header")
@@ -497,11 +514,14 @@ def read_click_log(path: str | os.PathLike, queries: Queries, *, ignore_extra_co
         ignored.extend(unknown)
         return [name for name in names if name in KNOWN]
 
-    frame, lenient = _read_table(path, columns=columns, reader=reader)
-    if len(frame) == 0:
-        raise ValueError(f"{path}: the log has no rows")
-    rows = _Rows(path, frame, lenient=lenient)
+    return columns
 
+
+def _validate(rows: _Rows, queries: Queries, path: Path, stream: _Stream | None = None) -> dict[str, np.ndarray]:
+    """The checked columns of ``rows.frame`` (``LoggedRows``' fields but ``ignored_columns``).
+    ``stream`` carries what one chunk of a streamed import needs from the chunks before it
+    (string codes, whether the log has propensities, clicks of 0); None for a whole file."""
+    frame = rows.frame
     # an empty id would silently become an id of its own ("" a session, a second ranker)
     needed = [name for name in ("session", "qid", "doc" if "doc" in frame.columns else "docid", "rank", "click",
                                 "ranker") if name in frame.columns]
@@ -528,11 +548,9 @@ def read_click_log(path: str | os.PathLike, queries: Queries, *, ignore_extra_co
         if docids is None:
             raise ValueError(f"{path}: the log names documents by docid, but the prepared dataset has no docids "
                              f"(its features file had no '#docid = ...' comments); use a doc column")
-        keys = pd.Series(docids, dtype=object).astype(str) + "\x00" + pd.Series(
-            np.repeat(np.asarray(queries.qid), sizes)).astype(str)
-        lookup = pd.Index(keys)
-        if not lookup.is_unique:
-            raise ValueError("the prepared dataset repeats a docid within a query; use a doc column")
+        lookup = stream.docids if stream is not None and stream.docids is not None else _docid_lookup(queries)
+        if stream is not None:
+            stream.docids = lookup
         wanted = frame["docid"].astype(str).str.strip() + "\x00" + pd.Series(qid).astype(str)
         doc = lookup.get_indexer(wanted).astype(np.int64)
         rows.fail(doc < 0, lambda row: f"docid {rows.cell(row, 'docid')} is not a document of qid {qid[row]}")
@@ -550,9 +568,10 @@ def read_click_log(path: str | os.PathLike, queries: Queries, *, ignore_extra_co
         missing = _empty(frame["propensity"], parquet=rows.parquet)
         # an empty column is a log without propensities; a partly empty one is an error, as
         # a missing propensity of one impression cannot be told from a forgotten one
+        if stream is not None:
+            stream.propensity_cells(rows, missing)
         if not missing.all():
-            rows.fail(missing, "the propensity cell is empty while other rows have one; give every row its "
-                               "propensity, or leave the whole column empty for a log without propensities")
+            rows.fail(missing, _PARTLY_EMPTY)
             propensity = pd.to_numeric(frame["propensity"], errors="coerce").to_numpy(dtype=np.float64,
                                                                                       na_value=np.nan)
             rows.fail(~(np.isfinite(propensity) & (propensity > 0) & (propensity <= 1)),
@@ -560,31 +579,56 @@ def read_click_log(path: str | os.PathLike, queries: Queries, *, ignore_extra_co
 
     ranker = np.zeros(len(frame), dtype=np.int64)
     if "ranker" in frame.columns:
-        ranker = _codes(frame["ranker"])
+        ranker = _codes(frame["ranker"]) if stream is None else stream.ranker_codes(frame["ranker"])
 
     session = _codes(frame["session"])
+    if stream is not None:
+        stream.contiguous(rows, session)
     n_sessions = int(session.max()) + 1
     first_query = np.full(n_sessions, -1, dtype=np.int64)
     first_query[session[::-1]] = query[::-1]  # the query of each session's first row
     rows.fail(first_query[session] != query,
               lambda row: f"session {rows.cell(row, 'session')} spans two queries (qid {qid[row]} here, "
                           f"another qid on its earlier rows); a session is one result page of one query")
-    if (click == 0).any():
-        # a page lists its documents from the top; a log of clicked rows only need not show
-        # rank 1 (its other checks still hold)
-        top = np.full(n_sessions, _LIMIT, dtype=np.int64)
-        np.minimum.at(top, session, rank)
-        rows.fail((top[session] != 1) & (rank == top[session]),
-                  lambda row: f"the smallest rank of session {rows.cell(row, 'session')} is "
-                              f"{rows.cell(row, 'rank')}; the ranks of a session count from 1 (the top of the page)")
+    # a page lists its documents from the top; a log of clicked rows only need not show
+    # rank 1 (its other checks still hold)
+    top = np.full(n_sessions, _LIMIT, dtype=np.int64)
+    np.minimum.at(top, session, rank)
+    not_top = (top[session] != 1) & (rank == top[session])
+
+    def top_message(row: int) -> str:
+        return (f"the smallest rank of session {rows.cell(row, 'session')} is {rows.cell(row, 'rank')}; the ranks "
+                f"of a session count from 1 (the top of the page)")
+
+    if stream is not None:
+        stream.top_ranks(rows, click, not_top, top_message)
+    elif (click == 0).any():
+        rows.fail(not_top, top_message)
     for what, values in (("rank", rank), ("document", doc - queries.offsets[query])):
         width = int(values.max()) + 1
         repeated = _repeated(session * width + values, n_sessions * width)
         if repeated is not None:
             rows.fail(repeated, lambda row, what=what, values=values: (
                 f"{what} {values[row]} appears twice in session {rows.cell(row, 'session')}"))
-    return LoggedRows(session=session, query=query, doc=doc.astype(np.int64), rank=rank, click=click,
-                      propensity=propensity, ranker=ranker, ignored_columns=tuple(ignored))
+    return {"session": session, "query": query, "doc": doc.astype(np.int64), "rank": rank, "click": click,
+            "propensity": propensity, "ranker": ranker}
+
+
+_PARTLY_EMPTY = ("the propensity cell is empty while other rows have one; give every row its propensity, or leave "
+                 "the whole column empty for a log without propensities")
+
+
+def _docid_lookup(queries: Queries) -> pd.Index:
+    """(docid, qid) of every document of the split, as one string key."""
+    sizes = np.diff(np.asarray(queries.offsets, dtype=np.int64))
+    keys = pd.Series(queries.docid, dtype=object).astype(str) + "\x00" + pd.Series(
+        np.repeat(np.asarray(queries.qid), sizes)).astype(str)
+    lookup = pd.Index(keys)
+    if not lookup.is_unique:
+        raise ValueError("the prepared dataset repeats a docid within a query; use a doc column")
+    return lookup
+
+
 
 
 def write_click_log(path: str | os.PathLike, columns: dict[str, np.ndarray]) -> Path:
@@ -651,3 +695,331 @@ def simulated_rows(log: ClickLog, presented_rank: np.ndarray, pass_ranker: np.nd
         shown = rank <= top_k
         columns = {name: values[shown] for name, values in columns.items()}
     return columns
+
+
+# -- a log larger than memory: streamed in chunks, reduced to counts --------------------------
+
+_NUMERIC = ("qid", "doc", "rank", "click", "propensity")
+DEFAULT_CHUNK_ROWS = 1 << 20
+
+
+@dataclass(frozen=True)
+class AggregatedRows:
+    """A click log reduced to what the learners and estimators read: counts per distinct
+    (document, rank, ranker, propensity), and the sessions of each query. Its size is bound
+    by the documents, ranks and rankers, not by the rows, so that a log larger than memory
+    can be imported in chunks (``read_click_log_aggregated``).
+
+    Attributes
+    ----------
+    query, doc, rank, ranker : ndarray of int64, shape (m,)
+        One cell per distinct (doc, rank, ranker, propensity), sorted by them.
+    propensity : ndarray of float64, shape (m,)
+        NaN where the log has no propensity column.
+    impressions, clicks : ndarray of int64, shape (m,)
+        Rows (displays) of the cell, and those of them with click 1.
+    sessions_per_query : ndarray of int64, shape (n_queries,)
+    rows : int
+        Rows of the log.
+    ignored_columns : tuple of str
+    """
+
+    query: np.ndarray
+    doc: np.ndarray
+    rank: np.ndarray
+    ranker: np.ndarray
+    propensity: np.ndarray
+    impressions: np.ndarray
+    clicks: np.ndarray
+    sessions_per_query: np.ndarray
+    rows: int
+    ignored_columns: tuple[str, ...] = ()
+
+    _FIELDS = ("query", "doc", "rank", "ranker", "propensity", "impressions", "clicks", "sessions_per_query")
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {**{name: getattr(self, name) for name in self._FIELDS}, "rows": np.int64(self.rows)}
+
+    @classmethod
+    def from_arrays(cls, arrays) -> AggregatedRows:
+        return cls(**{name: np.asarray(arrays[name]) for name in cls._FIELDS}, rows=int(arrays["rows"]))
+
+    @property
+    def clicked_only(self) -> bool:
+        return bool(self.rows) and bool((self.clicks == self.impressions).all())
+
+    @property
+    def has_propensity(self) -> bool:
+        return bool(len(self.propensity)) and not np.isnan(self.propensity).all()
+
+    @property
+    def n_rankers(self) -> int:
+        return int(self.ranker.max()) + 1 if len(self.ranker) else 0
+
+    def impressions_table(self) -> Impressions:
+        """The aggregated impressions (per document, rank and ranker) the estimators read."""
+        # cells are sorted by (doc, rank, ranker, propensity): a cell per propensity of one
+        # (doc, rank, ranker) follows the one before
+        new = np.ones(len(self.doc), dtype=bool)
+        if len(new):
+            new[1:] = ((self.doc[1:] != self.doc[:-1]) | (self.rank[1:] != self.rank[:-1])
+                       | (self.ranker[1:] != self.ranker[:-1]))
+        starts = np.flatnonzero(new)
+        total = (lambda values: np.add.reduceat(values, starts).astype(np.int64)) if len(starts) else (
+            lambda values: values[:0].astype(np.int64))
+        return Impressions(query=self.query[starts].astype(np.int64), doc=self.doc[starts].astype(np.int64),
+                           rank=self.rank[starts].astype(np.int64), ranker=self.ranker[starts].astype(np.int64),
+                           impressions=total(self.impressions), clicks=total(self.clicks))
+
+    def click_log(self, n_queries: int) -> ClickLog:
+        """Every click as a training example, ordered by document row and rank. The counts
+        keep no session order: the log is one pass (``first_passes`` refuses more), with the
+        true sessions per query."""
+        clicks = self.clicks
+        repeat = lambda values: np.repeat(values, clicks)  # noqa: E731
+        n = int(clicks.sum())
+        return ClickLog(query=repeat(self.query), doc=repeat(self.doc), rank=repeat(self.rank),
+                        propensity=repeat(self.propensity).astype(np.float64), pass_index=np.zeros(n, np.int64),
+                        n_passes=1, n_queries=n_queries, sessions_per_query=self.sessions_per_query.astype(np.int64))
+
+    def summary(self, relevant: np.ndarray) -> dict:
+        """``click_log_summary``'s figures, from the counts."""
+        clicks = self.clicks
+        n, sessions = int(clicks.sum()), int(self.sessions_per_query.sum())
+        clicked = clicks > 0
+        return {"sessions": sessions, "clicks": n,
+                "irrelevant_click_share": float(np.sum(clicks * ~relevant[self.doc]) / n) if n else float("nan"),
+                "clicks_per_query": n / sessions,
+                "mean_propensity": float(np.sum(clicks * self.propensity) / n) if n else float("nan"),
+                "min_propensity": float(self.propensity[clicked].min()) if n else float("nan")}
+
+
+def _reduce(columns: dict[str, np.ndarray], impressions: np.ndarray, clicks: np.ndarray) -> dict[str, np.ndarray]:
+    """Rows (or cells) summed per distinct (doc, rank, ranker, propensity), sorted by them;
+    ``columns`` holds query, doc, rank, ranker and propensity."""
+    bits = np.ascontiguousarray(columns["propensity"], dtype=np.float64).view(np.int64)
+    order = np.lexsort((bits, columns["ranker"], columns["rank"], columns["doc"]))
+    keys = [columns["doc"][order], columns["rank"][order], columns["ranker"][order], bits[order]]
+    new = np.ones(len(order), dtype=bool)
+    if len(order):
+        new[1:] = np.logical_or.reduce([k[1:] != k[:-1] for k in keys])
+    starts = np.flatnonzero(new)
+    cells = {name: np.asarray(columns[name])[order][starts]
+             for name in ("query", "doc", "rank", "ranker", "propensity")}
+    cells["impressions"] = np.add.reduceat(impressions[order], starts) if len(order) else impressions[:0]
+    cells["clicks"] = np.add.reduceat(clicks[order], starts) if len(order) else clicks[:0]
+    return cells
+
+
+class _Stream:
+    """What a chunk's checks need from the chunks before it: the codes of ranker values,
+    whether the propensity column is filled, whether a click 0 was seen, and a clicked-only
+    chunk's first session that does not start at rank 1 (an error only once a click 0 shows
+    the log is not clicked rows only)."""
+
+    def __init__(self):
+        self.rankers: dict = {}
+        self.filled: bool | None = None  # the propensity column: None before any chunk
+        self.first_empty: str | None = None  # where the first empty propensity cell is
+        self.seen_zero = False
+        self.deferred_top: str | None = None
+        self.docids = None
+
+    def ranker_codes(self, column: pd.Series) -> np.ndarray:
+        codes, values = pd.factorize(column.astype(str) if column.dtype == object else column, sort=False)
+        known = np.array([self.rankers.setdefault(value, len(self.rankers)) for value in values.tolist()],
+                         dtype=np.int64)
+        return known[codes] if len(codes) else codes.astype(np.int64)
+
+    def propensity_cells(self, rows: _Rows, missing: np.ndarray) -> None:
+        # the whole log decides whether the column is empty: a chunk of empty cells after
+        # filled ones (or the reverse) is a partly empty column, named at its first empty cell
+        if self.filled is None:
+            self.filled = not missing.all()
+            if missing.any():
+                self.first_empty = rows.where(int(np.flatnonzero(missing)[0]))
+        elif self.filled and missing.all():
+            rows.fail(missing, _PARTLY_EMPTY)
+        elif not self.filled and not missing.all():
+            raise ValueError(f"{self.first_empty}: {_PARTLY_EMPTY}")
+
+    def contiguous(self, rows: _Rows, session: np.ndarray) -> None:
+        # codes count in order of first appearance: a code below its predecessor is a
+        # session seen before another one
+        back = np.zeros(len(session), dtype=bool)
+        back[1:] = session[1:] < session[:-1]
+        rows.fail(back, lambda row: f"session {rows.cell(row, 'session')} reappears after other sessions; an import "
+                                    f"in chunks (--chunk-rows) needs each session's rows one after another")
+
+    def top_ranks(self, rows: _Rows, click: np.ndarray, not_top: np.ndarray, message) -> None:
+        self.seen_zero = self.seen_zero or bool((click == 0).any())
+        if not self.seen_zero:
+            if self.deferred_top is None and not_top.any():
+                row = int(np.flatnonzero(not_top)[0])
+                self.deferred_top = f"{rows.where(row)}: {message(row)}"
+            return
+        if self.deferred_top is not None:
+            raise ValueError(self.deferred_top)
+        rows.fail(not_top, message)
+
+
+def _typed(batch) -> pd.DataFrame:
+    """A batch of text columns as pandas, each numeric column typed where all of it parses
+    (as the whole-file reader types it), else left as text for the checks to name the cell."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns = {}
+    for name, column in zip(batch.schema.names, batch.columns, strict=True):
+        if name.strip() in _NUMERIC:
+            for kind in (pa.int64(), pa.float64()):
+                try:
+                    column = pc.cast(column, kind)
+                    break
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    continue
+        columns[name] = column
+    return pa.table(columns).to_pandas()
+
+
+def _chunks(path: Path, *, columns, reader: str, chunk_rows: int):
+    """``(frame, lenient)`` pieces of at most ``chunk_rows`` rows of the log, in file order,
+    with the header checked (``columns``) before any row is read."""
+    kind, compression = file_format(path)
+    if kind == "parquet":
+        if not _has_pyarrow():
+            raise ValueError(f"{path}: reading Parquet needs pyarrow: pip install pyarrow")
+        from pyarrow import parquet
+
+        try:
+            table = parquet.ParquetFile(path)
+            names = [str(name) for name in table.schema_arrow.names]
+        except (OSError, EOFError, ValueError) as error:
+            raise ValueError(f"{path}: not a readable Parquet table ({str(error).strip().splitlines()[0]})") from error
+        wanted = columns([name.strip() for name in names])
+        keep = [name for name in names if name.strip() in wanted]
+        try:
+            for batch in table.iter_batches(batch_size=chunk_rows, columns=keep):
+                frame = batch.to_pandas()
+                frame.columns = [name.strip() for name in keep]
+                yield frame, False
+        except (OSError, EOFError, ValueError) as error:
+            raise ValueError(f"{path}: not a readable Parquet table ({str(error).strip().splitlines()[0]})") from error
+        return
+    if reader == "pyarrow" and not _has_pyarrow():
+        raise ValueError("the pyarrow reader needs pyarrow: pip install pyarrow")
+    arrow = reader == "pyarrow" or (reader == "auto" and _has_pyarrow())
+    try:
+        names = _header(path, kind, compression)
+    except (OSError, EOFError) as error:
+        raise ValueError(f"{path}: cannot read it ({error})") from error
+    except UnicodeError as error:
+        raise _unreadable(path, kind, compression, error) from error
+    wanted = columns([name.strip() for name in names])
+    keep = [name for name in names if name.strip() in wanted]
+    try:
+        if arrow:
+            yield from _arrow_chunks(path, kind, compression, keep, chunk_rows)
+        else:
+            for frame in pd.read_csv(path, sep=kind, compression=compression, dtype=str, keep_default_na=False,
+                                     index_col=False, chunksize=chunk_rows):
+                frame = frame.iloc[:, [i for i, name in enumerate(names) if name in keep]]
+                frame.columns = [name.strip() for name in keep]
+                yield frame, True
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeError) as error:
+        raise _unreadable(path, kind, compression, error) from error
+    except (OSError, EOFError) as error:
+        raise ValueError(f"{path}: cannot read it ({error})") from error
+
+
+def _arrow_chunks(path: Path, separator: str, compression: str | None, keep: list[str], chunk_rows: int):
+    import pyarrow as pa
+    import pyarrow.csv as arrow_csv
+
+    options = arrow_csv.ConvertOptions(column_types={name: pa.string() for name in keep}, null_values=[],
+                                       true_values=[], false_values=[], strings_can_be_null=False,
+                                       quoted_strings_can_be_null=False, include_columns=keep)
+    parse = arrow_csv.ParseOptions(delimiter=separator)
+    read = arrow_csv.ReadOptions(block_size=1 << 22)  # about 4 MB of text a batch
+    opened = (_opener(compression)(path, "rb") if compression == "xz"
+              else pa.input_stream(str(path), compression=compression))
+    with opened as stream:
+        try:
+            batches = arrow_csv.open_csv(stream, read_options=read, parse_options=parse, convert_options=options)
+            for batch in batches:
+                for start in range(0, batch.num_rows, chunk_rows):
+                    piece = batch.slice(start, chunk_rows)
+                    if any(pa.types.is_binary(field.type) for field in piece.schema):
+                        raise UnicodeError("a column that is not UTF-8 text")
+                    frame = _typed(piece)
+                    frame.columns = [name.strip() for name in keep]
+                    yield frame, False
+        except (pa.ArrowInvalid, UnicodeError) as error:
+            raise _unreadable(path, separator, compression, error) from error
+
+
+def read_click_log_aggregated(path: str | os.PathLike, queries: Queries, *, chunk_rows: int | None = None,
+                              ignore_extra_columns: bool = False, reader: str = "auto") -> AggregatedRows:
+    """Read a click log in chunks of ``chunk_rows`` rows, check every chunk as
+    ``read_click_log`` checks a whole file (same messages, the file's own line numbers), and
+    keep only its counts (``AggregatedRows``): memory is bound by a chunk and the counts,
+    not by the log.
+
+    A session's rows must follow one another (a chunk ends before the last session it
+    holds, which the next chunk completes); a session id that reappears after others within
+    what is held at once is an error, one that reappears much later is counted as a new
+    session (catching that would need every session id in memory). ``chunk_rows`` None
+    reads the file as one chunk; the result is the same, byte for byte, for any chunk size.
+    An error is that of the first chunk holding a bad row: where a log has several, it may
+    name another than ``read_click_log``, which checks one rule at a time over all rows.
+    """
+    path = _checked(path, reader)
+    if chunk_rows is not None and chunk_rows < 1:
+        raise ValueError(f"chunk_rows must be at least 1, found {chunk_rows}")
+    ignored: list[str] = []
+    check = _column_check(path, ignore_extra_columns, ignored)
+    stream = _Stream()
+    total: dict[str, np.ndarray] | None = None
+    sessions_per_query = np.zeros(queries.n_queries, dtype=np.int64)
+    first_row = 0  # data rows of the file before the next chunk
+    n_rows = 0
+
+    def absorb(frame: pd.DataFrame, lenient: bool) -> None:
+        nonlocal total, first_row, n_rows
+        rows = _Rows(path, frame.reset_index(drop=True), lenient=lenient, first_row=first_row)
+        columns = _validate(rows, queries, path, stream)
+        starts = np.flatnonzero(np.diff(columns["session"], prepend=-1) != 0)
+        sessions_per_query[:] += np.bincount(columns["query"][starts], minlength=queries.n_queries)
+        cells = _reduce(columns, np.ones(len(frame), dtype=np.int64), columns["click"])
+        if total is not None:
+            merged = {name: np.concatenate([total[name], cells[name]]) for name in cells}
+            cells = _reduce(merged, merged["impressions"], merged["clicks"])
+        total = cells
+        first_row += len(frame)
+        n_rows += len(frame)
+
+    lenient = False
+    buffer: list[pd.DataFrame] = []  # pieces not yet checked, the last session of the previous chunk first
+    buffered = 0
+    for piece, lenient in _chunks(path, columns=check, reader=reader, chunk_rows=chunk_rows or (1 << 62)):
+        buffer.append(piece)
+        buffered += len(piece)
+        if chunk_rows is None or buffered < chunk_rows:
+            continue
+        frame = pd.concat(buffer, ignore_index=True) if len(buffer) > 1 else buffer[0]
+        session = frame["session"].to_numpy()
+        last = len(frame) - 1
+        # the start of the last session, which the next piece may go on with (a session's
+        # rows follow one another: checked with the chunk)
+        while last > 0 and session[last - 1] == session[-1]:
+            last -= 1
+        if last == 0:
+            buffer = [frame]
+            continue
+        absorb(frame.iloc[:last], lenient)
+        buffer, buffered = [frame.iloc[last:]], len(frame) - last
+    if buffered:
+        absorb(pd.concat(buffer, ignore_index=True) if len(buffer) > 1 else buffer[0], lenient)
+    if total is None or n_rows == 0:
+        raise ValueError(f"{path}: the log has no rows")
+    return AggregatedRows(**total, sessions_per_query=sessions_per_query, rows=n_rows, ignored_columns=tuple(ignored))

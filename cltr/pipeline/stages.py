@@ -22,7 +22,8 @@ from cltr import clickmodels, methods
 from cltr.pipeline import corrections
 from cltr.core.clicks import ClickLog, Displayed, Impressions, effective_sample_size, position_propensity, presented_impressions
 from cltr.core.policy import displayed, plackett_luce_ranks, policy_propensity
-from cltr.data.clicklog import LoggedRows, file_format, read_click_log, simulated_rows
+from cltr.data.clicklog import (AggregatedRows, LoggedRows, file_format, read_click_log, read_click_log_aggregated,
+                                simulated_rows)
 from cltr.core.queries import Dataset, Queries
 from cltr.core.ranking import evaluate, rank_documents, validation_estimate
 from cltr.core.scorers import LinearScorer
@@ -395,8 +396,7 @@ def click_logs(clicks: Artifact, *, passes: int | None = None, eta_model: float 
 
     logs = []
     for split in ("train", "vali"):
-        prefix = f"{split}/"
-        log = ClickLog.from_arrays({k[len(prefix):]: v for k, v in clicks.arrays.items() if k.startswith(prefix)})
+        log = _split_log(clicks.arrays, split)
         if passes is not None and passes != log.n_passes:
             log = log.first_passes(passes)
         if eta_model is not None:
@@ -419,9 +419,25 @@ def as_told(log: ClickLog, estimate=None, clip: float | None = None) -> ClickLog
     return log if clip is None else log.clipped(clip)
 
 
+def _split_log(arrays, split: str) -> ClickLog:
+    """The stored click log of one split; an import in chunks stores counts, whose clicks
+    are expanded here (``AggregatedRows.click_log``)."""
+    prefix = f"{split}/"
+    if f"{prefix}agg/clicks" in arrays:
+        return _aggregated(arrays, split).click_log(int(arrays[f"{prefix}n_queries"]))
+    return ClickLog.from_arrays({k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)})
+
+
+def _aggregated(arrays, split: str) -> AggregatedRows:
+    prefix = f"{split}/agg/"
+    return AggregatedRows.from_arrays({k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)})
+
+
 def impressions_of(clicks: Artifact, split: str, dataset: Dataset) -> Impressions:
     """The aggregated impressions of one split of a clicks artifact (simulated or imported)."""
     arrays = clicks.arrays
+    if f"{split}/agg/clicks" in arrays:
+        return _aggregated(arrays, split).impressions_table()
     if f"{split}/presented_rank" in arrays:
         train_log, vali_log = click_logs(clicks)
         log = train_log if split == "train" else vali_log
@@ -475,6 +491,8 @@ def displayed_rows(clicks: Artifact, split: str, dataset: Dataset, *, passes: in
 def clicked_only(clicks: Artifact, split: str) -> bool:
     """Whether ``split`` of a clicks artifact is an imported log of clicked rows only (no
     impression of a document shown and not clicked); a simulated log never is."""
+    if f"{split}/agg/clicks" in clicks.arrays:
+        return _aggregated(clicks.arrays, split).clicked_only
     click = clicks.arrays.get(f"{split}/rows/click")
     return click is not None and bool(len(click)) and not (click == 0).any()
 
@@ -487,6 +505,10 @@ CLICKED_ONLY = ("it holds clicked rows only (every row has click 1), no impressi
 
 def _imported_rows(arrays, split: str) -> LoggedRows:
     """The impression rows an imported split stores under ``<split>/rows/``."""
+    if f"{split}/agg/clicks" in arrays:
+        raise ValueError(f"the {split} log was imported in chunks (--chunk-rows), which keeps its clicks and "
+                         f"impressions per document and rank, not its sessions: session-level learners, doubly "
+                         f"robust corrections, export and learning curves need it imported whole")
     prefix = f"{split}/rows/"
     return LoggedRows.from_arrays({k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)})
 
@@ -494,10 +516,13 @@ def _imported_rows(arrays, split: str) -> LoggedRows:
 # -- click logs from files ---------------------------------------------------------------
 
 def import_stage(workspace: Workspace, name: str, dataset: Dataset, fingerprint: str, path, *,
-                 split: str, ignore_extra_columns: bool = False) -> tuple[Artifact, bool]:
+                 split: str, ignore_extra_columns: bool = False,
+                 chunk_rows: int | None = None) -> tuple[Artifact, bool]:
     """A logged click table (``cltr.data.clicklog`` format) of one split, validated; its
     info says whether it holds clicked rows only (``clicked_only``) and which columns were
-    ignored."""
+    ignored. With ``chunk_rows`` the log is streamed in chunks of that many rows and only
+    its counts are stored (``read_click_log_aggregated``: the same artifact for any chunk
+    size)."""
     if split not in ("train", "vali"):
         raise ValueError(f"a click log is imported for the train or vali split, not {split!r}")
     # the format read from the file's name is part of what is imported: the same bytes under a
@@ -507,9 +532,19 @@ def import_stage(workspace: Workspace, name: str, dataset: Dataset, fingerprint:
               "format": [separator, compression]}
     if ignore_extra_columns:  # only then, so that the keys of earlier imports stay the same
         config["ignore_extra_columns"] = True
+    if chunk_rows is not None:
+        config["aggregated"] = True
 
     def compute():
         queries = getattr(dataset, split)
+        if chunk_rows is not None:
+            counts = read_click_log_aggregated(path, queries, chunk_rows=chunk_rows,
+                                               ignore_extra_columns=ignore_extra_columns)
+            info = {**counts.summary(queries.relevant(dataset.relevant_from)), "file": str(path), "rows": counts.rows,
+                    "rankers": counts.n_rankers, "has_propensity": counts.has_propensity,
+                    "clicked_only": counts.clicked_only, "ignored_columns": list(counts.ignored_columns),
+                    "aggregated": True}
+            return {"n_queries": np.int64(queries.n_queries), **{f"agg/{k}": v for k, v in counts.arrays().items()}}, info
         rows = read_click_log(path, queries, ignore_extra_columns=ignore_extra_columns)
         log = rows.click_log(queries.n_queries)
         relevant = queries.relevant(dataset.relevant_from)
