@@ -170,12 +170,26 @@ def click_settings(spec: Spec, records: dict | None = None) -> str:
     return ", ".join(parts)
 
 
+def _tuning_text(spec: Spec) -> str:
+    """How the settings a method tunes once (``tune``) were chosen, or "" per model."""
+    what = "; the tree methods' learning rate and leaves and Deep PropDCG's rate chosen"
+    rest = "; tree counts and epochs per model"
+    if spec.tune == "point":
+        return f"{what} by each point's first repetition and fixed for its others{rest}"
+    if spec.tune == "once":
+        at = spec.tune_at if spec.tune_at is not None else (spec.values[len(spec.values) // 2] if spec.x else None)
+        where = "by the first repetition" if spec.x is None else f"once per series, by its first repetition at x = {at},"
+        return f"{what} {where} and fixed for the others (as the paper tuned LambdaRank){rest}"
+    return ""
+
+
 def _selection_text(frame: pd.DataFrame, spec: Spec) -> str:
+    tuning = _tuning_text(spec)
     if spec.select != "pooled":
         return ("hyperparameters selected per repetition, by SNIPS Avg DCG on that repetition's validation "
-                "clicks")
+                "clicks" + tuning)
     text = ("linear SVMs' C pooled as in the paper: one C per point (and fold) for all repetitions, the one "
-            "with the best mean validation SNIPS Avg DCG; other hyperparameters per repetition")
+            "with the best mean validation SNIPS Avg DCG" + (tuning or "; other hyperparameters per repetition"))
     if spec.kind == "table" and "pooled_validation_snips_avg_dcg" in frame.columns:
         pooled = frame[frame["pooled_validation_snips_avg_dcg"].notna()]
         chosen = pooled.groupby(["method", "dataset"], sort=False)["chosen"].first()

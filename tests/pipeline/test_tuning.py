@@ -113,3 +113,16 @@ def test_bad_tuning_keys_are_refused(tmp_path, extra, message):
     (tmp_path / "tuned.toml").write_text(SPEC.replace('tune = "once"\n', extra + ('tune = "once"\n' if "tune_at" in extra else "")))
     with pytest.raises(ValueError, match=message):
         load_spec("tuned", tmp_path)
+
+
+def test_the_report_says_how_settings_were_tuned():
+    import pandas as pd
+
+    from cltr.pipeline.report import _selection_text
+
+    spec = _spec_from_dict(tomllib.loads(SPEC), where="test")
+    assert "once per series, by its first repetition at x = 1.0" in _selection_text(pd.DataFrame(), spec)
+    point = _spec_from_dict({**tomllib.loads(SPEC), "tune": "point"}, where="test")
+    assert "each point's first repetition" in _selection_text(pd.DataFrame(), point)
+    plain = _spec_from_dict({**tomllib.loads(SPEC), "tune": "repetition"}, where="test")
+    assert "learning rate" not in _selection_text(pd.DataFrame(), plain)
