@@ -255,10 +255,24 @@ class Skyline(Estimator):
 
 
 def estimate_propensities(log: LoggedRows, queries: Queries, *, method: str = "harvest", max_rank: int | None = None,
-                          bootstrap: int = 100, level: float = 0.95, seed: int = 0):
-    """Propensity per rank from a logged click table, as ``cltr propensities estimate``."""
+                          bootstrap: int = 100, level: float = 0.95, seed: int = 0, **options):
+    """Propensity per rank from a logged click table, as ``cltr propensities estimate``.
+
+    Parameters
+    ----------
+    method : str
+        The name of an estimator of ``cltr.estimators.estimators()``, as ``--method``
+        takes it (every one is on the docs' estimators reference page).
+    **options
+        The estimator's own options, by name (em's ``relevance_model="trees"``); an
+        unknown name is an error naming the valid ones.
+
+    Returns
+    -------
+    cltr.core.propensity.PropensityEstimate
+    """
     return _estimate(log.impressions(), queries.X, method=method, max_rank=max_rank, bootstrap=bootstrap,
-                     level=level, seed=seed)
+                     level=level, seed=seed, **options)
 
 
 def evaluate(model, data: Dataset, *, split: str = "test", seed: int = 0) -> dict:

@@ -23,7 +23,7 @@ from typing import Callable
 import click
 import numpy as np
 
-from cltr import __version__, clickmodels, methods
+from cltr import __version__, clickmodels, estimators, methods
 from cltr.options import Field, OptionSpec
 from cltr.core.queries import Dataset, default_passes, describe_convention, describe_split, label_counts
 from cltr.core.ranking import DCG_BASE, NDCG_CONVENTION
@@ -677,25 +677,31 @@ def _simulate(session: Session, dataset_name: str, *, production_key=None, model
     return artifact, reused
 
 
-def _click_model_params() -> list[click.Option]:
-    """Every click model's settings, once each, with the models that take them in the help."""
+def registry_params(options_of: dict[str, type], owner: str) -> list[click.Option]:
+    """The options of every entry of a registry (``{name: its Options type}``), once each,
+    with the entries that take them in the help (``owner``: what an entry is called)."""
     owners: dict[str, list[tuple[str, click.Option]]] = {}
-    for model in clickmodels.models().values():
-        for param in option_params(model.settings):
-            owners.setdefault(param.name, []).append((model.name, param))
+    for entry, options_type in options_of.items():
+        for param in option_params(options_type):
+            owners.setdefault(param.name, []).append((entry, param))
     params = []
-    for name, models_ in owners.items():
-        param = models_[0][1]
-        helps = {p.help for _, p in models_}
-        if len(helps) > 1:  # models mean different things by it (and may default differently)
+    for entries in owners.values():
+        param = entries[0][1]
+        helps = {p.help for _, p in entries}
+        if len(helps) > 1:  # entries mean different things by it (and may default differently)
             by_help: dict[str, list[str]] = {}
-            for model, p in models_:
-                by_help.setdefault(p.help, []).append(model)
+            for entry, p in entries:
+                by_help.setdefault(p.help, []).append(entry)
             param.help = " ".join(f"{', '.join(names)}: {text}" for text, names in by_help.items())
-        elif len(clickmodels.models()) > 1:
-            param.help += f" (click model: {', '.join(model for model, _ in models_)})"
+        elif len(options_of) > 1:
+            param.help += f" ({owner}: {', '.join(entry for entry, _ in entries)})"
         params.append(param)
     return params
+
+
+def _click_model_params() -> list[click.Option]:
+    """Every click model's settings, once each, with the models that take them in the help."""
+    return registry_params({model.name: model.settings for model in clickmodels.models().values()}, "click model")
 
 
 # Peak memory per simulated click, the drawn (pass, document) pairs, their concatenation,
@@ -1389,42 +1395,21 @@ def propensities_group() -> None:
     """Estimate the observation propensity of each rank from a click log."""
 
 
-@propensities_group.command("estimate")
-@dataset_option
-@click.option("--method", type=click.Choice(["harvest", "em", "trust-em", "swap"]), default="harvest", show_default=True,
-              help="harvest: intervention harvesting, AllPairs (Agarwal et al., WSDM 2019; needs logs of two or "
-                   "more rankers); em: regression EM for the position-based model with a feature-based "
-                   "relevance model (Wang et al., WSDM 2018; one ranker suffices); trust-em: the trust-bias "
-                   "click probabilities c+_k, c-_k of relevant and irrelevant documents per rank by EM over "
-                   "documents shown at several ranks (after Agarwal et al., WWW 2019; best with --rankers >= 2), "
-                   "for --correction bayes-ips | affine; swap: click-rate ratios of the same documents at rank 1 "
-                   "and rank k in a log of interventions (`cltr simulate --intervention`; Joachims et al., "
-                   "WSDM 2017).")
-@click.option("--relevance-model", type=click.Choice(["logistic", "trees"]), default="logistic", show_default=True,
-              help="em's relevance model: a ridge logistic regression, or gradient-boosted trees (LightGBM) "
-                   "refitted on the posterior relevance at every M-step as Wang et al. (WSDM 2018) do; trees "
-                   "are slower (the band re-runs EM per resample) and fit relevance that is not logistic.")
-@click.option("--clicks", "clicks_key", default=None, help="Key of the click log [default: the current one].")
-@click.option("--max-rank", type=click.IntRange(min=2), default=None,
-              help="Estimate ranks 1..MAX_RANK; deeper ranks take the value of MAX_RANK [default: 20, or the deepest rank shown if less].")
-@click.option("--bootstrap", type=click.IntRange(min=0), default=100, show_default=True,
-              help="Bootstrap resamples of the queries for the confidence band (0: no band).")
-@click.option("--level", type=finite_float(0, 1, low_open=True, high_open=True), default=0.95,
-              show_default=True, help="Confidence level of the band.")
-@seed_option
-@click.pass_obj
-@_errors_as_usage
-def propensities_estimate(session: Session, dataset, method, relevance_model, clicks_key, max_rank, bootstrap, level,
-                          seed) -> None:
+def propensities_estimate(session: Session, dataset, method, clicks_key, max_rank, bootstrap, level, seed,
+                          **values) -> None:
     """Estimate p_r / p_1 per rank from the training log's impressions and print it with its
     bootstrap band. `cltr train ... --propensities estimated` then divides by it."""
     from cltr.pipeline.stages import propensity_stage
 
+    estimator = estimators.get(method)
+    # another estimator's options are not this one's: left out, as its help says whose they are
+    options = parse_or_usage(estimator.parse_options, given(values, estimator.options),
+                             what=f"estimator {estimator.name!r}")
     dataset_obj, _ = session.dataset(dataset)
     clicks = session.upstream(dataset, "clicks", clicks_key, lambda: _simulate(session, dataset)[0])
     artifact, reused = propensity_stage(session.workspace, dataset, dataset_obj, clicks, method=method,
                                         max_rank=max_rank, bootstrap=bootstrap, level=level, seed=seed,
-                                        relevance_model=relevance_model)
+                                        **options.to_dict())
     session.workspace.set_current(dataset, "propensities", artifact.key)
     # --bootstrap 0: no band, said as such (its empty columns were warned about as "no relevant document")
     band = f"{level:.0%} bootstrap over queries" if bootstrap else "off (--bootstrap 0)"
@@ -1440,6 +1425,34 @@ def propensities_estimate(session: Session, dataset, method, relevance_model, cl
                              for bound in ("", *(f"_{b}" for b in bounds)))]
         echo_table([{"rank": k + 1, **{name: trust[name][k] for name in columns[1:]}}
                     for k in range(len(trust["relevant_click"]))], columns)
+
+
+def estimate_command() -> click.Command:
+    """``cltr propensities estimate``, its --method choices, their help and a flag per
+    estimator option generated from the registry (``cltr.estimators``)."""
+    known = estimators.estimators()
+    return click.Command(
+        "estimate", callback=click.pass_obj(_errors_as_usage(propensities_estimate)),
+        help=propensities_estimate.__doc__,
+        params=[dataset_param(),
+                click.Option(["--method"], type=click.Choice(list(known)), default=estimators.DEFAULT_ESTIMATOR,
+                             show_default=True,
+                             help="; ".join(f"{e.name}: {e.summary}" for e in known.values()) + "."),
+                *registry_params({e.name: e.options for e in known.values()}, "estimator"),
+                click.Option(["--clicks", "clicks_key"], default=None,
+                             help="Key of the click log [default: the current one]."),
+                click.Option(["--max-rank"], type=click.IntRange(min=2), default=None,
+                             help=f"Estimate ranks 1..MAX_RANK; deeper ranks take the value of MAX_RANK "
+                                  f"[default: {estimators.DEFAULT_MAX_RANK}, or the deepest rank shown if less]."),
+                click.Option(["--bootstrap"], type=click.IntRange(min=0), default=100, show_default=True,
+                             help="Bootstrap resamples of the queries for the confidence band (0: no band)."),
+                click.Option(["--level"], type=finite_float(0, 1, low_open=True, high_open=True), default=0.95,
+                             show_default=True, help="Confidence level of the band."),
+                click.Option(["--seed"], type=click.IntRange(min=0), default=0,
+                             help="Seed of every random draw of this stage.")])
+
+
+propensities_group.add_command(estimate_command())
 
 
 def _find_model(session: Session, key: str, dataset: str | None):

@@ -5,11 +5,15 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Iterable
+from types import ModuleType
+from typing import TypeVar
 
 __all__ = ["discover"]
 
+T = TypeVar("T")
 
-def discover(package: str, path: Iterable[str], attribute: str, kind: type) -> list[tuple[object, object]]:
+
+def discover(package: str, path: Iterable[str], attribute: str, kind: type[T]) -> list[tuple[ModuleType, T]]:
     """``(module, value)`` for every module of ``package`` (found on ``path``) whose
     ``attribute`` is an instance of ``kind``, in module-name order."""
     found = []

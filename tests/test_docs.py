@@ -169,6 +169,24 @@ def test_reference_pages_list_every_registered_method_and_click_model_with_every
         hooks.expand("<!-- cltr: figures -->")
 
 
+def test_reference_pages_list_every_registered_estimator_and_correction():
+    from cltr import estimators
+    from cltr.pipeline import corrections
+
+    hooks = _hooks()
+    page = hooks.expand((DOCS / "reference" / "estimators.md").read_text(encoding="utf-8"))
+    for name, estimator in estimators.estimators().items():
+        assert f"## `{name}`" in page and f"--method {name}`" in page
+        for field in estimator.options.option_fields():
+            assert f"| `{field.name}` | `{field.cli_name}` |" in page, f"{name}: {field.name} not documented"
+    assert "| `relevance_model` | `--relevance-model` | one of logistic, trees | `logistic` |" in page
+    page = hooks.expand((DOCS / "reference" / "corrections.md").read_text(encoding="utf-8"))
+    for name, correction in corrections.corrections().items():
+        assert f"| `{name}`" in page and correction.summary.split("(")[0].strip() in page
+    assert "| `affine` | `deep-propdcg`, `tree-propdcg` | `queries`, `estimate` |" in page
+    assert "| `ips` (default) | every method | nothing |" in page
+
+
 def test_generated_tables_show_defaults_and_ranges_as_the_options_declare_them():
     import dataclasses
 

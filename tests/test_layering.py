@@ -6,8 +6,8 @@ import, at module level or inside a function, is checked against the rules:
 - ``cltr/core/*`` (the maths core) imports only numpy, scipy, the standard library and
   ``cltr.core``, and ``cltr/core/kernels.py`` numba (the compiled twins of numpy code that
   stays the oracle);
-- ``cltr/methods/*`` and ``cltr/clickmodels/*`` (plug-ins) import no ``cltr.pipeline``,
-  ``cltr.data`` or ``cltr.cli``;
+- ``cltr/methods/*``, ``cltr/clickmodels/*`` and ``cltr/estimators/*`` (plug-ins) import no
+  ``cltr.pipeline``, ``cltr.data`` or ``cltr.cli``;
 - ``cltr/data/*`` (datasets and click logs in and out, the floor below the pipeline) imports no
   ``cltr.pipeline`` or ``cltr.cli``, so that no import loop runs between the two;
 - ``cltr/options.py`` imports only the standard library;
@@ -96,7 +96,7 @@ def violations(root: Path) -> list[str]:
                 if not (top in STANDARD_LIBRARY or top in ("numpy", "scipy") or _within(module, f"{name}.core")
                         or (top == "numba" and path.name == "kernels.py")):
                     bad(line, module, f"the core imports only numpy, scipy, the standard library and {name}.core")
-            if _within(here, f"{name}.methods") or _within(here, f"{name}.clickmodels"):
+            if any(_within(here, f"{name}.{plugins}") for plugins in ("methods", "clickmodels", "estimators")):
                 for floor in ("pipeline", "data", "cli"):
                     if _within(module, f"{name}.{floor}"):
                         bad(line, module, f"plug-ins do not import {name}.{floor}")
@@ -162,7 +162,7 @@ def test_no_modules_import_each_other():
 def test_every_module_is_seen():
     modules = {module_name(p, PACKAGE) for p in PACKAGE.rglob("*.py")}
     assert {"cltr.cli", "cltr.options", "cltr.core.svm", "cltr.methods.trees", "cltr.pipeline.report",
-            "cltr.clickmodels.pbm", "cltr.data.loaders"} <= modules
+            "cltr.clickmodels.pbm", "cltr.data.loaders", "cltr.estimators.em", "cltr.pipeline.corrections.dr"} <= modules
     assert "cltr.core.svm" in {module for _, module in imports_of(PACKAGE / "core" / "ccp.py", PACKAGE)}
 
 
@@ -181,6 +181,8 @@ FAKE = {
     "methods/trees.py": "def fit():\n    import lightgbm\n",
     "clickmodels/__init__.py": "",
     "clickmodels/pbm.py": "from ..pipeline.stages import x\nimport matplotlib.pyplot as plt\n",
+    "estimators/__init__.py": "",
+    "estimators/ctr.py": "from fake.core.maths import f\nfrom fake.data import loaders\n",
     "data/__init__.py": "",
     "data/loaders.py": "from fake.core.maths import f\n",
     "data/store.py": "from fake.data import loaders\nfrom ..pipeline.workspace import atomic_write\n"
@@ -214,6 +216,7 @@ def test_the_checker_finds_every_kind_of_violation(tmp_path):
         "fake/core/other.py:2: imports sklearn (the core imports only numpy, scipy, the standard library and "
         "fake.core)",
         "fake/methods/linear.py:2: imports fake.data.loaders (plug-ins do not import fake.data)",
+        "fake/estimators/ctr.py:2: imports fake.data.loaders (plug-ins do not import fake.data)",
         "fake/methods/linear.py:3: imports lightgbm (only fake/methods/trees.py imports lightgbm)",
         "fake/options.py:2: imports numpy (options imports only the standard library)",
         "fake/pipeline/stages.py:1: imports tqdm (only fake/cli.py imports click and tqdm)",

@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
-from cltr import clickmodels, methods
+from cltr import clickmodels, estimators, methods
 from cltr.pipeline import corrections
 from cltr.core.clicks import ClickLog, Displayed, Impressions, effective_sample_size, position_propensity, presented_impressions
 from cltr.core.policy import displayed, plackett_luce_ranks, policy_propensity
@@ -30,6 +29,7 @@ from cltr.core.scorers import LinearScorer
 from cltr.core.seeds import stream
 from cltr.core.selection import ESS_FRACTION, ess_fraction, parse_clip, validation_clip
 from cltr.core.svm import solver_info, train_ranking_svm
+from cltr.estimators import DEFAULT_MAX_RANK
 from cltr.methods import TrainingData
 from cltr.options import Options
 from cltr.pipeline.models import scorer_from_arrays, scorer_to_arrays
@@ -606,10 +606,10 @@ def feature_columns(columns: dict[str, np.ndarray], queries) -> dict[str, np.nda
 
 def propensity_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artifact, *, method: str,
                      max_rank: int | None = None, bootstrap: int = 100, level: float = 0.95,
-                     seed: int = 0, relevance_model: str = "logistic") -> tuple[Artifact, bool]:
+                     seed: int = 0, **options) -> tuple[Artifact, bool]:
     """Observation propensity per rank, relative to rank 1, estimated from the training
-    split's impressions by intervention harvesting (``harvest``, needs >= 2 rankers) or
-    regression EM (``em``), with a bootstrap band over queries."""
+    split's impressions by estimator ``method`` of ``cltr.estimators`` (``options``: its
+    own, such as em's ``relevance_model``), with a bootstrap band over queries."""
     max_rank = max_rank or DEFAULT_MAX_RANK
     if clicked_only(clicks, "train"):
         raise ValueError(f"click log {clicks.key}: its train log holds clicked rows only (every row has click 1), "
@@ -617,72 +617,34 @@ def propensity_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: 
                          f"is clicked where it was shown, and the log does not say where documents were shown "
                          f"without a click. Import a log with one row per displayed document, or one with a "
                          f"propensity column")
-    # the relevance model enters the key only where it is used and not the first one, so that
+    # an estimator's option enters the key only where it differs from its default, so that
     # earlier estimates keep theirs
     config = {"clicks": clicks.key, "method": method, "max_rank": max_rank, "bootstrap": bootstrap,
-              "level": level, "seed": seed,
-              **({"relevance_model": relevance_model} if method == "em" and relevance_model != "logistic" else {})}
+              "level": level, "seed": seed, **estimators.key_options(method, options)}
 
     def compute():
         table = impressions_of(clicks, "train", dataset)
         estimate = estimate_propensities(table, dataset.train.X, method=method, max_rank=max_rank,
-                                         bootstrap=bootstrap, level=level, seed=seed,
-                                         relevance_model=relevance_model)
+                                         bootstrap=bootstrap, level=level, seed=seed, **options)
         return estimate_to_arrays(estimate), {"method": method, "rows": estimate.to_rows(),
                                               "rankers": table.n_rankers, **jsonable_info(estimate.info)}
 
     return workspace.cached(name, "propensities", config, compute)
 
 
-ESTIMATORS = ("harvest", "em", "trust-em", "swap")
-RELEVANCE_MODELS = ("logistic", "trees")
-# Clicks on deep ranks are rare and few (query, document) pairs move between deep ranks, so
-# estimates there are noisy; 20 ranks cover the first two result pages.
-DEFAULT_MAX_RANK = 20
+ESTIMATORS = tuple(estimators.estimators())
 
 
-def estimate_propensities(table: Impressions, X: np.ndarray, *, method: str = "harvest", max_rank: int | None = None,
-                          bootstrap: int = 100, level: float = 0.95, seed: int = 0, relevance_model: str = "logistic"):
-    """Propensity per rank from aggregated impressions: ``harvest`` (needs >= 2 rankers),
-    ``em`` (feature-based regression EM on ``X``, the split's features) or ``trust-em`` (the
-    trust-bias parameters c+_k and c-_k, under ``info["trust"]``, and the examination
-    c+_k / c+_1 as the propensity; ``cltr.core.trust.trust_em``) or ``swap`` (click-rate ratios
-    of the same documents at rank 1 and rank k in a log of interventions, ``cltr simulate
-    --intervention``; ``cltr.core.interventions.swap_propensities``). ``relevance_model`` is
-    em's: ``logistic`` or ``trees`` (LightGBM refitted every M-step,
-    ``cltr.methods.trees.soft_label_trees``); ranks 1..``max_rank``
-    (default ``DEFAULT_MAX_RANK``, or the deepest rank shown if less); deeper ranks take
-    the last rank's value."""
-    from cltr.core.interventions import swap_propensities
-    from cltr.core.propensity import em_propensities, harvest_propensities
-    from cltr.core.trust import trust_em
-
-    if relevance_model not in RELEVANCE_MODELS:
-        raise ValueError(f"unknown relevance model {relevance_model!r}; known: {', '.join(RELEVANCE_MODELS)}")
-
-    max_rank = int(min(max_rank or DEFAULT_MAX_RANK, table.rank.max()))
-    common = {"max_rank": max_rank, "bootstrap": bootstrap, "level": level, "rng": stream(seed, "propensity")}
-    # small dense solves: one BLAS thread is faster and never stalls on a shared machine (bench/propensity.py)
-    with threadpool_limits(1):
-        if method == "harvest":
-            return harvest_propensities(table.query, table.doc, table.rank, table.ranker, table.impressions,
-                                        table.clicks, **common)
-        if method == "em":
-            if relevance_model == "trees":
-                from functools import partial
-
-                from cltr.methods.trees import soft_label_trees
-
-                fitter = partial(soft_label_trees, seed=int(stream(seed, "relevance").integers(2 ** 31 - 1)))
-                return em_propensities(table.query, table.doc, table.rank, table.impressions, table.clicks, X,
-                                       relevance_model=fitter, tol=1e-4, **common)
-            return em_propensities(table.query, table.doc, table.rank, table.impressions, table.clicks, X, **common)
-        if method == "swap":
-            return swap_propensities(table.query, table.doc, table.rank, table.impressions, table.clicks, **common)
-        if method == "trust-em":
-            return trust_em(table.query, table.doc, table.rank, table.impressions, table.clicks,
-                            **common).propensity_estimate()
-    raise ValueError(f"unknown estimator {method!r}; known: {', '.join(ESTIMATORS)}")
+def estimate_propensities(table: Impressions, X: np.ndarray, *, method: str = estimators.DEFAULT_ESTIMATOR,
+                          max_rank: int | None = None, bootstrap: int = 100, level: float = 0.95, seed: int = 0,
+                          **options):
+    """Propensity per rank from aggregated impressions by estimator ``method``
+    (``cltr.estimators.estimate``; ``X``: the split's features, ``options``: the
+    estimator's own, such as em's ``relevance_model``), ranks 1..``max_rank`` (default
+    ``DEFAULT_MAX_RANK``, or the deepest rank shown if less); deeper ranks take the last
+    rank's value."""
+    return estimators.estimate(method, table, X, options, max_rank=max_rank, bootstrap=bootstrap, level=level,
+                               seed=seed)
 
 
 def estimate_to_arrays(estimate) -> dict[str, np.ndarray]:

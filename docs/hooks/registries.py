@@ -4,6 +4,8 @@ A page marks where a generated section goes with an HTML comment on a line of it
 
     <!-- cltr: methods -->       every method of ``cltr.methods.methods()`` and its options
     <!-- cltr: clickmodels -->   every click model of ``cltr.clickmodels.models()`` and its settings
+    <!-- cltr: estimators -->    every propensity estimator of ``cltr.estimators.estimators()`` and its options
+    <!-- cltr: corrections -->   every correction of ``cltr.pipeline.corrections.corrections()``
     <!-- cltr: docstring MODULE -->   the docstring of MODULE, verbatim
 
 The tables are read from the ``Options`` declarations (``cltr.options.option``), the same
@@ -44,9 +46,9 @@ def _allowed(field) -> str:
     return _describe_type(field)
 
 
-def options_table(options_type) -> str:
+def options_table(options_type, name_column: str = "option (spec key)") -> str:
     """A Markdown table of every option of an ``Options`` dataclass."""
-    rows = ["| option (spec key) | flag | allowed | default | meaning |", "|---|---|---|---|---|"]
+    rows = [f"| {name_column} | flag | allowed | default | meaning |", "|---|---|---|---|---|"]
     for field in options_type.option_fields():
         rows.append(f"| `{field.name}` | `{field.cli_name}` | {_cell(_allowed(field))} | `{_default(field)}` "
                     f"| {_cell(field.spec.help)} |")
@@ -81,6 +83,33 @@ def clickmodels_section() -> str:
     return "\n".join(parts)
 
 
+def estimators_section() -> str:
+    from cltr import estimators
+
+    parts = []
+    for name, estimator in estimators.estimators().items():
+        description = inspect.cleandoc(estimator.description or estimator.summary)
+        fields = estimator.options.option_fields()
+        table = options_table(estimator.options, "option (API keyword)") if fields else "It has no options of its own."
+        parts.append(
+            f"## `{name}`\n\n{description}\n\n"
+            f"Command line: `cltr propensities estimate --method {name}`; Python: "
+            f"`api.estimate_propensities(log, queries, method=\"{name}\")`.\n\n{table}\n")
+    return "\n".join(parts)
+
+
+def corrections_section() -> str:
+    from cltr.pipeline import corrections
+
+    rows = ["| correction | applies to | reads besides the clicks | what it does |", "|---|---|---|---|"]
+    for name, correction in corrections.corrections().items():
+        methods = ", ".join(f"`{m}`" for m in correction.methods) if correction.methods else "every method"
+        context = ", ".join(f"`{c}`" for c in correction.context) or "nothing"
+        default = " (default)" if name == corrections.DEFAULT_CORRECTION else ""
+        rows.append(f"| `{name}`{default} | {methods} | {context} | {_cell(correction.summary)} |")
+    return "\n".join(rows)
+
+
 def docstring_section(module_name: str) -> str:
     module = importlib.import_module(module_name)
     if not module.__doc__:
@@ -96,6 +125,10 @@ def expand(markdown: str, where: str = "page") -> str:
             return methods_section()
         if kind == "clickmodels" and argument is None:
             return clickmodels_section()
+        if kind == "estimators" and argument is None:
+            return estimators_section()
+        if kind == "corrections" and argument is None:
+            return corrections_section()
         if kind == "docstring" and argument:
             return docstring_section(argument)
         raise ValueError(f"{where}: unknown marker {match.group(0)!r}")

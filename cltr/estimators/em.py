@@ -1,0 +1,45 @@
+"""Regression EM for the position-based model (Wang et al., WSDM 2018): ``cltr.core.propensity``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+from cltr.core.propensity import em_propensities
+from cltr.core.seeds import stream
+from cltr.estimators import Estimator
+from cltr.options import Options, option
+
+ORDER = 20
+
+
+@dataclass(frozen=True)
+class EMOptions(Options):
+    relevance_model: str = option(
+        "logistic", "The relevance model: a ridge logistic regression, or gradient-boosted trees (LightGBM) "
+                    "refitted on the posterior relevance at every M-step as Wang et al. (WSDM 2018) do; trees are "
+                    "slower (the band re-runs EM per resample) and fit relevance that is not logistic.",
+        choices=("logistic", "trees"))
+
+
+def estimate(table, X, options, *, max_rank, bootstrap, level, rng, seed):
+    common = {"max_rank": max_rank, "bootstrap": bootstrap, "level": level, "rng": rng}
+    if options.relevance_model == "trees":
+        from cltr.methods.trees import soft_label_trees  # LightGBM, loaded only for trees
+
+        fitter = partial(soft_label_trees, seed=int(stream(seed, "relevance").integers(2 ** 31 - 1)))
+        return em_propensities(table.query, table.doc, table.rank, table.impressions, table.clicks, X,
+                               relevance_model=fitter, tol=1e-4, **common)
+    return em_propensities(table.query, table.doc, table.rank, table.impressions, table.clicks, X, **common)
+
+
+ESTIMATOR = Estimator(
+    name="em",
+    summary="regression EM for the position-based model with a feature-based relevance model (Wang et al., WSDM "
+            "2018; one ranker suffices)",
+    estimate=estimate,
+    options=EMOptions,
+    description="""Regression EM for the position-based model (Wang et al., WSDM 2018): the propensity of
+    each rank and the relevance of each document, the relevance a function of the
+    document's features, fitted together by expectation-maximisation. One logging ranker
+    suffices, since the relevance model ties documents shown at different ranks together.""")
