@@ -1043,11 +1043,17 @@ def _evaluate(session: Session, dataset_name: str, model_key=None, seed=0):
                    "`cltr score --out` writes), ranked by score with cltr's tie-breaks.")
 @click.option("--split", type=click.Choice(["test", "vali", "train"]), default=None,
               help="The split --run scores [default: test].")
+@click.option("--click-model", "click_model_key", default=None,
+              help="Key of a click model stored by `cltr clicks fit` to judge on the vali split's sessions "
+                   "(log-likelihood, perplexity per rank) [default: the dataset's last fitted one, if any].")
 @seed_option
 @click.pass_obj
 @_errors_as_usage
-def evaluate_command(session: Session, dataset, model_key, production, run_file, split, seed) -> None:
-    """Avg DCG, Avg Rank and nDCG@10 on the test set, and the SNIPS Avg DCG on validation clicks."""
+def evaluate_command(session: Session, dataset, model_key, production, run_file, split, click_model_key,
+                     seed) -> None:
+    """Avg DCG, Avg Rank and nDCG@10 on the test set, and the SNIPS Avg DCG on validation clicks;
+    with a click model fitted by `cltr clicks fit`, its click prediction on the vali split's
+    sessions beside them: log-likelihood and perplexity per rank (Chuklin et al.)."""
     if split is not None and run_file is None:
         raise click.UsageError("--split applies to --run only (trained models are evaluated on the test split)")
     if run_file is not None:
@@ -1094,6 +1100,30 @@ def evaluate_command(session: Session, dataset, model_key, production, run_file,
     click.echo(f"model {model.key} ({info['method']}, {_describe_chosen(model.info)}) on {dataset!r}:")
     echo_table([{**_test_row(info), "vali SNIPS Avg DCG": info["validation_snips_avg_dcg"]}])
     _echo_convention(session, dataset)
+    _echo_click_prediction(session, dataset, click_model_key)
+
+
+def _echo_click_prediction(session: Session, dataset: str, key: str | None) -> None:
+    """The held-out click prediction of a click model stored by `cltr clicks fit` (the
+    dataset's last one unless ``key``); nothing when there is none."""
+    from cltr.pipeline.click_prediction import STAGE, held_out_scores, score_table
+
+    key = key or session.workspace.current(dataset).get(STAGE)
+    if key is None:
+        return
+    fitted = session.workspace.load(dataset, STAGE, key)
+    if fitted is None:
+        raise click.ClickException(f"no click model {key} of dataset {dataset!r}; fit one with "
+                                   f"`cltr clicks fit --dataset {dataset}`")
+    clicks = session.workspace.load(dataset, "clicks", fitted.config["clicks"])
+    if clicks is None:
+        raise click.ClickException(f"click model {key} was fitted on click log {fitted.config['clicks']}, which is "
+                                   f"no longer in the workspace")
+    scores = held_out_scores(fitted, clicks, session.dataset(dataset)[0])
+    click.echo(f"click prediction of click model {key} ({fitted.config['model']}, fitted on training sessions of click "
+               f"log {clicks.key}) on its {scores.sessions} vali sessions: log-likelihood "
+               f"{scores.log_likelihood:.4f} per session, perplexity {scores.perplexity:.4f}")
+    echo_table(score_table(scores))
 
 
 def _evaluate_run(session: Session, dataset_name: str, run_file: Path, split: str, seed: int) -> None:
@@ -1360,6 +1390,17 @@ def clicks_fit(session: Session, log_path, dataset, clicks_key, model_name, max_
     click.echo(f"held out: {scores.sessions} sessions, log-likelihood {scores.log_likelihood:.4f} per session, "
                f"perplexity {scores.perplexity:.4f}")
     echo_table(per_rank)
+    if log_path is None:  # stored, for `cltr evaluate` to judge on the vali split's sessions
+        from cltr.pipeline.click_prediction import STAGE, model_to_arrays
+
+        config = {"clicks": clicks.key, "model": model_name, "max_rank": max_rank, "held_out": held_out,
+                  "iterations": iterations, "seed": seed}
+        stored, _ = session.workspace.cached(dataset, STAGE, config, lambda: (model_to_arrays(model), {
+            "max_rank": depth, "iterations": int(info["iterations"]), "converged": bool(info["converged"]),
+            "sessions": int(grid.pair.shape[0])}))
+        session.workspace.set_current(dataset, STAGE, stored.key)
+        click.echo(f"stored as click model {stored.key}; `cltr evaluate --dataset {dataset}` judges it on the vali "
+                   f"split's sessions")
 
 
 @clicks_group.command("export")

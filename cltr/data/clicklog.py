@@ -798,7 +798,16 @@ def _reduce(columns: dict[str, np.ndarray], impressions: np.ndarray, clicks: np.
     """Rows (or cells) summed per distinct (doc, rank, ranker, propensity), sorted by them;
     ``columns`` holds query, doc, rank, ranker and propensity."""
     bits = np.ascontiguousarray(columns["propensity"], dtype=np.float64).view(np.int64)
-    order = np.lexsort((bits, columns["ranker"], columns["rank"], columns["doc"]))
+    doc, rank, ranker = (np.asarray(columns[name], dtype=np.int64) for name in ("doc", "rank", "ranker"))
+    if len(doc):
+        ranks, rankers = int(rank.max()) + 1, int(ranker.max()) + 1
+        if (int(doc.max()) + 1) * ranks * rankers < 2 ** 62:
+            # one int64 key sorts in the same order as (doc, rank, ranker), and faster
+            order = np.lexsort((bits, (doc * ranks + rank) * rankers + ranker))
+        else:
+            order = np.lexsort((bits, ranker, rank, doc))
+    else:
+        order = np.zeros(0, dtype=np.int64)
     keys = [columns["doc"][order], columns["rank"][order], columns["ranker"][order], bits[order]]
     new = np.ones(len(order), dtype=bool)
     if len(order):
@@ -933,29 +942,59 @@ def _chunks(path: Path, *, columns, reader: str, chunk_rows: int):
 
 
 def _arrow_chunks(path: Path, separator: str, compression: str | None, keep: list[str], chunk_rows: int):
+    """pyarrow's streaming reader with the numeric columns typed as they are parsed (fast);
+    from a batch that does not parse so, the rest of the file as text, typed column by
+    column where it can be (``_typed``), so that the checks name a bad cell as the
+    whole-file reader does."""
+    import pyarrow as pa
+
+    numeric = {name: pa.float64() if name.strip() == "propensity" else pa.int64()
+               for name in keep if name.strip() in _NUMERIC}
+    done = 0  # rows handed on
+    try:
+        for batch in _arrow_batches(path, separator, compression, keep, numeric, 0):
+            for piece in _pieces(batch, chunk_rows):
+                done += piece.num_rows
+                yield _named(piece.to_pandas(), keep), False
+        return
+    except pa.ArrowInvalid:
+        pass  # a cell that is not a number (or a line pyarrow cannot parse): read on as text
+    try:
+        for batch in _arrow_batches(path, separator, compression, keep, {}, done):
+            for piece in _pieces(batch, chunk_rows):
+                if any(pa.types.is_binary(field.type) for field in piece.schema):
+                    raise UnicodeError("a column that is not UTF-8 text")
+                yield _named(_typed(piece), keep), False
+    except (pa.ArrowInvalid, UnicodeError) as error:
+        raise _unreadable(path, separator, compression, error) from error
+
+
+def _named(frame: pd.DataFrame, keep: list[str]) -> pd.DataFrame:
+    frame.columns = [name.strip() for name in keep]
+    return frame
+
+
+def _pieces(batch, chunk_rows: int):
+    for start in range(0, batch.num_rows, chunk_rows):
+        yield batch.slice(start, chunk_rows)
+
+
+def _arrow_batches(path: Path, separator: str, compression: str | None, keep: list[str], numeric: dict, skip: int):
+    """Record batches of the file's data rows after the first ``skip``, the ``numeric``
+    columns typed, the others text."""
     import pyarrow as pa
     import pyarrow.csv as arrow_csv
 
-    options = arrow_csv.ConvertOptions(column_types={name: pa.string() for name in keep}, null_values=[],
-                                       true_values=[], false_values=[], strings_can_be_null=False,
-                                       quoted_strings_can_be_null=False, include_columns=keep)
+    types = {name: numeric.get(name, pa.string()) for name in keep}
+    options = arrow_csv.ConvertOptions(column_types=types, null_values=[], true_values=[], false_values=[],
+                                       strings_can_be_null=False, quoted_strings_can_be_null=False,
+                                       include_columns=keep)
     parse = arrow_csv.ParseOptions(delimiter=separator)
-    read = arrow_csv.ReadOptions(block_size=1 << 22)  # about 4 MB of text a batch
+    read = arrow_csv.ReadOptions(block_size=1 << 22, skip_rows_after_names=skip)  # about 4 MB of text a batch
     opened = (_opener(compression)(path, "rb") if compression == "xz"
               else pa.input_stream(str(path), compression=compression))
     with opened as stream:
-        try:
-            batches = arrow_csv.open_csv(stream, read_options=read, parse_options=parse, convert_options=options)
-            for batch in batches:
-                for start in range(0, batch.num_rows, chunk_rows):
-                    piece = batch.slice(start, chunk_rows)
-                    if any(pa.types.is_binary(field.type) for field in piece.schema):
-                        raise UnicodeError("a column that is not UTF-8 text")
-                    frame = _typed(piece)
-                    frame.columns = [name.strip() for name in keep]
-                    yield frame, False
-        except (pa.ArrowInvalid, UnicodeError) as error:
-            raise _unreadable(path, separator, compression, error) from error
+        yield from arrow_csv.open_csv(stream, read_options=read, parse_options=parse, convert_options=options)
 
 
 def read_click_log_aggregated(path: str | os.PathLike, queries: Queries, *, chunk_rows: int | None = None,

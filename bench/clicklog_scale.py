@@ -1,0 +1,141 @@
+"""Importing click logs of growing size: whole (``read_click_log``) against in chunks
+(``read_click_log_aggregated``, ``cltr clicks import --chunk-rows``), time and peak memory.
+
+    python bench/clicklog_scale.py [--rows 1e6,5e6,2e7] [--whole-up-to 5e6] [--queries 20000]
+                                   [--docs 25] [--chunk-rows 1048576] [--format tsv|parquet] [--dir DIR]
+
+The logs are those of ``bench/clicklog.py`` (QUERIES queries of DOCS candidates, two
+logging rankers, position-based clicks with propensity 1/rank), written pass by pass so
+that the generator never holds more than one pass (QUERIES x DOCS rows): ROWS / (QUERIES x
+DOCS) passes, string session ids. The aggregate of such a log is bound by the documents,
+ranks and rankers (at most QUERIES x DOCS x 2 cells, reached within two passes), so the
+chunked import's memory should stay flat as the log grows while the whole import's grows
+with its rows.
+
+Each import runs in a fresh process, whose own ``ru_maxrss`` it reports along with its
+resident memory before reading (interpreter, numpy, pandas, pyarrow and the split's qids),
+so that the table shows the peak and what reading added. The whole import is run only up to
+``--whole-up-to`` rows (it needs about 1 GB per 5 M rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from clicklog import make_queries  # noqa: E402  (the same synthetic split)
+
+SEED = 0
+
+
+def write_log(path: Path, queries, n_rows: int, *, seed: int) -> int:
+    """Write about ``n_rows`` impression rows, one pass at a time; returns the rows written."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng([seed, 1])
+    n_queries, n_docs = queries.n_queries, int(np.diff(queries.offsets)[0])
+    labels = queries.labels.reshape(n_queries, n_docs)
+    relevant = labels >= 3
+    orders = [np.argsort(-(labels + 1.5 * rng.standard_normal((n_queries, n_docs))), axis=1, kind="stable")
+              for _ in range(2)]
+    rank = np.arange(1, n_docs + 1)
+    passes = max(1, round(n_rows / (n_queries * n_docs)))
+    writer = None
+    written = 0
+    try:
+        for p in range(passes):
+            doc = orders[p % 2]
+            observed = rng.random((n_queries, n_docs)) < 1.0 / rank
+            click = observed & np.where(np.take_along_axis(relevant, doc, axis=1), True,
+                                        rng.random((n_queries, n_docs)) < 0.1)
+            session = p * n_queries + np.repeat(np.arange(n_queries), n_docs)
+            table = pa.table({"session": pa.array(np.char.add("s", session.astype(str))),
+                              "qid": np.repeat(queries.qid, n_docs), "doc": doc.ravel(),
+                              "rank": np.tile(rank, n_queries), "click": click.ravel().astype(np.int8),
+                              "propensity": np.tile(1.0 / rank, n_queries),
+                              "ranker": np.full(n_queries * n_docs, p % 2, dtype=np.int8)})
+            if writer is None:
+                writer = (pq.ParquetWriter(path, table.schema) if path.suffix == ".parquet" else
+                          pacsv.CSVWriter(path, table.schema, write_options=pacsv.WriteOptions(
+                              delimiter="\t", quoting_style="none")))
+            writer.write_table(table)
+            written += table.num_rows
+    finally:
+        if writer is not None:
+            writer.close()
+    return written
+
+
+def child(args) -> None:
+    """One import in this fresh process: seconds, rows, resident memory before and at peak."""
+    from cltr.data.clicklog import read_click_log, read_click_log_aggregated
+
+    queries = make_queries(args.queries, args.docs, seed=SEED, features=False)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    if args.mode == "whole":
+        rows = read_click_log(args.child, queries)
+        n_rows, cells = len(rows.doc), len(rows.impressions().doc)
+    else:
+        counts = read_click_log_aggregated(args.child, queries, chunk_rows=args.chunk_rows)
+        n_rows, cells = counts.rows, len(counts.doc)
+    seconds = time.perf_counter() - start
+    print(json.dumps({"seconds": seconds, "rows": n_rows, "cells": cells, "rss_before_kib": before,
+                      "peak_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+
+
+def measure(path: Path, mode: str, args) -> dict:
+    command = [sys.executable, __file__, "--child", str(path), "--mode", mode, "--queries", str(args.queries),
+               "--docs", str(args.docs), "--chunk-rows", str(args.chunk_rows)]
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", default="1e6,5e6,2e7", help="Log sizes, comma-separated.")
+    parser.add_argument("--whole-up-to", type=float, default=5e6, help="Run the whole import up to this many rows.")
+    parser.add_argument("--queries", type=int, default=20000)
+    parser.add_argument("--docs", type=int, default=25)
+    parser.add_argument("--chunk-rows", type=int, default=1 << 20)
+    parser.add_argument("--format", choices=["tsv", "parquet"], default="tsv")
+    parser.add_argument("--dir", type=Path, default=None, help="Where the logs are written [default: a temporary "
+                                                                "directory, removed afterwards].")
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--mode", choices=["whole", "chunks"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child is not None:
+        child(args)
+        return
+    sizes = [int(float(size)) for size in args.rows.split(",")]
+    queries = make_queries(args.queries, args.docs, seed=SEED, features=True)
+    with tempfile.TemporaryDirectory(dir=args.dir) as directory:
+        print(f"{args.queries} queries x {args.docs} documents, {args.format}, chunks of {args.chunk_rows} rows")
+        print(f"{'rows':>11} {'MB on disk':>10} {'import':>7} {'seconds':>8} {'rows/s':>10} {'peak MB':>8} "
+              f"{'before MB':>9} {'added MB':>8} {'cells':>9}")
+        for size in sizes:
+            path = Path(directory) / f"log-{size}.{args.format}"
+            n_rows = write_log(path, queries, size, seed=SEED)
+            modes = ["chunks"] + (["whole"] if n_rows <= args.whole_up_to else [])
+            for mode in modes:
+                found = measure(path, mode, args)
+                peak, before = found["peak_kib"] / 1024, found["rss_before_kib"] / 1024
+                print(f"{n_rows:>11,} {path.stat().st_size / 1e6:>10.0f} {mode:>7} {found['seconds']:>8.1f} "
+                      f"{n_rows / found['seconds']:>10,.0f} {peak:>8.0f} {before:>9.0f} {peak - before:>8.0f} "
+                      f"{found['cells']:>9,}", flush=True)
+            path.unlink()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""Click prediction beside ranking: a click model fitted with ``cltr clicks fit``, stored,
+and judged on the held-out validation split's sessions by ``cltr evaluate`` (Hager et al.,
+SIGIR 2024, report click prediction beside expert-label ranking metrics).
+
+The scores are those of the click-model literature (Chuklin, Markov, de Rijke, "Click
+Models for Web Search", Sec. 5.1-5.2; ``cltr.core.click_models_fit.evaluate_click_model``):
+the log-likelihood of a session's clicks, Σ_r log P(C_r = c_r | c_<r), averaged over
+sessions, and perplexity at rank r, 2 ** (-mean over sessions of log2 P(C_r = c_r)), with
+the model's unconditional click probability at r, and its mean over the ranks.
+
+The validation split holds other queries than the training split, so every (query,
+document) of its sessions is one the model has not seen: it takes the fitted mean
+attractiveness, and what is judged is what the model knows of ranks (examination,
+continuation) and of clicks in general.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cltr.core.click_models_fit import ClickModel, ClickModelScores, evaluate_click_model, session_grid
+from cltr.core.queries import Dataset
+from cltr.pipeline.workspace import Artifact
+
+__all__ = ["STAGE", "model_to_arrays", "model_from_arrays", "held_out_rows", "held_out_scores", "score_rows"]
+
+STAGE = "clickmodels"
+_PARAMETERS = ("attractiveness", "examination", "continuation", "satisfaction")
+
+
+def model_to_arrays(model: ClickModel) -> dict[str, np.ndarray]:
+    arrays = {"pair_query": model.pair_query, "pair_doc": model.pair_doc}
+    arrays.update({name: getattr(model, name) for name in _PARAMETERS if getattr(model, name) is not None})
+    return arrays
+
+
+def model_from_arrays(name: str, arrays, info: dict | None = None) -> ClickModel:
+    return ClickModel(name=name, pair_query=np.asarray(arrays["pair_query"]), pair_doc=np.asarray(arrays["pair_doc"]),
+                      **{key: np.asarray(arrays[key]) for key in _PARAMETERS if key in arrays}, info=dict(info or {}))
+
+
+def held_out_rows(clicks: Artifact, dataset: Dataset, *, split: str = "vali") -> dict[str, np.ndarray]:
+    """The sessions of ``split`` of a click log as rows (session, query, doc, rank, click).
+    Queries are told apart from the training split's by their sign (query = -1 - qid), so
+    that a qid that both splits use never lends one split's parameters to the other's
+    documents."""
+    from cltr.pipeline.stages import export_rows
+
+    columns = export_rows(clicks, split, dataset)
+    return {"session": np.asarray(columns["session"]), "query": -1 - np.asarray(columns["qid"], dtype=np.int64),
+            "doc": np.asarray(columns["doc"], dtype=np.int64), "rank": np.asarray(columns["rank"], dtype=np.int64),
+            "click": np.asarray(columns["click"], dtype=np.int64)}
+
+
+def score_rows(model: ClickModel, rows: dict[str, np.ndarray], max_rank: int) -> ClickModelScores:
+    """Log-likelihood and perplexity per rank of ``model`` on the sessions of ``rows``
+    (ranks 1..``max_rank``)."""
+    grid, _, _ = session_grid(**rows, max_rank=max_rank, pairs=(model.pair_query, model.pair_doc))
+    return evaluate_click_model(model, grid)
+
+
+def held_out_scores(fitted: Artifact, clicks: Artifact, dataset: Dataset) -> ClickModelScores:
+    """The stored click model ``fitted`` judged on the validation sessions of ``clicks``."""
+    model = model_from_arrays(fitted.config["model"], fitted.arrays, fitted.info)
+    return score_rows(model, held_out_rows(clicks, dataset), int(fitted.info["max_rank"]))
+
+
+def score_table(scores: ClickModelScores) -> list[dict]:
+    """Perplexity per rank as table rows."""
+    return [{"rank": r + 1, "perplexity": float(value)} for r, value in enumerate(scores.perplexity_by_rank)]
