@@ -11,13 +11,13 @@ clicked independently within a session (position-based, trust bias) draw them wi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
-__all__ = ["ClickLog", "Impressions", "Displayed", "presented_impressions", "aggregate_impressions", "effective_sample_size",
-           "position_propensity", "simulate_clicks", "draw_sessions", "logged_clicks"]
+__all__ = ["ClickLog", "Impressions", "Displayed", "presented_impressions", "aggregate_impressions",
+           "effective_sample_size", "position_propensity", "simulate_clicks", "draw_sessions", "logged_clicks"]
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ class ClickLog:
         """The weight c_i a learner gives each example: ``weight`` if set, else 1 / propensity."""
         return 1.0 / self.propensity if self.weight is None else self.weight
 
-    def _replace(self, keep, **changes) -> "ClickLog":
+    def _replace(self, keep, **changes) -> ClickLog:
         fields = {"query": self.query[keep], "doc": self.doc[keep], "rank": self.rank[keep],
                   "propensity": self.propensity[keep], "pass_index": self.pass_index[keep],
                   "n_passes": self.n_passes, "n_queries": self.n_queries,
@@ -93,7 +93,7 @@ class ClickLog:
         fields.update(changes)
         return ClickLog(**fields)
 
-    def first_passes(self, passes: int) -> "ClickLog":
+    def first_passes(self, passes: int) -> ClickLog:
         """The log of the first ``passes`` passes: a nested prefix, for learning curves."""
         if not 1 <= passes <= self.n_passes:
             raise ValueError(f"passes must be between 1 and {self.n_passes}, found {passes}")
@@ -104,14 +104,14 @@ class ClickLog:
         spq = None if self.sessions_per_query is None else np.minimum(self.sessions_per_query, passes)
         return self._replace(slice(0, end), n_passes=passes, sessions_per_query=spq)
 
-    def with_propensity(self, propensity: np.ndarray) -> "ClickLog":
+    def with_propensity(self, propensity: np.ndarray) -> ClickLog:
         """The same clicks told with other propensities (misspecification, estimates)."""
         if self.weight is not None:
             raise ValueError("this log's examples carry explicit weights (a correction such as affine), which "
                              "propensities would not change; change the propensities before the correction")
         return self._replace(slice(None), propensity=np.asarray(propensity, dtype=np.float64))
 
-    def clipped(self, tau: float) -> "ClickLog":
+    def clipped(self, tau: float) -> ClickLog:
         """Propensities below ``tau`` raised to ``tau`` (Joachims et al. 2017's clipping)."""
         if not 0 < tau <= 1:
             raise ValueError(f"the clipping threshold must lie in (0, 1], found {tau}")
@@ -131,7 +131,7 @@ class ClickLog:
         return arrays
 
     @classmethod
-    def from_arrays(cls, arrays) -> "ClickLog":
+    def from_arrays(cls, arrays) -> ClickLog:
         spq = arrays.get("sessions_per_query") if hasattr(arrays, "get") else None
         weight = arrays.get("weight") if hasattr(arrays, "get") else None
         return cls(
@@ -243,7 +243,7 @@ class Displayed:
         return aggregate_impressions(self.query, self.doc, self.rank, self.ranker, self.click)
 
     @classmethod
-    def from_columns(cls, *, session, query, doc, rank, click, propensity, ranker) -> "Displayed":
+    def from_columns(cls, *, session, query, doc, rank, click, propensity, ranker) -> Displayed:
         """Rows in any order, with any session labels: renumbered 0.. in order of first
         appearance and sorted by (session, rank)."""
         session = np.asarray(session)
@@ -309,7 +309,8 @@ def aggregate_impressions(query, doc, rank, ranker, click) -> Impressions:
     return Impressions(
         query=np.asarray(query, dtype=np.int64)[first], doc=doc[first], rank=rank[first], ranker=ranker[first],
         impressions=np.bincount(inverse, minlength=len(unique)),
-        clicks=np.bincount(inverse, weights=np.asarray(click, dtype=np.float64), minlength=len(unique)).astype(np.int64))
+        clicks=np.bincount(inverse, weights=np.asarray(click, dtype=np.float64),
+                           minlength=len(unique)).astype(np.int64))
 
 
 def position_propensity(rank: np.ndarray, eta: float) -> np.ndarray:

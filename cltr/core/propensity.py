@@ -27,8 +27,9 @@ bootstrap replicates. Bootstrap bands resample queries (the clusters) with repla
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 from scipy import sparse
@@ -111,7 +112,7 @@ class PropensityEstimate:
     def to_rows(self) -> list[dict]:
         """One dict per rank: ``{"rank", "propensity", "low", "high"}`` (plain Python numbers)."""
         return [{"rank": int(k), "propensity": float(p), "low": float(lo), "high": float(hi)}
-                for k, p, lo, hi in zip(self.rank, self.propensity, self.low, self.high)]
+                for k, p, lo, hi in zip(self.rank, self.propensity, self.low, self.high, strict=True)]
 
 
 # --------------------------------------------------------------------------- validation
@@ -435,7 +436,7 @@ def _allpairs_fit(pair_clicks: np.ndarray, pair_impressions: np.ndarray, start: 
     log_p[0] = 0.0
     value, grad, hess = _allpairs_profile(log_p, pair_clicks, pair_impressions)
     converged, iteration = False, 0
-    for iteration in range(1, max_iter + 1):
+    for iteration in range(1, max_iter + 1):  # noqa: B007 (its last value is the count returned)
         g, h = grad[1:] / scale, hess[1:, 1:] / scale
         x = log_p[1:]
         free = ~(((x <= lo) & (g < 0)) | ((x >= hi) & (g > 0)))
@@ -594,7 +595,7 @@ def harvest_propensities(
         "intervention_docs": stats.n_intervention_docs,
         "rank_pairs": int(np.count_nonzero((pair_impressions[i, j] > 0) & (pair_impressions[j, i] > 0))),
         "queries": stats.n_queries,
-        "sessions": {int(r): float(n) for r, n in zip(stats.rankers, stats.sessions)},
+        "sessions": {int(r): float(n) for r, n in zip(stats.rankers, stats.sessions, strict=True)},
         "bootstrap": int(bootstrap),
         "bootstrap_disconnected": disconnected,
     }
@@ -851,7 +852,7 @@ def _em_fit(data: _EMData, *, iterations: int, tol: float, l2: float, newton_ste
     theta, coef = _em_start(data) if start is None else (start[0].copy(), start[1].copy())
     eta = data.features @ coef
     converged, iteration, newton, newton_worked = False, 0, 0, False
-    for iteration in range(1, iterations + 1):
+    for iteration in range(1, iterations + 1):  # noqa: B007 (its last value is the count returned)
         previous = theta / theta[0]
         # Once Newton steps are taken, EM steps only slow them down; EM resumes when one fails.
         moved = False
@@ -893,7 +894,7 @@ def _em_fit_trees(data: _EMData, fit_relevance, *, iterations: int, tol: float, 
         theta, eta = start[0].copy(), start[1].copy()
     no_penalty = np.zeros(2)
     converged, iteration, newton = False, 0, 0
-    for iteration in range(1, iterations + 1):
+    for iteration in range(1, iterations + 1):  # noqa: B007 (its last value is the count returned)
         previous = theta / theta[0]
         theta, eta = _em_tree_step(data, theta, eta, fit_relevance)
         along = data._replace(features=np.column_stack([np.ones(len(eta)), eta]))

@@ -11,13 +11,12 @@ Every split is a flat array of documents plus query offsets: no padding.
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Queries", "Dataset", "describe_convention", "check_queries", "concatenate_queries", "describe_split", "label_counts", "check_relevant_from",
-           "default_passes", "LETOR_FEATURES", "YAHOO_FEATURES"]
+__all__ = ["Queries", "Dataset", "describe_convention", "check_queries", "concatenate_queries", "describe_split",
+           "label_counts", "check_relevant_from", "default_passes", "LETOR_FEATURES", "YAHOO_FEATURES"]
 
 LETOR_FEATURES = 46
 YAHOO_FEATURES = 700
@@ -75,7 +74,7 @@ class Queries:
         """Binarized relevance, shape (n_docs,) bool: ``labels >= relevant_from``."""
         return self.labels >= relevant_from
 
-    def subset(self, queries: np.ndarray) -> "Queries":
+    def subset(self, queries: np.ndarray) -> Queries:
         """The split restricted to the given query indices (in the given order)."""
         queries = np.asarray(queries, dtype=np.int64)
         starts, ends = self.offsets[queries], self.offsets[queries + 1]
@@ -190,7 +189,7 @@ def concatenate_queries(parts: list[Queries]) -> Queries:
         raise ValueError(f"cannot concatenate: qid {values[np.argmax(counts > 1)]} is in two parts; "
                          "query ids must be disjoint")
     shifts = np.cumsum([0] + [q.n_docs for q in parts[:-1]])
-    offsets = np.concatenate([parts[0].offsets[:1]] + [q.offsets[1:] + s for q, s in zip(parts, shifts)])
+    offsets = np.concatenate([parts[0].offsets[:1]] + [q.offsets[1:] + s for q, s in zip(parts, shifts, strict=True)])
     docid = None
     if any(q.docid is not None for q in parts):  # a part without ids gets None for its rows
         docid = np.concatenate([np.full(q.n_docs, None, dtype=object) if q.docid is None
@@ -240,7 +239,7 @@ def describe_split(queries: Queries, relevant_from: int) -> dict:
 
 def label_counts(labels: np.ndarray) -> dict[str, int]:
     values, counts = np.unique(labels, return_counts=True)
-    return {str(int(v)): int(c) for v, c in zip(values, counts)}
+    return {str(int(v)): int(c) for v, c in zip(values, counts, strict=True)}
 
 
 def check_relevant_from(relevant_from: int, label_range: tuple[int, int], source: str) -> None:

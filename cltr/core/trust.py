@@ -71,12 +71,13 @@ class TrustBias:
         theta, plus, minus = arrays
         checks = ((theta > 0) & (theta <= 1), (minus >= 0) & (plus <= 1), plus > minus)
         # NaN and infinities fail these comparisons too
-        for ok, what in zip(checks, ("0 < theta_k <= 1", "0 <= eps-_k and eps+_k <= 1", "eps+_k > eps-_k")):
+        conditions = ("0 < theta_k <= 1", "0 <= eps-_k and eps+_k <= 1", "eps+_k > eps-_k")
+        for ok, what in zip(checks, conditions, strict=True):
             if not np.all(ok):
                 k = int(np.flatnonzero(~ok)[0]) + 1
                 raise ValueError(f"trust-bias parameters must satisfy {what}; rank {k} has theta = {theta[k - 1]:g}, "
                                  f"eps+ = {plus[k - 1]:g}, eps- = {minus[k - 1]:g}")
-        for name, a in zip(("examination", "relevant_trust", "irrelevant_trust"), arrays):
+        for name, a in zip(("examination", "relevant_trust", "irrelevant_trust"), arrays, strict=True):
             object.__setattr__(self, name, a)
 
     @property
@@ -226,7 +227,8 @@ class TrustEstimate:
             lo, hi = self.band(values, lambda plus, minus, index=index: (plus, minus)[index])
             bands.update({name: values.tolist(), f"{name}_low": lo.tolist(), f"{name}_high": hi.tolist()})
         return PropensityEstimate(rank=self.rank, propensity=examination, low=low, high=high, level=self.level,
-                                  method="trust-em", info={**self.info, "trust": {**bands, "prior": self.prior.tolist()}})
+                                  method="trust-em",
+                                  info={**self.info, "trust": {**bands, "prior": self.prior.tolist()}})
 
 
 def trust_from_clicks(relevant_click, irrelevant_click) -> TrustBias:
@@ -277,7 +279,7 @@ def _em_fit(rows: dict, doc_weight: np.ndarray, max_rank: int, *, iterations: in
     plus, minus, prior = start if start is not None else (None, None, None)
     previous = -np.inf
     converged = False
-    for iteration in range(1, iterations + 1):
+    for iteration in range(1, iterations + 1):  # noqa: B007 (its last value is the count returned)
         if responsibility is not None:
             weight = (doc_weight * responsibility)[row_doc]
             other = (doc_weight * (1.0 - responsibility))[row_doc]
