@@ -1100,30 +1100,40 @@ def evaluate_command(session: Session, dataset, model_key, production, run_file,
     click.echo(f"model {model.key} ({info['method']}, {_describe_chosen(model.info)}) on {dataset!r}:")
     echo_table([{**_test_row(info), "vali SNIPS Avg DCG": info["validation_snips_avg_dcg"]}])
     _echo_convention(session, dataset)
-    _echo_click_prediction(session, dataset, click_model_key)
+    _echo_click_prediction(session, dataset, click_model_key, model)
 
 
-def _echo_click_prediction(session: Session, dataset: str, key: str | None) -> None:
-    """The held-out click prediction of a click model stored by `cltr clicks fit` (the
-    dataset's last one unless ``key``); nothing when there is none."""
-    from cltr.pipeline.click_prediction import STAGE, held_out_scores, score_table
+def _echo_click_prediction(session: Session, dataset: str, key: str | None, model=None) -> None:
+    """The held-out click prediction of a two-tower ``model``, and of a click model stored
+    by `cltr clicks fit` (the dataset's last one unless ``key``), on the vali split's
+    sessions at the click model's ranks (1..10 without one); nothing when neither."""
+    from cltr.pipeline.click_prediction import STAGE, held_out_scores, score_table, two_tower_scores
 
     key = key or session.workspace.current(dataset).get(STAGE)
-    if key is None:
-        return
-    fitted = session.workspace.load(dataset, STAGE, key)
-    if fitted is None:
-        raise click.ClickException(f"no click model {key} of dataset {dataset!r}; fit one with "
-                                   f"`cltr clicks fit --dataset {dataset}`")
-    clicks = session.workspace.load(dataset, "clicks", fitted.config["clicks"])
-    if clicks is None:
-        raise click.ClickException(f"click model {key} was fitted on click log {fitted.config['clicks']}, which is "
-                                   f"no longer in the workspace")
-    scores = held_out_scores(fitted, clicks, session.dataset(dataset)[0])
-    click.echo(f"click prediction of click model {key} ({fitted.config['model']}, fitted on training sessions of click "
-               f"log {clicks.key}) on its {scores.sessions} vali sessions: log-likelihood "
-               f"{scores.log_likelihood:.4f} per session, perplexity {scores.perplexity:.4f}")
-    echo_table(score_table(scores))
+    fitted = None
+    if key is not None:
+        fitted = session.workspace.load(dataset, STAGE, key)
+        if fitted is None:
+            raise click.ClickException(f"no click model {key} of dataset {dataset!r}; fit one with "
+                                       f"`cltr clicks fit --dataset {dataset}`")
+    found = []
+    if model is not None and model.config.get("method") == "two-tower":
+        clicks = session.workspace.load(dataset, "clicks", model.config["clicks"])
+        scores = None if clicks is None else two_tower_scores(
+            model, clicks, session.dataset(dataset)[0], max_rank=fitted.info["max_rank"] if fitted else 10)
+        if scores is not None:
+            found.append((f"model {model.key} (relevance tower x bias tower, {model.info['combination']})", scores))
+    if fitted is not None:
+        clicks = session.workspace.load(dataset, "clicks", fitted.config["clicks"])
+        if clicks is None:
+            raise click.ClickException(f"click model {key} was fitted on click log {fitted.config['clicks']}, which "
+                                       f"is no longer in the workspace")
+        found.append((f"click model {key} ({fitted.config['model']}, fitted on training sessions of click log "
+                      f"{clicks.key})", held_out_scores(fitted, clicks, session.dataset(dataset)[0])))
+    for what, scores in found:
+        click.echo(f"click prediction of {what} on its {scores.sessions} vali sessions: log-likelihood "
+                   f"{scores.log_likelihood:.4f} per session, perplexity {scores.perplexity:.4f}")
+        echo_table(score_table(scores))
 
 
 def _evaluate_run(session: Session, dataset_name: str, run_file: Path, split: str, seed: int) -> None:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 __all__ = ["MODELS", "SessionGrid", "ClickModel", "session_grid", "fit_click_model", "click_probabilities",
-           "evaluate_click_model", "simulate_clicks_of", "ClickModelScores"]
+           "evaluate_click_model", "independent_click_scores", "simulate_clicks_of", "ClickModelScores"]
 
 MODELS = ("pbm", "cascade", "dcm", "ubm", "dbn")
 _EPS = 1e-10
@@ -505,3 +505,32 @@ def simulate_clicks_of(model: ClickModel, grid: SessionGrid, rng: np.random.Gene
             click[:, r] = c
             examined = examined & (draw[:, r, 1] < np.where(c, kappa_click[:, r], kappa_skip[:, r]))
     return SessionGrid(pair=grid.pair, click=click, n_pairs=grid.n_pairs)
+
+
+def independent_click_scores(probability: np.ndarray, session: np.ndarray, rank: np.ndarray, click: np.ndarray, *,
+                             max_rank: int) -> ClickModelScores:
+    """``evaluate_click_model``'s scores for a model whose clicks are independent given the
+    documents and ranks (PBM, a two-tower model), from each displayed row's click
+    probability: a session's log-likelihood is Σ_r log P(C_r = c_r), and P(C_r = c_r)
+    enters the perplexity at r; ranks beyond ``max_rank`` are left out.
+
+    Parameters
+    ----------
+    probability : ndarray of float, shape (n_rows,)
+        P(C = 1) of each row.
+    session, rank, click : array_like of int, shape (n_rows,)
+        Any session labels, 1-based ranks, clicks 0/1.
+    """
+    probability, rank, click = (np.asarray(a) for a in (probability, rank, click))
+    keep = rank <= max_rank
+    probability, rank, click = probability[keep], rank[keep].astype(np.int64), click[keep]
+    _, row_session = np.unique(np.asarray(session)[keep], return_inverse=True)
+    row_session = row_session.reshape(-1)
+    n_sessions = int(row_session.max()) + 1 if len(row_session) else 0
+    p = np.clip(np.where(click > 0, probability, 1.0 - probability), _EPS, 1.0)
+    log_likelihood = np.bincount(row_session, weights=np.log(p), minlength=n_sessions)
+    count = np.bincount(rank - 1, minlength=max_rank)
+    total = np.bincount(rank - 1, weights=np.log2(p), minlength=max_rank)
+    by_rank = np.where(count > 0, 2.0 ** (-total / np.maximum(count, 1)), np.nan)
+    return ClickModelScores(log_likelihood=float(log_likelihood.mean()), perplexity=float(np.nanmean(by_rank)),
+                            perplexity_by_rank=by_rank, sessions=n_sessions)

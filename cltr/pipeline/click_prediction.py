@@ -8,21 +8,33 @@ the log-likelihood of a session's clicks, Σ_r log P(C_r = c_r | c_<r), averaged
 sessions, and perplexity at rank r, 2 ** (-mean over sessions of log2 P(C_r = c_r)), with
 the model's unconditional click probability at r, and its mean over the ranks.
 
-The validation split holds other queries than the training split, so every (query,
-document) of its sessions is one the model has not seen: it takes the fitted mean
-attractiveness, and what is judged is what the model knows of ranks (examination,
-continuation) and of clicks in general.
+The two-tower method (``cltr.methods.two_tower``) is a click model too: a document d at
+rank k is clicked with probability sigmoid(r(d)) sigmoid(b_k) (multiplicative towers) or
+sigmoid(r(d) + b_k) (additive), independently of the other ranks; its relevance tower
+scores the validation documents from their features (``two_tower_scores``).
+
+A click model fitted by ``cltr clicks fit`` is different. The validation split holds other
+queries than the training split, so every (query, document) of its sessions is one the
+model has not seen: it takes the fitted mean attractiveness, and what is judged is what the
+model knows of ranks (examination, continuation) and of clicks in general.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from cltr.core.click_models_fit import ClickModel, ClickModelScores, evaluate_click_model, session_grid
+from cltr.core.click_models_fit import (
+    ClickModel,
+    ClickModelScores,
+    evaluate_click_model,
+    independent_click_scores,
+    session_grid,
+)
 from cltr.core.queries import Dataset
 from cltr.pipeline.workspace import Artifact
 
-__all__ = ["STAGE", "model_to_arrays", "model_from_arrays", "held_out_rows", "held_out_scores", "score_rows"]
+__all__ = ["STAGE", "model_to_arrays", "model_from_arrays", "held_out_rows", "held_out_scores", "score_rows",
+           "two_tower_probability", "two_tower_scores"]
 
 STAGE = "clickmodels"
 _PARAMETERS = ("attractiveness", "examination", "continuation", "satisfaction")
@@ -68,3 +80,40 @@ def held_out_scores(fitted: Artifact, clicks: Artifact, dataset: Dataset) -> Cli
 def score_table(scores: ClickModelScores) -> list[dict]:
     """Perplexity per rank as table rows."""
     return [{"rank": r + 1, "perplexity": float(value)} for r, value in enumerate(scores.perplexity_by_rank)]
+
+
+def two_tower_probability(relevance: np.ndarray, bias: np.ndarray, rank: np.ndarray, combination: str) -> np.ndarray:
+    """P(click) of documents with relevance logits ``relevance`` shown at 1-based ``rank``
+    under the two-tower model with bias logits ``bias`` (one per rank)."""
+    from scipy.special import expit
+
+    logit = np.asarray(bias, dtype=np.float64)[np.asarray(rank) - 1]
+    if combination == "additive":
+        return expit(np.asarray(relevance, dtype=np.float64) + logit)
+    return expit(np.asarray(relevance, dtype=np.float64)) * expit(logit)
+
+
+def two_tower_scores(model: Artifact, clicks: Artifact, dataset: Dataset, *,
+                     max_rank: int = 10) -> ClickModelScores | None:
+    """A two-tower model's click prediction on the validation sessions of ``clicks``, ranks
+    1..``max_rank`` (those of ``cltr clicks fit``'s default, so that the two compare), or
+    None for a model of another method."""
+    from cltr.pipeline.models import scorer_from_arrays
+    from cltr.pipeline.stages import export_rows
+
+    bias = model.info.get("position_bias", {}).get("logit")
+    if model.config.get("method") != "two-tower" or bias is None:
+        return None
+    vali = dataset.vali
+    columns = export_rows(clicks, "vali", dataset)
+    order = np.argsort(vali.qid, kind="stable")
+    query = order[np.searchsorted(np.asarray(vali.qid)[order], np.asarray(columns["qid"]))]
+    row = np.asarray(vali.offsets)[query] + np.asarray(columns["doc"], dtype=np.int64)
+    rank = np.asarray(columns["rank"], dtype=np.int64)
+    depth = min(int(max_rank), len(bias))
+    shown = rank <= depth
+    relevance = scorer_from_arrays(model.arrays).scores(vali.X)
+    probability = np.zeros(len(rank))
+    probability[shown] = two_tower_probability(relevance[row[shown]], bias, rank[shown], model.info["combination"])
+    return independent_click_scores(probability, np.asarray(columns["session"]), rank, np.asarray(columns["click"]),
+                                    max_rank=depth)

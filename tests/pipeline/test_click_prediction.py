@@ -158,3 +158,64 @@ def test_evaluate_prints_the_click_prediction_of_the_fitted_model(tmp_path, invo
     assert float(found.group(3)) == pytest.approx(log_likelihood, abs=6e-5)
     assert float(found.group(4)) == pytest.approx(perplexity, abs=6e-5)
     assert re.search(r"click-model", invoke("evaluate", "--help").output)
+
+
+def test_independent_click_scores_match_the_enumerated_click_patterns_of_a_pbm():
+    from cltr.core.click_models_fit import independent_click_scores
+
+    model = toy_model("pbm")
+    known = {(1, 0): 0, (1, 1): 1, (2, 0): 2, (2, 1): 3}
+    probability, session, rank, click, sessions = [], [], [], [], []
+    for s, (query, docs, clicks) in enumerate(SESSIONS):
+        pairs = [known.get((query, doc), 4) for doc in docs]
+        for r, (pair, c) in enumerate(zip(pairs, clicks, strict=True)):
+            probability.append(model.examination[r] * model.attractiveness[pair])
+            session.append(f"s{s}")
+            rank.append(r + 1)
+            click.append(c)
+        sessions.append((pairs, clicks))
+    scores = independent_click_scores(np.array(probability), np.array(session), np.array(rank), np.array(click),
+                                      max_rank=3)
+    log_likelihood, per_rank, mean = brute_force(model, sessions)
+    assert scores.log_likelihood == pytest.approx(log_likelihood, rel=1e-12)
+    assert scores.perplexity_by_rank == pytest.approx(per_rank, rel=1e-12)
+    assert scores.perplexity == pytest.approx(mean, rel=1e-12) and scores.sessions == len(SESSIONS)
+
+
+def test_evaluate_prints_the_click_prediction_of_a_two_tower_model(tmp_path, invoke):
+    from scipy.special import expit
+
+    from cltr.pipeline.models import scorer_from_arrays
+    from cltr.pipeline.stages import export_rows
+
+    work = tmp_path / "work"
+    invoke("prepare", "synthetic", "--queries", 40, "--relevant-from", 1, workdir=work)
+    invoke("simulate", "--passes", 3, "--top-k", 5, workdir=work)
+    invoke("train", "two-tower", "--l2", "0.1", workdir=work)
+    out = invoke("evaluate", workdir=work).output
+    found = re.search(r"click prediction of model (\S+) \(relevance tower x bias tower, (\w+)\) on its (\d+) vali "
+                      r"sessions: log-likelihood (-?[\d.]+) per session, perplexity ([\d.]+)", out)
+    assert found, out
+    workspace = Workspace(work)
+    model = workspace.load("synthetic", "models", found.group(1))
+    clicks = workspace.load("synthetic", "clicks", model.config["clicks"])
+    dataset, _ = workspace.load_dataset("synthetic")
+    bias = model.info["position_bias"]["logit"]
+    relevance = scorer_from_arrays(model.arrays).scores(dataset.vali.X)
+    columns = export_rows(clicks, "vali", dataset)
+    qid_row = {qid: q for q, qid in enumerate(dataset.vali.qid.tolist())}
+    per_session: dict = {}
+    per_rank: dict = {}
+    for s, qid, doc, rank, c in zip(*(columns[k].tolist() for k in ("session", "qid", "doc", "rank", "click")),
+                                    strict=True):
+        if rank > len(bias):
+            continue
+        r = relevance[dataset.vali.offsets[qid_row[qid]] + doc]
+        p = expit(r + bias[rank - 1]) if found.group(2) == "additive" else expit(r) * expit(bias[rank - 1])
+        q = p if c else 1 - p
+        per_session[s] = per_session.get(s, 0.0) + math.log(q)
+        per_rank.setdefault(rank, []).append(math.log2(q))
+    assert int(found.group(3)) == len(per_session)
+    assert float(found.group(4)) == pytest.approx(np.mean(list(per_session.values())), abs=6e-5)
+    perplexity = np.mean([2 ** -np.mean(values) for values in per_rank.values()])
+    assert float(found.group(5)) == pytest.approx(perplexity, abs=6e-5)
