@@ -202,7 +202,8 @@ def main() -> None:
     args.etas = [float(e) for e in args.etas.split(",")]
     if args.replot:
         with open(args.out.with_suffix(".csv"), newline="") as stream:
-            rows = [{k: v if k == "estimator" else float(v) for k, v in row.items()} for row in csv.DictReader(stream)]
+            rows = [{k: v if k == "estimator" else int(v) if k in ("seed", "rank", "bootstrap") else float(v)
+                     for k, v in row.items()} for row in csv.DictReader(stream)]
         etas = sorted({r["eta"] for r in rows})
         summarise(rows, etas, args.level)
         figure(rows, etas, args.out.with_suffix(".png"))
