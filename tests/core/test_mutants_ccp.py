@@ -89,4 +89,4 @@ def test_ccp_stops_only_once_a_step_improves_by_less_than_tol():
     objectives = [result.initial_objective] + [step.objective for step in result.trace]
     assert objectives[0] - objectives[1] > tol * abs(objectives[1])      # the first step alone would not do
     assert objectives[-2] - objectives[-1] <= tol * abs(objectives[-1])
-    assert all(a >= b for a, b in zip(objectives, objectives[1:]))
+    assert np.all(np.diff(objectives) <= 0)
