@@ -700,7 +700,7 @@ def simulated_rows(log: ClickLog, presented_rank: np.ndarray, pass_ranker: np.nd
 # -- a log larger than memory: streamed in chunks, reduced to counts --------------------------
 
 _NUMERIC = ("qid", "doc", "rank", "click", "propensity")
-DEFAULT_CHUNK_ROWS = 1 << 20
+_BLOCK_BYTES = 1 << 22  # text pyarrow's streaming reader parses at a time
 
 
 @dataclass(frozen=True)
@@ -952,7 +952,7 @@ def _arrow_chunks(path: Path, separator: str, compression: str | None, keep: lis
                for name in keep if name.strip() in _NUMERIC}
     done = 0  # rows handed on
     try:
-        for batch in _arrow_batches(path, separator, compression, keep, numeric, 0):
+        for batch in _arrow_batches(path, separator, compression, keep, numeric):
             for piece in _pieces(batch, chunk_rows):
                 done += piece.num_rows
                 yield _named(piece.to_pandas(), keep), False
@@ -960,7 +960,13 @@ def _arrow_chunks(path: Path, separator: str, compression: str | None, keep: lis
     except pa.ArrowInvalid:
         pass  # a cell that is not a number (or a line pyarrow cannot parse): read on as text
     try:
-        for batch in _arrow_batches(path, separator, compression, keep, {}, done):
+        for batch in _arrow_batches(path, separator, compression, keep, {}):
+            # the rows handed on already are parsed again and dropped: pyarrow's own skipping
+            # would count the empty lines that its batches leave out
+            if done >= batch.num_rows:
+                done -= batch.num_rows
+                continue
+            batch, done = batch.slice(done), 0
             for piece in _pieces(batch, chunk_rows):
                 if any(pa.types.is_binary(field.type) for field in piece.schema):
                     raise UnicodeError("a column that is not UTF-8 text")
@@ -979,9 +985,8 @@ def _pieces(batch, chunk_rows: int):
         yield batch.slice(start, chunk_rows)
 
 
-def _arrow_batches(path: Path, separator: str, compression: str | None, keep: list[str], numeric: dict, skip: int):
-    """Record batches of the file's data rows after the first ``skip``, the ``numeric``
-    columns typed, the others text."""
+def _arrow_batches(path: Path, separator: str, compression: str | None, keep: list[str], numeric: dict):
+    """Record batches of the file's data rows, the ``numeric`` columns typed, the others text."""
     import pyarrow as pa
     import pyarrow.csv as arrow_csv
 
@@ -990,7 +995,7 @@ def _arrow_batches(path: Path, separator: str, compression: str | None, keep: li
                                        strings_can_be_null=False, quoted_strings_can_be_null=False,
                                        include_columns=keep)
     parse = arrow_csv.ParseOptions(delimiter=separator)
-    read = arrow_csv.ReadOptions(block_size=1 << 22, skip_rows_after_names=skip)  # about 4 MB of text a batch
+    read = arrow_csv.ReadOptions(block_size=_BLOCK_BYTES)
     opened = (_opener(compression)(path, "rb") if compression == "xz"
               else pa.input_stream(str(path), compression=compression))
     with opened as stream:
@@ -1052,11 +1057,15 @@ def read_click_log_aggregated(path: str | os.PathLike, queries: Queries, *, chun
         # rows follow one another: checked with the chunk)
         while last > 0 and session[last - 1] == session[-1]:
             last -= 1
+        if last and (session[:last] == session[-1]).any():
+            last = len(frame)  # the last session came back after others: the chunk's checks name it
         if last == 0:
             buffer = [frame]
             continue
         absorb(frame.iloc[:last], lenient)
         buffer, buffered = [frame.iloc[last:]], len(frame) - last
+        if not buffered:
+            buffer = []
     if buffered:
         absorb(pd.concat(buffer, ignore_index=True) if len(buffer) > 1 else buffer[0], lenient)
     if total is None or n_rows == 0:

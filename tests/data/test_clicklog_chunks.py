@@ -180,3 +180,30 @@ def test_cli_imports_in_chunks_store_the_same_bytes_and_train(tmp_path, invoke):
     refused = invoke("clicks", "export", tmp_path / "again.tsv", workdir=work, expect=None)
     assert refused.exit_code != 0 and "imported in chunks" in refused.output
     assert "--chunk-rows" in invoke("clicks", "import", "--help").output
+
+
+def test_a_column_that_stops_parsing_as_integers_late_is_read_on_as_text(queries, tmp_path, monkeypatch):
+    from cltr.data import clicklog
+
+    monkeypatch.setattr(clicklog, "_BLOCK_BYTES", 256)  # many batches: the whole numbers come late
+    frame = make_log(6).astype(object)
+    frame.loc[len(frame) - 3, "rank"] = f"{frame.loc[len(frame) - 3, 'rank']}.0"  # a whole number, written as a float
+    path = write(frame, tmp_path / "log.tsv")
+    lines = path.read_bytes().split(b"\n")
+    path.write_bytes(b"\n".join([*lines[:40], b"", b"", *lines[40:]]))  # empty lines before it
+    rows = read_click_log(path, queries)
+    counts = read_click_log_aggregated(path, queries, chunk_rows=25)
+    expected, found = rows.impressions(), counts.impressions_table()
+    for name in ("doc", "rank", "ranker", "impressions", "clicks"):
+        assert np.array_equal(getattr(expected, name), getattr(found, name)), name
+    assert counts.rows == len(rows.doc)
+
+
+def test_a_session_that_comes_back_within_the_rows_held_is_refused(queries, tmp_path):
+    frame = make_log(7)
+    s0, s1 = (np.flatnonzero(frame["session"].to_numpy() == name) for name in ("s0", "s1"))
+    order = [*s0[:-1], *s1, s0[-1], *range(s1[-1] + 1, len(frame))]
+    path = write(frame.iloc[order].reset_index(drop=True), tmp_path / "log.tsv")
+    # chunks end inside s0 and then after its last row: held back, then found among the rows before it
+    with pytest.raises(ValueError, match="session 's0' reappears after other sessions"):
+        read_click_log_aggregated(path, queries, chunk_rows=len(s0) + len(s1))
