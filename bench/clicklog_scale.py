@@ -3,6 +3,7 @@
 
     python bench/clicklog_scale.py [--rows 1e6,5e6,2e7] [--whole-up-to 5e6] [--queries 20000]
                                    [--docs 25] [--chunk-rows 1048576] [--format tsv|parquet] [--dir DIR]
+                                   [--harvest]
 
 The logs are those of ``bench/clicklog.py`` (QUERIES queries of DOCS candidates, two
 logging rankers, position-based clicks with propensity 1/rank), written pass by pass so
@@ -15,7 +16,9 @@ with its rows.
 Each import runs in a fresh process, whose own ``ru_maxrss`` it reports along with its
 resident memory before reading (interpreter, numpy, pandas, pyarrow and the split's qids),
 so that the table shows the peak and what reading added. The whole import is run only up to
-``--whole-up-to`` rows (it needs about 1 GB per 5 M rows).
+``--whole-up-to`` rows (it needs about 1 GB per 5 M rows). With ``--harvest`` the chunked
+import's counts are also given to intervention harvesting (no bootstrap), whose time depends
+on the counts' cells, not on the rows.
 """
 
 from __future__ import annotations
@@ -91,13 +94,21 @@ def child(args) -> None:
         counts = read_click_log_aggregated(args.child, queries, chunk_rows=args.chunk_rows)
         n_rows, cells = counts.rows, len(counts.doc)
     seconds = time.perf_counter() - start
-    print(json.dumps({"seconds": seconds, "rows": n_rows, "cells": cells, "rss_before_kib": before,
-                      "peak_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+    found = {"seconds": seconds, "rows": n_rows, "cells": cells, "rss_before_kib": before,
+             "peak_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
+    if args.harvest and args.mode == "chunks":
+        from cltr.pipeline.stages import estimate_propensities
+
+        start = time.perf_counter()
+        estimate = estimate_propensities(counts.impressions_table(), None, method="harvest", bootstrap=0)
+        found["harvest_seconds"] = time.perf_counter() - start
+        found["harvest"] = [round(float(v), 3) for v in estimate.propensity[:5]]
+    print(json.dumps(found))
 
 
 def measure(path: Path, mode: str, args) -> dict:
     command = [sys.executable, __file__, "--child", str(path), "--mode", mode, "--queries", str(args.queries),
-               "--docs", str(args.docs), "--chunk-rows", str(args.chunk_rows)]
+               "--docs", str(args.docs), "--chunk-rows", str(args.chunk_rows)] + (["--harvest"] if args.harvest else [])
     done = subprocess.run(command, check=True, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -110,6 +121,8 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=25)
     parser.add_argument("--chunk-rows", type=int, default=1 << 20)
     parser.add_argument("--format", choices=["tsv", "parquet"], default="tsv")
+    parser.add_argument("--harvest", action="store_true",
+                        help="Also time intervention harvesting (no bootstrap) on the chunked import's counts.")
     parser.add_argument("--dir", type=Path, default=None, help="Where the logs are written [default: a temporary "
                                                                 "directory, removed afterwards].")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
@@ -134,6 +147,9 @@ def main() -> None:
                 print(f"{n_rows:>11,} {path.stat().st_size / 1e6:>10.0f} {mode:>7} {found['seconds']:>8.1f} "
                       f"{n_rows / found['seconds']:>10,.0f} {peak:>8.0f} {before:>9.0f} {peak - before:>8.0f} "
                       f"{found['cells']:>9,}", flush=True)
+                if "harvest_seconds" in found:
+                    print(f"{'':>11} harvest on the counts: {found['harvest_seconds']:.1f} s, propensity at ranks "
+                          f"1-5 {found['harvest']} (true 1/rank)", flush=True)
             path.unlink()
 
 
