@@ -23,12 +23,12 @@ from typing import Callable
 import click
 import numpy as np
 
-from cltr import __version__, clickmodels, estimators, methods
+from cltr import __version__, clickmodels, datasets, estimators, methods
 from cltr.options import Field, OptionSpec
 from cltr.core.queries import Dataset, default_passes, describe_convention, describe_split, label_counts
 from cltr.core.ranking import DCG_BASE, NDCG_CONVENTION
 from cltr.core.selection import CLIP_GRID, ESS_FRACTION, parse_clip
-from cltr.data.loaders import LETOR_RELEVANT_FROM, load_letor, load_svmlight_dataset, load_yahoo
+from cltr.data.loaders import load_letor
 from cltr.data.synthetic import make_synthetic
 from cltr.pipeline import corrections
 from cltr.pipeline.experiments import SELECTIONS, TUNINGS, dataset_record
@@ -479,17 +479,6 @@ def prepare() -> None:
     """Load or generate a dataset and store it, checked, in the workspace."""
 
 
-def _dcg_log_option(function):
-    return click.option(
-        "--dcg-log", "dcg_log", type=click.Choice(["e", "2"]), default="e", show_default=True,
-        help="Base of the log in Avg DCG's gain 1/log(1 + rank): e (the paper's) or 2. It only scales "
-             "every Avg DCG; comparisons and model selection are the same either way.")(function)
-
-
-def _with_convention(dataset: Dataset, dcg_log: str) -> Dataset:
-    return dataclasses.replace(dataset, dcg_base=math.e if dcg_log == "e" else float(dcg_log))
-
-
 def _report_prepared(record: dict) -> None:
     click.echo(f"prepared {record['name']!r}: {describe_convention(record['relevant_from'], record['dcg_base'])}")
     rows = [{"split": split, **values} for split, values in record["summary"].items()]
@@ -498,82 +487,59 @@ def _report_prepared(record: dict) -> None:
         click.echo(f"note: {note}")
 
 
-@prepare.command("synthetic")
-@click.option("--queries", "n_queries", type=click.IntRange(min=3), default=None,
-              help="Number of queries over all splits [default: the generator's].")
-@click.option("--features", "n_features", type=click.IntRange(min=1), default=None,
-              help="Number of features [default: the generator's, LETOR's 46].")
-@click.option("--seed", type=click.IntRange(min=0), default=0, help="Seed of the generator.")
-@click.option("--relevant-from", type=click.IntRange(1, 2), default=None,
-              help="Labels (0..2) at least this are relevant [default: 2, as for LETOR].")
-@click.option("--name", type=NameType(), default=DEFAULT_DATASET, help="Name to store it under.")
-@_dcg_log_option
-@click.pass_obj
-@_errors_as_usage
-def prepare_synthetic(session: Session, n_queries, n_features, seed, relevant_from, name, dcg_log) -> None:
-    """The embedded default: a seeded dataset shaped like the paper's LETOR training set
-    (1,484 training queries, about 41 documents each, 46 features), with partly non-linear
-    relevance."""
-    options = {k: v for k, v in {"n_queries": n_queries, "n_features": n_features,
-                                 "relevant_from": relevant_from}.items() if v is not None}
-    _report_prepared(session.write_dataset(name, _with_convention(make_synthetic(seed=seed, **options), dcg_log)))
+def loader_params(options_type) -> list[click.Option]:
+    """The click options of a dataset loader's ``Options``: one per field, with its default
+    (click shows it), choices, range, and, for a path, click's check that it exists."""
+    params = []
+    for field in options_type.option_fields():
+        s = field.spec
+        declarations = [field.cli_name, field.name] if s.flag else [field.cli_name]
+        if field.base is bool and not field.sequence:
+            params.append(click.Option([f"{field.cli_name}/--no-{field.cli_name[2:]}", field.name],
+                                       default=field.default, help=s.help))
+            continue
+        if s.path:
+            kind = click.Path(exists=True, file_okay=s.path == "file", dir_okay=s.path == "dir", path_type=Path)
+        elif field.sequence or (s.parse is not None and field.base is not str):
+            kind = click.STRING
+        elif field.base is float:
+            kind = FiniteFloat(field)
+        elif field.base is int:
+            kind = click.INT if s.low is None and s.high is None else click.IntRange(
+                min=None if s.low is None else int(s.low), max=None if s.high is None else int(s.high))
+        elif s.choices:
+            kind = click.Choice(list(s.choices))
+        else:
+            kind = click.STRING
+        # a required option declares no default: click (8.5) skips its check when given default=None
+        default = {} if s.required else {"default": field.default}
+        params.append(click.Option(declarations, type=kind, required=s.required, help=s.help, metavar=s.metavar,
+                                   **default))
+    return params
 
 
-@prepare.command("letor")
-@click.option("--mq2008", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
-              help="MQ2008 directory holding Fold1..Fold5 (plain, .gz, .bz2 or .xz files).")
-@click.option("--mq2007", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-              help="MQ2007 directory; its FoldK train split is added to the training set.")
-@click.option("--fold", type=click.IntRange(1, 5), default=1, help="Which fold.")
-@click.option("--relevant-from", type=int, default=LETOR_RELEVANT_FROM, show_default=True,
-              help="Labels at least this are relevant (2: the paper's convention, see "
-                   "docs/explanation/inferred.md; 1: every partly relevant document).")
-@click.option("--name", type=NameType(), default="letor", help="Name to store it under.")
-@_dcg_log_option
-@click.pass_obj
-@_errors_as_usage
-def prepare_letor(session: Session, mq2008, mq2007, fold, relevant_from, name, dcg_log) -> None:
-    """LETOR 4.0 as in the paper: MQ2007+MQ2008 train, MQ2008 vali and test."""
-    dataset = load_letor(mq2008, mq2007_dir=mq2007, fold=fold, relevant_from=relevant_from,
-                         progress=reading_progress())
-    _report_prepared(session.write_dataset(name, _with_convention(dataset, dcg_log)))
+def prepare_command(loader: datasets.Loader) -> click.Command:
+    """``cltr prepare NAME`` of a dataset loader (``cltr.datasets``): a flag per option of
+    its ``Options``, then ``--name`` (default: the loader's name) and ``--dcg-log``."""
+
+    def prepare_dataset(session: Session, name: str, dcg_log: str, **values) -> None:
+        options = parse_or_usage(loader.parse_options, values, what=f"cltr prepare {loader.name}")
+        dataset = datasets.load(loader.name, options, name=name, dcg_log=dcg_log, progress=reading_progress())
+        _report_prepared(session.write_dataset(name, dataset))
+
+    return click.Command(
+        loader.name, callback=click.pass_obj(_errors_as_usage(prepare_dataset)), help=loader.summary,
+        params=[*loader_params(loader.options),
+                click.Option(["--name"], type=NameType(), default=loader.name, help="Name to store it under."),
+                click.Option(["--dcg-log", "dcg_log"], type=click.Choice(list(datasets.DCG_LOGS)), default="e",
+                             show_default=True,
+                             help="Base of the log in Avg DCG's gain 1/log(1 + rank): e (the paper's) or 2. It "
+                                  "only scales every Avg DCG; comparisons and model selection are the same either "
+                                  "way.")])
 
 
-_SPLIT_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
-
-
-@prepare.command("svmlight")
-@click.option("--train", type=_SPLIT_FILE, required=True, help="Training split (plain, .gz, .bz2 or .xz).")
-@click.option("--vali", type=_SPLIT_FILE, required=True, help="Validation split.")
-@click.option("--test", type=_SPLIT_FILE, required=True, help="Test split.")
-@click.option("--features", "n_features", type=click.IntRange(min=1), default=None,
-              help="Width of X for every split [default: the largest feature index, the same in all three].")
-@click.option("--relevant-from", type=int, default=1, help="Labels at least this are relevant.")
-@click.option("--dtype", type=click.Choice(["float32", "float64"]), default="float64",
-              help="Dtype of the features (float32 halves the memory).")
-@click.option("--name", type=NameType(), default="svmlight", help="Name to store it under.")
-@_dcg_log_option
-@click.pass_obj
-@_errors_as_usage
-def prepare_svmlight(session: Session, train, vali, test, n_features, relevant_from, dtype, name, dcg_log) -> None:
-    """Any three SVMlight/LETOR files: one width, disjoint query ids, every line checked."""
-    dataset = load_svmlight_dataset(train, vali, test, n_features=n_features, relevant_from=relevant_from,
-                                    dtype=np.dtype(dtype), name=name, progress=reading_progress())
-    _report_prepared(session.write_dataset(name, _with_convention(dataset, dcg_log)))
-
-
-@prepare.command("yahoo")
-@click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
-              help="Directory holding set1.train.txt, set1.valid.txt, set1.test.txt.")
-@click.option("--relevant-from", type=int, default=3, help="Labels at least this are relevant.")
-@click.option("--name", type=NameType(), default="yahoo", help="Name to store it under.")
-@_dcg_log_option
-@click.pass_obj
-@_errors_as_usage
-def prepare_yahoo(session: Session, root, relevant_from, name, dcg_log) -> None:
-    """Yahoo! Learning to Rank Challenge, set 1 (700 features, labels 0-4)."""
-    dataset = load_yahoo(root, relevant_from=relevant_from, progress=reading_progress())
-    _report_prepared(session.write_dataset(name, _with_convention(dataset, dcg_log)))
+for _loader in datasets.loaders().values():
+    prepare.add_command(prepare_command(_loader))
 
 
 def _produce(session: Session, dataset_name: str, *, fraction=0.01, C=1.0, seed=0):

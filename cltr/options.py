@@ -11,9 +11,11 @@ declaration come
 - the command line (``cltr.cli`` turns every field into a click option, with its help,
   default, choices and range).
 
-Supported field types: ``bool``, ``int``, ``float``, ``str`` (with ``choices``), and
-``tuple[int, ...]`` / ``tuple[float, ...]``, each optionally ``| None``. Floats must be
-finite. This module imports only the standard library.
+Supported field types: ``bool``, ``int``, ``float``, ``str`` (with ``choices``, or the
+``path`` of an existing file or directory), and ``tuple[int, ...]`` / ``tuple[float, ...]``,
+each optionally ``| None``. Floats must be finite. A ``required`` option has no default (its
+declared default is None): the command line and ``from_dict`` refuse its absence. This
+module imports only the standard library.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import os
 import types
 import typing
 from typing import Any, Callable, Mapping
@@ -31,7 +34,8 @@ __all__ = ["option", "Options", "OptionSpec"]
 def option(default: Any, help: str, *, choices: tuple[str, ...] | None = None,
            low: float | None = None, high: float | None = None, low_open: bool = False,
            high_open: bool = False, parse: Callable[[str], Any] | None = None,
-           flag: str | None = None, metavar: str | None = None) -> Any:
+           flag: str | None = None, metavar: str | None = None, path: str | None = None,
+           required: bool = False) -> Any:
     """Declare one option of an ``Options`` dataclass.
 
     Parameters
@@ -51,9 +55,16 @@ def option(default: Any, help: str, *, choices: tuple[str, ...] | None = None,
         The command-line flag, when not ``--name-with-dashes`` (e.g. ``"-C"``).
     metavar : str, optional
         The command line's placeholder for the value.
+    path : {"file", "dir"}, optional
+        A ``str`` option naming an existing file or directory (a path-like is taken as
+        its ``os.fspath``).
+    required : bool
+        The option must be given (declare its default None and its type ``... | None``).
     """
+    if path not in (None, "file", "dir"):
+        raise ValueError(f"path must be 'file' or 'dir', found {path!r}")
     spec = OptionSpec(help=help, choices=choices, low=low, high=high, low_open=low_open, high_open=high_open,
-                      parse=parse, flag=flag, metavar=metavar)
+                      parse=parse, flag=flag, metavar=metavar, path=path, required=required)
     return dataclasses.field(default=default, metadata={"cltr": spec})
 
 
@@ -70,6 +81,8 @@ class OptionSpec:
     parse: Callable[[str], Any] | None = None
     flag: str | None = None
     metavar: str | None = None
+    path: str | None = None       # "file" or "dir": a str naming an existing one
+    required: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,11 +114,13 @@ def _describe_type(field: Field) -> str:
     what = {bool: "true or false", int: "an integer", float: "a finite number", str: "a string"}[field.base]
     if field.spec.choices:
         what = "one of " + ", ".join(field.spec.choices)
+    if field.spec.path:
+        what = f"the path of an existing {'directory' if field.spec.path == 'dir' else 'file'}"
     if field.range_text():
         what += " " + field.range_text()
     if field.sequence:
         what = f"a list of {what.replace('an integer', 'integers').replace('a finite number', 'finite numbers')}"
-    return what + (" (or none)" if field.optional else "")
+    return what + (" (or none)" if field.optional and not field.spec.required else "")
 
 
 class Options:
@@ -143,6 +158,9 @@ class Options:
                 hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
             raise ValueError(f"{where}: unknown option{'s' if len(unknown) > 1 else ''} {', '.join(hints)}; "
                              f"valid: {', '.join(fields)}")
+        missing = [name for name, f in fields.items() if f.spec.required and values.get(name) is None]
+        if missing:
+            raise ValueError(f"{where}: {', '.join(missing)} must be given")
         return cls(**{name: _check(fields[name], value, where) for name, value in values.items()})
 
     def to_dict(self) -> dict:
@@ -202,7 +220,11 @@ def _scalar(field: Field, value: Any, bad: Callable[[], ValueError]) -> Any:
             raise bad()
         return value
     if base is str:
+        if s.path and isinstance(value, os.PathLike):
+            value = os.fspath(value)
         if not isinstance(value, str) or (s.choices and value not in s.choices):
+            raise bad()
+        if s.path and not (os.path.isdir(value) if s.path == "dir" else os.path.isfile(value)):
             raise bad()
         return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -10,6 +10,8 @@ import, at module level or inside a function, is checked against the rules:
   ``cltr.pipeline``, ``cltr.data`` or ``cltr.cli``;
 - ``cltr/data/*`` (datasets and click logs in and out, the floor below the pipeline) imports no
   ``cltr.pipeline`` or ``cltr.cli``, so that no import loop runs between the two;
+- ``cltr/datasets/*`` (dataset loaders, plug-ins over ``cltr.data``) imports no ``cltr.pipeline``
+  or ``cltr.cli``;
 - ``cltr/options.py`` imports only the standard library;
 - only ``cltr/cli.py`` imports click or tqdm; only ``cltr/pipeline/report.py`` imports
   matplotlib; only ``cltr/methods/trees.py`` imports lightgbm;
@@ -104,6 +106,10 @@ def violations(root: Path) -> list[str]:
                 for floor in ("pipeline", "cli"):
                     if _within(module, f"{name}.{floor}"):
                         bad(line, module, f"data does not import {name}.{floor}")
+            if _within(here, f"{name}.datasets"):
+                for floor in ("pipeline", "cli"):
+                    if _within(module, f"{name}.{floor}"):
+                        bad(line, module, f"dataset loaders do not import {name}.{floor}")
             if here == f"{name}.options" and top not in STANDARD_LIBRARY:
                 bad(line, module, "options imports only the standard library")
             if top in ("click", "tqdm") and here != f"{name}.cli":
@@ -162,7 +168,8 @@ def test_no_modules_import_each_other():
 def test_every_module_is_seen():
     modules = {module_name(p, PACKAGE) for p in PACKAGE.rglob("*.py")}
     assert {"cltr.cli", "cltr.options", "cltr.core.svm", "cltr.methods.trees", "cltr.pipeline.report",
-            "cltr.clickmodels.pbm", "cltr.data.loaders", "cltr.estimators.em", "cltr.pipeline.corrections.dr"} <= modules
+            "cltr.clickmodels.pbm", "cltr.data.loaders", "cltr.estimators.em", "cltr.pipeline.corrections.dr",
+            "cltr.datasets.letor"} <= modules
     assert "cltr.core.svm" in {module for _, module in imports_of(PACKAGE / "core" / "ccp.py", PACKAGE)}
 
 
@@ -187,6 +194,8 @@ FAKE = {
     "data/loaders.py": "from fake.core.maths import f\n",
     "data/store.py": "from fake.data import loaders\nfrom ..pipeline.workspace import atomic_write\n"
                      "def save():\n    from fake.cli import main\n",
+    "datasets/__init__.py": "",
+    "datasets/toy.py": "from fake.data import loaders\nfrom fake.pipeline.stages import x\n",
     "pipeline/__init__.py": "",
     "pipeline/stages.py": "import tqdm\nfrom fake.cli import main\n",
     "pipeline/report.py": "import matplotlib\n",
@@ -218,6 +227,7 @@ def test_the_checker_finds_every_kind_of_violation(tmp_path):
         "fake/methods/linear.py:2: imports fake.data.loaders (plug-ins do not import fake.data)",
         "fake/estimators/ctr.py:2: imports fake.data.loaders (plug-ins do not import fake.data)",
         "fake/methods/linear.py:3: imports lightgbm (only fake/methods/trees.py imports lightgbm)",
+        "fake/datasets/toy.py:2: imports fake.pipeline.stages (dataset loaders do not import fake.pipeline)",
         "fake/options.py:2: imports numpy (options imports only the standard library)",
         "fake/pipeline/stages.py:1: imports tqdm (only fake/cli.py imports click and tqdm)",
         "fake/pipeline/stages.py:2: imports fake.cli (nothing imports fake.cli but fake/__main__.py)",

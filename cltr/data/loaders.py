@@ -25,7 +25,13 @@ from cltr.core.queries import (
 )
 from cltr.data.svmlight import find_split_file, load_svmlight_split
 
-__all__ = ['LETOR_RELEVANT_FROM', 'load_letor', 'load_yahoo', 'load_svmlight_dataset']
+__all__ = ['LETOR_RELEVANT_FROM', 'LETOR_PASSES', 'YAHOO_PASSES', 'load_letor', 'load_yahoo',
+           'load_svmlight_dataset']
+
+# Passes of simulated clicks over the training queries, as in the paper.
+LETOR_PASSES = 100
+YAHOO_PASSES = 10
+
 
 def _check_disjoint(named: dict[str, Queries]) -> None:
     names = list(named)
@@ -135,7 +141,7 @@ def load_letor(
             "test": [loaded["MQ2008 test"][1]],
         },
         "label_counts": {split: label_counts(q.labels) for split, q in splits.items()},
-        "default_passes": 100,
+        "default_passes": LETOR_PASSES,
         "notes": notes,
     }
     return Dataset(name="letor", relevant_from=int(relevant_from), meta=meta, **splits)
@@ -187,7 +193,7 @@ def load_yahoo(
         "label_range": list(label_range),
         "files": {split: [provenance] for split, (_, provenance) in loaded.items()},
         "label_counts": {split: label_counts(q.labels) for split, q in splits.items()},
-        "default_passes": 10,
+        "default_passes": YAHOO_PASSES,
         "notes": [],
     }
     return Dataset(name="yahoo", relevant_from=int(relevant_from), meta=meta, **splits)
