@@ -813,8 +813,8 @@ def _reduce(columns: dict[str, np.ndarray], impressions: np.ndarray, clicks: np.
     if len(order):
         new[1:] = np.logical_or.reduce([k[1:] != k[:-1] for k in keys])
     starts = np.flatnonzero(new)
-    cells = {name: np.asarray(columns[name])[order][starts]
-             for name in ("query", "doc", "rank", "ranker", "propensity")}
+    first = order[starts]
+    cells = {name: np.asarray(columns[name])[first] for name in ("query", "doc", "rank", "ranker", "propensity")}
     cells["impressions"] = np.add.reduceat(impressions[order], starts) if len(order) else impressions[:0]
     cells["clicks"] = np.add.reduceat(clicks[order], starts) if len(order) else clicks[:0]
     return cells
@@ -1034,11 +1034,14 @@ def read_click_log_aggregated(path: str | os.PathLike, queries: Queries, *, chun
         columns = _validate(rows, queries, path, stream)
         starts = np.flatnonzero(np.diff(columns["session"], prepend=-1) != 0)
         sessions_per_query[:] += np.bincount(columns["query"][starts], minlength=queries.n_queries)
-        cells = _reduce(columns, np.ones(len(frame), dtype=np.int64), columns["click"])
+        # the chunk's rows and the counts so far, summed in one pass
+        impressions, clicks = np.ones(len(frame), dtype=np.int64), columns["click"]
         if total is not None:
-            merged = {name: np.concatenate([total[name], cells[name]]) for name in cells}
-            cells = _reduce(merged, merged["impressions"], merged["clicks"])
-        total = cells
+            columns = {name: np.concatenate([total[name], columns[name]])
+                       for name in ("query", "doc", "rank", "ranker", "propensity")}
+            impressions = np.concatenate([total["impressions"], impressions])
+            clicks = np.concatenate([total["clicks"], clicks])
+        total = _reduce(columns, impressions, clicks)
         first_row += len(frame)
         n_rows += len(frame)
 
@@ -1051,12 +1054,11 @@ def read_click_log_aggregated(path: str | os.PathLike, queries: Queries, *, chun
         if chunk_rows is None or buffered < chunk_rows:
             continue
         frame = pd.concat(buffer, ignore_index=True) if len(buffer) > 1 else buffer[0]
-        session = frame["session"].to_numpy()
-        last = len(frame) - 1
+        session = _codes(frame["session"])
         # the start of the last session, which the next piece may go on with (a session's
         # rows follow one another: checked with the chunk)
-        while last > 0 and session[last - 1] == session[-1]:
-            last -= 1
+        other = np.flatnonzero(session != session[-1])
+        last = int(other[-1]) + 1 if len(other) else 0
         if last and (session[:last] == session[-1]).any():
             last = len(frame)  # the last session came back after others: the chunk's checks name it
         if last == 0:
