@@ -28,6 +28,10 @@ needs impressions can use it.
 
 pyarrow reads delimited files several times faster than pandas; without it pandas reads
 them, and both accept and refuse the same files with the same messages.
+
+A log larger than memory is read in chunks by ``read_click_log_aggregated`` (``cltr clicks
+import --chunk-rows``): every chunk is checked as above, and only the counts per (document,
+rank, ranker, propensity) and the sessions per query are kept (``AggregatedRows``).
 """
 
 from __future__ import annotations
