@@ -33,7 +33,7 @@ import numpy as np
 from sklearn.base import BaseEstimator  # type: ignore[import-untyped]
 from sklearn.exceptions import NotFittedError  # type: ignore[import-untyped]
 
-from cltr import methods
+from cltr import datasets, methods
 from cltr.core.clicks import ClickLog
 from cltr.core.queries import Dataset, Queries
 from cltr.core.ranking import evaluate as _evaluate
@@ -48,7 +48,7 @@ from cltr.pipeline.workspace import Workspace
 
 __all__ = ["Estimator", "SVMRank", "PropRank", "PropDCG", "DeepPropDCG", "LambdaRank", "TreePropDCG", "Skyline",
            "read_click_log", "write_click_log", "estimate_propensities", "evaluate", "load_letor",
-           "load_yahoo", "make_synthetic", "load_prepared"]
+           "load_yahoo", "make_synthetic", "load_dataset", "load_prepared"]
 
 
 def _queries(data, offsets=None) -> Queries:
@@ -310,6 +310,34 @@ def evaluate(model, data: Dataset, *, split: str = "test", seed: int = 0) -> dic
     queries = splits[split]
     return _evaluate(scorer, queries, queries.relevant(data.relevant_from), rng=stream(seed, "evaluate"),
                      dcg_base=data.dcg_base)
+
+
+def load_dataset(loader: str, *, name: str | None = None, dcg_log: str = "e", **options) -> Dataset:
+    """The dataset ``cltr prepare LOADER`` would store, without a workspace.
+
+    Parameters
+    ----------
+    loader : str
+        A dataset loader of ``cltr.datasets.loaders()``: ``synthetic``, ``letor``,
+        ``svmlight``, ``yahoo``, or any added one.
+    name : str, optional
+        The dataset's name (``--name``; default: the loader's); it decides the default
+        passes of a loader that declares none.
+    dcg_log : {"e", "2"}
+        The log base of Avg DCG's gain (``--dcg-log``).
+    **options
+        The loader's options, named as its reference page lists them (``mq2008=``,
+        ``fold=``, ``relevant_from=``, ...): an unknown name is an error naming the valid
+        ones, a bad value one naming what must hold.
+
+    Examples
+    --------
+    >>> from cltr import api
+    >>> data = api.load_dataset("synthetic", n_queries=30, seed=1)
+    >>> data.train.n_features, data.meta["default_passes"]
+    (46, 100)
+    """
+    return datasets.load(loader, options, name=name, dcg_log=dcg_log)
 
 
 def load_prepared(name: str, workdir: str | os.PathLike | None = None) -> Dataset:

@@ -197,6 +197,8 @@ def _check(field: Field, value: Any, where: str) -> Any:
     def bad() -> ValueError:
         return ValueError(f"{where}: {field.name} must be {_describe_type(field)}, found {value!r}")
 
+    if field.spec.path and isinstance(value, os.PathLike):
+        value = os.fspath(value)  # its str is what is checked, stored and named in an error
     if value is None:
         if field.optional:
             return None
@@ -220,8 +222,6 @@ def _scalar(field: Field, value: Any, bad: Callable[[], ValueError]) -> Any:
             raise bad()
         return value
     if base is str:
-        if s.path and isinstance(value, os.PathLike):
-            value = os.fspath(value)
         if not isinstance(value, str) or (s.choices and value not in s.choices):
             raise bad()
         if s.path and not (os.path.isdir(value) if s.path == "dir" else os.path.isfile(value)):

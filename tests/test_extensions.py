@@ -1,7 +1,7 @@
-"""A propensity estimator and a correction are each one new file: the worked examples of
-docs/how-to/extend.md, dropped into a temporary directory on their package's path, are
-found by the registry and run through the command line (their choices, their help, their
-options as flags, the artifacts' keys). Methods and click models are tested the same way
+"""A propensity estimator, a correction and a dataset loader are each one new file: the
+worked examples of docs/how-to/extend.md, dropped into a temporary directory on their
+package's path, are found by the registry and run through the command line (their choices,
+their commands, their help, their options as flags, the artifacts' keys). Methods and click models are tested the same way
 in tests/methods/test_registry.py and tests/clickmodels/test_registry.py."""
 
 from __future__ import annotations
@@ -13,15 +13,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import cltr.datasets
 import cltr.estimators
 import cltr.pipeline.corrections
-from cltr import cli, methods
+from cltr import api, cli, methods
+from cltr.data.store import dataset_arrays, dataset_fingerprint
 from cltr.pipeline.workspace import Workspace
 from tests.test_docs import fenced_blocks
 
 EXTEND = Path(__file__).resolve().parents[1] / "docs" / "how-to" / "extend.md"
 SHIPPED_ESTIMATORS = ["harvest", "em", "trust-em", "swap"]
 SHIPPED_CORRECTIONS = ["ips", "cascade", "policy-aware", "bayes-ips", "affine", "dr"]
+SHIPPED_LOADERS = ["letor", "svmlight", "synthetic", "yahoo"]
 
 
 def key_of(output: str, kind: str) -> str:
@@ -109,9 +112,41 @@ def test_a_new_correction_file_is_a_correction_of_train(plug_in, invoke, tmp_pat
     assert space.load("synthetic", "models", keys["unweighted"]).config["correction"] == "unweighted"
 
 
+def test_a_new_loader_file_is_a_prepare_command(plug_in, invoke, tmp_path, monkeypatch):
+    plug_in(cltr.datasets, "uniform", example("LOADER = "))
+    assert list(cltr.datasets.loaders()) == sorted([*SHIPPED_LOADERS, "uniform"])
+    # the commands as cltr.cli builds them at import, from the registry as it is now
+    monkeypatch.setitem(cli.prepare.commands, "uniform", cli.prepare_command(cltr.datasets.get("uniform")))
+
+    listed = " ".join(invoke("prepare", "--help").output.split())
+    assert "uniform Uniform random features; labels from the first two." in listed
+    help_text = " ".join(invoke("prepare", "uniform", "--help").output.split())
+    assert "--queries INTEGER RANGE Queries per split. [default: 30; x>=1]" in help_text
+    assert "--relevant-from INTEGER RANGE Labels (0..2) at least this are relevant. [default: 1; 1<=x<=2]" in help_text
+    assert "--name NAME Name to store it under. [default: uniform]" in help_text and "--dcg-log [e|2]" in help_text
+
+    out = invoke("prepare", "uniform", "--queries", "6", "--seed", "3", "--dcg-log", "2", workdir=tmp_path).output
+    assert "prepared 'uniform': Avg DCG = mean of 1/log2(1 + rank) over relevant test documents (label >= 1)" in out
+    dataset, record = Workspace(tmp_path).load_dataset("uniform")
+    assert dataset.train.n_queries == 6 and dataset.meta == {"source": "uniform draws", "default_passes": 20}
+    # the API reads it as the command stored it
+    same = api.load_dataset("uniform", queries=6, seed=3, dcg_log="2")
+    assert dataset_fingerprint(dataset_arrays(same)) == record["fingerprint"] and same.dcg_base == 2.0
+    # its declared default passes are what simulate draws
+    assert "100 passes" not in (out := invoke("simulate", workdir=tmp_path).output) and ", 20 passes)" in out
+
+    result = invoke("prepare", "uniform", "--documents", "1", workdir=tmp_path, expect=2)
+    assert "Invalid value for '--documents': 1 is not in the range x>=2." in result.output
+    with pytest.raises(ValueError, match="unknown option 'querys' \\(did you mean 'queries'\\?\\)"):
+        api.load_dataset("uniform", querys=6)
+
+
 def test_the_registries_are_as_shipped_after_a_plug_in():
     # runs after the tests above in file order: their temporary entries are gone
     cltr.estimators._REGISTRY = None
     cltr.pipeline.corrections._REGISTRY = None
+    cltr.datasets._REGISTRY = None
     assert list(cltr.estimators.estimators()) == SHIPPED_ESTIMATORS
     assert list(cltr.pipeline.corrections.corrections()) == SHIPPED_CORRECTIONS
+    assert list(cltr.datasets.loaders()) == SHIPPED_LOADERS
+    assert sorted(cli.prepare.commands) == SHIPPED_LOADERS

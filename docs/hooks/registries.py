@@ -6,6 +6,7 @@ A page marks where a generated section goes with an HTML comment on a line of it
     <!-- cltr: clickmodels -->   every click model of ``cltr.clickmodels.models()`` and its settings
     <!-- cltr: estimators -->    every propensity estimator of ``cltr.estimators.estimators()`` and its options
     <!-- cltr: corrections -->   every correction of ``cltr.pipeline.corrections.corrections()``
+    <!-- cltr: datasets -->      every dataset loader of ``cltr.datasets.loaders()`` and its options
     <!-- cltr: docstring MODULE -->   the docstring of MODULE, verbatim
 
 The tables are read from the ``Options`` declarations (``cltr.options.option``), the same
@@ -28,6 +29,8 @@ def _cell(text: str) -> str:
 
 
 def _default(field) -> str:
+    if field.spec.required:
+        return "required"
     value = field.default
     if value is None:
         return "none"
@@ -110,6 +113,22 @@ def corrections_section() -> str:
     return "\n".join(rows)
 
 
+def datasets_section() -> str:
+    from cltr import datasets
+
+    parts = []
+    for name, loader in datasets.loaders().items():
+        description = inspect.cleandoc(loader.description or loader.summary)
+        passes = (f"{loader.default_passes}" if loader.default_passes is not None else
+                  "10 for a dataset named `yahoo...`, else 100")
+        parts.append(
+            f"## `{name}`\n\n{description}\n\n"
+            f"Default passes of simulated clicks (`cltr simulate`, a spec's `passes = \"default\"`): {passes}. "
+            f"Command line: `cltr prepare {name}` (with `--name`, default `{name}`, and `--dcg-log`); Python: "
+            f"`api.load_dataset(\"{name}\", ...)`.\n\n{options_table(loader.options, 'option (API keyword)')}\n")
+    return "\n".join(parts)
+
+
 def docstring_section(module_name: str) -> str:
     module = importlib.import_module(module_name)
     if not module.__doc__:
@@ -129,6 +148,8 @@ def expand(markdown: str, where: str = "page") -> str:
             return estimators_section()
         if kind == "corrections" and argument is None:
             return corrections_section()
+        if kind == "datasets" and argument is None:
+            return datasets_section()
         if kind == "docstring" and argument:
             return docstring_section(argument)
         raise ValueError(f"{where}: unknown marker {match.group(0)!r}")
