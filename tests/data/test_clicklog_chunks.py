@@ -207,3 +207,19 @@ def test_a_session_that_comes_back_within_the_rows_held_is_refused(queries, tmp_
     # chunks end inside s0 and then after its last row: held back, then found among the rows before it
     with pytest.raises(ValueError, match="session 's0' reappears after other sessions"):
         read_click_log_aggregated(path, queries, chunk_rows=len(s0) + len(s1))
+
+
+def test_the_affine_correction_reads_the_impressions_of_an_import_in_chunks(queries, tmp_path):
+    from types import SimpleNamespace
+
+    from cltr.pipeline.corrections.affine import _impressions
+
+    path = write(make_log(8), tmp_path / "log.tsv")
+    rows = read_click_log(path, queries)
+    counts = read_click_log_aggregated(path, queries, chunk_rows=4)
+    whole = SimpleNamespace(arrays={f"train/rows/{k}": v for k, v in rows.arrays().items()}, config={})
+    chunked = SimpleNamespace(arrays={f"train/agg/{k}": v for k, v in counts.arrays().items()}, config={})
+    expected = _impressions(rows.click_log(queries.n_queries), whole, "train", queries)
+    found = _impressions(counts.click_log(queries.n_queries), chunked, "train", queries)
+    for name in ("query", "doc", "rank", "ranker", "impressions", "clicks"):
+        assert np.array_equal(getattr(expected, name), getattr(found, name)), name
