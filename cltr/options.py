@@ -59,7 +59,7 @@ def option(default: Any, help: str, *, choices: tuple[str, ...] | None = None,
         A ``str`` option naming an existing file or directory (a path-like is taken as
         its ``os.fspath``).
     required : bool
-        The option must be given (declare its default None and its type ``... | None``).
+        The option must be given; declare its default None, which stands for none given.
     """
     if path not in (None, "file", "dir"):
         raise ValueError(f"path must be 'file' or 'dir', found {path!r}")

@@ -62,7 +62,7 @@ def test_options_name_what_is_wrong(tmp_path):
 def test_path_and_required_options():
     @dataclasses.dataclass(frozen=True)
     class Toy(Options):
-        where: str | None = option(None, "A directory.", path="dir", required=True)
+        where: str = option(None, "A directory.", path="dir", required=True)
         size: int = option(1, "A size.")
 
     fields = {f.name: f for f in Toy.option_fields()}

@@ -11,7 +11,7 @@ from cltr.options import Options, option
 
 @dataclass(frozen=True)
 class LetorOptions(Options):
-    mq2008: str | None = option(None, "MQ2008 directory holding Fold1..Fold5 (plain, .gz, .bz2 or .xz files).",
+    mq2008: str = option(None, "MQ2008 directory holding Fold1..Fold5 (plain, .gz, .bz2 or .xz files).",
                                 path="dir", required=True)
     mq2007: str | None = option(None, "MQ2007 directory; its FoldK train split is added to the training set.",
                                 path="dir")

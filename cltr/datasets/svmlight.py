@@ -13,9 +13,9 @@ from cltr.options import Options, option
 
 @dataclass(frozen=True)
 class SVMlightOptions(Options):
-    train: str | None = option(None, "Training split (plain, .gz, .bz2 or .xz).", path="file", required=True)
-    vali: str | None = option(None, "Validation split.", path="file", required=True)
-    test: str | None = option(None, "Test split.", path="file", required=True)
+    train: str = option(None, "Training split (plain, .gz, .bz2 or .xz).", path="file", required=True)
+    vali: str = option(None, "Validation split.", path="file", required=True)
+    test: str = option(None, "Test split.", path="file", required=True)
     n_features: int | None = option(None, "Width of X for every split [default: the largest feature index, the "
                                     "same in all three].", low=1, flag="--features")
     relevant_from: int = option(1, "Labels at least this are relevant.")

@@ -11,7 +11,7 @@ from cltr.options import Options, option
 
 @dataclass(frozen=True)
 class YahooOptions(Options):
-    root: str | None = option(None, "Directory holding set1.train.txt, set1.valid.txt, set1.test.txt.", path="dir",
+    root: str = option(None, "Directory holding set1.train.txt, set1.valid.txt, set1.test.txt.", path="dir",
                               required=True)
     relevant_from: int = option(3, "Labels at least this are relevant.")
 
