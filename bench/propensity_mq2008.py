@@ -3,7 +3,8 @@ coverage and seconds, and the ``propensity`` figure series for single-ranker log
 
     python bench/propensity_mq2008.py --mq2008 ../shared/data/letor4/MQ2008 [--fold 1]
         [--workdir ../ws-prop] [--etas 0.5,1,1.5,2] [--seeds 5] [--max-rank 10] [--level 0.9]
-        [--bootstrap 100] [--tree-bootstrap 20] [--out docs/results/data/propensity-single-ranker]
+        [--bootstrap 100] [--tree-bootstrap 20] [--estimators harvest,em logistic,...]
+        [--out docs/results/data/propensity-single-ranker]
     python bench/propensity_mq2008.py --mq2008 DIR --diagnose [--etas 1] [--iterations 15]
 
 Per eta and click seed, on MQ2008 Fold K's training split (the production ranker of seed 0,
@@ -74,6 +75,8 @@ def run(args, workspace, name, dataset, rankers) -> list[dict]:
         for seed in range(args.seeds):
             for estimator, (clicks, method, relevance) in logs_for(workspace, name, dataset, rankers, eta, seed,
                                                                   args.max_rank).items():
+                if estimator not in args.estimators:
+                    continue
                 table = impressions_of(clicks, "train", dataset)
                 bootstrap = args.tree_bootstrap if estimator == "em trees" else args.bootstrap
                 start = time.process_time()
@@ -195,11 +198,17 @@ def main() -> None:
     parser.add_argument("--tree-bootstrap", type=int, default=20, help="query resamples of tree EM's (refit) band")
     parser.add_argument("--out", type=Path, default=Path("docs/results/data/propensity-single-ranker"),
                         help="writes OUT.csv and OUT.png")
+    parser.add_argument("--estimators", default=",".join(ESTIMATORS),
+                        help=f"comma-separated subset of {', '.join(ESTIMATORS)}")
     parser.add_argument("--diagnose", action="store_true", help="follow tree EM step by step instead (no files)")
     parser.add_argument("--iterations", type=int, default=15, help="tree EM steps of --diagnose")
     parser.add_argument("--replot", action="store_true", help="redraw OUT.png from OUT.csv and print its tables")
     args = parser.parse_args()
     args.etas = [float(e) for e in args.etas.split(",")]
+    args.estimators = [e.strip() for e in args.estimators.split(",")]
+    if set(args.estimators) - set(ESTIMATORS):
+        parser.error(f"--estimators: unknown {', '.join(sorted(set(args.estimators) - set(ESTIMATORS)))}; known: "
+                     f"{', '.join(ESTIMATORS)}")
     if args.replot:
         with open(args.out.with_suffix(".csv"), newline="") as stream:
             rows = [{k: v if k == "estimator" else int(v) if k in ("seed", "rank", "bootstrap") else float(v)

@@ -1434,6 +1434,8 @@ def propensities_estimate(session: Session, dataset, method, clicks_key, max_ran
     click.echo(f"propensities {artifact.key}{' (reused)' if reused else ''}: {method} on click log {clicks.key} "
                f"({artifact.info['rankers']} ranker(s)); band: {band}")
     echo_table(artifact.info["rows"], ["rank", "propensity", *bounds])
+    for message in artifact.info.get("warnings", []):  # an estimate the log does not identify
+        warn(message)
     if "trust" in artifact.info:
         trust = artifact.info["trust"]
         click.echo(f"trust bias: click probability of relevant (c+) and irrelevant (c-) documents per rank; "

@@ -760,8 +760,25 @@ def _relevance_objective(eta: np.ndarray, positives: np.ndarray, weight: np.ndar
     return float(np.sum(positives * eta - weight * np.logaddexp(0.0, eta)))
 
 
+def _cross_fitted(fit_relevance, features: np.ndarray, label: np.ndarray, weight: np.ndarray,
+                  unit_query: np.ndarray, folds: int) -> np.ndarray:
+    """The relevance model's logits per unit: fitted on all units (``folds`` 1), or, cross-fitted,
+    each query's units predicted by a model fitted on the other folds' queries (query q in fold
+    q mod ``folds``), so that no unit's logit has seen that unit's own clicks."""
+    if folds <= 1:
+        return np.asarray(fit_relevance(features, label, weight), dtype=np.float64)
+    fold = unit_query % folds
+    out = np.zeros(len(label))
+    for f in range(folds):
+        held = fold == f
+        if held.any() and not held.all():
+            out[held] = np.asarray(fit_relevance(features[~held], label[~held], weight[~held],
+                                                 predict=features[held]), dtype=np.float64).reshape(-1)
+    return out
+
+
 def _em_tree_step(data: _EMData, theta: np.ndarray, eta: np.ndarray,
-                  fit_relevance) -> tuple[np.ndarray, np.ndarray]:
+                  fit_relevance, folds: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """One regression-EM step with a fitted relevance model (Wang et al., WSDM 2018, Sec. 4).
 
     E-step and theta M-step as ``_em_step``; the relevance M-step refits ``fit_relevance``
@@ -770,11 +787,17 @@ def _em_tree_step(data: _EMData, theta: np.ndarray, eta: np.ndarray,
     the M-step objective (trees fit it greedily), so the new logits are taken along the
     segment from the old ones, halving until the objective does not fall (none of it if it
     always does): a generalised EM step, which never lowers the marginal likelihood.
+
+    With ``folds`` > 1 the new logits are cross-fitted (``_cross_fitted``): on a log where each
+    document is shown at one rank, a model refitted on a document's own clicks can learn its
+    click rate with its rank's examination included, and EM then finds no position effect left
+    to explain; a model that predicts held-out queries can only carry over what features say
+    about relevance across queries.
     """
     new_theta, positives = _posteriors(data, theta, eta)
     weight = data.unit_weight
     label = np.clip(positives / weight, 0.0, 1.0)
-    fitted = np.asarray(fit_relevance(data.features[:, 1:], label, weight), dtype=np.float64)
+    fitted = _cross_fitted(fit_relevance, data.features[:, 1:], label, weight, data.unit_query, folds)
     if fitted.shape != eta.shape or not np.all(np.isfinite(fitted)):
         raise ValueError(f"the relevance model must return finite logits of shape {eta.shape}, found "
                          f"shape {fitted.shape}")
@@ -876,7 +899,7 @@ def _em_start(data: _EMData) -> tuple[np.ndarray, np.ndarray]:
     return np.full(data.max_rank, 0.5), coef
 
 
-def _em_fit_trees(data: _EMData, fit_relevance, *, iterations: int, tol: float, start=None):
+def _em_fit_trees(data: _EMData, fit_relevance, *, iterations: int, tol: float, folds: int = 1, start=None):
     """Regression EM with a fitted (tree) relevance model, accelerated along its confounded
     directions.
 
@@ -896,7 +919,7 @@ def _em_fit_trees(data: _EMData, fit_relevance, *, iterations: int, tol: float, 
     converged, iteration, newton = False, 0, 0
     for iteration in range(1, iterations + 1):  # noqa: B007 (its last value is the count returned)
         previous = theta / theta[0]
-        theta, eta = _em_tree_step(data, theta, eta, fit_relevance)
+        theta, eta = _em_tree_step(data, theta, eta, fit_relevance, folds)
         along = data._replace(features=np.column_stack([np.ones(len(eta)), eta]))
         theta, _, eta, moved = _em_newton_update(along, theta, np.array([0.0, 1.0]), eta, no_penalty)
         newton += int(moved)
@@ -975,6 +998,84 @@ def _em_derivatives(data: _EMData, log_theta: np.ndarray, coef: np.ndarray, pen:
     return value, grad, hess, scores
 
 
+# An estimate whose p_k all lie within FLAT_SPREAD of each other calls a fall of the click rate
+# with rank wholly relevance; below 5% over the ranks estimated no position bias worth
+# correcting is left, so a flat estimate there is either the truth or a collapse.
+FLAT_SPREAD = 0.05
+# The click rate "clearly falls" when ranks K/2+1..K are clicked at most FALL_RATIO times as
+# often as rank 1 and the gap is FALL_Z binomial standard errors wide: not noise, and large
+# enough that a flat estimate has put a real position effect into relevance.
+FALL_RATIO = 0.8
+FALL_Z = 4.0
+# Below this share of impressions on (query, document)s shown at two or more ranks the log holds
+# (almost) no within-document contrast between ranks: each document's clicks come from one rank.
+RANK_VARIATION = 0.05
+
+ALTERNATIVES = ("harvest on a log of two or more rankers (`cltr simulate --rankers 2`, `--method harvest`), a "
+                "swap-k or randomize-top-k intervention (`cltr simulate --intervention ...`, `--method swap`), "
+                "or EM with `--relevance-model logistic`")
+
+
+def rank_variation(data: _EMData) -> float:
+    """Share of the impressions (ranks <= K) that are of (query, document)s shown at two or more
+    ranks: 0 on a deterministic single ranker's log, where rank is a function of the document."""
+    ranks_per_unit = np.bincount(data.cell_unit, minlength=len(data.unit_weight))
+    moved = ranks_per_unit[data.cell_unit] > 1
+    return float(data.cell_impressions[moved].sum() / data.cell_impressions.sum())
+
+
+def em_identification(data: _EMData, propensity: np.ndarray, *, flexible: bool) -> tuple[dict, list[str]]:
+    """Whether an EM estimate is identified by the log or only by its relevance model's form.
+
+    Two findings, each a warning naming what to use instead (``ALTERNATIVES``):
+
+    - *collapsed*: every p_k within ``FLAT_SPREAD`` of the others while the click rate of ranks
+      K/2+1..K is at most ``FALL_RATIO`` of rank 1's, by ``FALL_Z`` standard errors, on a log
+      with less than ``RANK_VARIATION`` of its impressions on documents shown at several ranks:
+      the whole fall of clicks with rank was put into relevance with nothing in the log to
+      say so (on a log with rank variation a flat estimate is the data's verdict);
+    - *not identified*: a fitted (flexible) relevance model on such a log. Each document is
+      clicked at one rank only, so a model that can fit each (query, document)'s click rate
+      from its features (trees can, where the ranker scores the same features) explains the
+      clicks at any propensity curve; the estimate is whatever the fitter's form selects.
+
+    Returns (diagnostics, warnings): ``rank_variation``, the click rates ``click_rate_top`` and
+    ``click_rate_bottom``, ``collapsed`` and ``identified`` (False on either finding).
+    """
+    k0, n, c = data.cell_rank0, data.cell_impressions, data.cell_clicks
+    k_max = data.max_rank
+    variation = rank_variation(data)
+    top = k0 == 0
+    bottom = k0 >= k_max // 2
+    n_top, n_bottom = n[top].sum(), n[bottom].sum()
+    rate_top = c[top].sum() / n_top if n_top > 0 else np.nan
+    rate_bottom = c[bottom].sum() / n_bottom if n_bottom > 0 else np.nan
+    pooled = (c[top].sum() + c[bottom].sum()) / max(n_top + n_bottom, 1.0)
+    se = np.sqrt(pooled * (1.0 - pooled) * (1.0 / max(n_top, 1.0) + 1.0 / max(n_bottom, 1.0)))
+    falls = bool(k_max >= 2 and rate_bottom <= FALL_RATIO * rate_top and rate_top - rate_bottom >= FALL_Z * se)
+    flat = bool(np.max(propensity) - np.min(propensity) < FLAT_SPREAD)
+    one_rank = variation < RANK_VARIATION
+    collapsed = flat and falls and one_rank
+    warnings = []
+    where = (f"on this log {variation:.1%} of the impressions are of (query, document)s shown at more than one rank, "
+             f"so the split of clicks into examination x relevance is identified only by the relevance model's "
+             f"functional form")
+    if collapsed:
+        warnings.append(f"EM collapsed: every p_k is within {FLAT_SPREAD:g} of the others (p_k = "
+                        f"{np.min(propensity):.3f}..{np.max(propensity):.3f} at ranks 1..{k_max}) while the click "
+                        f"rate falls from {rate_top:.3f} at rank 1 to {rate_bottom:.3f} at ranks "
+                        f"{k_max // 2 + 1}..{k_max}: the whole fall was put into relevance; {where}. This estimate "
+                        f"is not a propensity curve; use {ALTERNATIVES}")
+    elif flexible and one_rank:  # a collapse already says it
+        warnings.append(f"not identified: a fitted relevance model (trees) can learn each (query, document)'s click "
+                        f"rate, its rank's examination included, from features that also decide its rank; {where}. "
+                        f"Do not trust this estimate; use {ALTERNATIVES}")
+    diagnostics = {"rank_variation": variation, "click_rate_top": float(rate_top),
+                   "click_rate_bottom": float(rate_bottom), "collapsed": collapsed,
+                   "identified": not (collapsed or (flexible and one_rank))}
+    return diagnostics, warnings
+
+
 def em_propensities(
     query: np.ndarray,
     doc: np.ndarray,
@@ -988,7 +1089,8 @@ def em_propensities(
     tol: float = 1e-6,
     l2: float = 1.0,
     newton_steps: int = 1,
-    relevance_model: str | Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] = "logistic",
+    relevance_model: str | Callable[..., np.ndarray] = "logistic",
+    cross_fit: int = 1,
     band: str = "refit",
     bootstrap: int = 200,
     level: float = 0.95,
@@ -1060,6 +1162,14 @@ def em_propensities(
         step is kept only as far as it raises the M-step objective (``_em_tree_step``), and a
         Newton step along (log theta, a + b logits) follows (``_em_fit_trees``). ``l2`` and
         ``newton_steps`` then do not apply.
+    cross_fit : int, default 1
+        With a fitted relevance model: 1 refits it on every (query, document) and takes its
+        logits there; F > 1 cross-fits it over F folds of the queries (query q in fold q mod F):
+        each fold's logits come from ``fit(features, label, weight, predict=held_out_features)``
+        fitted on the other folds. On a single deterministic ranker's log each document is
+        shown at one rank, and an in-sample flexible model learns the position effect as
+        relevance (``em_identification``); cross-fitting keeps it from fitting a document's
+        own clicks.
     band : {"refit", "one-step"}, default "refit"
         ``"refit"``: each bootstrap replicate re-runs the whole EM (relevance model included)
         on the resampled queries, warm-started at the full-data estimate, so the band holds the
@@ -1080,8 +1190,10 @@ def em_propensities(
         (marginal, penalised), ``documents`` ((query, document)s),
         ``impressions``, ``clicks``, ``features`` (used), ``examination`` (theta_k, not
         normalised), ``relevance_coefficients`` (intercept first, standardised features)
-        , ``relevance_model``, ``band``, ``bootstrap`` and ``bootstrap_unconverged``
-        (refit replicates that stopped at ``iterations``).
+        , ``relevance_model``, ``band``, ``bootstrap``, ``bootstrap_unconverged``
+        (refit replicates that stopped at ``iterations``), and ``em_identification``'s
+        ``rank_variation``, ``click_rate_top``, ``click_rate_bottom``, ``collapsed``,
+        ``identified`` and ``warnings`` (a list of sentences; empty where none applies).
 
     Notes
     -----
@@ -1119,19 +1231,24 @@ def em_propensities(
                          f"found {relevance_model!r}")
     if band not in ("refit", "one-step"):
         raise ValueError(f"band must be 'refit' or 'one-step', found {band!r}")
+    if isinstance(cross_fit, bool) or not isinstance(cross_fit, (int, np.integer)) or cross_fit < 1:
+        raise ValueError(f"cross_fit must be an integer >= 1, found {cross_fit!r}")
     if trees and band == "one-step":
         raise ValueError("band='one-step' needs the logistic relevance model's finite parameters; use band='refit' "
                          "with a fitted relevance model")
     data = _em_data(t, X, k_max)
     if data.cell_clicks.sum() <= 0:
         raise ValueError("the table has no clicks at ranks <= max_rank; propensities are not identified")
+    if trees and cross_fit > data.n_queries:
+        raise ValueError(f"cross_fit = {cross_fit} folds of the queries need at least {cross_fit} queries, found "
+                         f"{data.n_queries}")
     options = {"iterations": int(iterations), "tol": float(tol)}
     pen = _penalty(data.features.shape[1], float(l2))
 
     def fit(d: _EMData, start=None):
         """(theta, coef or None, eta, iterations, converged, newton) on data ``d``."""
         if trees:
-            theta, eta, *rest = _em_fit_trees(d, relevance_model, **options, start=start)
+            theta, eta, *rest = _em_fit_trees(d, relevance_model, **options, folds=int(cross_fit), start=start)
             return theta, None, eta, *rest
         theta, coef, *rest = _em_fit(d, **options, l2=float(l2), newton_steps=int(newton_steps), start=start)
         return theta, coef, d.features @ coef, *rest
@@ -1179,10 +1296,13 @@ def em_propensities(
         "features": int(data.features.shape[1] - 1),
         "examination": [float(v) for v in theta],
         "relevance_model": "fitted" if trees else "logistic",
+        "cross_fit": int(cross_fit) if trees else 1,
         "relevance_coefficients": [] if trees else [float(v) for v in coef],
         "band": band,
         "bootstrap": int(bootstrap),
         "bootstrap_unconverged": unconverged,
     }
+    diagnostics, warnings = em_identification(data, propensity, flexible=trees and cross_fit == 1)
+    info.update(diagnostics, warnings=warnings)
     return PropensityEstimate(rank=np.arange(1, k_max + 1, dtype=np.int64), propensity=propensity,
                               low=low, high=high, level=float(level), method="regression-em", info=info)

@@ -17,9 +17,17 @@ ORDER = 20
 class EMOptions(Options):
     relevance_model: str = option(
         "logistic", "The relevance model: a ridge logistic regression, or gradient-boosted trees (LightGBM) "
-                    "refitted on the posterior relevance at every M-step as Wang et al. (WSDM 2018) do; trees are "
-                    "slower (the band re-runs EM per resample) and fit relevance that is not logistic.",
+                    "refitted on the posterior relevance at every M-step as Wang et al. (WSDM 2018) do. On a "
+                    "single ranker's log each document is shown at one rank and the ranker scores the same "
+                    "features, so examination x relevance is told apart only by the relevance model's form: "
+                    "trees fitted in sample learn the position effect as relevance (EM collapses to p_k = 1), "
+                    "hence --cross-fit. Trees are slower (the band re-runs EM per resample). Harvest on two "
+                    "rankers or a swap/randomize intervention needs no relevance model.",
         choices=("logistic", "trees"))
+    cross_fit: int = option(
+        5, "Trees only: folds of the queries over which the trees are cross-fitted (each query's relevance "
+           "predicted by trees fitted on the other folds, so no document's own clicks fit its relevance); 1 "
+           "refits on every document (in sample), which collapses on single-ranker logs.", low=1)
 
 
 def estimate(table, X, options, *, max_rank, bootstrap, level, rng, seed):
@@ -29,7 +37,7 @@ def estimate(table, X, options, *, max_rank, bootstrap, level, rng, seed):
 
         fitter = partial(soft_label_trees, seed=int(stream(seed, "relevance").integers(2 ** 31 - 1)))
         return em_propensities(table.query, table.doc, table.rank, table.impressions, table.clicks, X,
-                               relevance_model=fitter, tol=1e-4, **common)
+                               relevance_model=fitter, cross_fit=options.cross_fit, tol=1e-4, **common)
     return em_propensities(table.query, table.doc, table.rank, table.impressions, table.clicks, X, **common)
 
 

@@ -301,7 +301,7 @@ def select_trees(data, options: TreeOptions, *, name: str, X: np.ndarray, label:
 
 def soft_label_trees(features: np.ndarray, label: np.ndarray, weight: np.ndarray, *, n_estimators: int = 60,
                      learning_rate: float = 0.1, num_leaves: int = 15, min_data_in_leaf: int = 50, seed: int = 0,
-                     threads: int = 1) -> np.ndarray:
+                     threads: int = 1, predict: np.ndarray | None = None) -> np.ndarray:
     """Gradient-boosted trees of a soft binary label: regression EM's relevance M-step
     (Wang et al., WSDM 2018; ``cltr.core.propensity.em_propensities(relevance_model=...)``).
 
@@ -319,11 +319,13 @@ def soft_label_trees(features: np.ndarray, label: np.ndarray, weight: np.ndarray
     n_estimators, learning_rate, num_leaves, min_data_in_leaf, seed, threads
         The boosting: fixed capacity (no early stopping: EM has no held-out clicks), the
         same every M-step, deterministic given ``seed`` and ``threads``.
+    predict : ndarray, shape (m, d), optional
+        Rows to predict instead of the training rows (EM's cross-fitting: held-out queries).
 
     Returns
     -------
-    ndarray of float64, shape (n,)
-        The raw scores (log-odds of relevance) at ``features``.
+    ndarray of float64, shape (n,) or (m,)
+        The raw scores (log-odds of relevance) at ``features``, or at ``predict``.
     """
     import lightgbm
 
@@ -334,4 +336,5 @@ def soft_label_trees(features: np.ndarray, label: np.ndarray, weight: np.ndarray
     data = lightgbm.Dataset(np.asarray(features, dtype=np.float64), label=np.asarray(label, dtype=np.float64),
                             weight=np.asarray(weight, dtype=np.float64), params={"verbosity": -1})
     booster = lightgbm.train(params, data, num_boost_round=int(n_estimators))
-    return np.asarray(booster.predict(np.asarray(features, dtype=np.float64), raw_score=True), dtype=np.float64)
+    at = features if predict is None else predict
+    return np.asarray(booster.predict(np.asarray(at, dtype=np.float64), raw_score=True), dtype=np.float64)

@@ -38,7 +38,7 @@ from cltr.pipeline.workspace import Artifact, Workspace, file_sha256
 __all__ = ["production_queries", "produce", "production_stage", "logging_rankers", "simulate", "clicks_stage", "click_logs",
            "policy_propensities",
            "click_log_summary", "simulated_logs", "impressions_of", "displayed_rows", "import_stage", "imported_clicks_stage", "export_rows",
-           "propensity_stage", "estimate_propensities", "as_told", "estimate_to_arrays", "estimate_from_arrays", "model_stage", "evaluation_stage",
+           "propensity_stage", "estimate_propensities", "check_estimate", "as_told", "estimate_to_arrays", "estimate_from_arrays", "model_stage", "evaluation_stage",
            "production_test_metrics"]
 
 
@@ -413,7 +413,11 @@ def click_logs(clicks: Artifact, *, passes: int | None = None, eta_model: float 
 
 
 def as_told(log: ClickLog, estimate=None, clip: float | None = None) -> ClickLog:
-    """The log with an estimate's per-rank propensities instead of its own, then clipped."""
+    """The log with an estimate's per-rank propensities instead of its own, then clipped; a
+    collapsed estimate is refused (``check_estimate``)."""
+    if estimate is not None and estimate.info.get("collapsed"):
+        raise ValueError(f"this {estimate.method} estimate is not a propensity curve: "
+                         f"{'; '.join(estimate.info['warnings'])}")
     if estimate is not None:
         log = log.with_propensity(estimate.at(log.rank))
     return log if clip is None else log.clipped(clip)
@@ -647,6 +651,19 @@ def estimate_propensities(table: Impressions, X: np.ndarray, *, method: str = es
                                seed=seed)
 
 
+def check_estimate(artifact: Artifact) -> None:
+    """Refuse a propensities artifact that a learner must not divide by, and warn about one the
+    log does not identify (``cltr.core.propensity.em_identification``): a collapsed estimate,
+    p_k flat while clicks fall with rank, would train the naive model under a
+    propensity-corrected name."""
+    info = artifact.info
+    if info.get("collapsed"):
+        raise ValueError(f"propensities {artifact.key} ({info.get('method')} on click log "
+                         f"{artifact.config['clicks']}) are not a propensity curve: {'; '.join(info['warnings'])}")
+    for message in info.get("warnings", []):
+        logging.getLogger(__name__).warning(f"propensities {artifact.key}: {message}")
+
+
 def estimate_to_arrays(estimate) -> dict[str, np.ndarray]:
     return {"rank": estimate.rank, "propensity": estimate.propensity, "low": estimate.low, "high": estimate.high}
 
@@ -689,6 +706,8 @@ def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artif
     the setting as given (``train_clip``; "clip" keys were of models selected on clipped
     validation clicks, which are not reused)."""
     options = methods.get(method).parse_options(options)
+    if propensity is not None:
+        check_estimate(propensity)
     clip = parse_clip(clip) if methods.get(method).weighted else None  # clipping changes nothing it reads
     fix = corrections.get(correction or corrections.DEFAULT_CORRECTION)
     if fix.methods is not None and method not in fix.methods:
