@@ -416,7 +416,7 @@ def as_told(log: ClickLog, estimate=None, clip: float | None = None) -> ClickLog
     """The log with an estimate's per-rank propensities instead of its own, then clipped; a
     collapsed estimate is refused (``check_estimate``)."""
     if estimate is not None and estimate.info.get("collapsed"):
-        raise ValueError(f"this {estimate.method} estimate is not a propensity curve: "
+        raise ValueError(f"this {estimate.method} estimate is refused as training weights: "
                          f"{'; '.join(estimate.info['warnings'])}")
     if estimate is not None:
         log = log.with_propensity(estimate.at(log.rank))
@@ -659,7 +659,7 @@ def check_estimate(artifact: Artifact) -> None:
     info = artifact.info
     if info.get("collapsed"):
         raise ValueError(f"propensities {artifact.key} ({info.get('method')} on click log "
-                         f"{artifact.config['clicks']}) are not a propensity curve: {'; '.join(info['warnings'])}")
+                         f"{artifact.config['clicks']}) are refused as training weights: {'; '.join(info['warnings'])}")
     for message in info.get("warnings", []):
         logging.getLogger(__name__).warning(f"propensities {artifact.key}: {message}")
 

@@ -98,7 +98,7 @@ def test_logistic_em_on_one_rankers_log_is_not_flagged():
 def test_a_collapsed_estimate_is_refused_for_training_and_an_unidentified_one_warned(caplog):
     collapsed = SimpleNamespace(key="abc", config={"clicks": "log1"},
                                 info={"method": "em", "collapsed": True, "warnings": ["EM collapsed: ..."]})
-    with pytest.raises(ValueError, match="abc.*not a propensity curve.*EM collapsed"):
+    with pytest.raises(ValueError, match="abc.*refused as training weights.*EM collapsed"):
         check_estimate(collapsed)
     unidentified = SimpleNamespace(key="def", config={"clicks": "log1"},
                                    info={"method": "em", "collapsed": False, "warnings": ["not identified: ..."]})
@@ -107,7 +107,7 @@ def test_a_collapsed_estimate_is_refused_for_training_and_an_unidentified_one_wa
     check_estimate(SimpleNamespace(key="old", config={}, info={}))  # stored before the check: as it was
     estimate = P.PropensityEstimate(rank=np.arange(1, 4), propensity=np.ones(3), low=np.ones(3), high=np.ones(3),
                                     level=0.9, method="regression-em", info=collapsed.info)
-    with pytest.raises(ValueError, match="not a propensity curve"):  # the API's fit(propensities=...)
+    with pytest.raises(ValueError, match="refused as training weights"):  # the API's fit(propensities=...)
         as_told(None, estimate)
 
 
