@@ -150,3 +150,14 @@ def test_the_registries_are_as_shipped_after_a_plug_in():
     assert list(cltr.pipeline.corrections.corrections()) == SHIPPED_CORRECTIONS
     assert list(cltr.datasets.loaders()) == SHIPPED_LOADERS
     assert sorted(cli.prepare.commands) == SHIPPED_LOADERS
+
+
+def test_a_trees_em_estimate_always_names_its_cross_fitting_in_its_key():
+    # estimates stored before --cross-fit existed were fitted in sample (and never checked
+    # for a collapse): a trees estimate's key always holds its folds, so none of those is reused
+    from cltr.estimators import key_options
+
+    assert key_options("em", {}) == {}
+    assert key_options("em", {"relevance_model": "trees"}) == {"relevance_model": "trees", "cross_fit": 5}
+    assert key_options("em", {"relevance_model": "trees", "cross_fit": 1})["cross_fit"] == 1
+    assert key_options("em", {"cross_fit": 3}) == {"cross_fit": 3}  # differs from its default: keyed as before

@@ -107,11 +107,15 @@ def get(name: str) -> Estimator:
 def key_options(name: str, options: dict | Options | None) -> dict[str, Any]:
     """The options of estimator ``name`` that differ from their defaults: what enters a
     propensities artifact's key (an option at its default does not, so that estimates
-    made before the option existed keep their keys)."""
+    made before the option existed keep their keys). An Options type whose new default
+    changes what earlier estimates computed names the fields that always enter, given the
+    options, in ``always_keyed()``."""
     estimator = get(name)
-    told = estimator.parse_options(options).to_dict()
+    parsed = estimator.parse_options(options)
+    told = parsed.to_dict()
     defaults = estimator.options().to_dict()
-    return {key: value for key, value in told.items() if value != defaults[key]}
+    always = set(parsed.always_keyed()) if hasattr(parsed, "always_keyed") else set()
+    return {key: value for key, value in told.items() if value != defaults[key] or key in always}
 
 
 def estimate(name: str, table: Impressions, X: np.ndarray, options: dict | Options | None = None, *,

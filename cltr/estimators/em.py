@@ -29,6 +29,11 @@ class EMOptions(Options):
            "predicted by trees fitted on the other folds, so no document's own clicks fit its relevance); 1 "
            "refits on every document (in sample), which collapses on single-ranker logs.", low=1)
 
+    def always_keyed(self) -> tuple[str, ...]:
+        # tree estimates stored before --cross-fit existed were fitted in sample and never
+        # checked for a collapse: a trees estimate always names its folds, so none is reused
+        return ("cross_fit",) if self.relevance_model == "trees" else ()
+
 
 def estimate(table, X, options, *, max_rank, bootstrap, level, rng, seed):
     common = {"max_rank": max_rank, "bootstrap": bootstrap, "level": level, "rng": rng}
