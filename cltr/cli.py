@@ -10,7 +10,6 @@ artifact is missing, the stage builds it with default settings and says so, so t
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import logging
 import math
@@ -25,18 +24,16 @@ import numpy as np
 
 from cltr import __version__, clickmodels, datasets, estimators, methods
 from cltr.options import Field, OptionSpec
-from cltr.core.queries import Dataset, default_passes, describe_convention, describe_split, label_counts
-from cltr.core.ranking import DCG_BASE, NDCG_CONVENTION
+from cltr.core.queries import default_passes, describe_convention
+from cltr.core.ranking import NDCG_CONVENTION
 from cltr.core.selection import CLIP_GRID, ESS_FRACTION, parse_clip
-from cltr.data.loaders import load_letor
-from cltr.data.synthetic import make_synthetic
 from cltr.pipeline import corrections
 from cltr.pipeline.experiments import SELECTIONS, TUNINGS, dataset_record
-from cltr.pipeline.stages import (clicks_stage, evaluation_stage, logging_rankers, model_stage, production_stage,
-                                  production_test_metrics)
+from cltr.pipeline.session import DEFAULT_DATASET, RequestError, SessionProgress, check_simulation_fits
+from cltr.pipeline.session import Session as PipelineSession
+from cltr.pipeline.stages import production_test_metrics
 from cltr.pipeline.workspace import DamagedArtifact, Workspace, atomic_write, check_name
 
-DEFAULT_DATASET = "synthetic"
 
 
 # -- printing ----------------------------------------------------------------------------
@@ -212,81 +209,33 @@ def finite_float(low: float | None = None, high: float | None = None, *, low_ope
                              spec=OptionSpec(help="", low=low, high=high, low_open=low_open, high_open=high_open)))
 
 
-# -- the session: workspace plus the resolution of upstream artifacts -------------------
+# -- the session: the pipeline's, printing what it says and showing progress -------------
 
-class Session:
+class _Bars(SessionProgress):
+    """Progress of a session's long steps on stderr (``Progress``)."""
+
+    def clicks(self):
+        shown: dict[str, Progress] = {}
+
+        def progress(split, done, total):
+            bar = shown.get(split) or shown.setdefault(split, Progress(f"clicks on {split}", total, "pass"))
+            bar.update(done)
+            if done == total:
+                bar.close()
+
+        return progress
+
+    def reading(self):
+        return reading_progress()
+
+
+class Session(PipelineSession):
+    """The pipeline's session (``cltr.pipeline.session``: which artifact each stage uses),
+    saying what it does on stdout, showing progress on stderr, at the verbosity of -q / -v."""
+
     def __init__(self, workdir: Path, verbosity: int = 0):
-        self.workspace = Workspace(workdir)
+        super().__init__(workdir, say=click.echo, progress=_Bars())
         self.verbosity = verbosity
-
-    # datasets
-    def write_dataset(self, name: str, dataset: Dataset) -> dict:
-        """Store a dataset whose every split has a relevant document; its record."""
-        check_relevant_documents(dataset)
-        summary = {split: describe_split(q, dataset.relevant_from) for split, q in dataset.splits().items()}
-        return self.workspace.save_dataset(name, dataset, {"summary": summary})
-
-    def dataset(self, name: str) -> tuple[Dataset, str]:
-        """The prepared dataset and its fingerprint; the synthetic default is made on demand."""
-        if not self.workspace.has_dataset(name):
-            if name != DEFAULT_DATASET:
-                interrupted = self.workspace.dataset_path(name).exists()
-                raise click.ClickException(
-                    f"dataset {name!r} is not prepared in {self.workspace.root}"
-                    + (f" (an interrupted `cltr prepare` left {self.workspace.dataset_path(name)} without its record)"
-                       if interrupted else "")
-                    + f"; run `cltr prepare synthetic|letor|yahoo|svmlight ... --name {name}` first (see "
-                      f"`cltr prepare --help`); prepared: {', '.join(self.workspace.datasets()) or 'none'}")
-            click.echo(f"dataset {name!r} is not prepared yet: generating it with default settings")
-            self.write_dataset(name, make_synthetic())
-        dataset, record = self.workspace.load_dataset(name)
-        return dataset, record["fingerprint"]
-
-    def upstream(self, dataset_name: str, stage: str, key: str | None, make_default):
-        """The artifact of ``stage`` named by ``key``, or the current one, or a default one."""
-        key = key or self.workspace.current(dataset_name).get(stage)
-        if key is not None:
-            artifact = self.workspace.load(dataset_name, stage, key)
-            if artifact is None:
-                raise click.ClickException(
-                    f"no {stage} artifact {key!r} for dataset {dataset_name!r} in {self.workspace.root}; "
-                    f"known: {', '.join(self.workspace.keys(dataset_name, stage)) or 'none'}")
-            return artifact
-        if stage == "clicks":
-            self.refuse_substitute(dataset_name)
-        click.echo(f"no {stage} artifact for dataset {dataset_name!r} yet: making one with default settings")
-        return make_default()
-
-    def refuse_substitute(self, dataset_name: str) -> None:
-        """A dataset with an imported log but no complete click log: never simulate one in
-        its place (the user's log would be silently replaced)."""
-        current = self.workspace.current(dataset_name)
-        imported = {split: current[f"imports/{split}"] for split in ("train", "vali") if f"imports/{split}" in current}
-        if not imported:
-            return
-        if len(imported) == 2:
-            raise click.ClickException(
-                f"dataset {dataset_name!r} has imported train and vali logs but no click log combining them (an "
-                f"interrupted import?): import one of them again with `cltr clicks import LOG --dataset "
-                f"{dataset_name} --split vali`")
-        (have, key), = imported.items()
-        missing = "vali" if have == "train" else "train"
-        raise click.ClickException(
-            f"dataset {dataset_name!r} has an imported {have} log ({key}) but no {missing} log, and cltr will not "
-            f"simulate clicks in place of a log you imported: import the {missing} split's log with "
-            f"`cltr clicks import LOG --dataset {dataset_name} --split {missing}` (the vali log serves model "
-            f"selection), or name a simulated log with --clicks KEY")
-
-
-def check_relevant_documents(dataset: Dataset) -> None:
-    """Refuse a dataset with a split that has no relevant document: its metrics (or, for
-    train, the production ranker) would be undefined."""
-    for split, queries in dataset.splits().items():
-        if not queries.relevant(dataset.relevant_from).any():
-            raise click.ClickException(
-                f"the {split} split of {dataset.name!r} has no relevant document at relevant_from = "
-                f"{dataset.relevant_from} (label counts {label_counts(queries.labels)}): its metrics would be "
-                "undefined; give a lower --relevant-from, or other files")
 
 
 _OS_ADVICE = {
@@ -352,6 +301,8 @@ def _errors_as_usage(function):
             return function(*args, **kwargs)
         except DamagedArtifact as error:
             raise click.ClickException(describe_damage(error)) from error
+        except RequestError as error:
+            raise click.UsageError(str(error)) from error
         except ValueError as error:
             raise click.ClickException(str(error)) from error
         except BrokenPipeError as error:
@@ -542,14 +493,6 @@ for _loader in datasets.loaders().values():
     prepare.add_command(prepare_command(_loader))
 
 
-def _produce(session: Session, dataset_name: str, *, fraction=0.01, C=1.0, seed=0):
-    dataset, fingerprint = session.dataset(dataset_name)
-    artifact, reused = production_stage(session.workspace, dataset_name, dataset, fingerprint,
-                                        fraction=fraction, C=C, seed=seed)
-    session.workspace.set_current(dataset_name, "production", artifact.key)
-    return artifact, reused
-
-
 @main.command("produce")
 @dataset_option
 @click.option("--fraction", type=finite_float(0, 1, low_open=True), default=0.01,
@@ -561,7 +504,7 @@ def _produce(session: Session, dataset_name: str, *, fraction=0.01, C=1.0, seed=
 @_errors_as_usage
 def produce_command(session: Session, dataset, fraction, C, seed) -> None:
     """Train the production ranker: a Ranking SVM on a seeded FRACTION of the training queries."""
-    artifact, reused = _produce(session, dataset, fraction=fraction, C=C, seed=seed)
+    artifact, reused = session.produce(dataset, fraction=fraction, C=C, seed=seed)
     info = artifact.info
     test = production_test_metrics(artifact, session.dataset(dataset)[0])
     click.echo(f"production ranker {artifact.key}{' (reused)' if reused else ''}: "
@@ -618,31 +561,6 @@ def parse_or_usage(parse, values: dict, *, what: str):
         raise click.UsageError(str(error)) from None
 
 
-def _simulate(session: Session, dataset_name: str, *, production_key=None, model: str = clickmodels.DEFAULT_MODEL,
-              settings=None, passes: int | None = None, rankers: int = 1, seed=0, top_k: int = 0,
-              logging_temperature: float = 0.0, intervention: str | None = None, intervention_depth: int = 10):
-    dataset, fingerprint = session.dataset(dataset_name)
-    production = session.upstream(dataset_name, "production", production_key,
-                                  lambda: _produce(session, dataset_name)[0])
-    if rankers > 1:
-        production = logging_rankers(session.workspace, dataset_name, dataset, fingerprint, production, rankers)
-    passes = passes or default_passes(dataset_name, dataset.meta)
-    shown = {}
-
-    def progress(split, done, total):
-        bar = shown.get(split) or shown.setdefault(split, Progress(f"clicks on {split}", total, "pass"))
-        bar.update(done)
-        if done == total:
-            bar.close()
-
-    artifact, reused = clicks_stage(session.workspace, dataset_name, dataset, production, settings or {},
-                                    model=model, passes=passes, seed=seed, top_k=top_k,
-                                    logging_temperature=logging_temperature, intervention=intervention,
-                                    intervention_depth=intervention_depth, progress=progress)
-    session.workspace.set_current(dataset_name, "clicks", artifact.key)
-    return artifact, reused
-
-
 def registry_params(options_of: dict[str, type], owner: str) -> list[click.Option]:
     """The options of every entry of a registry (``{name: its Options type}``), once each,
     with the entries that take them in the help (``owner``: what an entry is called)."""
@@ -670,60 +588,6 @@ def _click_model_params() -> list[click.Option]:
     return registry_params({model.name: model.settings for model in clickmodels.models().values()}, "click model")
 
 
-# Peak memory per simulated click, the drawn (pass, document) pairs, their concatenation,
-# the log's five columns and the saved artifact (measured on a 40-query dataset: 200,000
-# passes, 6.05 M clicks, 257 MB above the 180 MB of 1,000 passes, 42 bytes a click; 86 from
-# 1,000 to 20,000 passes, where fixed buffers weigh more).
-_BYTES_PER_CLICK = 64
-_PILOT_PASSES = 2
-
-
-class _RankedBy:
-    """A stand-in production ranker scoring a split by given values (the pilot's, before
-    any ranker is trained)."""
-
-    def __init__(self, values: np.ndarray):
-        self.values = np.asarray(values, dtype=np.float64)
-
-    def scores(self, X) -> np.ndarray:
-        return self.values
-
-
-def _check_simulation_fits(dataset: Dataset, model: str, settings, *, passes: int, seed: int, top_k: int,
-                           logging_temperature: float) -> None:
-    """Refuse, before any work, a number of passes whose click log cannot fit in memory
-    (``--passes 100000`` ended in a MemoryError).
-
-    Where even a click on every displayed document of every pass would fit, nothing more is
-    done. Otherwise the clicks a pass makes are counted on a pilot of two passes of the click
-    model, over the ideal ranking (labels as scores) and over a random one (no production
-    ranker exists yet), the larger count kept; a logging temperature adds the ranks of every
-    pass, (passes, n_docs) int32 per split.
-    """
-    from cltr.core.resources import exceeds_memory
-    from cltr.pipeline.stages import simulate
-
-    splits = {split: getattr(dataset, split) for split in ("train", "vali")}
-    displayed = sum(int(np.minimum(np.diff(q.offsets), top_k).sum()) if top_k else q.n_docs
-                    for q in splits.values())
-    ranks = 4.0 * passes * sum(q.n_docs for q in splits.values()) if logging_temperature else 0.0
-    if exceeds_memory(float(passes) * displayed * _BYTES_PER_CLICK + ranks) is None:
-        return
-    per_pass = 0.0
-    for split, queries in splits.items():
-        relevant = queries.relevant(dataset.relevant_from)
-        counts = [len(simulate(queries, relevant, [_RankedBy(values)], model, settings, passes=_PILOT_PASSES,
-                               seed=seed, split=split, top_k=top_k or None)[0])
-                  for values in (queries.labels, np.zeros(queries.n_docs))]
-        per_pass += max(counts) / _PILOT_PASSES
-    shortfall = exceeds_memory(passes * per_pass * _BYTES_PER_CLICK + ranks)
-    if shortfall:
-        raise click.UsageError(
-            f"--passes {passes:,}: a log of about {passes * per_pass:,.0f} clicks (about {per_pass:,.0f} a pass on "
-            f"train and vali, counted on a pilot of {_PILOT_PASSES} passes){' and every pass ranking' if ranks else ''}"
-            f" would need {shortfall}; simulate fewer passes")
-
-
 def simulate_command(session: Session, dataset, click_model, passes, rankers, production_key, seed, top_k,
                      logging_temperature, intervention, intervention_depth, **values) -> None:
     """Simulate clicks of a click model on the production ranker's rankings of train and vali."""
@@ -735,12 +599,12 @@ def simulate_command(session: Session, dataset, click_model, passes, rankers, pr
         raise click.UsageError(f"click model {model.name!r} takes no {', '.join('--' + u.replace('_', '-') for u in unused)}")
     dataset_obj, _ = session.dataset(dataset)
     passes = passes or default_passes(dataset, dataset_obj.meta)
-    _check_simulation_fits(dataset_obj, model.name, settings, passes=passes, seed=seed, top_k=top_k,
-                           logging_temperature=logging_temperature)
-    artifact, reused = _simulate(session, dataset, production_key=production_key, model=model.name,
-                                 settings=settings, passes=passes, rankers=rankers, seed=seed, top_k=top_k,
-                                 logging_temperature=logging_temperature, intervention=intervention,
-                                 intervention_depth=intervention_depth)
+    check_simulation_fits(dataset_obj, model.name, settings, passes=passes, seed=seed, top_k=top_k,
+                          logging_temperature=logging_temperature)
+    artifact, reused = session.simulate(dataset, production_key=production_key, model=model.name,
+                                        settings=settings, passes=passes, rankers=rankers, seed=seed, top_k=top_k,
+                                        logging_temperature=logging_temperature, intervention=intervention,
+                                        intervention_depth=intervention_depth)
     shown = artifact.config["production"]
     click.echo(f"click log {artifact.key}{' (reused)' if reused else ''} ({model.name}, "
                f"{'production ranker ' + shown if isinstance(shown, str) else f'{len(shown)} logging rankers'}, "
@@ -788,49 +652,6 @@ main.add_command(click.Command(
     ]))
 
 
-def _propensity_artifact(session: Session, dataset_name: str, clicks, which: str | None):
-    """The propensities a learner uses: None (the log's own), or a propensities artifact.
-
-    ``which``: "logged", "estimated" (the current estimate of this click log), a key, or
-    None (the log's own where it has them, else the current estimate)."""
-    # an import in chunks keeps its propensities with its counts
-    has_own = not any(np.isnan(clicks.arrays.get(f"{split}/propensity", clicks.arrays.get(f"{split}/agg/propensity")))
-                      .any() for split in ("train", "vali"))
-    if which == "logged" or (which is None and has_own):
-        if not has_own:
-            raise click.UsageError(f"this click log has no propensity column; use --propensities estimated "
-                                   f"(after `cltr propensities estimate --dataset {dataset_name} --clicks {clicks.key}`)")
-        return None
-    if which in (None, "estimated"):
-        key = session.workspace.current(dataset_name).get("propensities")
-        artifact = session.workspace.load(dataset_name, "propensities", key) if key else None
-        if artifact is None or artifact.config["clicks"] != clicks.key:
-            raise click.ClickException(f"no propensities estimated for click log {clicks.key}: run "
-                                       f"`cltr propensities estimate --dataset {dataset_name} --clicks {clicks.key}` "
-                                       f"first")
-        return artifact
-    artifact = session.workspace.load(dataset_name, "propensities", which)
-    if artifact is None:
-        raise click.ClickException(f"no propensities artifact {which!r} for dataset {dataset_name!r}; known: "
-                                   f"{', '.join(session.workspace.keys(dataset_name, 'propensities')) or 'none'}")
-    return artifact
-
-
-def _train(session: Session, dataset_name: str, method: str, options, *, clicks_key=None, seed=0, progress=None,
-           propensities: str | None = None, clip: str | float | None = "auto", correction: str | None = None,
-           remember: bool = True):
-    """Train (or reuse) a model; ``remember``: make it the current model; ``clip``: "auto",
-    None (no clipping) or a TAU, for the training log only (``model_stage``)."""
-    dataset, _ = session.dataset(dataset_name)
-    clicks = session.upstream(dataset_name, "clicks", clicks_key, lambda: _simulate(session, dataset_name)[0])
-    propensity = _propensity_artifact(session, dataset_name, clicks, propensities)
-    artifact, reused = model_stage(session.workspace, dataset_name, dataset, clicks, method, options, seed=seed,
-                                   propensity=propensity, clip=clip, correction=correction, progress=progress)
-    if remember:
-        session.workspace.set_current(dataset_name, "models", artifact.key)
-    return artifact, reused
-
-
 @main.group("train")
 def train_group() -> None:
     """Train a method on the training clicks; hyperparameters not given are chosen on
@@ -873,8 +694,9 @@ def train_method(session: Session, method, options, dataset: str, clicks_key, se
             bar.update(done["candidates"])
 
     try:
-        artifact, reused = _train(session, dataset, method.name, options, clicks_key=clicks_key, seed=seed,
-                                  progress=progress, propensities=propensities, clip=clip, correction=correction)
+        artifact, reused = session.train(dataset, method.name, options, clicks_key=clicks_key, seed=seed,
+                                        progress=progress, propensities=propensities, clip=clip,
+                                        correction=correction)
     finally:
         if bar is not None:
             bar.close()
@@ -989,15 +811,6 @@ for _method in methods.methods().values():
     train_group.add_command(_train_command(_method))
 
 
-def _evaluate(session: Session, dataset_name: str, model_key=None, seed=0):
-    dataset, _ = session.dataset(dataset_name)
-    model = session.upstream(dataset_name, "models", model_key,
-                             lambda: _train(session, dataset_name, "svm-proprank", {})[0])
-    clicks = session.workspace.load(dataset_name, "clicks", model.config["clicks"])
-    artifact, reused = evaluation_stage(session.workspace, dataset_name, dataset, model, clicks, seed=seed)
-    return artifact, model, reused
-
-
 @main.command("evaluate")
 @dataset_option
 @click.option("--model", "model_key", default=None, help="Key of the model [default: the last trained].")
@@ -1035,7 +848,7 @@ def evaluate_command(session: Session, dataset, model_key, production, run_file,
                 f"dataset {dataset!r}'s click log was imported, and cltr does not have the ranker that logged it: "
                 f"score your production ranker's run with `cltr evaluate --run RUN --dataset {dataset}`, or make a "
                 f"stand-in with `cltr produce --dataset {dataset}` first")
-        artifact = session.upstream(dataset, "production", None, lambda: _produce(session, dataset)[0])
+        artifact = session.production(dataset)
         test = production_test_metrics(artifact, session.dataset(dataset)[0])
         click.echo(f"production ranker {artifact.key} (C = {artifact.config['C']:g}, "
                    f"{artifact.info['n_queries']} labelled training queries) on {dataset!r}:")
@@ -1048,7 +861,7 @@ def evaluate_command(session: Session, dataset, model_key, production, run_file,
         from cltr.core.seeds import stream
         from cltr.pipeline.models import scorer_from_arrays
 
-        origin, model = _find_model(session, model_key, None)
+        origin, model = session.find_model(model_key)
         dataset_obj, _ = session.dataset(dataset)
         scorer = scorer_from_arrays(model.arrays)
         width = _model_width(scorer)
@@ -1061,7 +874,7 @@ def evaluate_command(session: Session, dataset, model_key, production, run_file,
         echo_table([_test_row(test)])
         _echo_convention(session, dataset)
         return
-    artifact, model, _ = _evaluate(session, dataset, model_key, seed)
+    artifact, model, _ = session.evaluate(dataset, model_key, seed)
     info = artifact.info
     click.echo(f"model {model.key} ({info['method']}, {_describe_chosen(model.info)}) on {dataset!r}:")
     echo_table([{**_test_row(info), "vali SNIPS Avg DCG": info["validation_snips_avg_dcg"]}])
@@ -1148,17 +961,17 @@ def run_command(session: Session, dataset, method_names, seed) -> None:
     paper's three linear methods (svm-rank, svm-proprank, svm-propdcg; a few seconds in all),
     or the methods given by --method (e.g. --method deep-propdcg --method lambdarank)."""
     start = time.perf_counter()
-    production, _ = _produce(session, dataset, seed=seed)
-    clicks, _ = _simulate(session, dataset, production_key=production.key, seed=seed)
+    production, _ = session.produce(dataset, seed=seed)
+    clicks, _ = session.simulate(dataset, production_key=production.key, seed=seed)
     rows = [{"method": "production", "chosen": f"C = {production.config['C']:g}",
              **production_test_metrics(production, session.dataset(dataset)[0])}]
     for method in method_names:
         where = "labels (an oracle reference)" if method == "skyline" else "clicks"
         click.echo(f"training {method} (hyperparameters selected on validation {where})")
         # the last method trained becomes the current model; one pointer write, none on a rerun
-        model, _ = _train(session, dataset, method, {}, clicks_key=clicks.key, seed=seed,
-                          remember=method == method_names[-1])
-        evaluation, _, _ = _evaluate(session, dataset, model.key, seed)
+        model, _ = session.train(dataset, method, {}, clicks_key=clicks.key, seed=seed,
+                                 remember=method == method_names[-1])
+        evaluation, _, _ = session.evaluate(dataset, model.key, seed)
         rows.append({"method": method, "chosen": _describe_chosen(model.info),
                      **{k: evaluation.info[k] for k in ("avg_dcg", "avg_rank", "ndcg@10", "ndcg@10_relevant_queries")}})
     click.echo(f"test metrics on {dataset!r} ({clicks.info['train']['clicks']} training clicks, "
@@ -1322,7 +1135,7 @@ def clicks_fit(session: Session, log_path, dataset, clicks_key, model_name, max_
         from cltr.pipeline.stages import export_rows
 
         dataset_obj, _ = session.dataset(dataset)
-        clicks = session.upstream(dataset, "clicks", clicks_key, lambda: _simulate(session, dataset)[0])
+        clicks = session.clicks(dataset, clicks_key)
         columns = export_rows(clicks, "train", dataset_obj)
         keep = columns["rank"] <= max_rank
         rows = {"session": columns["session"][keep], "query": np.asarray(columns["qid"])[keep],
@@ -1396,7 +1209,7 @@ def clicks_export(session: Session, out, dataset, split, clicks_key, with_featur
     from cltr.pipeline.stages import export_rows
 
     dataset_obj, _ = session.dataset(dataset)
-    clicks = session.upstream(dataset, "clicks", clicks_key, lambda: _simulate(session, dataset)[0])
+    clicks = session.clicks(dataset, clicks_key)
     columns = export_rows(clicks, split, dataset_obj)
     if with_features:
         from cltr.pipeline.stages import feature_columns
@@ -1423,7 +1236,7 @@ def propensities_estimate(session: Session, dataset, method, clicks_key, max_ran
     options = parse_or_usage(estimator.parse_options, given(values, estimator.options),
                              what=f"estimator {estimator.name!r}")
     dataset_obj, _ = session.dataset(dataset)
-    clicks = session.upstream(dataset, "clicks", clicks_key, lambda: _simulate(session, dataset)[0])
+    clicks = session.clicks(dataset, clicks_key)
     artifact, reused = propensity_stage(session.workspace, dataset, dataset_obj, clicks, method=method,
                                         max_rank=max_rank, bootstrap=bootstrap, level=level, seed=seed,
                                         **options.to_dict())
@@ -1474,18 +1287,6 @@ def estimate_command() -> click.Command:
 propensities_group.add_command(estimate_command())
 
 
-def _find_model(session: Session, key: str, dataset: str | None):
-    """A model artifact by key, in ``dataset`` or any prepared dataset; (dataset name, artifact)."""
-    names = [dataset] if dataset else []
-    names += sorted(p.name for p in session.workspace.root.iterdir() if p.is_dir() and p.name != "datasets") \
-        if session.workspace.root.is_dir() else []
-    for name in dict.fromkeys(names):
-        artifact = session.workspace.load(name, "models", key)
-        if artifact is not None:
-            return name, artifact
-    raise click.ClickException(f"no model {key!r} in {session.workspace.root}; `cltr train` prints each model's key")
-
-
 @main.command("score")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--model", "model_key", required=True, help="Key of a trained model (any prepared dataset).")
@@ -1506,7 +1307,7 @@ def score_command(session: Session, file, model_key, out, trec, run_name, seed) 
     from cltr.data.svmlight import load_svmlight_split
     from cltr.pipeline.models import scorer_from_arrays
 
-    _, model = _find_model(session, model_key, None)
+    _, model = session.find_model(model_key)
     scorer = scorer_from_arrays(model.arrays)
     width = _model_width(scorer)
     queries, _ = load_svmlight_split(file, n_features=width)
@@ -1627,11 +1428,11 @@ def figures_command(session: Session, name, dataset, reps, n_jobs, backend, sche
     for spec_name in names:
         loaded = load_spec(spec_name, directory)
         report_spec = loaded.resolved(dataset=dataset, reps=reps, quick=quick, select=select, tune=tune)
-        fold_names = _fold_datasets(session, report_spec.dataset, folds) if folds else [report_spec.dataset]
+        fold_names = session.fold_datasets(report_spec.dataset, folds) if folds else [report_spec.dataset]
         frames, records = [], {}
         for fold_name in fold_names:
             spec = loaded.resolved(dataset=fold_name, reps=reps, quick=quick, select=select, tune=tune)
-            _ensure_dataset(session, spec)
+            session.ensure_dataset(spec)
             records[fold_name] = dataset_record(session.workspace, fold_name)
             train = training_data([fold_name], records)
             click.echo(f"{spec.name} ({spec.artifact}) on {spec.dataset!r}{f' ({train})' if train else ''}: "
@@ -1682,45 +1483,6 @@ def parse_folds(text: str) -> list[int]:
     return list(dict.fromkeys(folds))
 
 
-def _fold_datasets(session: Session, base: str, folds: list[int]) -> list[str]:
-    """The prepared dataset of each fold: ``base`` for its own fold, ``{base}-fold{K}`` for the
-    others, prepared like ``base`` (its MQ2008/MQ2007 directories, relevance threshold and DCG
-    log base) when missing, so that every fold follows one metric convention."""
-    if not session.workspace.has_dataset(base):
-        raise click.ClickException(
-            f"--folds runs the folds of a LETOR dataset prepared as {base!r}, which is not prepared in "
-            f"{session.workspace.root}: run `cltr prepare letor --mq2008 DIR --name {base}` first (Fold 1); "
-            f"the other folds are prepared like it")
-    record = dataset_record(session.workspace, base)
-    meta = record.get("meta", {})
-    if meta.get("source") != "LETOR 4.0":
-        raise click.ClickException(f"--folds needs a LETOR 4.0 dataset (`cltr prepare letor`); {base!r} is "
-                                   f"{meta.get('source', 'not one')}: give --dataset letor")
-    directories = meta.get("directories")
-    names = []
-    for fold in folds:
-        name = base if meta.get("fold") == fold else f"{base}-fold{fold}"
-        names.append(name)
-        if session.workspace.has_dataset(name):
-            other = dataset_record(session.workspace, name)
-            found = (other.get("meta", {}).get("fold"), other["relevant_from"], other.get("dcg_base", DCG_BASE))
-            wanted = (fold, record["relevant_from"], record.get("dcg_base", DCG_BASE))
-            if found != wanted:
-                raise click.ClickException(
-                    f"{name!r} holds fold {found[0]} with relevant = label >= {found[1]} and DCG log base "
-                    f"{found[2]:g}, but the run needs fold {fold} prepared like {base!r} (label >= {wanted[1]}, "
-                    f"base {wanted[2]:g}): re-prepare it with `cltr prepare letor --fold {fold} --name {name} ...`")
-            continue
-        if directories is None:
-            raise click.ClickException(f"the record of {base!r} does not say where its folds lie (prepared by an "
-                                       f"older cltr): prepare it again with `cltr prepare letor --mq2008 DIR`")
-        click.echo(f"preparing {name!r}: LETOR 4.0 Fold{fold} like {base!r} (from {directories['mq2008']})")
-        loaded = load_letor(directories["mq2008"], mq2007_dir=directories["mq2007"], fold=fold,
-                            relevant_from=record["relevant_from"], progress=reading_progress())
-        session.write_dataset(name, dataclasses.replace(loaded, dcg_base=record.get("dcg_base", DCG_BASE)))
-    return names
-
-
 def _check_against_paper(frame, spec, tolerance: float) -> list[str]:
     """Print ``--check``'s table; the failing rows, as text."""
     from cltr.pipeline.report import check
@@ -1746,17 +1508,6 @@ def _experiment_progress(bar: Progress):
         finished[0] = state.tasks_done
 
     return show
-
-
-def _ensure_dataset(session: Session, spec) -> None:
-    """Generate the spec's synthetic dataset when missing; other datasets must be prepared."""
-    if session.workspace.has_dataset(spec.dataset):
-        return
-    if spec.dataset != DEFAULT_DATASET and not spec.synthetic:
-        raise click.ClickException(
-            f"dataset {spec.dataset!r} is not prepared in {session.workspace.root}; run `cltr prepare ...` first")
-    click.echo(f"dataset {spec.dataset!r} is not prepared yet: generating it ({spec.synthetic or 'defaults'})")
-    session.write_dataset(spec.dataset, make_synthetic(**spec.synthetic))
 
 
 # -- --workdir after the command -----------------------------------------------------------

@@ -398,12 +398,12 @@ def test_an_empty_workdir_is_an_error_not_the_current_directory(tmp_path, monkey
 
 
 def test_interruption_is_one_line_and_exit_status_130(tmp_path, invoke, monkeypatch):
-    import cltr.cli as cli
+    from cltr.pipeline.session import Session
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "_simulate", interrupted)
+    monkeypatch.setattr(Session, "simulate", interrupted)
     invoke("prepare", "synthetic", "--queries", "20", workdir=tmp_path)
     result = invoke("simulate", "--passes", "2", workdir=tmp_path, expect=130)
     assert result.output.strip().splitlines()[-1].startswith("interrupted: what finished is kept")
