@@ -406,23 +406,34 @@ def _resolve_dataset(ctx: click.Context, param, value: str | None) -> str:
     return last or DEFAULT_DATASET
 
 
-# The --dataset option of every command that works on one dataset, declared once: as a
-# parameter object (generated commands) and as a decorator (hand-written ones).
-_DATASET = {"type": NameType(), "default": None, "callback": _resolve_dataset, "show_default": False,
-            "help": "Name of a prepared dataset in the workspace [default: the last prepared, or the embedded "
-                    "synthetic one in a workspace with none]."}
+class SharedOption:
+    """An option that several commands take, declared once: a decorator for a hand-written
+    command, and ``param()`` for a generated one (``param(help=...)`` where one command says
+    more about it)."""
+
+    def __init__(self, *declarations: str, **attributes):
+        self.declarations, self.attributes = declarations, attributes
+
+    def __call__(self, function):
+        return click.option(*self.declarations, **self.attributes)(function)
+
+    def param(self, **changes) -> click.Option:
+        return click.Option(list(self.declarations), **{**self.attributes, **changes})
 
 
-def dataset_param() -> click.Option:
-    return click.Option(["--dataset"], **_DATASET)
+dataset_option = SharedOption(
+    "--dataset", type=NameType(), default=None, callback=_resolve_dataset, show_default=False,
+    help="Name of a prepared dataset in the workspace [default: the last prepared, or the embedded synthetic one "
+         "in a workspace with none].")
+"""--dataset, of every command that works on one prepared dataset."""
 
-
-dataset_option = click.option("--dataset", **_DATASET)
-
-
-
-seed_option = click.option("--seed", type=click.IntRange(min=0), default=0,
+seed_option = SharedOption("--seed", type=click.IntRange(min=0), default=0, show_default=True,
                            help="Seed of every random draw of this stage.")
+"""--seed, of every stage that draws."""
+
+clicks_option = SharedOption("--clicks", "clicks_key", default=None,
+                             help="Key of the click log [default: the current one].")
+"""--clicks, of every command that reads a click log."""
 
 
 @main.group()
@@ -621,7 +632,7 @@ main.add_command(click.Command(
         f"  {m.name:8s} {m.summary}" for m in clickmodels.models().values()),
     short_help="Simulate clicks on the production ranker's rankings.",
     params=[
-        dataset_param(),
+        dataset_option.param(),
         click.Option(["--click-model"], type=click.Choice(list(clickmodels.models())),
                      default=clickmodels.DEFAULT_MODEL, show_default=True, help="The click model."),
         click.Option(["--passes"], type=click.IntRange(min=1), default=None,
@@ -632,8 +643,7 @@ main.add_command(click.Command(
                           "(what intervention harvesting needs)."),
         click.Option(["--production", "production_key"], default=None,
                      help="Key of the production ranker to present [default: the last produced]."),
-        click.Option(["--seed"], type=click.IntRange(min=0), default=0, show_default=True,
-                     help="Seed of every random draw of this stage."),
+        seed_option.param(),
         click.Option(["--top-k"], type=click.IntRange(min=0), default=0, show_default=True,
                      help="Display only the first K results of each ranking: documents below cannot be clicked "
                           "(0: the full list)."),
@@ -785,9 +795,8 @@ def _train_command(method) -> click.Command:
         method.name, callback=click.pass_obj(_errors_as_usage(callback)),
         help=method.description or method.summary, short_help=method.summary,
         params=[*option_params(method.options),
-                dataset_param(),
-                click.Option(["--clicks", "clicks_key"], default=None,
-                             help="Key of the click log [default: the last simulated or imported]."),
+                dataset_option.param(),
+                clicks_option.param(help="Key of the click log [default: the last simulated or imported]."),
                 click.Option(["--propensities"], default=None, metavar="logged|estimated|KEY",
                              help="Propensities to divide by (training and the SNIPS selection): the log's own, "
                                   "the current estimate of this log (`cltr propensities estimate`), or a "
@@ -803,8 +812,7 @@ def _train_command(method) -> click.Command:
                              default=corrections.DEFAULT_CORRECTION, show_default=True,
                              help="How the clicks are weighted, in training and in the SNIPS selection: "
                                   + "; ".join(f"{c.name}: {c.summary}" for c in applicable)),
-                click.Option(["--seed"], type=click.IntRange(min=0), default=0, show_default=True,
-                             help="Seed of every random draw of this stage.")])
+                seed_option.param()])
 
 
 for _method in methods.methods().values():
@@ -1106,7 +1114,7 @@ def _import_baidu_raw(paths, out: Path | None, harvest_ranks: int | None) -> Non
                    "--format baidu-raw`) [default: the training split's impressions of the dataset's current "
                    "click log].")
 @dataset_option
-@click.option("--clicks", "clicks_key", default=None, help="Key of the click log [default: the current one].")
+@clicks_option
 @click.option("--model", "model_name", type=click.Choice(["pbm", "cascade", "dcm", "ubm", "dbn"]), default="pbm",
               show_default=True, help="The click model to fit by EM.")
 @click.option("--max-rank", type=click.IntRange(min=1), default=10, show_default=True,
@@ -1197,7 +1205,7 @@ def clicks_fit(session: Session, log_path, dataset, clicks_key, model_name, max_
 @dataset_option
 @click.option("--split", type=click.Choice(["train", "vali"]), default="train", show_default=True,
               help="Which split's log to write.")
-@click.option("--clicks", "clicks_key", default=None, help="Key of the click log [default: the current one].")
+@clicks_option
 @click.option("--features", "with_features", is_flag=True,
               help="Also write each row's feature vector, as columns f1..fd after the log's own.")
 @click.pass_obj
@@ -1266,13 +1274,12 @@ def estimate_command() -> click.Command:
     return click.Command(
         "estimate", callback=click.pass_obj(_errors_as_usage(propensities_estimate)),
         help=propensities_estimate.__doc__,
-        params=[dataset_param(),
+        params=[dataset_option.param(),
                 click.Option(["--method"], type=click.Choice(list(known)), default=estimators.DEFAULT_ESTIMATOR,
                              show_default=True,
                              help="; ".join(f"{e.name}: {e.summary}" for e in known.values()) + "."),
                 *registry_params({e.name: e.options for e in known.values()}, "estimator"),
-                click.Option(["--clicks", "clicks_key"], default=None,
-                             help="Key of the click log [default: the current one]."),
+                clicks_option.param(),
                 click.Option(["--max-rank"], type=click.IntRange(min=2), default=None,
                              help=f"Estimate ranks 1..MAX_RANK; deeper ranks take the value of MAX_RANK "
                                   f"[default: {estimators.DEFAULT_MAX_RANK}, or the deepest rank shown if less]."),
@@ -1280,8 +1287,7 @@ def estimate_command() -> click.Command:
                              help="Bootstrap resamples of the queries for the confidence band (0: no band)."),
                 click.Option(["--level"], type=finite_float(0, 1, low_open=True, high_open=True), default=0.95,
                              show_default=True, help="Confidence level of the band."),
-                click.Option(["--seed"], type=click.IntRange(min=0), default=0,
-                             help="Seed of every random draw of this stage.")])
+                seed_option.param()])
 
 
 propensities_group.add_command(estimate_command())
