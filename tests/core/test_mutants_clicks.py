@@ -7,8 +7,15 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from cltr.core.clicks import (ClickLog, Displayed, Impressions, aggregate_impressions, draw_sessions,
-                              effective_sample_size, presented_impressions)
+from cltr.core.clicks import (
+    ClickLog,
+    Displayed,
+    Impressions,
+    aggregate_impressions,
+    draw_sessions,
+    effective_sample_size,
+    presented_impressions,
+)
 
 
 def _log(weight=None):

@@ -7,8 +7,13 @@ import numpy as np
 import pytest
 
 from cltr.core.clicks import Displayed
-from cltr.core.doubly_robust import (DRValidation, PropensityImpressions, dr_document_weights, fit_relevance_model,
-                                     impressions_by_propensity)
+from cltr.core.doubly_robust import (
+    DRValidation,
+    PropensityImpressions,
+    dr_document_weights,
+    fit_relevance_model,
+    impressions_by_propensity,
+)
 
 
 def _table(doc, query, propensity, impressions, clicks):

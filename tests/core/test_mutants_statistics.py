@@ -3,7 +3,6 @@ the mutant it kills); expected values are hand-computed."""
 
 import warnings
 
-import numpy as np
 import pytest
 
 from cltr.core.statistics import bootstrap_interval, paired_tests
