@@ -1,0 +1,380 @@
+"""``cltr train METHOD`` (a command per method of ``cltr.methods``, its flags generated from
+the method's options type), ``cltr evaluate`` and ``cltr score``."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import click
+import numpy as np
+
+from cltr import methods
+from cltr.cli.output import Progress, echo_table, warn
+from cltr.cli.params import clicks_option, dataset_option, given, option_params, parse_or_usage, seed_option
+from cltr.cli.session import Session, _errors_as_usage
+from cltr.core.ranking import NDCG_CONVENTION
+from cltr.core.selection import CLIP_GRID, ESS_FRACTION, parse_clip
+from cltr.pipeline import corrections
+from cltr.pipeline.stages import production_test_metrics
+from cltr.pipeline.workspace import atomic_write
+
+
+@click.group("train")
+def train_group() -> None:
+    """Train a method on the training clicks; hyperparameters not given are chosen on
+    validation clicks (SNIPS Avg DCG), never on test labels.
+
+    Each method's own options: `cltr train METHOD --help`.
+    """
+
+
+train_group.help += "\n\n\b\n" + "\n".join(f"{m.name:13s} {m.summary}" for m in methods.methods().values())
+
+
+def _describe_chosen(info: dict) -> str:
+    return ", ".join(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}"
+                     for k, v in info.get("chosen", {}).items())
+
+
+_HIDDEN_COLUMNS = ("lower_bound", "solver_seconds", "ccp_trace", "trace", "initial_objective",
+                   "initial_train_snips_avg_dcg")
+
+
+def train_method(session: Session, method, options, dataset: str, clicks_key, seed, *, propensities=None,
+                 clip="auto", correction=None) -> dict:
+    """Train (or reuse) with a progress bar; print the selection table, the model's key and
+    chosen hyperparameters, and the method's own tables; return its info."""
+    bar = None
+    done = {"units": 0, "candidates": 0}
+
+    def progress(row):
+        nonlocal bar
+        if row.get("event") == "progress":  # inner units (epochs, trees) with their total
+            if bar is None:
+                bar = Progress(method.name, row["total"], row.get("unit", "step"))
+            done["units"] += row.get("advance", 1)
+            bar.update(done["units"], row["total"], postfix=row.get("postfix"))
+        elif not done["units"]:  # a fitted candidate of the grid (their number is the method's)
+            if bar is None:
+                bar = Progress(method.name, unit="candidate")
+            done["candidates"] += 1
+            bar.update(done["candidates"])
+
+    try:
+        artifact, reused = session.train(dataset, method.name, options, clicks_key=clicks_key, seed=seed,
+                                        progress=progress, propensities=propensities, clip=clip,
+                                        correction=correction)
+    finally:
+        if bar is not None:
+            bar.close()
+    info = artifact.info
+    rows = info.get("selection", [])
+    if rows and method.tables is None:
+        echo_table(rows, [c for c in rows[0] if c not in _HIDDEN_COLUMNS and not isinstance(rows[0][c], (list, dict))])
+    criterion = "DR" if info.get("validation_criterion") == "dr" else "SNIPS"
+    click.echo(f"model {artifact.key}{' (reused)' if reused else ''}: {method.name}, {_describe_chosen(info)}, "
+               f"validation {criterion} Avg DCG {info['validation_snips_avg_dcg']:.4f}"
+               + (" (--criterion dr: the tables' validation_snips_avg_dcg columns are DR estimates)"
+                  if criterion == "DR" else ""))
+    if "effective_sample_size" in info:
+        where = f", propensities {artifact.config['propensities']}" if "propensities" in artifact.config else ""
+        clipped = f", clipped at {info['clip']:g}" if info.get("clip") is not None else ""
+        examples = (f" as {info['train_examples']} examples (displayed documents) with signed weights"
+                    if "train_examples" in info else "")
+        click.echo(f"{info['train_clicks']} training clicks{examples}, effective sample size of the weights "
+                   f"{'' if examples else '1/q '}{info['effective_sample_size']:.1f}{where}{clipped}")
+        if "warnings" not in info and info["effective_sample_size"] < 0.01 * info.get("train_examples",
+                                                                                     info["train_clicks"]):
+            warn(f"an effective sample size of {info['effective_sample_size']:.1f} means a few extreme weights "
+                 f"carry the whole training loss (1/q of a tiny propensity): clip the propensities (--clip TAU) "
+                 f"or check the log's propensity column")
+    for title, table, columns in (method.tables(info) if method.tables else []):
+        click.echo(title)
+        echo_table(table, columns)
+    if info.get("ccp_inner_misses"):
+        steps = ", ".join(f"{m['iteration']} (gap {m['inner_gap']:.3g} > {m['inner_tol']:.3g})"
+                          for m in info["ccp_inner_misses"])
+        warn(f"the inner SVM solve of CCP step{'s' if len(info['ccp_inner_misses']) > 1 else ''} {steps} ran out "
+             f"of cutting planes before its duality gap: those steps are approximate (the true objective still "
+             f"never rose); a smaller C or a looser --tol solves in fewer planes")
+    _echo_guard(info)
+    return info
+
+
+def _echo_guard(info: dict) -> None:
+    """The clipping chosen by --clip auto (a row per TAU), the model against the logging
+    ranker on the validation clicks, and the guard's warnings (``methods.train``)."""
+    if info.get("clip_selection"):
+        ess = info["ess_fraction"]["unclipped"]
+        tau_v = info.get("validation_clip")
+        click.echo(f"--clip auto: the training weights' effective sample size is {ess:.1%} of the examples (below "
+                   f"{ESS_FRACTION:.0%}), so TAU was chosen on the validation clicks "
+                   f"({'unclipped' if tau_v is None else f'clipped at their own TAU_v = {tau_v:g}'}): the most "
+                   f"clipped model within one standard error of the best is kept")
+        echo_table([{"clip": "none" if row["clip"] is None else row["clip"],
+                     "validation_snips_avg_dcg": row["validation_snips_avg_dcg"],
+                     "difference_to_best": row.get("difference_to_best", float("nan")),
+                     "standard_error": row.get("standard_error", float("nan")),
+                     "ess_fraction": row["ess_fraction"], "alike_share": row["alike_share"],
+                     "kept": "yes" if row.get("kept") else "", "chosen": _describe_chosen(row),
+                     "seconds": row["seconds"]} for row in info["clip_selection"]],
+                   ["clip", "validation_snips_avg_dcg", "difference_to_best", "standard_error", "ess_fraction",
+                    "alike_share", "kept", "chosen", "seconds"])
+    versus = info.get("versus_logging")
+    if versus and math.isfinite(versus["difference"]):
+        click.echo(f"validation SNIPS Avg DCG: model {versus['model']:.4f}, logging ranker {versus['logging']:.4f} "
+                   f"(difference {versus['difference']:+.4f} +- {versus['standard_error']:.4f}, same clicks)")
+    for message in info.get("warnings", []):
+        warn(message)
+
+
+class ClipType(click.ParamType):
+    """--clip: auto, none, or a threshold in (0, 1] (``cltr.core.selection.parse_clip``)."""
+
+    name = "clip"
+
+    def convert(self, value, param, ctx):
+        try:
+            return parse_clip(value)
+        except ValueError as error:
+            self.fail(str(error), param, ctx)
+
+
+def _train_command(method) -> click.Command:
+    def callback(session: Session, dataset, clicks_key, seed, propensities, clip, correction, **values):
+        options = parse_or_usage(method.parse_options, given(values, method.options), what=f"cltr train {method.name}")
+        train_method(session, method, options, dataset, clicks_key, seed, propensities=propensities, clip=clip,
+                     correction=correction)
+
+    applicable = [c for c in corrections.CORRECTIONS.values() if c.methods is None or method.name in c.methods]
+
+    return click.Command(
+        method.name, callback=click.pass_obj(_errors_as_usage(callback)),
+        help=method.description or method.summary, short_help=method.summary,
+        params=[*option_params(method.options),
+                dataset_option.param(),
+                clicks_option.param(help="Key of the click log [default: the last simulated or imported]."),
+                click.Option(["--propensities"], default=None, metavar="logged|estimated|KEY",
+                             help="Propensities to divide by (training and the SNIPS selection): the log's own, "
+                                  "the current estimate of this log (`cltr propensities estimate`), or a "
+                                  "propensities artifact's key [default: the log's own where it has them, else "
+                                  "estimated]."),
+                click.Option(["--clip"], type=ClipType(), default="auto", metavar="auto|none|TAU",
+                             help="Raise the training propensities below TAU to TAU (Joachims et al. 2017); the "
+                                  "SNIPS selection reads the validation clicks unclipped, so every TAU is judged "
+                                  "alike. auto: no clipping where the weights' effective sample size is at least "
+                                  f"{ESS_FRACTION:.0%} of the clicks, else TAU chosen on validation over none, "
+                                  f"{', '.join(f'{t:g}' for t in CLIP_GRID)}."),
+                click.Option(["--correction"], type=click.Choice([c.name for c in applicable]),
+                             default=corrections.DEFAULT_CORRECTION, show_default=True,
+                             help="How the clicks are weighted, in training and in the SNIPS selection: "
+                                  + "; ".join(f"{c.name}: {c.summary}" for c in applicable)),
+                seed_option.param()])
+
+
+for _method in methods.methods().values():
+    train_group.add_command(_train_command(_method))
+
+
+@click.command("evaluate")
+@dataset_option
+@click.option("--model", "model_key", default=None, help="Key of the model [default: the last trained].")
+@click.option("--production", "production", is_flag=True,
+              help="Evaluate the production ranker (the last produced) instead of a trained model.")
+@click.option("--run", "run_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Evaluate an outside model instead: a TREC run (qid Q0 docid rank score run, docids as "
+                   "`cltr score --trec` writes them) or one score per line in the split's document order (as "
+                   "`cltr score --out` writes), ranked by score with cltr's tie-breaks.")
+@click.option("--split", type=click.Choice(["test", "vali", "train"]), default=None,
+              help="The split --run scores [default: test].")
+@click.option("--click-model", "click_model_key", default=None,
+              help="Key of a click model stored by `cltr clicks fit` to judge on the vali split's sessions "
+                   "(log-likelihood, perplexity per rank) [default: the dataset's last fitted one, if any].")
+@seed_option
+@click.pass_obj
+@_errors_as_usage
+def evaluate_command(session: Session, dataset, model_key, production, run_file, split, click_model_key,
+                     seed) -> None:
+    """Avg DCG, Avg Rank and nDCG@10 on the test set, and the SNIPS Avg DCG on validation clicks;
+    with a click model fitted by `cltr clicks fit`, its click prediction on the vali split's
+    sessions beside them: log-likelihood and perplexity per rank (Chuklin et al.)."""
+    if split is not None and run_file is None:
+        raise click.UsageError("--split applies to --run only (trained models are evaluated on the test split)")
+    if run_file is not None:
+        _evaluate_run(session, dataset, run_file, split or "test", seed)
+        return
+    if production:
+        clicks_key = session.workspace.current(dataset).get("clicks")
+        clicks = session.workspace.load(dataset, "clicks", clicks_key) if clicks_key else None
+        if session.workspace.current(dataset).get("production") is None and (
+                (clicks is not None and "imports" in clicks.config)
+                or any(f"imports/{split}" in session.workspace.current(dataset) for split in ("train", "vali"))):
+            raise click.ClickException(
+                f"dataset {dataset!r}'s click log was imported, and cltr does not have the ranker that logged it: "
+                f"score your production ranker's run with `cltr evaluate --run RUN --dataset {dataset}`, or make a "
+                f"stand-in with `cltr produce --dataset {dataset}` first")
+        artifact = session.production(dataset)
+        test = production_test_metrics(artifact, session.dataset(dataset)[0])
+        click.echo(f"production ranker {artifact.key} (C = {artifact.config['C']:g}, "
+                   f"{artifact.info['n_queries']} labelled training queries) on {dataset!r}:")
+        echo_table([_test_row(test)])
+        _echo_convention(session, dataset)
+        return
+    if model_key is not None and session.workspace.load(dataset, "models", model_key) is None:
+        # a model trained on another prepared dataset: scored on this one's test split
+        from cltr.core.ranking import evaluate
+        from cltr.core.seeds import stream
+        from cltr.pipeline.models import scorer_from_arrays
+
+        origin, model = session.find_model(model_key)
+        dataset_obj, _ = session.dataset(dataset)
+        scorer = scorer_from_arrays(model.arrays)
+        width = _model_width(scorer)
+        if width is not None and width != dataset_obj.test.n_features:
+            raise click.ClickException(f"model {model_key} (of {origin!r}) takes {width} features; {dataset!r} has "
+                                       f"{dataset_obj.test.n_features}")
+        test = evaluate(scorer, dataset_obj.test, dataset_obj.test.relevant(dataset_obj.relevant_from),
+                        rng=stream(seed, "evaluate"), dcg_base=dataset_obj.dcg_base)
+        click.echo(f"model {model.key} ({model.config['method']} trained on {origin!r}) on {dataset!r}:")
+        echo_table([_test_row(test)])
+        _echo_convention(session, dataset)
+        return
+    artifact, model, _ = session.evaluate(dataset, model_key, seed)
+    info = artifact.info
+    click.echo(f"model {model.key} ({info['method']}, {_describe_chosen(model.info)}) on {dataset!r}:")
+    echo_table([{**_test_row(info), "vali SNIPS Avg DCG": info["validation_snips_avg_dcg"]}])
+    _echo_convention(session, dataset)
+    _echo_click_prediction(session, dataset, click_model_key, model)
+
+
+def _echo_click_prediction(session: Session, dataset: str, key: str | None, model=None) -> None:
+    """The held-out click prediction of a two-tower ``model``, and of a click model stored
+    by `cltr clicks fit` (the dataset's last one unless ``key``), on the vali split's
+    sessions at the click model's ranks (1..10 without one); nothing when neither."""
+    from cltr.pipeline.click_prediction import STAGE, held_out_scores, score_table, two_tower_scores
+
+    key = key or session.workspace.current(dataset).get(STAGE)
+    fitted = None
+    if key is not None:
+        fitted = session.workspace.load(dataset, STAGE, key)
+        if fitted is None:
+            raise click.ClickException(f"no click model {key} of dataset {dataset!r}; fit one with "
+                                       f"`cltr clicks fit --dataset {dataset}`")
+    found = []
+    if model is not None and model.config.get("method") == "two-tower":
+        clicks = session.workspace.load(dataset, "clicks", model.config["clicks"])
+        scores = None if clicks is None else two_tower_scores(
+            model, clicks, session.dataset(dataset)[0], max_rank=fitted.info["max_rank"] if fitted else 10)
+        if scores is not None:
+            found.append((f"model {model.key} (relevance tower x bias tower, {model.info['combination']})", scores))
+    if fitted is not None:
+        clicks = session.workspace.load(dataset, "clicks", fitted.config["clicks"])
+        if clicks is None:
+            raise click.ClickException(f"click model {key} was fitted on click log {fitted.config['clicks']}, which "
+                                       f"is no longer in the workspace")
+        found.append((f"click model {key} ({fitted.config['model']}, fitted on training sessions of click log "
+                      f"{clicks.key})", held_out_scores(fitted, clicks, session.dataset(dataset)[0])))
+    for what, scores in found:
+        click.echo(f"click prediction of {what} on its {scores.sessions} vali sessions: log-likelihood "
+                   f"{scores.log_likelihood:.4f} per session, perplexity {scores.perplexity:.4f}")
+        echo_table(score_table(scores))
+
+
+def _evaluate_run(session: Session, dataset_name: str, run_file: Path, split: str, seed: int) -> None:
+    """``cltr evaluate --run``: an outside model's scores with cltr's metrics and tie-breaks."""
+    from cltr.core.ranking import evaluate
+    from cltr.core.seeds import stream
+    from cltr.data.runs import read_run
+
+    dataset, _ = session.dataset(dataset_name)
+    queries = getattr(dataset, split)
+    scores = read_run(run_file, queries, split=split)
+
+    class _Scores:  # the run's scores, ranked by ``evaluate`` exactly as a model's
+        def scores(self, X):
+            return scores
+
+    metrics = evaluate(_Scores(), queries, queries.relevant(dataset.relevant_from), rng=stream(seed, "evaluate"),
+                       dcg_base=dataset.dcg_base)
+    click.echo(f"run {run_file} on the {split} split of {dataset_name!r}:")
+    labels = {"avg_dcg": "Avg DCG", "avg_rank": "Avg Rank", "ndcg@10": "nDCG@10",
+              "ndcg@10_relevant_queries": "nDCG@10 relevant queries"}
+    echo_table([{f"{split} {label}": metrics[key] for key, label in labels.items() if key in metrics}])
+    _echo_convention(session, dataset_name)
+
+
+def _test_row(metrics: dict) -> dict:
+    """The test metrics of ``evaluate`` under the names the tables print."""
+    return {"test Avg DCG": metrics["avg_dcg"], "test Avg Rank": metrics["avg_rank"],
+            "test nDCG@10": metrics["ndcg@10"], "test nDCG@10 relevant queries": metrics["ndcg@10_relevant_queries"]}
+
+
+def _echo_convention(session: Session, dataset_name: str) -> None:
+    click.echo(session.dataset(dataset_name)[0].convention)
+    click.echo(NDCG_CONVENTION)
+
+
+@click.command("score")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--model", "model_key", required=True, help="Key of a trained model (any prepared dataset).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write one score per line, in the file's row order [default: standard output, unless --trec].")
+@click.option("--trec", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write a TREC run file: qid Q0 docid rank score name (docids from the '#docid = ...' "
+                   "comments, else q<qid>-d<i>).")
+@click.option("--run-name", default="cltr", show_default=True, help="The run name of the TREC file.")
+@seed_option
+@click.pass_obj
+@_errors_as_usage
+def score_command(session: Session, file, model_key, out, trec, run_name, seed) -> None:
+    """Score an SVMlight/LETOR FILE with a trained model. Ranks in the run file break ties
+    by a seeded random permutation, as every cltr ranking does."""
+    from cltr.core.ranking import rank_documents
+    from cltr.core.seeds import stream
+    from cltr.data.svmlight import load_svmlight_split
+    from cltr.pipeline.models import scorer_from_arrays
+
+    _, model = session.find_model(model_key)
+    scorer = scorer_from_arrays(model.arrays)
+    width = _model_width(scorer)
+    queries, _ = load_svmlight_split(file, n_features=width)
+    if width is not None and queries.n_features != width:
+        raise click.ClickException(f"{file} has {queries.n_features} features, the model {model_key} {width}")
+    scores = scorer.scores(queries.X)
+    if out is not None or trec is None:
+        text = "".join(f"{s:.10g}\n" for s in scores)
+        if out is None:
+            click.echo(text, nl=False)
+        else:
+            with atomic_write(out, "w") as stream_:
+                stream_.write(text)
+    if trec is not None:
+        # the stream of `cltr evaluate`: the run of a test file ranks as evaluate ranks it
+        ranks = rank_documents(scores, queries.offsets, stream(seed, "evaluate"))
+        doc_query = queries.doc_query
+        docid = getattr(queries, "docid", None)
+        local = np.arange(queries.n_docs) - queries.offsets[doc_query]
+        names = [str(d) if docid is not None and d is not None else f"q{queries.qid[q]}-d{i}"
+                 for d, q, i in zip(docid if docid is not None else [None] * queries.n_docs, doc_query, local)]
+        order = np.lexsort((ranks, doc_query))
+        with atomic_write(trec, "w") as stream_:
+            for row in order:
+                stream_.write(f"{queries.qid[doc_query[row]]} Q0 {names[row]} {ranks[row]} {scores[row]:.10g} "
+                              f"{run_name}\n")
+    written = [str(p) for p in (out, trec) if p is not None]
+    if written:
+        click.echo(f"scored {queries.n_docs} documents of {queries.n_queries} queries; wrote {', '.join(written)}",
+                   err=out is None and trec is None)
+
+
+def _model_width(scorer) -> int | None:
+    if hasattr(scorer, "n_features"):
+        return int(scorer.n_features)
+    if hasattr(scorer, "w"):
+        return len(scorer.w)
+    if hasattr(scorer, "weights"):
+        return scorer.weights[0].shape[0]
+    if hasattr(scorer, "booster"):
+        return scorer.booster.num_feature()
+    return None
