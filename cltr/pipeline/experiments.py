@@ -81,7 +81,8 @@ from cltr.core.queries import Dataset, default_passes
 from cltr.core.selection import parse_clip
 from cltr.lazy import lazy_import
 from cltr.pipeline import corrections
-from cltr.pipeline.stages import (ESTIMATORS, click_logs, clicks_stage, evaluation_stage, logging_rankers,
+from cltr import estimators as estimator_registry
+from cltr.pipeline.stages import (click_logs, clicks_stage, evaluation_stage, logging_rankers,
                                   model_stage, production_stage, production_test_metrics, propensity_stage)
 from cltr.pipeline.workspace import Workspace, check_name, config_key
 
@@ -116,7 +117,12 @@ SPEC_DIR = find_spec_dir(Path(__file__).resolve().parents[1], [Path(sys.prefix),
 LOG_SETTINGS = ("model", "passes", "rankers", "top_k", "logging_temperature", "propensities", "correction", "clip")
 CLICK_SETTINGS = (*LOG_SETTINGS, *dict.fromkeys(f.name for m in clickmodels.models().values()
                                                 for f in m.settings.option_fields()))
-PROPENSITY_CHOICES = ("logged", *ESTIMATORS)
+
+
+def propensity_choices() -> tuple[str, ...]:
+    """What a spec's ``propensities`` may be: the log's own, or a registered estimator."""
+    return ("logged", *estimator_registry.estimators())
+
 KINDS = ("table", "curve", "ccp", "propensity")
 REFERENCES = ("production", "skyline")
 _METRICS = ("avg_dcg", "avg_rank", "ndcg@10", "ndcg@10_relevant_queries")
@@ -182,9 +188,11 @@ class Spec:
         raw["dataset"] = name
         if reps is not None:
             raw["reps"] = reps
-        if select is not None:
+        # --select and --tune reach the kinds that select among models (``cltr figures all``
+        # runs ccp and propensity too, which keep their own)
+        if select is not None and raw.get("kind") in ("table", "curve"):
             raw["select"] = select
-        if tune is not None:
+        if tune is not None and raw.get("kind") in ("table", "curve"):
             raw["tune"] = tune
         spec = _spec_from_dict(raw, where=f"spec {self.name!r}")
         return replace(spec, quick=True) if quick else spec
@@ -261,19 +269,21 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
     if x is not None:
         values_of.setdefault(x, []).extend(raw.get("values", ()))
     bad = [v for v in values_of.get("rankers", ()) if not isinstance(v, int) or v < 1]
-    bad += [v for v in values_of.get("propensities", ()) if v not in PROPENSITY_CHOICES]
+    choices = propensity_choices()
+    bad += [v for v in values_of.get("propensities", ()) if v not in choices]
     bad += [v for v in values_of.get("clip", ()) if not _is_clip(v)]
     bad += [v for v in values_of.get("correction", ()) if v not in corrections.CORRECTIONS]
     bad += [v for v in values_of.get("top_k", ()) if isinstance(v, bool) or not isinstance(v, int) or v < 0]
     bad += [v for v in values_of.get("logging_temperature", ())
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < float("inf")]
     if bad:
-        raise ValueError(f"{where}: rankers must be positive integers, propensities one of {PROPENSITY_CHOICES}, "
+        raise ValueError(f"{where}: rankers must be positive integers, propensities one of {choices}, "
                          f"clip \"auto\", \"none\" or a number in (0, 1], correction one of {tuple(corrections.CORRECTIONS)}, top_k a "
                          f"non-negative integer, logging_temperature a number >= 0; found {bad}")
     estimators = raw.get("estimators", [])
-    if raw["kind"] == "propensity" and (not estimators or set(estimators) - set(ESTIMATORS)):
-        raise ValueError(f"{where}: kind = \"propensity\" needs estimators among {ESTIMATORS}, found {estimators}")
+    known = tuple(estimator_registry.estimators())
+    if raw["kind"] == "propensity" and (not estimators or set(estimators) - set(known)):
+        raise ValueError(f"{where}: kind = \"propensity\" needs estimators among {known}, found {estimators}")
     varied = {k for k in [x, *raw.get("series", {})] if k in own}
     model.parse_settings({k: v for k, v in clicks.items() if k in own and k not in varied},
                          where=f"{where}: [clicks]")
@@ -293,12 +303,23 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
         raise ValueError(f"{where}: select must be one of {SELECTIONS}, found {select!r}")
     if select == "pooled" and raw["kind"] not in ("table", "curve"):
         raise ValueError(f"{where}: select = \"pooled\" applies to kinds \"table\" and \"curve\", not {raw['kind']!r}")
+    if select == "pooled":
+        # pooling averages each C's validation SNIPS estimate over repetitions; a method
+        # told to select by another criterion would be pooled by SNIPS without a word
+        other = sorted(m for m in raw.get("methods", ()) if poolable(m, raw.get("options", {}).get(m, {}))
+                       and getattr(known_methods[m].parse_options(raw.get("options", {}).get(m, {})),
+                                   "criterion", "snips") != "snips")
+        if other:
+            raise ValueError(f"{where}: select = \"pooled\" pools C by the validation SNIPS estimate; {other} "
+                             f"select by another criterion: set select = \"repetition\" (--select repetition)")
     tune = raw.get("tune", "repetition")
     if tune not in TUNINGS:
         raise ValueError(f"{where}: tune must be one of {TUNINGS}, found {tune!r}")
     if tune != "repetition" and raw["kind"] not in ("table", "curve"):
         raise ValueError(f"{where}: tune = {tune!r} applies to kinds \"table\" and \"curve\", not {raw['kind']!r}")
     tune_at = raw.get("tune_at")
+    if tune_at is not None and tune != "once":
+        raise ValueError(f"{where}: tune_at applies to tune = \"once\", not {tune!r}")
     if tune_at is not None and (x is None or tune_at not in raw.get("values", ())):
         raise ValueError(f"{where}: tune_at must be one of the x values {list(raw.get('values', ()))}, "
                          f"found {tune_at!r}")
@@ -655,15 +676,22 @@ def run_experiment(spec: Spec, root: str | Path, *, n_jobs: int = 1, backend: st
     if backend not in ("loky", "dask"):
         raise ValueError(f"backend must be 'loky' or 'dask', found {backend!r}")
     tuning = tuning_tasks(spec, tasks)
-    # the tuning tasks count in the progress as tasks of their own (those of tune = "once")
-    total = _Totals(len(tuning) + len(tasks), sum(task_steps(task) for task in [*tuning.values(), *tasks]))
+    # a tuning task is one of the tasks (its rows are its point's): it counts once
+    total = _Totals(len(tasks), sum(task_steps(task) for task in tasks))
     counts = {"tasks": len(tasks), "reused": 0, "computed": 0}
     run = dict(root=root, fingerprint=fingerprint, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
                progress=progress, total=total)
+    known = {}
     if tuning:
-        chosen = _run_tasks(list(tuning.values()), **run)
-        tasks = tuned(spec, tasks, dict(zip(tuning, chosen)))
-    results = _run_tasks(tasks, counts=counts, on_task_done=on_task_done, **run)
+        chosen = dict(zip(tuning, _run_tasks(list(tuning.values()), **run)))
+        tasks = tuned(spec, tasks, chosen)
+        # a tuning task's own rows are its point's: its models searched the grid whose choice
+        # the others take (the paper's tuned run), so they are not trained again fixed
+        for index, task in enumerate(tasks):
+            by = _tuned_by(spec, task)
+            if (tuning[by].repetition, tuning[by].point) == (task.repetition, task.point):
+                known[index] = chosen[by]
+    results = _run_tasks(tasks, counts=counts, on_task_done=on_task_done, known=known, **run)
     frame = pool_selection(pd.DataFrame([row for rows in results for row in rows]))
     return frame[_column_order(frame.columns)], counts
 
@@ -679,22 +707,26 @@ class _Totals:
 
 
 def _run_tasks(tasks: list[Task], *, root, fingerprint: str, n_jobs: int, backend: str, scheduler: str | None,
-               progress, total: _Totals, counts: dict | None = None,
+               progress, total: _Totals, counts: dict | None = None, known: dict[int, list[dict]] | None = None,
                on_task_done: Callable[[Task, bool], None] | None = None) -> list[list[dict]]:
-    """The rows of every task of ``tasks``, in their order: finished ones read, the others fanned out."""
+    """The rows of every task of ``tasks``, in their order: ``known`` ones (by index) as
+    given, finished ones read, the others fanned out."""
     workspace = Workspace(root)
-    results: dict[int, list[dict]] = {}
+    results: dict[int, list[dict]] = dict(known or {})
     pending = []
     for index, task in enumerate(tasks):
+        if index in results:
+            continue
         if workspace.has(task.dataset, "tasks", task_key(task, fingerprint)):
             results[index] = run_task(root, task)[0]  # reads the finished task's rows
         else:
             pending.append(index)
     steps = [task_steps(task) for task in tasks]
+    read = [index for index in results if index not in (known or {})]
     if counts is not None:
         counts["reused"] += len(results)
-    total.tasks_done += len(results)
-    total.steps_done += sum(steps[index] for index in results)
+    total.tasks_done += len(read)
+    total.steps_done += sum(steps[index] for index in read)
     running = dict.fromkeys(pending, 0)  # steps done by each unfinished task
     lock = threading.Lock()  # steps arrive on a relay thread, tasks on this one
 
@@ -758,10 +790,10 @@ def tuned(spec: Spec, tasks: list[Task], rows: dict[tuple, list[dict]]) -> list[
                 continue
             chosen = json.loads(row["chosen"])
             parsed = method.parse_options(options.get(method.name, {}))
-            settings = options.setdefault(method.name, {})
-            for name in method.tuned_once:
-                if getattr(parsed, name) is None and name in chosen:
-                    settings[name] = chosen[name]
+            fixed_here = {name: chosen[name] for name in method.tuned_once
+                          if getattr(parsed, name) is None and name in chosen}
+            if fixed_here:
+                options[method.name] = {**options.get(method.name, {}), **fixed_here}
         fixed[series] = options
     return [replace(task, options=fixed[_tuned_by(spec, task)]) for task in tasks]
 

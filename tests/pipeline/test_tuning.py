@@ -43,7 +43,9 @@ def tuned_runs(tmp_path_factory):
                                               .replace("max_rounds = 20", "max_rounds = 10"))
     _invoke("prepare", "synthetic", "--queries", "40", "--name", "tiny", workdir=root)
     spec = load_spec("tuned", root / "specs").resolved()
-    once, _ = run_experiment(spec, root)
+    once, counts = run_experiment(spec, root)
+    # the tuning task's rows are its point's: 6 tasks, 5 computed with the choice fixed
+    assert counts == {"tasks": 6, "reused": 1, "computed": 5}
     every, _ = run_experiment(load_spec("tuned", root / "specs").resolved(tune="repetition"), root)
     return spec, once, every
 
@@ -107,12 +109,28 @@ def test_an_option_the_spec_fixes_is_kept():
     assert all(t.options["svm-rank"] == {"grid": [1.0]} for t in fixed)
 
 
-@pytest.mark.parametrize("extra, message", [('tune = "sometimes"\n', "tune must be one of"),
-                                            ('tune_at = 1.5\n', "tune_at must be one of the x values")])
-def test_bad_tuning_keys_are_refused(tmp_path, extra, message):
-    (tmp_path / "tuned.toml").write_text(SPEC.replace('tune = "once"\n', extra + ('tune = "once"\n' if "tune_at" in extra else "")))
+@pytest.mark.parametrize("tuning, message", [('tune = "sometimes"', "tune must be one of"),
+                                             ('tune = "once"\ntune_at = 1.5', "tune_at must be one of the x values"),
+                                             ('tune = "point"\ntune_at = 1.0', "tune_at applies to tune = \"once\"")])
+def test_bad_tuning_keys_are_refused(tmp_path, tuning, message):
+    (tmp_path / "tuned.toml").write_text(SPEC.replace('tune = "once"', tuning))
     with pytest.raises(ValueError, match=message):
         load_spec("tuned", tmp_path)
+
+
+def test_select_and_tune_reach_only_the_kinds_that_select():
+    # `cltr figures all --tune once --select pooled` runs ccp and propensity too
+    for name in ("ccp", "propensity"):
+        spec = load_spec(name).resolved(select="pooled", tune="once")
+        assert (spec.select, spec.tune) == ("repetition", "repetition")
+    assert load_spec("eta").resolved(select="repetition", tune="point").tune == "point"
+
+
+def test_pooling_refuses_a_method_told_another_criterion():
+    raw = tomllib.loads(SPEC.replace('grid = [1.0]', 'grid = [1.0, 10.0]\ncriterion = "dr"'))
+    with pytest.raises(ValueError, match="pools C by the validation SNIPS estimate"):
+        _spec_from_dict({**raw, "select": "pooled"}, where="test")
+    assert _spec_from_dict({**raw, "select": "repetition"}, where="test").select == "repetition"
 
 
 def test_the_report_says_how_settings_were_tuned():
