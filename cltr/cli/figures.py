@@ -10,7 +10,7 @@ import click
 
 from cltr.cli.output import Progress, echo_table
 from cltr.cli.params import finite_float
-from cltr.cli.session import Session, _errors_as_usage
+from cltr.cli.session import Session, errors_as_usage
 from cltr.pipeline.experiments import SELECTIONS, TUNINGS, dataset_record
 
 
@@ -34,13 +34,15 @@ from cltr.pipeline.experiments import SELECTIONS, TUNINGS, dataset_record
 @click.option("--select", type=click.Choice(SELECTIONS), default=None,
               help="How the linear SVMs' C is chosen: per repetition, each on its own validation clicks, or "
                    "pooled, the paper's way: one C per point for all repetitions, by their mean validation "
-                   "SNIPS Avg DCG [default: the spec's select, else repetition].")
+                   "SNIPS Avg DCG; table and curve specs only (ccp and propensity keep theirs) [default: the "
+                   "spec's select, else repetition].")
 @click.option("--tune", type=click.Choice(TUNINGS), default=None,
               help="How the tree methods' learning rate and leaves (Deep PropDCG's learning rate) are chosen: "
                    "per model over the whole grid (repetition), once per series by the first repetition at "
                    "the spec's tune_at point and then fixed, as the paper tuned LambdaRank (once), or by the "
                    "first repetition of each point for the others (point); tree counts and epochs are "
-                   "early-stopped per model either way [default: the spec's tune, else repetition].")
+                   "early-stopped per model either way; table and curve specs only [default: the spec's tune, "
+                   "else repetition].")
 @click.option("--folds", default=None, callback=lambda ctx, param, value: _folds_option(value),
               help="LETOR folds to run, e.g. 1-5 or 1,3: the --dataset (prepared by `cltr prepare letor`) "
                    "is its own fold; every other fold K runs on DATASET-foldK, prepared like it when missing. "
@@ -51,7 +53,7 @@ from cltr.pipeline.experiments import SELECTIONS, TUNINGS, dataset_record
 @click.option("--tolerance", type=finite_float(0, low_open=True), default=2.0,
               help="--check's tolerance, in units of the paper's standard deviation.")
 @click.pass_obj
-@_errors_as_usage
+@errors_as_usage
 def figures_command(session: Session, name, dataset, reps, n_jobs, backend, scheduler, quick, out, specs, select,
                     tune, folds, check_paper, tolerance) -> None:
     """Regenerate a table or figure of the paper: NAME is a spec in experiments/ or `all`.
