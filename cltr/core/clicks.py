@@ -75,6 +75,14 @@ class ClickLog:
         return int(self.sessions_per_query.sum())
 
     @property
+    def query_sessions(self) -> np.ndarray:
+        """Sessions per query, shape (n_queries,): ``sessions_per_query`` of an imported log,
+        else every query was shown once a pass."""
+        if self.sessions_per_query is None:
+            return np.full(self.n_queries, self.n_passes, dtype=np.int64)
+        return self.sessions_per_query
+
+    @property
     def session(self) -> np.ndarray:
         """A session id per click, shape (n_clicks,): pass · n_queries + query."""
         return self.pass_index * self.n_queries + self.query

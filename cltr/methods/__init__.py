@@ -40,7 +40,8 @@ from typing import Any, Callable
 import numpy as np
 
 from cltr.core.clicks import ClickLog, Displayed
-from cltr.core.doubly_robust import DRValidation, dr_validation, fit_relevance_model, impressions_by_propensity
+from cltr.core.doubly_robust import (DRValidation, RelevanceModel, dr_validation, fit_relevance_model,
+                                     impressions_by_propensity)
 from cltr.core.queries import Dataset
 from cltr.core import selection as guard
 from cltr.core.ranking import dcg_gain, rank_documents, validation_estimate
@@ -48,7 +49,8 @@ from cltr.core.seeds import stream
 from cltr.options import Options, option
 from cltr.registry import discover
 
-__all__ = ["Method", "SelectionOptions", "CRITERIA", "TrainingData", "methods", "get", "train"]
+__all__ = ["Method", "SelectionOptions", "CRITERIA", "TrainingData", "methods", "get", "train",
+           "relevance_on_displayed"]
 
 CRITERIA = ("snips", "dr")
 """The validation criteria: what ``TrainingData.estimate`` compares candidates by."""
@@ -118,6 +120,17 @@ class Method:
         return self.options.from_dict(values, where=where or f"options of {self.name}")
 
 
+def relevance_on_displayed(X: np.ndarray, displayed: Displayed) -> RelevanceModel:
+    """The doubly robust relevance model (``cltr.core.doubly_robust.fit_relevance_model``)
+    fitted on a split's displayed rows (``X``: that split's features), with one BLAS thread:
+    L-BFGS on a few dozen weights gains nothing from more and, on a busy machine, waits on
+    them. The DR criterion and the ``dr`` correction both fit it so."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):
+        return fit_relevance_model(X, impressions_by_propensity(displayed))
+
+
 @dataclass(frozen=True)
 class TrainingData:
     """What a method learns from: the dataset and the train / validation click logs.
@@ -179,18 +192,12 @@ class TrainingData:
             vali = self.dataset.vali
             relevance = np.zeros(vali.n_docs)  # unclipped, the model's term cancels exactly
             if tau is not None:
-                # L-BFGS on a few dozen weights: BLAS threads only contend
-                from threadpoolctl import threadpool_limits
-
-                with threadpool_limits(1):
-                    model = fit_relevance_model(self.dataset.train.X, impressions_by_propensity(self.displayed("train")))
-                relevance = model.relevance(vali.X)
-        except ValueError as error:
-            raise ValueError(f"--criterion dr: {error}; or select with --criterion snips (the clicks alone)") from None
-        log = self.vali_log
-        sessions = (np.full(log.n_queries, log.n_passes, dtype=np.int64) if log.sessions_per_query is None
-                    else log.sessions_per_query)
-        terms = dr_validation(shown, relevance, sessions, clip=tau, base=self.dataset.dcg_base)
+                train = self.displayed("train")
+        except ValueError as error:  # a log without impressions: say which criterion needs none
+            raise ValueError(f"--criterion dr: {error}; or select with --criterion snips (the clicks alone)") from error
+        if tau is not None:
+            relevance = relevance_on_displayed(self.dataset.train.X, train).relevance(vali.X)
+        terms = dr_validation(shown, relevance, self.vali_log.query_sessions, clip=tau, base=self.dataset.dcg_base)
         return dataclasses.replace(self, dr=terms)
 
     def _ranks(self, scorer) -> np.ndarray:

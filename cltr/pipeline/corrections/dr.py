@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from cltr.core.clicks import ClickLog
-from cltr.core.doubly_robust import dr_document_weights, fit_relevance_model, impressions_by_propensity
+from cltr.core.doubly_robust import dr_document_weights, impressions_by_propensity
+from cltr.methods import relevance_on_displayed
 from cltr.pipeline.corrections import Correction
 
 ORDER = 60
-
-
-def _relevance_model(dataset, rows):
-    """The relevance model fitted on the training split's displayed rows."""
-    # L-BFGS on a few dozen parameters: BLAS threads only contend (50 times slower on a busy machine)
-    with threadpool_limits(1):
-        return fit_relevance_model(dataset.train.X, impressions_by_propensity(rows))
 
 
 def apply(log: ClickLog, clicks, split: str, *, dataset, displayed, clip=None) -> ClickLog:
@@ -32,12 +25,10 @@ def apply(log: ClickLog, clicks, split: str, *, dataset, displayed, clip=None) -
     """
     queries = getattr(dataset, split)
     table = impressions_by_propensity(displayed(split))
-    sessions = (np.full(log.n_queries, log.n_passes, dtype=np.int64) if log.sessions_per_query is None
-                else log.sessions_per_query)
     # unclipped, the model's term cancels exactly (the estimate is C(d) / rho_d): nothing to fit
     relevance = (np.zeros(queries.n_docs) if clip is None
-                 else _relevance_model(dataset, displayed("train")).relevance(queries.X))
-    documents, weight = dr_document_weights(table, relevance, sessions, clip=clip)
+                 else relevance_on_displayed(dataset.train.X, displayed("train")).relevance(queries.X))
+    documents, weight = dr_document_weights(table, relevance, log.query_sessions, clip=clip)
     # unclipped, a document never clicked weighs 0 (IPS): no example
     keep = weight > 0
     documents, weight = documents[keep], weight[keep]
