@@ -824,6 +824,43 @@ def _reduce(columns: dict[str, np.ndarray], impressions: np.ndarray, clicks: np.
     return cells
 
 
+class _HashSet:
+    """A set of uint64 values in disjoint sorted arrays, each more than twice the size of
+    the next (an added array is merged with those at the end not that much larger), so at
+    most log2(n) arrays: 8 bytes a value (16 while a merge copies), a lookup a binary
+    search per array, whatever the sizes of the additions (equal ones merge as a binary
+    counter; 2,000 additions of decreasing size would otherwise leave 2,000 arrays)."""
+
+    def __init__(self):
+        self.levels: list[np.ndarray] = []
+
+    def holds(self, values: np.ndarray) -> np.ndarray:
+        order = np.argsort(values, kind="stable")  # sorted keys search a large array faster
+        wanted = values[order]
+        found = np.zeros(len(values), dtype=bool)
+        for level in self.levels:
+            at = np.minimum(np.searchsorted(level, wanted), len(level) - 1)
+            found |= level[at] == wanted
+        out = np.empty(len(values), dtype=bool)
+        out[order] = found
+        return out
+
+    def add(self, values: np.ndarray) -> None:
+        merged = np.sort(values)
+        if len(merged):
+            merged = merged[np.concatenate([[True], merged[1:] != merged[:-1]])]
+        merged = merged[~self.holds(merged)]
+        if not len(merged):
+            return
+        while self.levels and len(self.levels[-1]) <= 2 * len(merged):
+            # two disjoint sorted runs: the stable sort (timsort) merges them in one pass
+            merged = np.sort(np.concatenate([self.levels.pop(), merged]), kind="stable")
+        self.levels.append(merged)
+
+    def __len__(self) -> int:
+        return sum(len(level) for level in self.levels)
+
+
 class _Stream:
     """What a chunk's checks need from the chunks before it: the codes of ranker values,
     whether the propensity column is filled, whether a click 0 was seen, and a clicked-only
@@ -837,6 +874,7 @@ class _Stream:
         self.seen_zero = False
         self.deferred_top: str | None = None
         self.docids = None
+        self.closed = _HashSet()  # the sessions of the chunks before, as 64-bit hashes of their ids
 
     def ranker_codes(self, column: pd.Series) -> np.ndarray:
         codes, values = pd.factorize(column.astype(str) if column.dtype == object else column, sort=False)
@@ -857,12 +895,21 @@ class _Stream:
             raise ValueError(f"{self.first_empty}: {_PARTLY_EMPTY}")
 
     def contiguous(self, rows: _Rows, session: np.ndarray) -> None:
+        """Refuse a session that comes back after others, whether its earlier rows are in
+        this chunk or an earlier one; the chunk's sessions are then closed (a chunk never
+        ends inside a session: ``read_click_log_aggregated`` holds its last one back)."""
         # codes count in order of first appearance: a code below its predecessor is a
         # session seen before another one
         back = np.zeros(len(session), dtype=bool)
         back[1:] = session[1:] < session[:-1]
+        _, first = np.unique(session, return_index=True)  # each session's first row, by code
+        ids = rows.frame["session"].iloc[first]
+        hashes = pd.util.hash_array(ids.astype(str).to_numpy(dtype=object), categorize=False)
+        seen = self.closed.holds(hashes)
+        back[first[seen]] = True
         rows.fail(back, lambda row: f"session {rows.cell(row, 'session')} reappears after other sessions; an import "
                                     f"in chunks (--chunk-rows) needs each session's rows one after another")
+        self.closed.add(hashes)
 
     def top_ranks(self, rows: _Rows, click: np.ndarray, not_top: np.ndarray, message) -> None:
         self.seen_zero = self.seen_zero or bool((click == 0).any())
@@ -1014,9 +1061,14 @@ def read_click_log_aggregated(path: str | os.PathLike, queries: Queries, *, chun
     not by the log.
 
     A session's rows must follow one another (a chunk ends before the last session it
-    holds, which the next chunk completes); a session id that reappears after others within
-    what is held at once is an error, one that reappears much later is counted as a new
-    session (catching that would need every session id in memory). ``chunk_rows`` None
+    holds, which the next chunk completes): a session id that reappears after other
+    sessions is an error, named at the line of its return, for every chunk size and
+    ``chunk_rows`` None alike (``read_click_log``, which holds every row, reads rows in any
+    order and makes them one session). To catch an id that returns chunks later, the ids of
+    the sessions read are kept as 64-bit hashes: 8 bytes a session (80 MB for 10 million),
+    so memory grows with the sessions, not the rows. Two distinct ids of one log share a
+    hash with odds of about n**2 / 2**65 for n sessions (3 in a million for 10 million
+    sessions), which would refuse a valid log naming the later id. ``chunk_rows`` None
     reads the file as one chunk; the result is the same, byte for byte, for any chunk size.
     An error is that of the first chunk holding a bad row: where a log has several, it may
     name another than ``read_click_log``, which checks one rule at a time over all rows.

@@ -223,3 +223,53 @@ def test_the_affine_correction_reads_the_impressions_of_an_import_in_chunks(quer
     found = _impressions(counts.click_log(queries.n_queries), chunked, "train", queries)
     for name in ("query", "doc", "rank", "ranker", "impressions", "clicks"):
         assert np.array_equal(getattr(expected, name), getattr(found, name)), name
+
+
+@pytest.mark.parametrize("suffix", [".tsv", ".parquet"])
+def test_a_session_that_comes_back_is_refused_at_its_line_for_every_chunk_size(suffix, queries, tmp_path):
+    frame = make_log(9)
+    # session s0's last row moved below s1 and s2: s0 comes back after two other sessions
+    s0 = np.flatnonzero(frame["session"].to_numpy() == "s0")
+    rest = np.flatnonzero(frame["session"].isin(["s1", "s2"]).to_numpy())
+    order = [*s0[:-1], *rest, s0[-1], *range(rest[-1] + 1, len(frame))]
+    path = write(frame.iloc[order].reset_index(drop=True), tmp_path / f"log{suffix}")
+    back = len(s0) - 1 + len(rest)  # the 0-based row of s0's return
+    where = f"row {back + 1} of" if suffix == ".parquet" else f"line {back + 2} of"
+    # chunks of 1, 2 and 3 rows close s0 long before it comes back; the others hold both
+    for chunk_rows in (None, 1, 2, 3, len(s0), len(s0) + 1, back, back + 1, 10 ** 9):
+        with pytest.raises(ValueError) as refused:
+            read_click_log_aggregated(path, queries, chunk_rows=chunk_rows)
+        assert str(refused.value).startswith(f"{where} ") and "session 's0' reappears after other sessions" in str(
+            refused.value), (chunk_rows, str(refused.value))
+    # the whole-file reader reads rows in any order: s0 is one session there
+    rows = read_click_log(path, queries)
+    assert len(np.unique(rows.session)) == frame["session"].nunique()
+
+
+def test_ids_that_differ_only_as_text_are_two_sessions_in_chunks(queries, tmp_path):
+    frame = make_log(10, sessions=1)
+    frame["session"] = frame["session"].map({f"s{i}": name for i, name in enumerate(
+        ["7", "007", "7.0", " 7", "a", "A", "b", "B"])})
+    path = write(frame, tmp_path / "log.tsv")
+    for chunk_rows in (1, 4):
+        counts = read_click_log_aggregated(path, queries, chunk_rows=chunk_rows)
+        assert counts.sessions_per_query.sum() == len(SIZES)
+
+
+def test_the_set_of_closed_session_hashes_against_a_python_set():
+    from cltr.data.clicklog import _HashSet
+
+    rng = np.random.default_rng(11)
+    hashes, oracle = _HashSet(), set()
+    # random sizes with small values (many repeats), then shrinking additions of new values
+    for size, high in [*((size, 300) for size in rng.integers(0, 40, size=60)), *((size, 2 ** 63) for size in
+                                                                                  range(60, 0, -1))]:
+        values = rng.integers(0, high, size=size).astype(np.uint64)
+        assert hashes.holds(values).tolist() == [int(v) in oracle for v in values]
+        hashes.add(values)
+        oracle.update(int(v) for v in values)
+        assert len(hashes) == len(oracle)
+        # each array more than twice the next: at most log2(n) + 1 of them, not one per addition
+        assert len(hashes.levels) <= np.log2(len(oracle)) + 1
+        assert all(len(a) > 2 * len(b) for a, b in zip(hashes.levels, hashes.levels[1:], strict=False))
+        assert all(np.all(level[1:] > level[:-1]) for level in hashes.levels)  # sorted, no repeats
