@@ -65,8 +65,8 @@ class SelectionOptions(Options):
                  "Avg DCG of the validation clicks, clipped at their own TAU_v on hard logs) or dr (doubly robust "
                  "Avg DCG of every displayed validation document: a logistic click model fitted on the training "
                  "clicks plus the clicks' correction, its examination clipped at the same TAU_v; unbiased there "
-                 "when that model is right; needs every impression). Both are the same where TAU_v is none; "
-                 "docs/explanation/methods.md.", choices=CRITERIA)
+                 "when that model is right; needs every impression). Both are the same where TAU_v is none and "
+                 "one deterministic ranker logged; docs/how-to/propensities.md.", choices=CRITERIA)
 
 
 @dataclass(frozen=True)
