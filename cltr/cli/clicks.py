@@ -10,7 +10,7 @@ import numpy as np
 
 from cltr.cli.output import echo_table, warn
 from cltr.cli.params import clicks_option, dataset_option, finite_float, seed_option
-from cltr.cli.session import Session, _errors_as_usage
+from cltr.cli.session import Session, errors_as_usage
 
 
 @click.group("clicks")
@@ -51,7 +51,7 @@ def clicks_group() -> None:
                    "method and gives propensity estimates; session-level learners, doubly robust corrections, "
                    "export and learning curves over passes need the log imported whole.")
 @click.pass_obj
-@_errors_as_usage
+@errors_as_usage
 def clicks_import(session: Session, log, dataset, split, ignore_extra_columns, log_format, out,
                   harvest_ranks, chunk_rows) -> None:
     """Validate a click log and store it for the given split. Once both the train and the
@@ -147,7 +147,7 @@ def _import_baidu_raw(paths, out: Path | None, harvest_ranks: int | None) -> Non
               help="At most this many EM iterations.")
 @seed_option
 @click.pass_obj
-@_errors_as_usage
+@errors_as_usage
 def clicks_fit(session: Session, log_path, dataset, clicks_key, model_name, max_rank, held_out, iterations,
                seed) -> None:
     """Fit a click model (PBM, cascade, DCM, UBM or DBN) to a click log and print its
@@ -231,7 +231,7 @@ def clicks_fit(session: Session, log_path, dataset, clicks_key, model_name, max_
 @click.option("--features", "with_features", is_flag=True,
               help="Also write each row's feature vector, as columns f1..fd after the log's own.")
 @click.pass_obj
-@_errors_as_usage
+@errors_as_usage
 def clicks_export(session: Session, out, dataset, split, clicks_key, with_features) -> None:
     """Write a click log (simulated or imported) in the documented format: OUT's extension
     picks CSV, TSV or Parquet (optionally .gz/.xz)."""

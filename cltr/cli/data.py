@@ -19,7 +19,7 @@ from cltr.cli.params import (
     registry_params,
     seed_option,
 )
-from cltr.cli.session import Session, _errors_as_usage
+from cltr.cli.session import Session, errors_as_usage
 from cltr.core.queries import default_passes, describe_convention
 from cltr.pipeline.session import check_simulation_fits
 from cltr.pipeline.stages import production_test_metrics
@@ -79,7 +79,7 @@ def prepare_command(loader: datasets.Loader) -> click.Command:
         _report_prepared(session.write_dataset(name, dataset))
 
     return click.Command(
-        loader.name, callback=click.pass_obj(_errors_as_usage(prepare_dataset)), help=loader.summary,
+        loader.name, callback=click.pass_obj(errors_as_usage(prepare_dataset)), help=loader.summary,
         params=[*loader_params(loader.options),
                 click.Option(["--name"], type=NameType(), default=loader.name, help="Name to store it under."),
                 click.Option(["--dcg-log", "dcg_log"], type=click.Choice(list(datasets.DCG_LOGS)), default="e",
@@ -101,7 +101,7 @@ for _loader in datasets.loaders().values():
               help="Regularisation constant of the production Ranking SVM.")
 @seed_option
 @click.pass_obj
-@_errors_as_usage
+@errors_as_usage
 def produce_command(session: Session, dataset, fraction, C, seed) -> None:
     """Train the production ranker: a Ranking SVM on a seeded FRACTION of the training queries."""
     artifact, reused = session.produce(dataset, fraction=fraction, C=C, seed=seed)
@@ -126,9 +126,11 @@ def simulate_command(session: Session, dataset, click_model, passes, rankers, pr
     model = clickmodels.get(click_model)
     settings = parse_or_usage(model.parse_settings, given(values, model.settings),
                               what=f"click model {model.name!r}")
-    unused = sorted(set(k for k, v in values.items() if v is not None) - {f.name for f in model.settings.option_fields()})
+    unused = sorted({k for k, v in values.items() if v is not None}
+                    - {f.name for f in model.settings.option_fields()})
     if unused:
-        raise click.UsageError(f"click model {model.name!r} takes no {', '.join('--' + u.replace('_', '-') for u in unused)}")
+        flags = ", ".join("--" + u.replace("_", "-") for u in unused)
+        raise click.UsageError(f"click model {model.name!r} takes no {flags}")
     dataset_obj, _ = session.dataset(dataset)
     passes = passes or default_passes(dataset, dataset_obj.meta)
     check_simulation_fits(dataset_obj, model.name, settings, passes=passes, seed=seed, top_k=top_k,
@@ -148,7 +150,7 @@ def simulate_command(session: Session, dataset, click_model, passes, rankers, pr
 
 
 simulate = click.Command(
-    "simulate", callback=click.pass_obj(_errors_as_usage(simulate_command)),
+    "simulate", callback=click.pass_obj(errors_as_usage(simulate_command)),
     help=simulate_command.__doc__ + "\n\n\b\nClick models:\n" + "\n".join(
         f"  {m.name:8s} {m.summary}" for m in clickmodels.models().values()),
     short_help="Simulate clicks on the production ranker's rankings.",

@@ -27,9 +27,9 @@ def echo_table(rows: list[dict], columns: list[str] | None = None) -> None:
 
     text = [[cell(row.get(c, "")) for c in columns] for row in rows]
     widths = [max(len(c), *(len(r[i]) for r in text)) for i, c in enumerate(columns)]
-    click.echo("  ".join(c.rjust(w) for c, w in zip(columns, widths)))
+    click.echo("  ".join(c.rjust(w) for c, w in zip(columns, widths, strict=True)))
     for r in text:
-        click.echo("  ".join(v.rjust(w) for v, w in zip(r, widths)))
+        click.echo("  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)))
     warn_if_undefined(rows, columns)
 
 
@@ -112,7 +112,7 @@ class Progress:
         if self.lines and self.printed is not None and self.printed != self.done:
             self._line(time.monotonic())  # a log that showed the step running shows it ending
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -141,7 +141,8 @@ def option_params(options_type, *, only_for: str | None = None) -> list[click.Op
         elif field.base is float:
             kind = FiniteFloat(field)
         elif field.base is int:
-            kind = click.IntRange(min=None if s.low is None else int(s.low), max=None if s.high is None else int(s.high))
+            kind = click.IntRange(min=None if s.low is None else int(s.low),
+                                  max=None if s.high is None else int(s.high))
         elif s.choices:
             kind = click.Choice(list(s.choices))
         else:

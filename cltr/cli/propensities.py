@@ -15,7 +15,7 @@ from cltr.cli.params import (
     registry_params,
     seed_option,
 )
-from cltr.cli.session import Session, _errors_as_usage
+from cltr.cli.session import Session, errors_as_usage
 
 
 @click.group("propensities")
@@ -62,7 +62,7 @@ def estimate_command() -> click.Command:
     estimator option generated from the registry (``cltr.estimators``)."""
     known = estimators.estimators()
     return click.Command(
-        "estimate", callback=click.pass_obj(_errors_as_usage(propensities_estimate)),
+        "estimate", callback=click.pass_obj(errors_as_usage(propensities_estimate)),
         help=propensities_estimate.__doc__,
         params=[dataset_option.param(),
                 click.Option(["--method"], type=click.Choice(list(known)), default=estimators.DEFAULT_ESTIMATOR,

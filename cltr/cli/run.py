@@ -9,8 +9,8 @@ import click
 from cltr import methods
 from cltr.cli.output import echo_table
 from cltr.cli.params import dataset_option, seed_option
-from cltr.cli.session import Session, _errors_as_usage
-from cltr.cli.train import _describe_chosen, _echo_convention
+from cltr.cli.session import Session, errors_as_usage
+from cltr.cli.train import describe_chosen, echo_convention
 from cltr.pipeline.stages import production_test_metrics
 
 
@@ -20,7 +20,7 @@ from cltr.pipeline.stages import production_test_metrics
               default=("svm-rank", "svm-proprank", "svm-propdcg"), help="Methods to train (repeat the option).")
 @seed_option
 @click.pass_obj
-@_errors_as_usage
+@errors_as_usage
 def run_command(session: Session, dataset, method_names, seed) -> None:
     """The whole path with default settings: produce, simulate, then train and evaluate the
     paper's three linear methods (svm-rank, svm-proprank, svm-propdcg; a few seconds in all),
@@ -37,9 +37,9 @@ def run_command(session: Session, dataset, method_names, seed) -> None:
         model, _ = session.train(dataset, method, {}, clicks_key=clicks.key, seed=seed,
                                  remember=method == method_names[-1])
         evaluation, _, _ = session.evaluate(dataset, model.key, seed)
-        rows.append({"method": method, "chosen": _describe_chosen(model.info),
+        rows.append({"method": method, "chosen": describe_chosen(model.info),
                      **{k: evaluation.info[k] for k in ("avg_dcg", "avg_rank", "ndcg@10", "ndcg@10_relevant_queries")}})
     click.echo(f"test metrics on {dataset!r} ({clicks.info['train']['clicks']} training clicks, "
                f"{time.perf_counter() - start:.1f} s):")
     echo_table(rows, ["method", "chosen", "avg_dcg", "avg_rank", "ndcg@10", "ndcg@10_relevant_queries"])
-    _echo_convention(session, dataset)
+    echo_convention(session, dataset)

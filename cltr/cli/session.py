@@ -94,7 +94,7 @@ def describe_damage(error: DamagedArtifact) -> str:
     return f"{error}; {fix}"
 
 
-def _errors_as_usage(function):
+def errors_as_usage(function):
     """Turn the library's ValueErrors (bad input), damaged artifacts and OSErrors (full disk,
     read-only workspace, ...) into clean one-line CLI errors."""
     import functools

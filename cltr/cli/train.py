@@ -12,7 +12,7 @@ import numpy as np
 from cltr import methods
 from cltr.cli.output import Progress, echo_table, warn
 from cltr.cli.params import clicks_option, dataset_option, given, option_params, parse_or_usage, seed_option
-from cltr.cli.session import Session, _errors_as_usage
+from cltr.cli.session import Session, errors_as_usage
 from cltr.core.ranking import NDCG_CONVENTION
 from cltr.core.selection import CLIP_GRID, ESS_FRACTION, parse_clip
 from cltr.pipeline import corrections
@@ -32,7 +32,7 @@ def train_group() -> None:
 train_group.help += "\n\n\b\n" + "\n".join(f"{m.name:13s} {m.summary}" for m in methods.methods().values())
 
 
-def _describe_chosen(info: dict) -> str:
+def describe_chosen(info: dict) -> str:
     return ", ".join(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}"
                      for k, v in info.get("chosen", {}).items())
 
@@ -73,7 +73,7 @@ def train_method(session: Session, method, options, dataset: str, clicks_key, se
     if rows and method.tables is None:
         echo_table(rows, [c for c in rows[0] if c not in _HIDDEN_COLUMNS and not isinstance(rows[0][c], (list, dict))])
     criterion = "DR" if info.get("validation_criterion") == "dr" else "SNIPS"
-    click.echo(f"model {artifact.key}{' (reused)' if reused else ''}: {method.name}, {_describe_chosen(info)}, "
+    click.echo(f"model {artifact.key}{' (reused)' if reused else ''}: {method.name}, {describe_chosen(info)}, "
                f"validation {criterion} Avg DCG {info['validation_snips_avg_dcg']:.4f}"
                + (" (--criterion dr: the tables' validation_snips_avg_dcg columns are DR estimates)"
                   if criterion == "DR" else ""))
@@ -117,7 +117,7 @@ def _echo_guard(info: dict) -> None:
                      "difference_to_best": row.get("difference_to_best", float("nan")),
                      "standard_error": row.get("standard_error", float("nan")),
                      "ess_fraction": row["ess_fraction"], "alike_share": row["alike_share"],
-                     "kept": "yes" if row.get("kept") else "", "chosen": _describe_chosen(row),
+                     "kept": "yes" if row.get("kept") else "", "chosen": describe_chosen(row),
                      "seconds": row["seconds"]} for row in info["clip_selection"]],
                    ["clip", "validation_snips_avg_dcg", "difference_to_best", "standard_error", "ess_fraction",
                     "alike_share", "kept", "chosen", "seconds"])
@@ -150,7 +150,7 @@ def _train_command(method) -> click.Command:
     applicable = [c for c in corrections.CORRECTIONS.values() if c.methods is None or method.name in c.methods]
 
     return click.Command(
-        method.name, callback=click.pass_obj(_errors_as_usage(callback)),
+        method.name, callback=click.pass_obj(errors_as_usage(callback)),
         help=method.description or method.summary, short_help=method.summary,
         params=[*option_params(method.options),
                 dataset_option.param(),
@@ -193,7 +193,7 @@ for _method in methods.methods().values():
                    "(log-likelihood, perplexity per rank) [default: the dataset's last fitted one, if any].")
 @seed_option
 @click.pass_obj
-@_errors_as_usage
+@errors_as_usage
 def evaluate_command(session: Session, dataset, model_key, production, run_file, split, click_model_key,
                      seed) -> None:
     """Avg DCG, Avg Rank and nDCG@10 on the test set, and the SNIPS Avg DCG on validation clicks;
@@ -219,7 +219,7 @@ def evaluate_command(session: Session, dataset, model_key, production, run_file,
         click.echo(f"production ranker {artifact.key} (C = {artifact.config['C']:g}, "
                    f"{artifact.info['n_queries']} labelled training queries) on {dataset!r}:")
         echo_table([_test_row(test)])
-        _echo_convention(session, dataset)
+        echo_convention(session, dataset)
         return
     if model_key is not None and session.workspace.load(dataset, "models", model_key) is None:
         # a model trained on another prepared dataset: scored on this one's test split
@@ -238,13 +238,13 @@ def evaluate_command(session: Session, dataset, model_key, production, run_file,
                         rng=stream(seed, "evaluate"), dcg_base=dataset_obj.dcg_base)
         click.echo(f"model {model.key} ({model.config['method']} trained on {origin!r}) on {dataset!r}:")
         echo_table([_test_row(test)])
-        _echo_convention(session, dataset)
+        echo_convention(session, dataset)
         return
     artifact, model, _ = session.evaluate(dataset, model_key, seed)
     info = artifact.info
-    click.echo(f"model {model.key} ({info['method']}, {_describe_chosen(model.info)}) on {dataset!r}:")
+    click.echo(f"model {model.key} ({info['method']}, {describe_chosen(model.info)}) on {dataset!r}:")
     echo_table([{**_test_row(info), "vali SNIPS Avg DCG": info["validation_snips_avg_dcg"]}])
-    _echo_convention(session, dataset)
+    echo_convention(session, dataset)
     _echo_click_prediction(session, dataset, click_model_key, model)
 
 
@@ -301,7 +301,7 @@ def _evaluate_run(session: Session, dataset_name: str, run_file: Path, split: st
     labels = {"avg_dcg": "Avg DCG", "avg_rank": "Avg Rank", "ndcg@10": "nDCG@10",
               "ndcg@10_relevant_queries": "nDCG@10 relevant queries"}
     echo_table([{f"{split} {label}": metrics[key] for key, label in labels.items() if key in metrics}])
-    _echo_convention(session, dataset_name)
+    echo_convention(session, dataset_name)
 
 
 def _test_row(metrics: dict) -> dict:
@@ -310,7 +310,7 @@ def _test_row(metrics: dict) -> dict:
             "test nDCG@10": metrics["ndcg@10"], "test nDCG@10 relevant queries": metrics["ndcg@10_relevant_queries"]}
 
 
-def _echo_convention(session: Session, dataset_name: str) -> None:
+def echo_convention(session: Session, dataset_name: str) -> None:
     click.echo(session.dataset(dataset_name)[0].convention)
     click.echo(NDCG_CONVENTION)
 
@@ -326,7 +326,7 @@ def _echo_convention(session: Session, dataset_name: str) -> None:
 @click.option("--run-name", default="cltr", show_default=True, help="The run name of the TREC file.")
 @seed_option
 @click.pass_obj
-@_errors_as_usage
+@errors_as_usage
 def score_command(session: Session, file, model_key, out, trec, run_name, seed) -> None:
     """Score an SVMlight/LETOR FILE with a trained model. Ranks in the run file break ties
     by a seeded random permutation, as every cltr ranking does."""
@@ -356,7 +356,8 @@ def score_command(session: Session, file, model_key, out, trec, run_name, seed) 
         docid = getattr(queries, "docid", None)
         local = np.arange(queries.n_docs) - queries.offsets[doc_query]
         names = [str(d) if docid is not None and d is not None else f"q{queries.qid[q]}-d{i}"
-                 for d, q, i in zip(docid if docid is not None else [None] * queries.n_docs, doc_query, local)]
+                 for d, q, i in zip(docid if docid is not None else [None] * queries.n_docs, doc_query, local,
+                                  strict=True)]
         order = np.lexsort((ranks, doc_query))
         with atomic_write(trec, "w") as stream_:
             for row in order:
