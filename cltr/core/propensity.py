@@ -764,10 +764,14 @@ def _cross_fitted(fit_relevance, features: np.ndarray, label: np.ndarray, weight
                   unit_query: np.ndarray, folds: int) -> np.ndarray:
     """The relevance model's logits per unit: fitted on all units (``folds`` 1), or, cross-fitted,
     each query's units predicted by a model fitted on the other folds' queries (query q in fold
-    q mod ``folds``), so that no unit's logit has seen that unit's own clicks."""
+    q mod ``folds``), so that no unit's logit has seen that unit's own clicks. Units all in one
+    fold have no other fold to be predicted from: an error (``_fold_count`` tells beforehand)."""
     if folds <= 1:
         return np.asarray(fit_relevance(features, label, weight), dtype=np.float64)
     fold = unit_query % folds
+    if _fold_count(unit_query, folds) < 2:
+        raise ValueError(f"cross-fitting over {folds} folds needs units in two folds or more; every unit is in fold "
+                         f"{int(fold[0]) if len(fold) else 0}")
     out = np.zeros(len(label))
     for f in range(folds):
         held = fold == f
@@ -775,6 +779,11 @@ def _cross_fitted(fit_relevance, features: np.ndarray, label: np.ndarray, weight
             out[held] = np.asarray(fit_relevance(features[~held], label[~held], weight[~held],
                                                  predict=features[held]), dtype=np.float64).reshape(-1)
     return out
+
+
+def _fold_count(unit_query: np.ndarray, folds: int) -> int:
+    """How many of the ``folds`` folds (query q in fold q mod ``folds``) hold a unit."""
+    return int(np.count_nonzero(np.bincount(unit_query % folds, minlength=folds)))
 
 
 def _em_tree_step(data: _EMData, theta: np.ndarray, eta: np.ndarray,
@@ -1024,7 +1033,8 @@ def rank_variation(data: _EMData) -> float:
     return float(data.cell_impressions[moved].sum() / data.cell_impressions.sum())
 
 
-def em_identification(data: _EMData, propensity: np.ndarray, *, flexible: bool) -> tuple[dict, list[str]]:
+def em_identification(data: _EMData, propensity: np.ndarray, *, flexible: bool,
+                      cross_fit: int = 1) -> tuple[dict, list[str]]:
     """Whether an EM estimate is identified by the log or only by its relevance model's form.
 
     Two findings, each a warning naming what to use instead (``ALTERNATIVES``):
@@ -1038,6 +1048,9 @@ def em_identification(data: _EMData, propensity: np.ndarray, *, flexible: bool) 
       clicked at one rank only, so a model that can fit each (query, document)'s click rate
       from its features (trees can, where the ranker scores the same features) explains the
       clicks at any propensity curve; the estimate is whatever the fitter's form selects.
+      Cross-fitted (``cross_fit`` > 1) it cannot fit a document's own clicks, but what it
+      carries over from the other queries is still a fitted form: the estimate is identified
+      only by that form across queries (a warning in its own words).
 
     Returns (diagnostics, warnings): ``rank_variation``, the click rates ``click_rate_top`` and
     ``click_rate_bottom``, ``collapsed`` and ``identified`` (False on either finding).
@@ -1066,6 +1079,11 @@ def em_identification(data: _EMData, propensity: np.ndarray, *, flexible: bool) 
                         f"rate falls from {rate_top:.3f} at rank 1 to {rate_bottom:.3f} at ranks "
                         f"{k_max // 2 + 1}..{k_max}: the whole fall was put into relevance; {where}. This estimate "
                         f"is not a propensity curve; use {ALTERNATIVES}")
+    elif flexible and one_rank and cross_fit > 1:
+        warnings.append(f"identified only by the relevance model's form across queries: the trees, cross-fitted over "
+                        f"{cross_fit} folds of the queries, cannot learn a document's own clicks, but its relevance "
+                        f"is what trees fitted on other queries predict from features that also decide its rank; "
+                        f"{where}. Check it against {ALTERNATIVES}")
     elif flexible and one_rank:  # a collapse already says it
         warnings.append(f"not identified: a fitted relevance model (trees) can learn each (query, document)'s click "
                         f"rate, its rank's examination included, from features that also decide its rank; {where}. "
@@ -1191,7 +1209,9 @@ def em_propensities(
         ``impressions``, ``clicks``, ``features`` (used), ``examination`` (theta_k, not
         normalised), ``relevance_coefficients`` (intercept first, standardised features)
         , ``relevance_model``, ``band``, ``bootstrap``, ``bootstrap_unconverged``
-        (refit replicates that stopped at ``iterations``), and ``em_identification``'s
+        (refit replicates that stopped at ``iterations``), ``bootstrap_one_fold`` (refit
+        replicates left out of the band because their queries all fall in one cross-fitting
+        fold, which a resample of few queries can draw), and ``em_identification``'s
         ``rank_variation``, ``click_rate_top``, ``click_rate_bottom``, ``collapsed``,
         ``identified`` and ``warnings`` (a list of sentences; empty where none applies).
 
@@ -1257,7 +1277,7 @@ def em_propensities(
     propensity = theta / theta[0]
     loglik = _em_loglik(data, theta, np.zeros(0) if trees else coef, eta, np.zeros(0) if trees else pen)
     low, high = np.full(k_max, np.nan), np.full(k_max, np.nan)
-    unconverged = 0
+    unconverged = one_fold = 0
     if bootstrap > 0 and band == "refit":
         counts = _query_resamples(data.n_queries, int(bootstrap), rng)
         replicates = np.full((int(bootstrap), k_max), np.nan)
@@ -1266,6 +1286,10 @@ def em_propensities(
             shown = np.bincount(resampled.cell_rank0, weights=resampled.cell_impressions, minlength=k_max) > 0
             if not shown.all() or resampled.cell_clicks.sum() <= 0:
                 continue  # a rank the resample never shows: its theta is not identified there
+            if trees and cross_fit > 1 and _fold_count(resampled.unit_query, int(cross_fit)) < 2:
+                # the queries drawn all fall in one fold (few queries): nothing to cross-fit from
+                one_fold += 1
+                continue
             rep = fit(resampled, (theta, eta[kept] if trees else coef))
             replicates[b] = rep[0] / rep[0][0]
             unconverged += int(not rep[4])
@@ -1301,8 +1325,9 @@ def em_propensities(
         "band": band,
         "bootstrap": int(bootstrap),
         "bootstrap_unconverged": unconverged,
+        "bootstrap_one_fold": one_fold,
     }
-    diagnostics, warnings = em_identification(data, propensity, flexible=trees and cross_fit == 1)
+    diagnostics, warnings = em_identification(data, propensity, flexible=trees, cross_fit=int(cross_fit))
     info.update(diagnostics, warnings=warnings)
     return PropensityEstimate(rank=np.arange(1, k_max + 1, dtype=np.int64), propensity=propensity,
                               low=low, high=high, level=float(level), method="regression-em", info=info)

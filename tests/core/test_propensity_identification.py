@@ -146,3 +146,48 @@ def test_cross_fit_needs_as_many_queries_as_folds():
         em_propensities(*table, X, relevance_model=SMALL_TREES, cross_fit=5, bootstrap=0, rng=0)
     with pytest.raises(ValueError, match="cross_fit must be an integer >= 1"):
         em_propensities(*table, X, relevance_model=SMALL_TREES, cross_fit=0, bootstrap=0, rng=0)
+
+
+def test_cross_fitted_trees_on_one_rankers_log_are_identified_only_by_their_form():
+    table, X = ranker_log(1)
+    diagnostics, warnings = em_identification(em_data(table, X), 1.0 / np.arange(1, 11), flexible=True, cross_fit=5)
+    assert not diagnostics["identified"] and not diagnostics["collapsed"]
+    assert len(warnings) == 1 and warnings[0].startswith(
+        "identified only by the relevance model's form across queries") and "5 folds" in warnings[0]
+    # in sample: the stronger words; on a log of three rankers: nothing to say
+    assert em_identification(em_data(table, X), 1.0 / np.arange(1, 11), flexible=True)[1][0].startswith(
+        "not identified")
+    several = ranker_log(3)
+    assert em_identification(em_data(*several), 1.0 / np.arange(1, 11), flexible=True, cross_fit=5) == (
+        {**em_identification(em_data(*several), 1.0 / np.arange(1, 11), flexible=False)[0]}, [])
+    # em_propensities passes its cross-fitting on: warned, not refused
+    table, X = ranker_log(1, n_queries=30)
+    estimate = em_propensities(*table, X, relevance_model=SMALL_TREES, cross_fit=3, iterations=2, bootstrap=0, rng=0)
+    assert not estimate.info["identified"] and not estimate.info["collapsed"], estimate.info["warnings"]
+    assert estimate.info["warnings"][0].startswith("identified only by the relevance model's form across queries")
+    check_estimate(SimpleNamespace(key="k", config={"clicks": "c"}, info={"method": "em", **estimate.info}))
+
+
+def test_cross_fitting_refuses_units_all_in_one_fold():
+    query = np.array([0, 0, 3, 3, 6])  # every query in fold 0 of 3
+    with pytest.raises(ValueError, match="needs units in two folds or more; every unit is in fold 0"):
+        P._cross_fitted(memorise, query[:, None].astype(float), np.full(5, 0.5), np.ones(5), query, 3)
+
+
+def test_a_bootstrap_replicate_of_queries_all_in_one_fold_is_left_out_and_counted():
+    # two queries, two folds: a replicate that draws one query twice has a single fold
+    table, X = ranker_log(1, n_queries=2)
+    bootstrap = 12
+    drawn = P._query_resamples(2, bootstrap, np.random.default_rng(4))
+    expected = int(np.sum((drawn > 0).sum(axis=1) == 1))
+    assert 0 < expected < bootstrap  # the seed draws both kinds of replicate
+    seen = []
+
+    def fit(features, label, weight, predict=None):
+        seen.append(len(features))
+        return np.zeros(len(features) if predict is None else len(predict))
+
+    estimate = em_propensities(*table, X, relevance_model=fit, cross_fit=2, iterations=2, bootstrap=bootstrap,
+                               rng=np.random.default_rng(4))
+    assert estimate.info["bootstrap_one_fold"] == expected
+    assert np.all(np.isfinite(estimate.low)) and np.all(np.isfinite(estimate.high))
