@@ -19,6 +19,12 @@ validation clicks, with their split), or on the training clicks when no ``vali``
 Training goes through ``cltr.methods.train``, the function ``cltr train`` calls, so the
 same data, options and seed give the same model. ``evaluate`` reads the relevance
 threshold and DCG log base of the ``Dataset`` it is given, as every cltr command does.
+
+``Session(workdir)`` reaches a workspace's artifacts as the commands do: the current (or
+named, or default-made) production ranker, click log, propensities and model of a prepared
+dataset (``Session().clicks("letor")``), and ``produce``, ``simulate``, ``train`` and
+``evaluate`` that store and reuse them exactly as ``cltr produce``, ``simulate``, ``train``
+and ``evaluate`` do.
 """
 
 from __future__ import annotations
@@ -42,13 +48,14 @@ from cltr.data.clicklog import LoggedRows, read_click_log, write_click_log
 from cltr.data.loaders import load_letor, load_yahoo
 from cltr.data.synthetic import make_synthetic
 from cltr.methods import TrainingData
+from cltr.pipeline.session import Session
 from cltr.pipeline.stages import as_told
 from cltr.pipeline.stages import estimate_propensities as _estimate
 from cltr.pipeline.workspace import Workspace
 
 __all__ = ["Estimator", "SVMRank", "PropRank", "PropDCG", "DeepPropDCG", "LambdaRank", "TreePropDCG", "Skyline",
            "read_click_log", "write_click_log", "estimate_propensities", "evaluate", "load_letor",
-           "load_yahoo", "make_synthetic", "load_dataset", "load_prepared"]
+           "load_yahoo", "make_synthetic", "load_dataset", "load_prepared", "Session"]
 
 
 def _queries(data, offsets=None) -> Queries:

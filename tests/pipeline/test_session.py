@@ -74,3 +74,18 @@ def test_the_command_line_reports_a_request_error_as_a_usage_error(tmp_path, inv
         invoke("clicks", "import", log, "--split", split, workdir=tmp_path)
     out = invoke("train", "svm-rank", "--propensities", "logged", workdir=tmp_path, expect=2).output
     assert out.startswith("Usage: cltr train svm-rank") and "Error: this click log has no propensity column" in out
+
+
+def test_the_api_session_stores_what_the_commands_store(tmp_path, invoke):
+    from cltr import api, methods
+
+    for work in ("cli", "api"):
+        invoke("prepare", "synthetic", "--queries", "30", "--name", "s", workdir=tmp_path / work)
+    invoke("simulate", "--passes", "3", "--seed", "2", workdir=tmp_path / "cli")
+    invoke("train", "svm-rank", "--grid", "1", workdir=tmp_path / "cli")
+    session = api.Session(tmp_path / "api")
+    clicks, reused = session.simulate("s", passes=3, seed=2)
+    options = methods.get("svm-rank").parse_options({"grid": "1"}, where="test")
+    model, _ = session.train("s", "svm-rank", options)
+    commands = Session(tmp_path / "cli").workspace.current("s")
+    assert not reused and (clicks.key, model.key) == (commands["clicks"], commands["models"])
