@@ -160,4 +160,8 @@ def test_a_trees_em_estimate_always_names_its_cross_fitting_in_its_key():
     assert key_options("em", {}) == {}
     assert key_options("em", {"relevance_model": "trees"}) == {"relevance_model": "trees", "cross_fit": 5}
     assert key_options("em", {"relevance_model": "trees", "cross_fit": 1})["cross_fit"] == 1
-    assert key_options("em", {"cross_fit": 3}) == {"cross_fit": 3}  # differs from its default: keyed as before
+    # the logistic model has nothing to cross-fit: a cross_fit with it would be ignored yet keyed
+    with pytest.raises(ValueError, match=r"cross_fit \(--cross-fit\) = 3 applies to relevance_model 'trees' only"):
+        key_options("em", {"cross_fit": 3})
+    with pytest.raises(ValueError, match="applies to relevance_model 'trees' only"):
+        key_options("em", {"relevance_model": "logistic", "cross_fit": 1})

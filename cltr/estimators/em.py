@@ -27,7 +27,16 @@ class EMOptions(Options):
     cross_fit: int = option(
         5, "Trees only: folds of the queries over which the trees are cross-fitted (each query's relevance "
            "predicted by trees fitted on the other folds, so no document's own clicks fit its relevance); 1 "
-           "refits on every document (in sample), which collapses on single-ranker logs.", low=1)
+           "refits on every document (in sample), which collapses on single-ranker logs. Refused with "
+           "--relevance-model logistic, which fits no model to cross-fit.", low=1)
+
+    def __post_init__(self):
+        # a cross-fitting the logistic model ignores would still enter the estimate's key
+        if self.relevance_model != "trees" and self.cross_fit != type(self).__dataclass_fields__["cross_fit"].default:
+            raise ValueError(f"cross_fit (--cross-fit) = {self.cross_fit} applies to relevance_model 'trees' only; "
+                             f"the {self.relevance_model} relevance model is one regression over every document, with "
+                             f"nothing to cross-fit: leave cross_fit out, or add relevance_model 'trees' "
+                             f"(--relevance-model trees)")
 
     def always_keyed(self) -> tuple[str, ...]:
         # tree estimates stored before --cross-fit existed were fitted in sample and never
