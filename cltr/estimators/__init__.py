@@ -20,8 +20,11 @@ ranks deeper than ``max_rank`` take the last rank's value). The maths lives in
 ``cltr propensities estimate --method NAME`` (its choices, its help, and a flag per option),
 a figure spec's ``estimators``, ``cltr.api.estimate_propensities`` and the docs' reference
 page are derived from ``ESTIMATOR``: adding an estimator is adding a file here. An option
-enters the propensities artifact's cache key only where it differs from its default, so
-that adding an option keeps every earlier estimate's key.
+enters the propensities artifact's cache key where it differs from its default, so that
+adding an option keeps every earlier estimate's key, and always where the Options type
+names it in ``always_keyed()`` (``key_options``): an option whose new default changes what
+earlier estimates computed (em's ``cross_fit`` with trees, whose earlier estimates were
+fitted in sample), so that none of those is reused under the new meaning.
 """
 
 from __future__ import annotations
