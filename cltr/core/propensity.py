@@ -1033,6 +1033,24 @@ def rank_variation(data: _EMData) -> float:
     return float(data.cell_impressions[moved].sum() / data.cell_impressions.sum())
 
 
+# The rules of em_identification, as stored in an estimate's info (``identification_version``):
+# an estimate stored without it, or under older rules, is checked again from its stored p_k
+# (``em_identification_of``). 2: cross-fitted trees on a one-ranker log are not identified.
+IDENTIFICATION_VERSION = 2
+
+
+def em_identification_of(query: np.ndarray, doc: np.ndarray, rank: np.ndarray, impressions: np.ndarray,
+                         clicks: np.ndarray, X: np.ndarray, propensity: np.ndarray, *, flexible: bool,
+                         cross_fit: int = 1) -> tuple[dict, list[str]]:
+    """``em_identification`` of an EM estimate's ``propensity`` (p_1..p_K, as stored) on the
+    impressions it was estimated from (``em_propensities``' table and ``X``): what an
+    estimate stored before the check, or under older rules, is checked by."""
+    t = _check_table(query, doc, rank, None, impressions, clicks)
+    propensity = np.asarray(propensity, dtype=np.float64)
+    return em_identification(_em_data(t, _check_features(X, t.doc), len(propensity)), propensity,
+                             flexible=flexible, cross_fit=int(cross_fit))
+
+
 def em_identification(data: _EMData, propensity: np.ndarray, *, flexible: bool,
                       cross_fit: int = 1) -> tuple[dict, list[str]]:
     """Whether an EM estimate is identified by the log or only by its relevance model's form.
@@ -1213,7 +1231,8 @@ def em_propensities(
         replicates left out of the band because their queries all fall in one cross-fitting
         fold, which a resample of few queries can draw), and ``em_identification``'s
         ``rank_variation``, ``click_rate_top``, ``click_rate_bottom``, ``collapsed``,
-        ``identified`` and ``warnings`` (a list of sentences; empty where none applies).
+        ``identified`` and ``warnings`` (a list of sentences; empty where none applies), and
+        ``identification_version`` (``IDENTIFICATION_VERSION``, the rules they follow).
 
     Notes
     -----
@@ -1328,6 +1347,6 @@ def em_propensities(
         "bootstrap_one_fold": one_fold,
     }
     diagnostics, warnings = em_identification(data, propensity, flexible=trees, cross_fit=int(cross_fit))
-    info.update(diagnostics, warnings=warnings)
+    info.update(diagnostics, warnings=warnings, identification_version=IDENTIFICATION_VERSION)
     return PropensityEstimate(rank=np.arange(1, k_max + 1, dtype=np.int64), propensity=propensity,
                               low=low, high=high, level=float(level), method="regression-em", info=info)

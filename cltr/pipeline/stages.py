@@ -651,17 +651,46 @@ def estimate_propensities(table: Impressions, X: np.ndarray, *, method: str = es
                                seed=seed)
 
 
-def check_estimate(artifact: Artifact) -> None:
+def check_estimate(artifact: Artifact, *, workspace: Workspace | None = None, name: str | None = None,
+                   dataset: Dataset | None = None) -> None:
     """Refuse a propensities artifact that a learner must not divide by, and warn about one the
     log does not identify (``cltr.core.propensity.em_identification``): a collapsed estimate,
     p_k flat while clicks fall with rank, would train the naive model under a
-    propensity-corrected name."""
+    propensity-corrected name. An em estimate stored before that check, or under older rules
+    (``IDENTIFICATION_VERSION``), is checked again from its stored p_k on the click log it
+    was estimated from (dataset ``name`` of ``workspace``); one whose log is not there is
+    refused."""
     info = artifact.info
+    if info.get("method") == "em":
+        info = _em_checked(artifact, workspace, name, dataset)
     if info.get("collapsed"):
         raise ValueError(f"propensities {artifact.key} ({info.get('method')} on click log "
                          f"{artifact.config['clicks']}) are refused as training weights: {'; '.join(info['warnings'])}")
     for message in info.get("warnings", []):
         logging.getLogger(__name__).warning(f"propensities {artifact.key}: {message}")
+
+
+def _em_checked(artifact: Artifact, workspace: Workspace | None, name: str | None,
+                dataset: Dataset | None) -> dict:
+    """An em artifact's info with ``em_identification``'s findings under the current rules."""
+    from cltr.core.propensity import IDENTIFICATION_VERSION, em_identification_of
+
+    info = artifact.info
+    if info.get("identification_version") == IDENTIFICATION_VERSION:
+        return info
+    log = artifact.config.get("clicks")
+    clicks = (workspace.load(name, "clicks", log) if workspace is not None and name is not None and log is not None
+              and dataset is not None else None)
+    if clicks is None:
+        raise ValueError(f"propensities {artifact.key} (em on click log {log}) were stored before em estimates were "
+                         f"checked for identification as they are now, and that click log is not at hand to check "
+                         f"them: estimate them again (cltr propensities estimate --method em ...)")
+    table = impressions_of(clicks, "train", dataset)
+    diagnostics, warnings = em_identification_of(
+        table.query, table.doc, table.rank, table.impressions, table.clicks, dataset.train.X,
+        np.asarray(artifact.arrays["propensity"]), flexible=info.get("relevance_model") == "fitted",
+        cross_fit=int(info.get("cross_fit", 1)))
+    return {**info, **diagnostics, "warnings": warnings}
 
 
 def estimate_to_arrays(estimate) -> dict[str, np.ndarray]:
@@ -707,7 +736,7 @@ def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artif
     validation clicks, which are not reused)."""
     options = methods.get(method).parse_options(options)
     if propensity is not None:
-        check_estimate(propensity)
+        check_estimate(propensity, workspace=workspace, name=name, dataset=dataset)
     clip = parse_clip(clip) if methods.get(method).weighted else None  # clipping changes nothing it reads
     fix = corrections.get(correction or corrections.DEFAULT_CORRECTION)
     if fix.methods is not None and method not in fix.methods:

@@ -97,14 +97,16 @@ def test_logistic_em_on_one_rankers_log_is_not_flagged():
 
 def test_a_collapsed_estimate_is_refused_for_training_and_an_unidentified_one_warned(caplog):
     collapsed = SimpleNamespace(key="abc", config={"clicks": "log1"},
-                                info={"method": "em", "collapsed": True, "warnings": ["EM collapsed: ..."]})
+                                info={"method": "em", "collapsed": True, "warnings": ["EM collapsed: ..."],
+                                      "identification_version": P.IDENTIFICATION_VERSION})
     with pytest.raises(ValueError, match="abc.*refused as training weights.*EM collapsed"):
         check_estimate(collapsed)
     unidentified = SimpleNamespace(key="def", config={"clicks": "log1"},
-                                   info={"method": "em", "collapsed": False, "warnings": ["not identified: ..."]})
+                                   info={"method": "em", "collapsed": False, "warnings": ["not identified: ..."],
+                                         "identification_version": P.IDENTIFICATION_VERSION})
     check_estimate(unidentified)
     assert "propensities def: not identified" in caplog.text
-    check_estimate(SimpleNamespace(key="old", config={}, info={}))  # stored before the check: as it was
+    check_estimate(SimpleNamespace(key="h", config={}, info={"method": "harvest"}))  # no identification to check
     estimate = P.PropensityEstimate(rank=np.arange(1, 4), propensity=np.ones(3), low=np.ones(3), high=np.ones(3),
                                     level=0.9, method="regression-em", info=collapsed.info)
     with pytest.raises(ValueError, match="refused as training weights"):  # the API's fit(propensities=...)
@@ -191,3 +193,38 @@ def test_a_bootstrap_replicate_of_queries_all_in_one_fold_is_left_out_and_counte
                                rng=np.random.default_rng(4))
     assert estimate.info["bootstrap_one_fold"] == expected
     assert np.all(np.isfinite(estimate.low)) and np.all(np.isfinite(estimate.high))
+
+
+def test_an_em_estimate_stored_before_the_check_is_checked_again_from_its_stored_curve(monkeypatch, caplog):
+    from cltr.core.clicks import Impressions
+    from cltr.pipeline import stages
+
+    table, X = ranker_log(1)
+    impressions = Impressions(query=table[0], doc=table[1], rank=table[2], ranker=np.zeros(len(table[0]), np.int64),
+                              impressions=table[3], clicks=table[4])
+    monkeypatch.setattr(stages, "impressions_of", lambda clicks, split, dataset: impressions)
+    dataset = SimpleNamespace(train=SimpleNamespace(X=X))
+    workspace = SimpleNamespace(load=lambda name, stage, key: SimpleNamespace(key=key) if key == "log1" else None)
+    # a logistic estimate stored before the check: no collapsed, warnings or version in its info
+    old = {"method": "em", "relevance_model": "logistic", "cross_fit": 1}
+
+    def stored(propensity, info, clicks="log1"):
+        return SimpleNamespace(key="old", config={"clicks": clicks}, info=info,
+                               arrays={"rank": np.arange(1, 11), "propensity": propensity})
+
+    with pytest.raises(ValueError, match="propensities old .* refused as training weights: EM collapsed"):
+        stages.check_estimate(stored(np.ones(10), old), workspace=workspace, name="d", dataset=dataset)
+    stages.check_estimate(stored(1.0 / np.arange(1, 11), old), workspace=workspace, name="d", dataset=dataset)
+    # cross-fitted trees stored as identified under the older rules: warned now
+    trees = {**old, "relevance_model": "fitted", "cross_fit": 5, "collapsed": False, "identified": True,
+             "warnings": []}
+    stages.check_estimate(stored(1.0 / np.arange(1, 11), trees), workspace=workspace, name="d", dataset=dataset)
+    assert "identified only by the relevance model's form across queries" in caplog.text
+    # without the log it was estimated from it cannot be checked: refused
+    for where in ({}, {"workspace": workspace, "name": "d", "dataset": dataset}):
+        with pytest.raises(ValueError, match="stored before em estimates were checked .* estimate them again"):
+            stages.check_estimate(stored(1.0 / np.arange(1, 11), old, clicks="gone"), **where)
+    # an estimate made now carries the rules it was checked by, and is not checked again
+    fresh = em_propensities(*table, X, bootstrap=0, rng=0)
+    assert fresh.info["identification_version"] == P.IDENTIFICATION_VERSION
+    stages.check_estimate(stored(fresh.propensity, {"method": "em", **fresh.info}, clicks="gone"))
