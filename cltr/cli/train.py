@@ -251,8 +251,9 @@ def evaluate_command(session: Session, dataset, model_key, production, run_file,
 def _echo_click_prediction(session: Session, dataset: str, key: str | None, model=None) -> None:
     """The held-out click prediction of a two-tower ``model``, and of a click model stored
     by `cltr clicks fit` (the dataset's last one unless ``key``), on the vali split's
-    sessions at the click model's ranks (1..10 without one); nothing when neither."""
-    from cltr.pipeline.click_prediction import STAGE, held_out_scores, score_table, two_tower_scores
+    sessions, both at the same ranks (``compared_depth``: the click model's, 1..10 without
+    one, no deeper than the two-tower's bias tower); nothing when neither."""
+    from cltr.pipeline.click_prediction import STAGE, compared_depth, held_out_scores, score_table, two_tower_scores
 
     key = key or session.workspace.current(dataset).get(STAGE)
     fitted = None
@@ -262,10 +263,11 @@ def _echo_click_prediction(session: Session, dataset: str, key: str | None, mode
             raise click.ClickException(f"no click model {key} of dataset {dataset!r}; fit one with "
                                        f"`cltr clicks fit --dataset {dataset}`")
     found = []
+    depth = compared_depth(model, fitted)
     if model is not None and model.config.get("method") == "two-tower":
         clicks = session.workspace.load(dataset, "clicks", model.config["clicks"])
         scores = None if clicks is None else two_tower_scores(
-            model, clicks, session.dataset(dataset)[0], max_rank=fitted.info["max_rank"] if fitted else 10)
+            model, clicks, session.dataset(dataset)[0], max_rank=depth)
         if scores is not None:
             found.append((f"model {model.key} (relevance tower x bias tower, {model.info['combination']})", scores))
     if fitted is not None:
@@ -274,9 +276,10 @@ def _echo_click_prediction(session: Session, dataset: str, key: str | None, mode
             raise click.ClickException(f"click model {key} was fitted on click log {fitted.config['clicks']}, which "
                                        f"is no longer in the workspace")
         found.append((f"click model {key} ({fitted.config['model']}, fitted on training sessions of click log "
-                      f"{clicks.key})", held_out_scores(fitted, clicks, session.dataset(dataset)[0])))
+                      f"{clicks.key})", held_out_scores(fitted, clicks, session.dataset(dataset)[0], max_rank=depth)))
     for what, scores in found:
-        click.echo(f"click prediction of {what} on its {scores.sessions} vali sessions: log-likelihood "
+        click.echo(f"click prediction of {what} on its {scores.sessions} vali sessions at ranks 1..{depth}: "
+                   f"log-likelihood "
                    f"{scores.log_likelihood:.4f} per session, perplexity {scores.perplexity:.4f}")
         echo_table(score_table(scores))
 

@@ -34,7 +34,7 @@ from cltr.core.queries import Dataset
 from cltr.pipeline.workspace import Artifact
 
 __all__ = ["STAGE", "model_to_arrays", "model_from_arrays", "held_out_rows", "held_out_scores", "score_rows",
-           "two_tower_probability", "two_tower_scores"]
+           "compared_depth", "two_tower_probability", "two_tower_scores"]
 
 STAGE = "clickmodels"
 _PARAMETERS = ("attractiveness", "examination", "continuation", "satisfaction")
@@ -71,10 +71,25 @@ def score_rows(model: ClickModel, rows: dict[str, np.ndarray], max_rank: int) ->
     return evaluate_click_model(model, grid)
 
 
-def held_out_scores(fitted: Artifact, clicks: Artifact, dataset: Dataset) -> ClickModelScores:
-    """The stored click model ``fitted`` judged on the validation sessions of ``clicks``."""
+def held_out_scores(fitted: Artifact, clicks: Artifact, dataset: Dataset, *,
+                    max_rank: int | None = None) -> ClickModelScores:
+    """The stored click model ``fitted`` judged on the validation sessions of ``clicks``, ranks
+    1..``max_rank`` (default: those it was fitted on; fewer keep the first terms of each
+    session's likelihood, as its clicks at a rank depend on the ranks above only)."""
     model = model_from_arrays(fitted.config["model"], fitted.arrays, fitted.info)
-    return score_rows(model, held_out_rows(clicks, dataset), int(fitted.info["max_rank"]))
+    depth = int(fitted.info["max_rank"]) if max_rank is None else min(int(max_rank), int(fitted.info["max_rank"]))
+    return score_rows(model, held_out_rows(clicks, dataset), depth)
+
+
+def compared_depth(model: Artifact | None, fitted: Artifact | None, default: int = 10) -> int:
+    """The ranks 1..d at which a two-tower ``model`` and a fitted click model are judged, the
+    same for both so that their scores compare: the click model's ranks (``default`` without
+    one), no deeper than the two-tower's bias tower reaches (where it is one)."""
+    depth = int(fitted.info["max_rank"]) if fitted is not None else int(default)
+    bias = None if model is None else model.info.get("position_bias", {}).get("logit")
+    if model is not None and model.config.get("method") == "two-tower" and bias is not None:
+        depth = min(depth, len(bias))
+    return depth
 
 
 def score_table(scores: ClickModelScores) -> list[dict]:
@@ -96,8 +111,8 @@ def two_tower_probability(relevance: np.ndarray, bias: np.ndarray, rank: np.ndar
 def two_tower_scores(model: Artifact, clicks: Artifact, dataset: Dataset, *,
                      max_rank: int = 10) -> ClickModelScores | None:
     """A two-tower model's click prediction on the validation sessions of ``clicks``, ranks
-    1..``max_rank`` (those of ``cltr clicks fit``'s default, so that the two compare), or
-    None for a model of another method."""
+    1..``max_rank`` or those its bias tower has if fewer (``compared_depth`` gives a click
+    model the same), or None for a model of another method."""
     from cltr.pipeline.models import scorer_from_arrays
     from cltr.pipeline.stages import export_rows
 

@@ -137,7 +137,8 @@ def test_evaluate_prints_the_click_prediction_of_the_fitted_model(tmp_path, invo
     out = invoke("clicks", "fit", "--model", "dcm", "--max-rank", 4, "--iterations", 50, workdir=work).output
     key = re.search(r"stored as click model (\S+);", out).group(1)
     out = invoke("evaluate", workdir=work).output
-    found = re.search(r"click model (\S+) \(dcm, .*? on its (\d+) vali sessions: log-likelihood (-?[\d.]+) per "
+    found = re.search(r"click model (\S+) \(dcm, .*? on its (\d+) vali sessions at ranks 1\.\.4: log-likelihood "
+                      r"(-?[\d.]+) per "
                       r"session, perplexity ([\d.]+)", out)
     assert found and found.group(1) == key
     # the brute force on the stored model and the vali sessions of the log it was fitted on
@@ -194,7 +195,7 @@ def test_evaluate_prints_the_click_prediction_of_a_two_tower_model(tmp_path, inv
     invoke("train", "two-tower", "--l2", "0.1", workdir=work)
     out = invoke("evaluate", workdir=work).output
     found = re.search(r"click prediction of model (\S+) \(relevance tower x bias tower, (\w+)\) on its (\d+) vali "
-                      r"sessions: log-likelihood (-?[\d.]+) per session, perplexity ([\d.]+)", out)
+                      r"sessions at ranks 1\.\.5: log-likelihood (-?[\d.]+) per session, perplexity ([\d.]+)", out)
     assert found, out
     workspace = Workspace(work)
     model = workspace.load("synthetic", "models", found.group(1))
@@ -219,3 +220,28 @@ def test_evaluate_prints_the_click_prediction_of_a_two_tower_model(tmp_path, inv
     assert float(found.group(4)) == pytest.approx(np.mean(list(per_session.values())), abs=6e-5)
     perplexity = np.mean([2 ** -np.mean(values) for values in per_rank.values()])
     assert float(found.group(5)) == pytest.approx(perplexity, abs=6e-5)
+
+
+def test_a_two_tower_model_and_a_click_model_are_judged_at_the_same_ranks(monkeypatch):
+    from types import SimpleNamespace
+
+    from cltr.pipeline import click_prediction
+    from cltr.pipeline.click_prediction import compared_depth, held_out_scores
+
+    tower = SimpleNamespace(config={"method": "two-tower"}, info={"position_bias": {"logit": [0.0] * 5}})
+    fitted = SimpleNamespace(config={"model": "pbm"}, info={"max_rank": 3}, arrays={})
+    assert compared_depth(tower, SimpleNamespace(info={"max_rank": 10})) == 5  # the bias tower's 5 ranks
+    assert compared_depth(tower, fitted) == 3 and compared_depth(tower, None) == 5
+    assert compared_depth(SimpleNamespace(config={"method": "svm-rank"}, info={}), None) == 10
+    # the click model is scored at the depth asked, never deeper than it was fitted
+    model = toy_model("pbm")
+    rows = {key: np.array(values) for key, values in zip(
+        ("session", "query", "doc", "rank", "click"),
+        zip(*[(s, q, d, r + 1, c) for s, (q, docs, clicks) in enumerate(SESSIONS)
+              for r, (d, c) in enumerate(zip(docs, clicks, strict=True))]), strict=True)}
+    monkeypatch.setattr(click_prediction, "model_from_arrays", lambda name, arrays, info=None: model)
+    monkeypatch.setattr(click_prediction, "held_out_rows", lambda clicks, dataset: rows)
+    for depth, expected in ((2, 2), (3, 3), (None, 3), (7, 3)):
+        scores = held_out_scores(fitted, None, None, max_rank=depth)
+        assert len(scores.perplexity_by_rank) == expected
+        assert scores.log_likelihood == pytest.approx(score_rows(model, rows, expected).log_likelihood)
