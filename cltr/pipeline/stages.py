@@ -38,6 +38,7 @@ from cltr.pipeline.workspace import Artifact, Workspace, file_sha256
 __all__ = ["production_queries", "produce", "production_stage", "logging_rankers", "simulate", "clicks_stage", "click_logs",
            "policy_propensities",
            "click_log_summary", "simulated_logs", "impressions_of", "displayed_rows", "import_stage", "imported_clicks_stage", "export_rows",
+           "aggregated_rows", "imported_rows",
            "propensity_stage", "estimate_propensities", "check_estimate", "as_told", "estimate_to_arrays", "estimate_from_arrays", "model_stage", "evaluation_stage",
            "production_test_metrics"]
 
@@ -428,11 +429,12 @@ def _split_log(arrays, split: str) -> ClickLog:
     are expanded here (``AggregatedRows.click_log``)."""
     prefix = f"{split}/"
     if f"{prefix}agg/clicks" in arrays:
-        return _aggregated(arrays, split).click_log(int(arrays[f"{prefix}n_queries"]))
+        return aggregated_rows(arrays, split).click_log(int(arrays[f"{prefix}n_queries"]))
     return ClickLog.from_arrays({k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)})
 
 
-def _aggregated(arrays, split: str) -> AggregatedRows:
+def aggregated_rows(arrays, split: str) -> AggregatedRows:
+    """The counts an import in chunks stores under ``<split>/agg/``."""
     prefix = f"{split}/agg/"
     return AggregatedRows.from_arrays({k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)})
 
@@ -441,13 +443,13 @@ def impressions_of(clicks: Artifact, split: str, dataset: Dataset) -> Impression
     """The aggregated impressions of one split of a clicks artifact (simulated or imported)."""
     arrays = clicks.arrays
     if f"{split}/agg/clicks" in arrays:
-        return _aggregated(arrays, split).impressions_table()
+        return aggregated_rows(arrays, split).impressions_table()
     if f"{split}/presented_rank" in arrays:
         train_log, vali_log = click_logs(clicks)
         log = train_log if split == "train" else vali_log
         return presented_impressions(arrays[f"{split}/presented_rank"], arrays[f"{split}/pass_ranker"], log,
                                      getattr(dataset, split).offsets, top_k=clicks.config.get("top_k"))
-    return _imported_rows(arrays, split).impressions()
+    return imported_rows(arrays, split).impressions()
 
 
 def displayed_rows(clicks: Artifact, split: str, dataset: Dataset, *, passes: int | None = None,
@@ -474,7 +476,7 @@ def displayed_rows(clicks: Artifact, split: str, dataset: Dataset, *, passes: in
     else:
         if clicked_only(clicks, split):
             raise ValueError(f"the {split} log {clicks.key} cannot give every displayed document: {CLICKED_ONLY}")
-        rows = _imported_rows(arrays, split)
+        rows = imported_rows(arrays, split)
         keep = slice(None)
         if passes is not None:
             session_pass, _ = rows.session_passes(queries.n_queries)
@@ -496,7 +498,7 @@ def clicked_only(clicks: Artifact, split: str) -> bool:
     """Whether ``split`` of a clicks artifact is an imported log of clicked rows only (no
     impression of a document shown and not clicked); a simulated log never is."""
     if f"{split}/agg/clicks" in clicks.arrays:
-        return _aggregated(clicks.arrays, split).clicked_only
+        return aggregated_rows(clicks.arrays, split).clicked_only
     click = clicks.arrays.get(f"{split}/rows/click")
     return click is not None and bool(len(click)) and not (click == 0).any()
 
@@ -507,7 +509,7 @@ CLICKED_ONLY = ("it holds clicked rows only (every row has click 1), no impressi
                 "nothing can weight them)")
 
 
-def _imported_rows(arrays, split: str) -> LoggedRows:
+def imported_rows(arrays, split: str) -> LoggedRows:
     """The impression rows an imported split stores under ``<split>/rows/``."""
     if f"{split}/agg/clicks" in arrays:
         raise ValueError(f"the {split} log was imported in chunks (--chunk-rows), which keeps its clicks and "
@@ -584,7 +586,7 @@ def export_rows(clicks: Artifact, split: str, dataset: Dataset) -> dict[str, np.
         of_rank = None if click_model.propensity is None else (lambda rank: click_model.propensity(rank, settings))
         return simulated_rows(train_log if split == "train" else vali_log, arrays[f"{split}/presented_rank"],
                               arrays[f"{split}/pass_ranker"], queries, of_rank, top_k=clicks.config.get("top_k"))
-    rows = _imported_rows(arrays, split)
+    rows = imported_rows(arrays, split)
     offsets = np.asarray(queries.offsets, dtype=np.int64)
     columns = {"session": rows.session, "qid": np.asarray(queries.qid)[rows.query], "doc": rows.doc - offsets[rows.query],
                "rank": rows.rank, "click": rows.click}

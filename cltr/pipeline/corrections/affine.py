@@ -6,9 +6,9 @@ import numpy as np
 
 from cltr.core.clicks import ClickLog, Impressions, aggregate_impressions, presented_impressions
 from cltr.core.trust import affine_document_weights
-from cltr.data.clicklog import AggregatedRows, LoggedRows
 from cltr.pipeline.corrections import Correction
 from cltr.pipeline.corrections.trust_parameters import trust_parameters
+from cltr.pipeline.stages import aggregated_rows, imported_rows
 
 ORDER = 50
 
@@ -21,11 +21,8 @@ def _impressions(log: ClickLog, clicks, split: str, queries) -> Impressions:
         return presented_impressions(arrays[f"{split}/presented_rank"], arrays[f"{split}/pass_ranker"], log,
                                      queries.offsets, top_k=clicks.config.get("top_k"))
     if f"{split}/agg/clicks" in arrays:  # an import in chunks: its counts, one pass
-        prefix = f"{split}/agg/"
-        return AggregatedRows.from_arrays({k[len(prefix):]: v for k, v in arrays.items()
-                                           if k.startswith(prefix)}).impressions_table()
-    prefix = f"{split}/rows/"
-    rows = LoggedRows.from_arrays({k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)})
+        return aggregated_rows(arrays, split).impressions_table()
+    rows = imported_rows(arrays, split)
     session_pass, _ = rows.session_passes(queries.n_queries)
     kept = session_pass[rows.session] < log.n_passes
     return aggregate_impressions(rows.query[kept], rows.doc[kept], rows.rank[kept], rows.ranker[kept],
