@@ -145,7 +145,7 @@ class Estimator(BaseEstimator):
             raise ValueError(f"{type(self).__name__}: unknown option{'s' if len(unknown) > 1 else ''} "
                              f"{', '.join(hints)}; valid: {', '.join(names)}")
 
-    def set_params(self, **params) -> "Estimator":
+    def set_params(self, **params) -> Estimator:
         self._refuse_unknown(params)
         return super().set_params(**params)
 
@@ -155,7 +155,7 @@ class Estimator(BaseEstimator):
 
     def fit(self, X, clicks=None, *, offsets=None, click_query=None, click_doc=None, propensity=None, vali=None,
             propensities=None, clip: str | float | None = "auto", relevant_from: int | None = None, seed: int = 0,
-            progress=None) -> "Estimator":
+            progress=None) -> Estimator:
         """Train on ``clicks`` logged on the training split ``X``.
 
         Parameters

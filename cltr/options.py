@@ -26,7 +26,8 @@ import math
 import os
 import types
 import typing
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 __all__ = ["option", "Options", "OptionSpec"]
 

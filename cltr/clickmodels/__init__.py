@@ -20,8 +20,8 @@ file here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from cltr.core.clicks import ClickLog
 from cltr.options import Options

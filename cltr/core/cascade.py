@@ -19,7 +19,7 @@ ranks are 1..n_q.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

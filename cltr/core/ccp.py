@@ -24,8 +24,8 @@ CCP's linear creep along flat valleys. Every accepted point lowers the true obje
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Callable
 
 import numpy as np
 

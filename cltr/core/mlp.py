@@ -141,12 +141,12 @@ class MLPScorer:
         """Every parameter array, in the order ``loss_and_gradient`` returns gradients."""
         return [*self.weights[:-1], *self.biases, self.weights[-1]]
 
-    def with_parameters(self, parameters: list[np.ndarray]) -> "MLPScorer":
+    def with_parameters(self, parameters: list[np.ndarray]) -> MLPScorer:
         layers = len(self.biases)
         return replace(self, weights=(*parameters[:layers], parameters[-1]),
                        biases=tuple(parameters[layers:2 * layers]))
 
-    def copy(self) -> "MLPScorer":
+    def copy(self) -> MLPScorer:
         return self.with_parameters([p.copy() for p in self.parameters()])
 
     def forward(self, X: np.ndarray) -> list[np.ndarray]:
@@ -209,7 +209,7 @@ class MLPScorer:
         return arrays
 
     @classmethod
-    def from_arrays(cls, arrays) -> "MLPScorer":
+    def from_arrays(cls, arrays) -> MLPScorer:
         layers = sum(1 for name in arrays if str(name).startswith("b"))
         weights = tuple(np.asarray(arrays[f"W{l}"]) for l in range(layers + 1))
         biases = tuple(np.asarray(arrays[f"b{l}"]) for l in range(layers))

@@ -32,9 +32,9 @@ environment variable ``CLTR_NO_NUMBA=1``. Both give the same active pairs and ag
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Callable
 
 import numpy as np
 

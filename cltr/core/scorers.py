@@ -12,7 +12,6 @@ from typing import Protocol
 
 import numpy as np
 
-
 __all__ = ["Scorer", "LinearScorer"]
 
 
@@ -40,5 +39,5 @@ class LinearScorer:
         return {"w": self.w}
 
     @classmethod
-    def from_arrays(cls, arrays) -> "LinearScorer":
+    def from_arrays(cls, arrays) -> LinearScorer:
         return cls(w=np.asarray(arrays["w"], dtype=np.float64))

@@ -17,8 +17,9 @@ where the training weights' effective sample size is small (``ESS_FRACTION``).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -57,11 +57,12 @@ callback).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
-from scipy.linalg.lapack import dpotrs as _potrs, dtrtrs as _trtrs
+from scipy.linalg.lapack import dpotrs as _potrs
+from scipy.linalg.lapack import dtrtrs as _trtrs
 
 from cltr.core.objectives import check_example_rows
 
@@ -401,7 +402,7 @@ class PairwiseProblem:
         return self._objective(w, weight, _products(self.X_used, w)[0])
 
     def solve(self, cost, C, *, w0=None, tol: float = 1e-3, max_iter: int = 1000,
-              callback: Callable[[int, float, float], None] | None = None) -> "SVMResult":
+              callback: Callable[[int, float, float], None] | None = None) -> SVMResult:
         """Minimise P(w) for these costs; see ``solve_pairwise_svm`` for the parameters."""
         return _ocas(self, cost, C, w0=w0, tol=tol, max_iter=max_iter, callback=callback)
 

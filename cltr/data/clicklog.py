@@ -117,7 +117,7 @@ class LoggedRows:
                                                        "ranker")}
 
     @classmethod
-    def from_arrays(cls, arrays) -> "LoggedRows":
+    def from_arrays(cls, arrays) -> LoggedRows:
         return cls(**{name: np.asarray(arrays[name]) for name in ("session", "query", "doc", "rank", "click",
                                                                    "propensity", "ranker")})
 

@@ -9,8 +9,9 @@ Sources (DESIGN.md, "Datasets"):
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

@@ -22,10 +22,11 @@ import queue
 import re
 import threading
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -322,7 +323,7 @@ class _Reader:
         self.stream.close()
         self.raw.close()
 
-    def __enter__(self) -> "_Reader":
+    def __enter__(self) -> _Reader:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -34,16 +34,22 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from cltr.core.clicks import ClickLog, Displayed
-from cltr.core.doubly_robust import (DRValidation, RelevanceModel, dr_validation, fit_relevance_model,
-                                     impressions_by_propensity)
-from cltr.core.queries import Dataset
 from cltr.core import selection as guard
+from cltr.core.clicks import ClickLog, Displayed
+from cltr.core.doubly_robust import (
+    DRValidation,
+    RelevanceModel,
+    dr_validation,
+    fit_relevance_model,
+    impressions_by_propensity,
+)
+from cltr.core.queries import Dataset
 from cltr.core.ranking import dcg_gain, rank_documents, validation_estimate
 from cltr.core.seeds import stream
 from cltr.options import Options, option
@@ -163,7 +169,7 @@ class TrainingData:
             self._displayed[split] = self.rows(split)
         return self._displayed[split]
 
-    def clipped(self, tau: float) -> "TrainingData":
+    def clipped(self, tau: float) -> TrainingData:
         """The same data with the training propensities below ``tau`` raised to it (the
         training clicks and the training split's displayed rows); validation untouched."""
         log = self.train_log_at(tau) if self.train_log_at is not None else self.train_log.clipped(tau)
@@ -175,7 +181,7 @@ class TrainingData:
                     if split == "train" else shown
         return dataclasses.replace(self, train_log=log, rows=rows, _displayed={})
 
-    def with_dr_criterion(self) -> "TrainingData":
+    def with_dr_criterion(self) -> TrainingData:
         """The same data judged by the doubly robust criterion (``estimate``,
         ``paired_difference`` and ``versus_logging`` read ``dr``).
 

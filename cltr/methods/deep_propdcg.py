@@ -14,13 +14,23 @@ Legend (paper Sec. 4.2):
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Callable
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from cltr.core.mlp import ACTIVATIONS, Adam, MLPScorer, _check_activation, _check_dtype, _ranges, click_batches, init_mlp, loss_and_gradient
+from cltr.core.mlp import (
+    ACTIVATIONS,
+    Adam,
+    MLPScorer,
+    _check_activation,
+    _check_dtype,
+    _ranges,
+    click_batches,
+    init_mlp,
+    loss_and_gradient,
+)
 from cltr.core.objectives import check_signed_weights, rank_weight
 from cltr.core.seeds import stream
 from cltr.methods import Method, SelectionOptions, TrainingData
@@ -81,7 +91,7 @@ class DeepSettings:
                 multiplier = factor
         return base * multiplier
 
-    def checked(self) -> "DeepSettings":
+    def checked(self) -> DeepSettings:
         """Self, after checking every field; raises ValueError saying what was expected."""
         _check_activation(self.activation)
         _check_dtype(self.dtype)

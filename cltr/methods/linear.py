@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 from cltr.core.scorers import LinearScorer
-from cltr.core.svm import solver_info, train_svm_on_clicks
 from cltr.core.selection import parse_grid, select_on_validation
+from cltr.core.svm import solver_info, train_svm_on_clicks
 from cltr.methods import SelectionOptions
 from cltr.options import option
 

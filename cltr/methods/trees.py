@@ -15,9 +15,9 @@ high learning rates (200 trees at 0.1; the low rates keep their 1000).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Callable
 
 import numpy as np
 
@@ -78,7 +78,7 @@ class TreeScorer:
         return {"model_string": np.array(self.model_string.encode("utf-8"))}
 
     @classmethod
-    def from_arrays(cls, arrays) -> "TreeScorer":
+    def from_arrays(cls, arrays) -> TreeScorer:
         value = np.asarray(arrays["model_string"]).item()
         return cls(model_string=value.decode("utf-8") if isinstance(value, bytes) else str(value))
 

@@ -70,20 +70,29 @@ import sys
 import threading
 import time
 import tomllib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from cltr import clickmodels, methods
+from cltr import estimators as estimator_registry
 from cltr.core.queries import Dataset, default_passes
 from cltr.core.selection import parse_clip
 from cltr.lazy import lazy_import
 from cltr.pipeline import corrections
-from cltr import estimators as estimator_registry
-from cltr.pipeline.stages import (click_logs, clicks_stage, evaluation_stage, logging_rankers,
-                                  model_stage, production_stage, production_test_metrics, propensity_stage)
+from cltr.pipeline.stages import (
+    click_logs,
+    clicks_stage,
+    evaluation_stage,
+    logging_rankers,
+    model_stage,
+    production_stage,
+    production_test_metrics,
+    propensity_stage,
+)
 from cltr.pipeline.workspace import Workspace, check_name, config_key
 
 if TYPE_CHECKING:
@@ -166,7 +175,7 @@ class Spec:
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
     def resolved(self, *, dataset: str | None = None, reps: int | None = None, quick: bool = False,
-                 select: str | None = None, tune: str | None = None) -> "Spec":
+                 select: str | None = None, tune: str | None = None) -> Spec:
         """The spec for one dataset, ``--quick`` and ``--reps``.
 
         Order: the spec, then ``[quick]``, then the dataset's ``[datasets.PREFIX]`` (whose

@@ -12,26 +12,39 @@ Seeds: every random draw comes from ``stream(seed, purpose...)`` (``cltr.core.se
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 from cltr import clickmodels, estimators, methods
-from cltr.pipeline import corrections
-from cltr.core.clicks import ClickLog, Displayed, Impressions, effective_sample_size, position_propensity, presented_impressions
+from cltr.core.clicks import (
+    ClickLog,
+    Displayed,
+    Impressions,
+    effective_sample_size,
+    position_propensity,
+    presented_impressions,
+)
 from cltr.core.policy import displayed, plackett_luce_ranks, policy_propensity
-from cltr.data.clicklog import (AggregatedRows, LoggedRows, file_format, read_click_log, read_click_log_aggregated,
-                                simulated_rows)
 from cltr.core.queries import Dataset, Queries
 from cltr.core.ranking import evaluate, rank_documents, validation_estimate
 from cltr.core.scorers import LinearScorer
 from cltr.core.seeds import stream
 from cltr.core.selection import ESS_FRACTION, ess_fraction, parse_clip, validation_clip
 from cltr.core.svm import solver_info, train_ranking_svm
+from cltr.data.clicklog import (
+    AggregatedRows,
+    LoggedRows,
+    file_format,
+    read_click_log,
+    read_click_log_aggregated,
+    simulated_rows,
+)
 from cltr.estimators import DEFAULT_MAX_RANK
 from cltr.methods import TrainingData
 from cltr.options import Options
+from cltr.pipeline import corrections
 from cltr.pipeline.models import scorer_from_arrays, scorer_to_arrays
 from cltr.pipeline.workspace import Artifact, Workspace, file_sha256
 
