@@ -702,21 +702,29 @@ def _plot_table(frame: pd.DataFrame, spec: Spec, plt, records):
 def _plot_curves(frame: pd.DataFrame, spec: Spec, plt, records):
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    # constrained layout makes room for the legend below the axes, where it hides no line
-    figure, axes = plt.subplots(figsize=(7.2, 5.6), layout="constrained")
     data = {}
     metric = spec.metric
     summary = summarise(frame, spec)
     x_column = spec.plot_x or spec.x
     x_source = f"{x_column}_mean" if x_column == "train_clicks" else f"point_{x_column}"
     series_columns = [f"point_{k}" for k in spec.series]
-    groups = summary.groupby(series_columns, sort=False) if series_columns else [((), summary)]
+    groups = list(summary.groupby(series_columns, sort=False)) if series_columns else [((), summary)]
+    # many methods times several series cannot be told apart by line style on one axes: one
+    # panel per series, sharing the y axis, the methods' colours the same in each
+    panels = len(groups) > 1 and len(spec.methods) > 5
+    # constrained layout makes room for the legend below the axes, where it hides no line
+    figure, grid = plt.subplots(1, len(groups) if panels else 1, figsize=(5.0 * len(groups) if panels else 7.2, 5.6),
+                                sharey=True, layout="constrained", squeeze=False)
+    axes_of = [grid[0, s if panels else 0] for s in range(len(groups))]
     styles = ["-", "--", ":", "-."]
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     markers = ["o", "s", "^", "D", "v"]
     for s, (series_key, group) in enumerate(groups):
         series_key = series_key if isinstance(series_key, tuple) else (series_key,)
         suffix = "".join(f", {c[len('point_'):]} = {v}" for c, v in zip(series_columns, series_key))
+        axes = axes_of[s]
+        if panels:
+            axes.set_title(suffix[2:], fontsize=9)
         for k, method in enumerate(spec.methods):
             rows = group[group["method"] == method]
             if rows.empty:
@@ -728,9 +736,10 @@ def _plot_curves(frame: pd.DataFrame, spec: Spec, plt, records):
             label = _label(method) + suffix
             color = colors[k % len(colors)]
             at = _positions(x, spec) if x_column == "top_k" else x
-            axes.plot(at, mean, marker=markers[k % len(markers)], markersize=4, linestyle=styles[s % len(styles)],
-                      color=color, label=label)
-            axes.fill_between(at, low, high, color=color, alpha=0.15, linewidth=0)
+            axes.plot(at, mean, marker=markers[k % len(markers)], markersize=4,
+                      linestyle="-" if panels else styles[s % len(styles)], color=color,
+                      label=_label(method) if panels else label)
+            axes.fill_between(at, low, high, color=color, alpha=0.15 if not panels else 0.1, linewidth=0)
             data[label] = {"x": x.tolist(), "mean": mean.tolist(), "std": std.tolist(), "low": low.tolist(),
                            "high": high.tolist()}
     # the references see no clicks (the production ranker, the skyline on labels): one level each
@@ -738,24 +747,32 @@ def _plot_curves(frame: pd.DataFrame, spec: Spec, plt, records):
         rows = frame[frame["method"] == reference]
         if len(rows):
             level = float(rows[metric].mean())
-            axes.axhline(level, color=color, linestyle="-.", linewidth=1, label=f"{_label(reference)} (mean over runs)")
+            for p, axes in enumerate(dict.fromkeys(axes_of)):
+                axes.axhline(level, color=color, linestyle="-.", linewidth=1,
+                             label=f"{_label(reference)} (mean over runs)" if p == 0 else None)
             data[_label(reference)] = {"x": [], "mean": [level], "std": [0.0], "low": [], "high": []}
-    if x_column in ("train_clicks", "passes", "clip"):
-        axes.set_xscale("log")
-        if x_column != "clip":
-            # counts read as 2,000 rather than 2x10^3; ticks at 1, 2, 5 of each decade
-            axes.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-            axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
-            axes.xaxis.set_minor_formatter(NullFormatter())
-    if x_column == "top_k":
-        shown = sorted(spec.values, key=lambda k: (k == 0, k))
-        axes.set_xticks(_positions(np.asarray(shown, dtype=float), spec), [str(k) if k else "full" for k in shown])
-    axes.set_xlabel(_X_LABELS.get(x_column, x_column))
-    axes.set_ylabel(f"test {METRIC_LABELS[metric]}" + ("" if _higher_is_better(metric) else " (lower is better)"))
-    axes.set_title(_title(frame, spec, records, f"test {METRIC_LABELS[metric]}",
-                          f"lines: mean; bands: {LEVEL:.0%} bootstrap CI of the mean over runs"), fontsize=8)
-    axes.grid(alpha=0.3)
-    figure.legend(loc="outside lower center", ncol=2, fontsize=7)
+    for axes in dict.fromkeys(axes_of):
+        if x_column in ("train_clicks", "passes", "clip"):
+            axes.set_xscale("log")
+            if x_column != "clip":
+                # counts read as 2,000 rather than 2x10^3; ticks at 1, 2, 5 of each decade
+                axes.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+                axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+                axes.xaxis.set_minor_formatter(NullFormatter())
+        if x_column == "top_k":
+            shown = sorted(spec.values, key=lambda k: (k == 0, k))
+            axes.set_xticks(_positions(np.asarray(shown, dtype=float), spec), [str(k) if k else "full" for k in shown])
+        axes.set_xlabel(_X_LABELS.get(x_column, x_column))
+        axes.grid(alpha=0.3)
+    axes_of[0].set_ylabel(f"test {METRIC_LABELS[metric]}" + ("" if _higher_is_better(metric) else " (lower is better)"))
+    title = _title(frame, spec, records, f"test {METRIC_LABELS[metric]}",
+                   f"lines: mean; bands: {LEVEL:.0%} bootstrap CI of the mean over runs")
+    if panels:
+        figure.suptitle(title, fontsize=8)
+    else:
+        axes_of[0].set_title(title, fontsize=8)
+    handles, labels = axes_of[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="outside lower center", ncol=4 if panels else 2, fontsize=7)
     return figure, data
 
 
