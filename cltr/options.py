@@ -140,6 +140,11 @@ class Options:
         return found
 
     @classmethod
+    def parse(cls, values, *, where: str = "options"):
+        """``values`` when already an instance of this type, else ``from_dict(values)``."""
+        return values if isinstance(values, cls) else cls.from_dict(values, where=where)
+
+    @classmethod
     def from_dict(cls, values: Mapping[str, Any] | None = None, *, where: str = "options"):
         """Validated options from a mapping; absent names take their defaults.
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from types import ModuleType
 from typing import TypeVar
 
-__all__ = ["discover"]
+__all__ = ["discover", "by_order", "by_name", "lookup"]
 
 T = TypeVar("T")
 
@@ -23,3 +23,22 @@ def discover(package: str, path: Iterable[str], attribute: str, kind: type[T]) -
         if isinstance(value, kind):
             found.append((module, value))
     return found
+
+
+def by_order(found: Iterable[tuple[ModuleType, T]]) -> dict[str, T]:
+    """``discover``'s values by name, in the order of their modules' ``ORDER`` (100 when
+    absent), then name: the order of a command's choices and help."""
+    ranked = sorted((getattr(module, "ORDER", 100), value.name, value) for module, value in found)
+    return {name: value for _, name, value in ranked}
+
+
+def by_name(found: Iterable[tuple[ModuleType, T]]) -> dict[str, T]:
+    """``discover``'s values by name, in name order."""
+    return {value.name: value for value in sorted((value for _, value in found), key=lambda value: value.name)}
+
+
+def lookup(known: dict[str, T], name: str, what: str) -> T:
+    """``known[name]``, or a ValueError naming ``what`` was asked for and every known name."""
+    if name not in known:
+        raise ValueError(f"unknown {what} {name!r}; known: {', '.join(known)}")
+    return known[name]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from cltr.core.clicks import ClickLog
 from cltr.options import Options
-from cltr.registry import discover
+from cltr.registry import by_name, discover, lookup
 
 __all__ = ["ClickModel", "models", "get", "DEFAULT_MODEL"]
 
@@ -45,9 +45,7 @@ class ClickModel:
     trust: Callable | None = None  # (settings, max_rank) -> cltr.core.trust.TrustBias, for the trust-bias corrections
 
     def parse_settings(self, values: dict | Options | None, *, where: str | None = None) -> Options:
-        if isinstance(values, self.settings):
-            return values
-        return self.settings.from_dict(values, where=where or f"settings of click model {self.name}")
+        return self.settings.parse(values, where=where or f"settings of click model {self.name}")
 
 
 _REGISTRY: dict[str, ClickModel] | None = None
@@ -57,13 +55,9 @@ def models() -> dict[str, ClickModel]:
     """Every click model, by name."""
     global _REGISTRY
     if _REGISTRY is None:
-        found = discover(__name__, __path__, "MODEL", ClickModel)
-        _REGISTRY = dict(sorted((model.name, model) for _, model in found))
+        _REGISTRY = by_name(discover(__name__, __path__, "MODEL", ClickModel))
     return _REGISTRY
 
 
 def get(name: str) -> ClickModel:
-    known = models()
-    if name not in known:
-        raise ValueError(f"unknown click model {name!r}; known: {', '.join(known)}")
-    return known[name]
+    return lookup(models(), name, "click model")

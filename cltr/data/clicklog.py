@@ -190,6 +190,23 @@ def _split(line: bytes, separator: str) -> list[str]:
     return next(csv.reader([text], delimiter=separator), [])
 
 
+def _text_columns(path, kind: str, compression, reader: str, columns) -> tuple[bool, list[str], list[str]]:
+    """For a delimited text log: whether pyarrow reads it (``reader``: "pyarrow", "pandas"
+    or "auto"), its header's names, and those of them ``columns`` (names -> the wanted
+    ones; None: all) keeps."""
+    if reader == "pyarrow" and not _has_pyarrow():
+        raise ValueError("the pyarrow reader needs pyarrow: pip install pyarrow")
+    arrow = reader == "pyarrow" or (reader == "auto" and _has_pyarrow())
+    try:
+        names = _header(path, kind, compression)
+    except (OSError, EOFError) as error:
+        raise ValueError(f"{path}: cannot read it ({error})") from error
+    except UnicodeError as error:
+        raise _unreadable(path, kind, compression, error) from error
+    wanted = names if columns is None else columns([name.strip() for name in names])
+    return arrow, names, [name for name in names if name.strip() in wanted]
+
+
 def _header(path: Path, separator: str, compression: str | None) -> list[str]:
     """The column names, as written, on the first non-empty line of a delimited file."""
     with _opener(compression)(path, "rb") as stream:
@@ -293,18 +310,8 @@ def _read_table(path: Path, *, columns=None, reader: str = "auto") -> tuple[pd.D
             raise ValueError(f"{path}: not a readable Parquet table ({str(error).strip().splitlines()[0]})") from error
         frame.columns = [name.strip() for name in keep]
         return frame, False
-    if reader == "pyarrow" and not _has_pyarrow():
-        raise ValueError("the pyarrow reader needs pyarrow: pip install pyarrow")
-    arrow = reader == "pyarrow" or (reader == "auto" and _has_pyarrow())
+    arrow, names, keep = _text_columns(path, kind, compression, reader, columns)
     read = _read_arrow if arrow else _read_pandas
-    try:
-        names = _header(path, kind, compression)
-    except (OSError, EOFError) as error:
-        raise ValueError(f"{path}: cannot read it ({error})") from error
-    except UnicodeError as error:
-        raise _unreadable(path, kind, compression, error) from error
-    wanted = names if columns is None else columns([name.strip() for name in names])
-    keep = [name for name in names if name.strip() in wanted]
     try:
         frame = read(path, kind, compression, names, keep)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeError, ValueError) as error:
@@ -966,17 +973,7 @@ def _chunks(path: Path, *, columns, reader: str, chunk_rows: int):
         except (OSError, EOFError, ValueError) as error:
             raise ValueError(f"{path}: not a readable Parquet table ({str(error).strip().splitlines()[0]})") from error
         return
-    if reader == "pyarrow" and not _has_pyarrow():
-        raise ValueError("the pyarrow reader needs pyarrow: pip install pyarrow")
-    arrow = reader == "pyarrow" or (reader == "auto" and _has_pyarrow())
-    try:
-        names = _header(path, kind, compression)
-    except (OSError, EOFError) as error:
-        raise ValueError(f"{path}: cannot read it ({error})") from error
-    except UnicodeError as error:
-        raise _unreadable(path, kind, compression, error) from error
-    wanted = columns([name.strip() for name in names])
-    keep = [name for name in names if name.strip() in wanted]
+    arrow, names, keep = _text_columns(path, kind, compression, reader, columns)
     try:
         if arrow:
             yield from _arrow_chunks(path, kind, compression, keep, chunk_rows)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from cltr.core.queries import Dataset, passes_by_name
 from cltr.options import Options
-from cltr.registry import discover
+from cltr.registry import by_name, discover, lookup
 
 __all__ = ["Loader", "loaders", "get", "load", "DCG_LOGS"]
 
@@ -67,9 +67,7 @@ class Loader:
 
     def parse_options(self, values: dict | Options | None, *, where: str | None = None) -> Options:
         """Validated options from a dict (a caller's keywords, the command line) or an instance."""
-        if isinstance(values, self.options):
-            return values
-        return self.options.from_dict(values, where=where or f"options of loader {self.name}")
+        return self.options.parse(values, where=where or f"options of loader {self.name}")
 
     def passes(self, name: str) -> int:
         """The default passes of a dataset it prepares under ``name``."""
@@ -83,16 +81,12 @@ def loaders() -> dict[str, Loader]:
     """Every loader, by name, in name order (``cltr prepare --help`` sorts them so too)."""
     global _REGISTRY
     if _REGISTRY is None:
-        _REGISTRY = {value.name: value for _, value in sorted(discover(__name__, __path__, "LOADER", Loader),
-                                                              key=lambda found: found[1].name)}
+        _REGISTRY = by_name(discover(__name__, __path__, "LOADER", Loader))
     return _REGISTRY
 
 
 def get(name: str) -> Loader:
-    known = loaders()
-    if name not in known:
-        raise ValueError(f"unknown dataset loader {name!r}; known: {', '.join(known)}")
-    return known[name]
+    return lookup(loaders(), name, "dataset loader")
 
 
 def load(kind: str, options: dict | Options | None = None, *, name: str | None = None, dcg_log: str = "e",

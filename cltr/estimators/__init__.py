@@ -40,7 +40,7 @@ from cltr.core.clicks import Impressions
 from cltr.core.propensity import PropensityEstimate
 from cltr.core.seeds import stream
 from cltr.options import Options
-from cltr.registry import discover
+from cltr.registry import by_order, discover, lookup
 
 __all__ = ["Estimator", "NoOptions", "estimators", "get", "estimate", "key_options", "DEFAULT_ESTIMATOR",
            "DEFAULT_MAX_RANK"]
@@ -82,9 +82,7 @@ class Estimator:
 
     def parse_options(self, values: dict | Options | None, *, where: str | None = None) -> Options:
         """Validated options from a dict (a caller's keywords, the command line) or an instance."""
-        if isinstance(values, self.options):
-            return values
-        return self.options.from_dict(values, where=where or f"options of estimator {self.name}")
+        return self.options.parse(values, where=where or f"options of estimator {self.name}")
 
 
 _REGISTRY: dict[str, Estimator] | None = None
@@ -94,17 +92,12 @@ def estimators() -> dict[str, Estimator]:
     """Every estimator, by name, in the order of ``--method``'s help (the modules' ``ORDER``, then name)."""
     global _REGISTRY
     if _REGISTRY is None:
-        found = sorted((getattr(module, "ORDER", 100), value.name, value)
-                       for module, value in discover(__name__, __path__, "ESTIMATOR", Estimator))
-        _REGISTRY = {name: value for _, name, value in found}
+        _REGISTRY = by_order(discover(__name__, __path__, "ESTIMATOR", Estimator))
     return _REGISTRY
 
 
 def get(name: str) -> Estimator:
-    known = estimators()
-    if name not in known:
-        raise ValueError(f"unknown estimator {name!r}; known: {', '.join(known)}")
-    return known[name]
+    return lookup(estimators(), name, "estimator")
 
 
 def key_options(name: str, options: dict | Options | None) -> dict[str, Any]:

@@ -53,7 +53,7 @@ from cltr.core.queries import Dataset
 from cltr.core.ranking import dcg_gain, rank_documents, validation_estimate
 from cltr.core.seeds import stream
 from cltr.options import Options, option
-from cltr.registry import discover
+from cltr.registry import by_order, discover, lookup
 
 __all__ = ["Method", "SelectionOptions", "CRITERIA", "TrainingData", "methods", "get", "train",
            "relevance_on_displayed"]
@@ -121,9 +121,7 @@ class Method:
 
     def parse_options(self, values: dict | Options | None, *, where: str | None = None) -> Options:
         """Validated options from a dict (a spec, a caller) or an instance."""
-        if isinstance(values, self.options):
-            return values
-        return self.options.from_dict(values, where=where or f"options of {self.name}")
+        return self.options.parse(values, where=where or f"options of {self.name}")
 
 
 def relevance_on_displayed(X: np.ndarray, displayed: Displayed) -> RelevanceModel:
@@ -272,17 +270,12 @@ def methods() -> dict[str, Method]:
     """Every method, by name, in the order of ``cltr train --help`` (the modules' ``ORDER``, then name)."""
     global _REGISTRY
     if _REGISTRY is None:
-        found = sorted((getattr(module, "ORDER", 100), method.name, method)
-                       for module, method in discover(__name__, __path__, "METHOD", Method))
-        _REGISTRY = {name: method for _, name, method in found}
+        _REGISTRY = by_order(discover(__name__, __path__, "METHOD", Method))
     return _REGISTRY
 
 
 def get(name: str) -> Method:
-    known = methods()
-    if name not in known:
-        raise ValueError(f"unknown method {name!r}; known: {', '.join(known)}")
-    return known[name]
+    return lookup(methods(), name, "method")
 
 
 def train(name: str, data: TrainingData, options: dict | Options | None = None, *,

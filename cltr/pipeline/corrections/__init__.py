@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cltr.core.clicks import ClickLog
-from cltr.registry import discover
+from cltr.registry import by_order, discover, lookup
 
 __all__ = ["Correction", "CORRECTIONS", "DEFAULT_CORRECTION", "corrections", "get"]
 
@@ -72,9 +72,7 @@ def corrections() -> dict[str, Correction]:
     ``ORDER``, then name). The same dict on every call, so that a test may add to it."""
     global _REGISTRY
     if _REGISTRY is None:
-        found = sorted((getattr(module, "ORDER", 100), value.name, value)
-                       for module, value in discover(__name__, __path__, "CORRECTION", Correction))
-        _REGISTRY = {name: value for _, name, value in found}
+        _REGISTRY = by_order(discover(__name__, __path__, "CORRECTION", Correction))
     return _REGISTRY
 
 
@@ -87,7 +85,4 @@ def __getattr__(name: str):
 
 
 def get(name: str) -> Correction:
-    known = corrections()
-    if name not in known:
-        raise ValueError(f"unknown correction {name!r}; known: {', '.join(known)}")
-    return known[name]
+    return lookup(corrections(), name, "correction")
