@@ -102,8 +102,8 @@ else:
 
 __all__ = ["Spec", "Task", "ExperimentProgress", "SPEC_DIR", "find_spec_dir", "load_spec", "spec_names", "plan",
            "task_steps", "run_task", "run_experiment",
-           "repetition_seed", "CLICK_SETTINGS", "SELECTIONS", "TUNINGS", "tuning_tasks", "tuned", "STATED_MEASURES", "dataset_record", "pool_selection",
-           "poolable"]
+           "repetition_seed", "CLICK_SETTINGS", "SELECTIONS", "TUNINGS", "tuning_tasks", "tuned", "STATED_MEASURES",
+           "dataset_record", "pool_selection", "poolable", "propensity_choices"]
 
 def find_spec_dir(package_dir: Path, prefixes: Iterable[Path]) -> Path:
     """Where the specs are: ``experiments/`` of a source checkout (``package_dir``'s parent
@@ -173,6 +173,14 @@ class Spec:
     tune_at: object = None
     quick: bool = False  # resolved with --quick: its outputs say so and take their own names
     raw: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def tuned_at(self):
+        """The x value whose first repetition tunes a series under ``tune = "once"``:
+        ``tune_at``, else the middle x value (None without an x axis)."""
+        if self.tune_at is not None:
+            return self.tune_at
+        return self.values[len(self.values) // 2] if self.x is not None else None
 
     def resolved(self, *, dataset: str | None = None, reps: int | None = None, quick: bool = False,
                  select: str | None = None, tune: str | None = None) -> Spec:
@@ -287,8 +295,9 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < float("inf")]
     if bad:
         raise ValueError(f"{where}: rankers must be positive integers, propensities one of {choices}, "
-                         f"clip \"auto\", \"none\" or a number in (0, 1], correction one of {tuple(corrections.CORRECTIONS)}, top_k a "
-                         f"non-negative integer, logging_temperature a number >= 0; found {bad}")
+                         f"clip \"auto\", \"none\" or a number in (0, 1], correction one of "
+                         f"{tuple(corrections.CORRECTIONS)}, top_k a non-negative integer, logging_temperature a "
+                         f"number >= 0; found {bad}")
     estimators = raw.get("estimators", [])
     known = tuple(estimator_registry.estimators())
     if raw["kind"] == "propensity" and (not estimators or set(estimators) - set(known)):
@@ -780,9 +789,8 @@ def tuning_tasks(spec: Spec, tasks: list[Task]) -> dict[tuple, Task]:
     "repetition"`` or where no method of the spec lists ``tuned_once`` settings."""
     if spec.tune == "repetition" or not any(methods.get(m).tuned_once for m in spec.methods):
         return {}
-    at = spec.tune_at if spec.tune_at is not None else (spec.values[len(spec.values) // 2] if spec.x else None)
     return {_tuned_by(spec, task): task for task in tasks
-            if task.repetition == 0 and (spec.x is None or spec.tune == "point" or task.point[spec.x] == at)}
+            if task.repetition == 0 and (spec.x is None or spec.tune == "point" or task.point[spec.x] == spec.tuned_at)}
 
 
 def tuned(spec: Spec, tasks: list[Task], rows: dict[tuple, list[dict]]) -> list[Task]:

@@ -177,8 +177,8 @@ def _tuning_text(spec: Spec) -> str:
     if spec.tune == "point":
         return f"{what} by each point's first repetition and fixed for its others{rest}"
     if spec.tune == "once":
-        at = spec.tune_at if spec.tune_at is not None else (spec.values[len(spec.values) // 2] if spec.x else None)
-        where = "by the first repetition" if spec.x is None else f"once per series, by its first repetition at x = {at},"
+        where = ("by the first repetition" if spec.x is None
+                 else f"once per series, by its first repetition at x = {spec.tuned_at},")
         return f"{what} {where} and fixed for the others (as the paper tuned LambdaRank){rest}"
     return ""
 
