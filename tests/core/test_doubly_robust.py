@@ -7,8 +7,13 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 from cltr.core.clicks import Displayed
-from cltr.core.doubly_robust import (PropensityImpressions, dr_document_weights, dr_estimate, fit_relevance_model,
-                                     impressions_by_propensity)
+from cltr.core.doubly_robust import (
+    PropensityImpressions,
+    dr_document_weights,
+    dr_estimate,
+    fit_relevance_model,
+    impressions_by_propensity,
+)
 from cltr.core.ranking import dcg_gain
 
 ETA = 2.0

@@ -6,8 +6,18 @@ import pickle
 import numpy as np
 import pytest
 
-from cltr.core.objectives import (RankWeight, average_rank, click_pairs, dcg, hinge_rank_bound,
-                             precision_at_k, rank_weight, rbp, risk, risk_gradient)
+from cltr.core.objectives import (
+    RankWeight,
+    average_rank,
+    click_pairs,
+    dcg,
+    hinge_rank_bound,
+    precision_at_k,
+    rank_weight,
+    rbp,
+    risk,
+    risk_gradient,
+)
 
 TRAINABLE = ["avgrank", "dcg", "rbp:0.7", "rbp:0.5"]
 

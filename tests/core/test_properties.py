@@ -20,12 +20,21 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 from cltr.core.ccp import ccp_costs, propdcg_ccp
 from cltr.core.objectives import click_pairs, hinge_rank_bound, rank_weight, risk, risk_gradient
-from cltr.core.ranking import (avg_dcg, avg_rank, dcg_gain, ips_estimate, ndcg_at_k, rank_documents, snips_avg_dcg,
-                               snips_estimate)
+from cltr.core.ranking import (
+    avg_dcg,
+    avg_rank,
+    dcg_gain,
+    ips_estimate,
+    ndcg_at_k,
+    rank_documents,
+    snips_avg_dcg,
+    snips_estimate,
+)
 from cltr.core.svm import pairwise_objective, solve_pairwise_svm
 from cltr.core.trust import TrustBias, affine_document_weights, bayes_ips_weight, weighted_estimate
 

@@ -9,8 +9,19 @@ import pytest
 
 from cltr.clickmodels.pbm import PBMSettings, position_based_model
 from cltr.core.clicks import ClickLog, simulate_clicks
-from cltr.core.ranking import (avg_dcg, avg_rank, dcg_gain, evaluate, ips_estimate, ndcg_at_k, ndcg_per_query,
-                               rank_documents, snips_avg_dcg, snips_estimate, validation_estimate)
+from cltr.core.ranking import (
+    avg_dcg,
+    avg_rank,
+    dcg_gain,
+    evaluate,
+    ips_estimate,
+    ndcg_at_k,
+    ndcg_per_query,
+    rank_documents,
+    snips_avg_dcg,
+    snips_estimate,
+    validation_estimate,
+)
 from cltr.core.scorers import LinearScorer
 
 

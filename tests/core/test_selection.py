@@ -4,9 +4,20 @@ import numpy as np
 import pytest
 
 from cltr.core.ranking import dcg_gain, snips_avg_dcg
-from cltr.core.selection import (ALIKE_SHARE, ESS_FRACTION, alike_share, clip_grid, edges_of_grid, ess_fraction,
-                                 guard_warnings, parse_clip, parse_grid, select_on_validation, varied_queries,
-                                 versus_logging)
+from cltr.core.selection import (
+    ALIKE_SHARE,
+    ESS_FRACTION,
+    alike_share,
+    clip_grid,
+    edges_of_grid,
+    ess_fraction,
+    guard_warnings,
+    parse_clip,
+    parse_grid,
+    select_on_validation,
+    varied_queries,
+    versus_logging,
+)
 
 
 def test_selection_keeps_best_and_ties_go_to_first():

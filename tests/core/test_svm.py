@@ -4,8 +4,16 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from cltr.core.svm import (PairwiseProblem, SVMResult, _active_slope, _line_root, _Pairs, _PlaneQP, pairwise_objective,
-                           solve_pairwise_svm)
+from cltr.core.svm import (
+    PairwiseProblem,
+    SVMResult,
+    _active_slope,
+    _line_root,
+    _Pairs,
+    _PlaneQP,
+    pairwise_objective,
+    solve_pairwise_svm,
+)
 
 
 def tiny_problem(seed, *, sizes=(3, 5, 4), n_features=3, n_examples=6, scale=1.0):

@@ -8,8 +8,14 @@ from cltr.clickmodels.trust import TrustSettings, trust_bias
 from cltr.core.clicks import position_propensity
 from cltr.core.objectives import check_signed_weights, risk, risk_gradient
 from cltr.core.ranking import dcg_gain
-from cltr.core.trust import (TrustBias, affine_document_weights, bayes_ips_weight, trust_em, trust_from_clicks,
-                             weighted_estimate)
+from cltr.core.trust import (
+    TrustBias,
+    affine_document_weights,
+    bayes_ips_weight,
+    trust_em,
+    trust_from_clicks,
+    weighted_estimate,
+)
 
 # The tiny example: one query, four documents shown at ranks 1..4, relevance [0, 1, 0, 1]
 # (the logging ranker puts an irrelevant document on top, where users trust it), and a

@@ -10,7 +10,6 @@ from cltr.core.queries import check_queries
 from cltr.data.loaders import load_letor, load_yahoo
 from cltr.data.svmlight import load_svmlight_split
 
-
 # -- LETOR 4.0 -----------------------------------------------------------------------------
 
 def test_letor_mq2008_alone_and_with_mq2007(tmp_path, make_letor_tree):

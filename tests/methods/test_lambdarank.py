@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from cltr.core.queries import Dataset
-from cltr.methods import TrainingData, train
-from cltr.methods import lambdarank
+from cltr.methods import TrainingData, lambdarank, train
 from cltr.methods.lambdarank import LambdaRankOptions, click_labels
 from cltr.methods.trees import NUM_LEAVES_GRID, TreeScorer, usable_leaves
 from cltr.pipeline.models import scorer_from_arrays, scorer_to_arrays

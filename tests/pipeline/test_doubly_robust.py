@@ -10,8 +10,17 @@ from cltr.core.doubly_robust import fit_relevance_model, impressions_by_propensi
 from cltr.data.clicklog import write_click_log
 from cltr.data.synthetic import make_synthetic
 from cltr.methods import TrainingData, train
-from cltr.pipeline.stages import (click_logs, clicks_stage, displayed_rows, export_rows, import_stage,
-                                  imported_clicks_stage, logging_rankers, model_stage, production_stage)
+from cltr.pipeline.stages import (
+    click_logs,
+    clicks_stage,
+    displayed_rows,
+    export_rows,
+    import_stage,
+    imported_clicks_stage,
+    logging_rankers,
+    model_stage,
+    production_stage,
+)
 from cltr.pipeline.workspace import Workspace
 
 

@@ -6,14 +6,19 @@ and its key enters a model's only when it is not the default."""
 import numpy as np
 import pytest
 
-from cltr.core.ranking import validation_estimate
 from cltr.core.scorers import LinearScorer
-from cltr.core.seeds import stream
 from cltr.core.selection import select_on_validation, validation_clip
 from cltr.data.synthetic import make_synthetic
 from cltr.methods import TrainingData
-from cltr.pipeline.stages import (click_logs, clicks_stage, displayed_rows, model_stage, production_stage,
-                                  scorer_from_arrays, validation_tau)
+from cltr.pipeline.stages import (
+    click_logs,
+    clicks_stage,
+    displayed_rows,
+    model_stage,
+    production_stage,
+    scorer_from_arrays,
+    validation_tau,
+)
 from cltr.pipeline.workspace import Workspace
 
 

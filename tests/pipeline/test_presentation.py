@@ -10,8 +10,17 @@ from cltr.core.queries import Queries
 from cltr.core.scorers import LinearScorer
 from cltr.data.synthetic import make_synthetic
 from cltr.pipeline.experiments import load_spec
-from cltr.pipeline.stages import (click_logs, clicks_stage, evaluation_stage, export_rows, impressions_of,
-                                  model_stage, policy_propensities, production_stage, simulate)
+from cltr.pipeline.stages import (
+    click_logs,
+    clicks_stage,
+    evaluation_stage,
+    export_rows,
+    impressions_of,
+    model_stage,
+    policy_propensities,
+    production_stage,
+    simulate,
+)
 from cltr.pipeline.workspace import Workspace
 
 

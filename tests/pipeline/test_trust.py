@@ -10,9 +10,18 @@ from cltr.core.trust import bayes_ips_weight, trust_from_clicks
 from cltr.data.clicklog import write_click_log
 from cltr.data.synthetic import make_synthetic
 from cltr.methods import TrainingData, train
-from cltr.pipeline.stages import (click_logs, clicks_stage, evaluation_stage, export_rows, import_stage,
-                                  imported_clicks_stage, logging_rankers, model_stage, production_stage,
-                                  propensity_stage)
+from cltr.pipeline.stages import (
+    click_logs,
+    clicks_stage,
+    evaluation_stage,
+    export_rows,
+    import_stage,
+    imported_clicks_stage,
+    logging_rankers,
+    model_stage,
+    production_stage,
+    propensity_stage,
+)
 from cltr.pipeline.workspace import Workspace
 
 
