@@ -127,6 +127,10 @@ def _describe_type(field: Field) -> str:
 class Options:
     """Base of every options dataclass (see the module docstring)."""
 
+    # Set on each subclass by @dataclass; declared here so that type checkers see every
+    # Options as a dataclass (dataclasses.fields(cls) and replace).
+    __dataclass_fields__: typing.ClassVar[dict[str, dataclasses.Field[Any]]]
+
     @classmethod
     def option_fields(cls) -> list[Field]:
         hints = typing.get_type_hints(cls)

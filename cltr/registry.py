@@ -6,11 +6,19 @@ import importlib
 import pkgutil
 from collections.abc import Iterable
 from types import ModuleType
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 __all__ = ["discover", "by_order", "by_name", "lookup"]
 
-T = TypeVar("T")
+
+class _Named(Protocol):
+    """What every registry entry has: the name it is chosen by."""
+
+    @property
+    def name(self) -> str: ...
+
+
+T = TypeVar("T", bound=_Named)
 
 
 def discover(package: str, path: Iterable[str], attribute: str, kind: type[T]) -> list[tuple[ModuleType, T]]:

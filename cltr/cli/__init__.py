@@ -100,9 +100,12 @@ def _workdir_after_command(ctx: click.Context, param, value: Path | None) -> Non
         return
     root = ctx.find_root()
     given = root.params.get("workdir")
-    if root.get_parameter_source("workdir") == click.core.ParameterSource.COMMANDLINE and Path(given) != value:
+    given_here = root.get_parameter_source("workdir") == click.core.ParameterSource.COMMANDLINE
+    if given_here and given is not None and Path(given) != value:
         raise click.UsageError(f"--workdir is given twice, as {given} and as {value}; give it once")
-    ctx.find_object(Session).workspace = Workspace(value)
+    session = ctx.find_object(Session)
+    assert session is not None  # main() puts the Session on the context before any command runs
+    session.workspace = Workspace(value)
 
 
 def _accept_workdir_after_commands(group: click.Group) -> None:

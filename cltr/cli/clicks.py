@@ -181,29 +181,37 @@ def clicks_fit(session: Session, log_path, dataset, clicks_key, model_name, max_
     train = {name: values[~is_test] for name, values in rows.items()}
     test = {name: values[is_test] for name, values in rows.items()}
     depth = int(rows["rank"].max())
-    grid, pair_query, pair_doc = session_grid(**train, max_rank=depth)
+    grid, pair_query, pair_doc = session_grid(*(train[name] for name in ("session", "query", "doc", "rank", "click")),
+                                              max_rank=depth)
     model = fit_click_model(model_name, grid, pair_query, pair_doc, iterations=iterations)
-    held, _, _ = session_grid(**test, max_rank=depth, pairs=(pair_query, pair_doc))
+    held, _, _ = session_grid(*(test[name] for name in ("session", "query", "doc", "rank", "click")),
+                              max_rank=depth, pairs=(pair_query, pair_doc))
     scores = evaluate_click_model(model, held)
     info = model.info
     click.echo(f"{model_name} fitted on {grid.pair.shape[0]} sessions of {source} ({grid.n_pairs} (query, document)s, "
                f"ranks 1..{depth}): {info['iterations']} EM iteration(s)"
                f"{'' if info['converged'] else ' (not converged: raise --iterations)'}; "
                f"mean attractiveness {model.attractiveness[-1]:.4f}")
-    per_rank = [{"rank": r + 1} for r in range(depth)]
+    per_rank: list[dict[str, float]] = [{"rank": r + 1} for r in range(depth)]
+    # each model's fit sets its own parameters (cltr.core.click_models_fit.ClickModel)
+    examination, continuation, satisfaction = model.examination, model.continuation, model.satisfaction
     if model_name == "pbm":
-        for row, value in zip(per_rank, model.examination, strict=True):
+        assert examination is not None
+        for row, value in zip(per_rank, examination, strict=True):
             row["examination"] = value
-            row["propensity"] = value / model.examination[0]
+            row["propensity"] = value / examination[0]
     elif model_name == "ubm":
+        assert examination is not None
         for r, row in enumerate(per_rank):  # examination after no click above, and right after a click above
-            row["examination_no_click"] = model.examination[r, 0]
-            row["examination_after_click_above"] = model.examination[r, r] if r > 0 else float("nan")
+            row["examination_no_click"] = examination[r, 0]
+            row["examination_after_click_above"] = examination[r, r] if r > 0 else float("nan")
     elif model_name == "dcm":
-        for row, value in zip(per_rank, model.continuation, strict=True):
+        assert continuation is not None
+        for row, value in zip(per_rank, continuation, strict=True):
             row["continue_after_click"] = value
     elif model_name == "dbn":
-        click.echo(f"continuation gamma {model.continuation[0]:.4f}; mean satisfaction {model.satisfaction[-1]:.4f}")
+        assert continuation is not None and satisfaction is not None
+        click.echo(f"continuation gamma {continuation[0]:.4f}; mean satisfaction {satisfaction[-1]:.4f}")
     for row, value in zip(per_rank, scores.perplexity_by_rank, strict=True):
         row["held_out_perplexity"] = value
     click.echo(f"held out: {scores.sessions} sessions, log-likelihood {scores.log_likelihood:.4f} per session, "

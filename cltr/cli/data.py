@@ -49,6 +49,7 @@ def loader_params(options_type) -> list[click.Option]:
             params.append(click.Option([f"{field.cli_name}/--no-{field.cli_name[2:]}", field.name],
                                        default=field.default, help=s.help))
             continue
+        kind: click.ParamType
         if s.path:
             kind = click.Path(exists=True, file_okay=s.path == "file", dir_okay=s.path == "dir", path_type=Path)
         elif field.sequence or (s.parse is not None and field.base is not str):
@@ -151,7 +152,7 @@ def simulate_command(session: Session, dataset, click_model, passes, rankers, pr
 
 simulate = click.Command(
     "simulate", callback=click.pass_obj(errors_as_usage(simulate_command)),
-    help=simulate_command.__doc__ + "\n\n\b\nClick models:\n" + "\n".join(
+    help=(simulate_command.__doc__ or "") + "\n\n\b\nClick models:\n" + "\n".join(
         f"  {m.name:8s} {m.summary}" for m in clickmodels.models().values()),
     short_help="Simulate clicks on the production ranker's rankings.",
     params=[

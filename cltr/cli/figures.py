@@ -132,7 +132,7 @@ def _folds_option(text: str | None) -> list[int] | None:
 
 def parse_folds(text: str) -> list[int]:
     """``"1-5"`` -> [1, 2, 3, 4, 5]; ``"1,3"`` -> [1, 3]; ``"2-3,5"`` -> [2, 3, 5]; each fold once, in order."""
-    folds = []
+    folds: list[int] = []
     for part in text.split(","):
         low, dash, high = part.strip().partition("-")
         if not low.strip().isdigit() or (dash and not high.strip().isdigit()):

@@ -67,11 +67,12 @@ class Progress:
 
     INTERVAL = 10.0
 
-    def __init__(self, description: str, total: int | None = None, unit: str = "step"):
+    def __init__(self, description: str, total: float | None = None, unit: str = "step"):
         self.description, self.total, self.unit = description, total, unit
-        self.done, self.postfix = 0, {}
+        self.done: float = 0
+        self.postfix: dict[str, object] = {}
         self.start = self.last_line = time.monotonic()
-        self.printed = None  # the count of the last line printed
+        self.printed: float | None = None  # the count of the last line printed
         self.bar = None
         shown, terminal = _verbosity() >= 0, sys.stderr.isatty()
         self.lines = shown and not terminal
@@ -80,7 +81,7 @@ class Progress:
 
             self.bar = tqdm(total=total, desc=description, unit=unit, leave=False, file=sys.stderr)
 
-    def update(self, done, total: int | None = None, *, postfix: dict | None = None, task_done: bool = False):
+    def update(self, done: float, total: float | None = None, *, postfix: dict | None = None, task_done: bool = False):
         if total is not None:
             self.total = total
             if self.bar is not None:

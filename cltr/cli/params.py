@@ -75,7 +75,7 @@ def _resolve_dataset(ctx: click.Context, param, value: str | None) -> str:
         return value
     session = ctx.find_object(Session)
     last = session.workspace.last_dataset() if session is not None else None
-    if last is not None and len(session.workspace.datasets()) > 1 and session.verbosity >= 0:
+    if session is not None and last is not None and len(session.workspace.datasets()) > 1 and session.verbosity >= 0:
         click.echo(f"dataset {last!r} (the last prepared; --dataset NAME for another: "
                    f"{', '.join(session.workspace.datasets())})", err=True)
     return last or DEFAULT_DATASET
@@ -136,6 +136,7 @@ def option_params(options_type, *, only_for: str | None = None) -> list[click.Op
             name = field.cli_name
             params.append(click.Option([f"{name}/--no-{name[2:]}", field.name], default=None, help=help_text))
             continue
+        kind: click.ParamType
         if field.sequence or (s.parse is not None and field.base is not str):
             kind = click.STRING
         elif field.base is float:
@@ -172,17 +173,18 @@ def registry_params(options_of: dict[str, type], owner: str) -> list[click.Optio
     owners: dict[str, list[tuple[str, click.Option]]] = {}
     for entry, options_type in options_of.items():
         for param in option_params(options_type):
+            assert param.name is not None  # option_params declares each with its field's name
             owners.setdefault(param.name, []).append((entry, param))
     params = []
     for entries in owners.values():
         param = entries[0][1]
         helps = {p.help for _, p in entries}
         if len(helps) > 1:  # entries mean different things by it (and may default differently)
-            by_help: dict[str, list[str]] = {}
+            by_help: dict[str | None, list[str]] = {}
             for entry, p in entries:
                 by_help.setdefault(p.help, []).append(entry)
             param.help = " ".join(f"{', '.join(names)}: {text}" for text, names in by_help.items())
         elif len(options_of) > 1:
-            param.help += f" ({owner}: {', '.join(entry for entry, _ in entries)})"
+            param.help = (param.help or "") + f" ({owner}: {', '.join(entry for entry, _ in entries)})"
         params.append(param)
     return params

@@ -4,6 +4,7 @@ how errors become one-line messages."""
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -17,10 +18,10 @@ from cltr.pipeline.workspace import DamagedArtifact
 class _Bars(SessionProgress):
     """Progress of a session's long steps on stderr (``Progress``)."""
 
-    def clicks(self):
+    def clicks(self) -> Callable[[str, int, int], None]:
         shown: dict[str, Progress] = {}
 
-        def progress(split, done, total):
+        def progress(split: str, done: int, total: int) -> None:
             bar = shown.get(split) or shown.setdefault(split, Progress(f"clicks on {split}", total, "pass"))
             bar.update(done)
             if done == total:
@@ -28,7 +29,7 @@ class _Bars(SessionProgress):
 
         return progress
 
-    def reading(self):
+    def reading(self) -> Callable[[str, int, int], None]:
         return reading_progress()
 
 

@@ -29,7 +29,8 @@ def train_group() -> None:
     """
 
 
-train_group.help += "\n\n\b\n" + "\n".join(f"{m.name:13s} {m.summary}" for m in methods.methods().values())
+train_group.help = (train_group.help or "") + "\n\n\b\n" + "\n".join(
+    f"{m.name:13s} {m.summary}" for m in methods.methods().values())
 
 
 def describe_chosen(info: dict) -> str:

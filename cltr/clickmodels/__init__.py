@@ -38,7 +38,7 @@ class ClickModel:
 
     name: str
     summary: str
-    settings: type
+    settings: type[Options]
     simulate: Callable[..., ClickLog]
     description: str = ""
     propensity: Callable | None = None  # (rank, settings) -> the propensity a learner uses, if per rank
