@@ -118,8 +118,9 @@ class LoggedRows:
 
     @classmethod
     def from_arrays(cls, arrays) -> LoggedRows:
-        return cls(**{name: np.asarray(arrays[name]) for name in ("session", "query", "doc", "rank", "click",
-                                                                   "propensity", "ranker")})
+        return cls(session=np.asarray(arrays["session"]), query=np.asarray(arrays["query"]),
+                   doc=np.asarray(arrays["doc"]), rank=np.asarray(arrays["rank"]), click=np.asarray(arrays["click"]),
+                   propensity=np.asarray(arrays["propensity"]), ranker=np.asarray(arrays["ranker"]))
 
     @property
     def clicked_only(self) -> bool:
@@ -236,7 +237,8 @@ def _first_bad_line(path: Path, separator: str, compression: str | None, last_ro
                 if header is None:
                     header = cells
                 elif cells != header:
-                    return f"line {number} of {path}: {cells} cell{'s' if cells != 1 else ''} where the header has {header}"
+                    return (f"line {number} of {path}: {cells} cell{'s' if cells != 1 else ''} "
+                            f"where the header has {header}")
                 if last_row is not None and filled > last_row + 1:
                     return None
     except (OSError, EOFError):
@@ -380,7 +382,8 @@ def _raw_row(path: Path, separator: str, compression: str | None, row: int) -> t
                 if filled == 1:
                     names = [name.lstrip("\ufeff").strip() for name in _split(line, separator)]
                 elif filled == row + 2:
-                    return number, dict(zip(names, _split(line, separator)))
+                    # a short or long row is the error being reported: pair what is there
+                    return number, dict(zip(names, _split(line, separator), strict=False))
     return row + 2, {}
 
 
@@ -631,7 +634,7 @@ _PARTLY_EMPTY = ("the propensity cell is empty while other rows have one; give e
 
 def _docid_lookup(queries: Queries) -> pd.Index:
     """(docid, qid) of every document of the split, as one string key."""
-    sizes = np.diff(np.asarray(queries.offsets, dtype=np.int64))
+    sizes: np.ndarray = np.diff(np.asarray(queries.offsets, dtype=np.int64))
     keys = pd.Series(queries.docid, dtype=object).astype(str) + "\x00" + pd.Series(
         np.repeat(np.asarray(queries.qid), sizes)).astype(str)
     lookup = pd.Index(keys)
@@ -753,7 +756,10 @@ class AggregatedRows:
 
     @classmethod
     def from_arrays(cls, arrays) -> AggregatedRows:
-        return cls(**{name: np.asarray(arrays[name]) for name in cls._FIELDS}, rows=int(arrays["rows"]))
+        query, doc, rank, ranker, propensity, impressions, clicks, sessions_per_query = (
+            np.asarray(arrays[name]) for name in cls._FIELDS)
+        return cls(query=query, doc=doc, rank=rank, ranker=ranker, propensity=propensity, impressions=impressions,
+                   clicks=clicks, sessions_per_query=sessions_per_query, rows=int(arrays["rows"]))
 
     @property
     def clicked_only(self) -> bool:
@@ -838,7 +844,7 @@ class _HashSet:
     search per array, whatever the sizes of the additions (equal ones merge as a binary
     counter; 2,000 additions of decreasing size would otherwise leave 2,000 arrays)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.levels: list[np.ndarray] = []
 
     def holds(self, values: np.ndarray) -> np.ndarray:
@@ -874,7 +880,7 @@ class _Stream:
     chunk's first session that does not start at rank 1 (an error only once a click 0 shows
     the log is not clicked rows only)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.rankers: dict = {}
         self.filled: bool | None = None  # the propensity column: None before any chunk
         self.first_empty: str | None = None  # where the first empty propensity cell is

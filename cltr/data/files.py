@@ -80,7 +80,7 @@ def remove_stale_temporaries(folder: Path | str) -> list[Path]:
     """Delete the temporary files that cltr's writers which died (killed, out of memory,
     power loss) left in ``folder``: those of a process of this host that no longer runs, and
     those of another host untouched for ``STALE_SECONDS``. Returns the files removed."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(folder))
     except (FileNotFoundError, NotADirectoryError):

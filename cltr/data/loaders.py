@@ -99,7 +99,7 @@ def load_letor(
                                     f"layout Fold{fold}/{{train,vali,test}}.txt)")
         return directory
 
-    options = {"n_features": LETOR_FEATURES, "label_range": label_range, "progress": progress}
+    options: dict[str, Any] = {"n_features": LETOR_FEATURES, "label_range": label_range, "progress": progress}
     mq2008 = fold_dir(mq2008_dir, "MQ2008")
     loaded: dict[str, tuple[Queries, dict]] = {}
     if mq2007_dir is not None:
@@ -145,7 +145,8 @@ def load_letor(
         "default_passes": LETOR_PASSES,
         "notes": notes,
     }
-    return Dataset(name="letor", relevant_from=int(relevant_from), meta=meta, **splits)
+    return Dataset(name="letor", train=splits["train"], vali=splits["vali"], test=splits["test"],
+                   relevant_from=int(relevant_from), meta=meta)
 
 
 def load_yahoo(
@@ -197,7 +198,8 @@ def load_yahoo(
         "default_passes": YAHOO_PASSES,
         "notes": [],
     }
-    return Dataset(name="yahoo", relevant_from=int(relevant_from), meta=meta, **splits)
+    return Dataset(name="yahoo", train=splits["train"], vali=splits["vali"], test=splits["test"],
+                   relevant_from=int(relevant_from), meta=meta)
 
 
 def load_svmlight_dataset(
@@ -273,4 +275,5 @@ def load_svmlight_dataset(
         "label_counts": {split: label_counts(q.labels) for split, q in splits.items()},
         "notes": [],
     }
-    return Dataset(name=name, relevant_from=int(relevant_from), meta=meta, **splits)
+    return Dataset(name=name, train=splits["train"], vali=splits["vali"], test=splits["test"],
+                   relevant_from=int(relevant_from), meta=meta)

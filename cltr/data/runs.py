@@ -105,14 +105,14 @@ def read_run(path: str | os.PathLike, queries: Queries, *, split: str = "test") 
         qid, _, docid, _, score, _ = fields
         if qid not in query_of:
             raise ValueError(f"{where}: qid {qid} is not a query of the {split} split")
-        row = row_of.get((query_of[qid], docid))
-        if row is None:
+        at = row_of.get((query_of[qid], docid))
+        if at is None:
             raise ValueError(f"{where}: docid {docid} is not a document of qid {qid} in the {split} split (documents "
                              "are named by their '#docid = ...' comment, else q<qid>-d<i>, as cltr score --trec "
                              "writes them)")
-        if not np.isnan(scores[row]):
+        if not np.isnan(scores[at]):
             raise ValueError(f"{where}: qid {qid} docid {docid} is scored a second time")
-        scores[row] = _number(score, where)
+        scores[at] = _number(score, where)
     missing = np.flatnonzero(np.isnan(scores))
     if len(missing):
         first = int(missing[0])

@@ -25,7 +25,8 @@ _FIELDS = ("X", "labels", "qid", "offsets")
 
 
 def write_npz(stream, arrays: dict[str, np.ndarray]) -> None:
-    np.savez(stream, **arrays)  # members carry a fixed time stamp: same dataset, same bytes
+    np.savez(stream, **arrays)  # type: ignore[arg-type]  # numpy's stub: a **dict could name allow_pickle
+    # members carry a fixed time stamp: same dataset, same bytes
 
 
 # Members that describe a dataset but do not determine any result: its name, and ``meta``,
@@ -41,7 +42,7 @@ def dataset_fingerprint(arrays: dict[str, np.ndarray]) -> str:
     for key in sorted(set(arrays) - set(_NOT_CONTENT)):
         array = np.ascontiguousarray(arrays[key])
         digest.update(f"{key}\0{array.dtype.str}\0{array.shape}\0".encode())
-        digest.update(array.reshape(-1).view(np.uint8))
+        digest.update(array.reshape(-1).view(np.uint8))  # type: ignore[arg-type]  # numpy's stubs lack the buffer protocol
     return digest.hexdigest()
 
 

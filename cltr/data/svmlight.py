@@ -465,7 +465,8 @@ class _Split:
 
     def finish_X(self, width: int) -> np.ndarray:
         """``X`` of shape (n_rows, width), shrunk in place (no copy of the rows)."""
-        X, self.X = self.X, None
+        X = self.X
+        del self.X  # no second reference: the rows are shrunk in place and handed over
         allocated = X.shape[1]
         if width < allocated:  # move rows to the narrower layout, front to back, in place
             flat = X.reshape(-1)

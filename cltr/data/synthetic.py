@@ -78,7 +78,7 @@ def _synthetic_relevance(rng: np.random.Generator, X: np.ndarray, nonlinearity: 
     linear = X[:, column[:n_linear]] @ weights
     a, b, c, e, g = (X[:, j] for j in column[12:17])
     terms = [(a - 0.5) * (b - 0.5), (c > 0.5).astype(float), np.sin(2.0 * np.pi * e), -((g - 0.5) ** 2)]
-    nonlinear = sum(_standardized(term) for term in terms)
+    nonlinear = sum((_standardized(term) for term in terms), np.zeros(len(X)))
     return (np.sqrt(1.0 - nonlinearity) * _standardized(linear)
             + np.sqrt(nonlinearity) * _standardized(nonlinear))
 
@@ -207,6 +207,7 @@ def make_synthetic(
         "n_features": n_features,
         "label_counts": {split: label_counts(q.labels) for split, q in splits.items()},
     }
-    return Dataset(name="synthetic", relevant_from=int(relevant_from), meta=meta, **splits)
+    return Dataset(name="synthetic", train=splits["train"], vali=splits["vali"], test=splits["test"],
+                   relevant_from=int(relevant_from), meta=meta)
 
 
