@@ -128,8 +128,8 @@ class ClickLog:
                              "(a correction such as affine): train it without --clip")
         return self.with_propensity(np.maximum(self.propensity, tau))
 
-    def arrays(self) -> dict[str, np.ndarray]:
-        arrays = {"query": self.query, "doc": self.doc, "rank": self.rank,
+    def arrays(self) -> dict[str, np.ndarray | np.int64]:
+        arrays: dict[str, np.ndarray | np.int64] = {"query": self.query, "doc": self.doc, "rank": self.rank,
                   "propensity": self.propensity, "pass_index": self.pass_index,
                   "n_passes": np.int64(self.n_passes), "n_queries": np.int64(self.n_queries)}
         if self.sessions_per_query is not None:
@@ -284,7 +284,8 @@ def presented_impressions(presented_rank: np.ndarray, pass_ranker: np.ndarray, l
     presented_rank = np.atleast_2d(np.asarray(presented_rank, dtype=np.int64))
     pass_ranker = np.asarray(pass_ranker, dtype=np.int64)[:log.n_passes]
     n_rankers, n_docs = presented_rank.shape
-    doc_query = np.repeat(np.arange(len(offsets) - 1), np.diff(np.asarray(offsets, dtype=np.int64)))
+    sizes: np.ndarray = np.diff(np.asarray(offsets, dtype=np.int64))
+    doc_query = np.repeat(np.arange(len(offsets) - 1), sizes)
     sessions = np.bincount(pass_ranker, minlength=n_rankers)
     click_ranker = pass_ranker[log.pass_index]
     clicks = np.bincount(click_ranker * n_docs + log.doc, minlength=n_rankers * n_docs).reshape(n_rankers, n_docs)
@@ -399,7 +400,7 @@ def draw_sessions(draw: Callable[[int], tuple[np.ndarray, np.ndarray]], *, passe
 def logged_clicks(doc: np.ndarray, pass_index: np.ndarray, *, rank, propensity, offsets, passes: int) -> ClickLog:
     """The ``ClickLog`` of simulated clicks (int64 ``doc``, ``pass_index``): each document's
     query, presented rank and logged propensity looked up from the per-document arrays."""
-    sizes = np.diff(np.asarray(offsets, dtype=np.int64))
+    sizes: np.ndarray = np.diff(np.asarray(offsets, dtype=np.int64))
     doc_query = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
     return ClickLog(query=doc_query[doc], doc=doc, rank=np.asarray(rank, dtype=np.int64)[doc],
                     propensity=np.asarray(propensity, dtype=np.float64)[doc], pass_index=pass_index,

@@ -38,6 +38,7 @@ piecewise-constant schedule: ``(start_epoch, multiplier)`` pairs.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 import numpy as np
 
@@ -160,7 +161,7 @@ class MLPScorer:
         if self.shift is not None:
             X = (X - self.shift) * self.scale
         out = [X]
-        for w, b in zip(self.weights[:-1], self.biases):
+        for w, b in zip(self.weights[:-1], self.biases, strict=True):
             z = out[-1] @ w
             z += b
             out.append(_activate(z, self.activation))
@@ -178,8 +179,8 @@ class MLPScorer:
         """
         delta = np.asarray(grad_scores, dtype=self.dtype)[:, None]
         layers = len(self.biases)
-        grad_w = [None] * (layers + 1)
-        grad_b = [None] * layers
+        grad_w: dict[int, np.ndarray] = {}
+        grad_b: dict[int, np.ndarray] = {}
         grad_w[layers] = activations[layers].T @ delta
         delta = delta @ self.weights[layers].T
         for layer in range(layers - 1, -1, -1):
@@ -189,7 +190,8 @@ class MLPScorer:
             grad_b[layer] = delta.sum(axis=0)
             if layer > 0:  # no gradient with respect to the input features is needed
                 delta = delta @ self.weights[layer].T
-        return [*grad_w[:-1], *grad_b, grad_w[-1]]
+        return [*(grad_w[layer] for layer in range(layers)), *(grad_b[layer] for layer in range(layers)),
+                grad_w[layers]]
 
     def scores(self, X: np.ndarray, *, block: int = 65536) -> np.ndarray:
         """Scores of the rows of ``X``, shape (n_docs,), float64; computed in blocks of rows
@@ -201,8 +203,8 @@ class MLPScorer:
         return out
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        arrays = {f"W{l}": w for l, w in enumerate(self.weights)}
-        arrays.update({f"b{l}": b for l, b in enumerate(self.biases)})
+        arrays = {f"W{layer}": w for layer, w in enumerate(self.weights)}
+        arrays.update({f"b{layer}": b for layer, b in enumerate(self.biases)})
         arrays["activation"] = np.array(self.activation)
         if self.shift is not None:
             arrays.update(shift=self.shift, scale=self.scale)
@@ -211,8 +213,8 @@ class MLPScorer:
     @classmethod
     def from_arrays(cls, arrays) -> MLPScorer:
         layers = sum(1 for name in arrays if str(name).startswith("b"))
-        weights = tuple(np.asarray(arrays[f"W{l}"]) for l in range(layers + 1))
-        biases = tuple(np.asarray(arrays[f"b{l}"]) for l in range(layers))
+        weights = tuple(np.asarray(arrays[f"W{layer}"]) for layer in range(layers + 1))
+        biases = tuple(np.asarray(arrays[f"b{layer}"]) for layer in range(layers))
         shift = np.asarray(arrays["shift"]) if "shift" in arrays else None
         scale = np.asarray(arrays["scale"]) if "scale" in arrays else None
         return cls(weights=weights, biases=biases, activation=_check_activation(str(arrays["activation"])),
@@ -253,7 +255,7 @@ def init_mlp(
         raise ValueError(f"n_features and every hidden size must be >= 1, got {n_features} and {hidden}")
     sizes = (int(n_features), *hidden, 1)
     weights, biases = [], []
-    for layer, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+    for layer, (fan_in, fan_out) in enumerate(pairwise(sizes)):
         if activation == "relu" and layer < len(hidden):
             limit = np.sqrt(6.0 / fan_in)
         else:
@@ -438,7 +440,7 @@ class Adam:
         correction1 = 1.0 - self.beta1 ** self.steps
         correction2 = 1.0 - self.beta2 ** self.steps
         step_size = lr / correction1
-        for p, g, m, v in zip(self.parameters, grads, self.first, self.second):
+        for p, g, m, v in zip(self.parameters, grads, self.first, self.second, strict=True):
             if self.weight_decay and self.decay == "l2":
                 g = g + self.weight_decay * p
             m *= self.beta1

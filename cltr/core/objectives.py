@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Literal, overload
 
 import numpy as np
 
@@ -626,6 +627,58 @@ def risk(
     return float(np.sum(weight.value(bound) * cost) / scale)
 
 
+# with_curvature picks the shape of the result: (value, grad) or (value, grad, curvature)
+@overload
+def risk_gradient(
+    scores: np.ndarray,
+    offsets: np.ndarray,
+    click_query: np.ndarray,
+    click_doc: np.ndarray,
+    propensity: np.ndarray | None,
+    weight: RankWeight | str,
+    *,
+    n: int | None = None,
+    candidate: np.ndarray | None = None,
+    pairs: tuple[np.ndarray, np.ndarray] | None = None,
+    with_curvature: Literal[False] = False,
+    example_weight: np.ndarray | None = None,
+) -> tuple[float, np.ndarray]: ...
+
+
+@overload
+def risk_gradient(
+    scores: np.ndarray,
+    offsets: np.ndarray,
+    click_query: np.ndarray,
+    click_doc: np.ndarray,
+    propensity: np.ndarray | None,
+    weight: RankWeight | str,
+    *,
+    n: int | None = None,
+    candidate: np.ndarray | None = None,
+    pairs: tuple[np.ndarray, np.ndarray] | None = None,
+    with_curvature: Literal[True],
+    example_weight: np.ndarray | None = None,
+) -> tuple[float, np.ndarray, np.ndarray]: ...
+
+
+@overload
+def risk_gradient(
+    scores: np.ndarray,
+    offsets: np.ndarray,
+    click_query: np.ndarray,
+    click_doc: np.ndarray,
+    propensity: np.ndarray | None,
+    weight: RankWeight | str,
+    *,
+    n: int | None = None,
+    candidate: np.ndarray | None = None,
+    pairs: tuple[np.ndarray, np.ndarray] | None = None,
+    with_curvature: bool = False,
+    example_weight: np.ndarray | None = None,
+) -> tuple[float, np.ndarray] | tuple[float, np.ndarray, np.ndarray]: ...
+
+
 def risk_gradient(
     scores: np.ndarray,
     offsets: np.ndarray,
@@ -642,8 +695,8 @@ def risk_gradient(
 ) -> tuple[float, np.ndarray] | tuple[float, np.ndarray, np.ndarray]:
     """R(f) and its (sub)gradient with respect to the scores, for any scorer.
 
-    With c_i = lambda'(bound_i) c_i' / n (c_i' = 1/q_i or ``example_weight``) and the active pairs A_i = {y : 1 - (f(y_i) - f(y))
-    > 0} (a hinge exactly at its kink counts as inactive: the zero subgradient),
+    With c_i = lambda'(bound_i) c_i' / n (c_i' = 1/q_i or ``example_weight``) and the active pairs
+    A_i = {y : 1 - (f(y_i) - f(y)) > 0} (a hinge exactly at its kink counts as inactive: the zero subgradient),
 
         dR/df(y)   = Σ_{i : y in A_i} c_i            (for y != y_i)
         dR/df(y_i) = -c_i |A_i|                      (summed over the examples clicking y_i)

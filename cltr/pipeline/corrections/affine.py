@@ -40,7 +40,8 @@ def apply(log: ClickLog, clicks, split: str, *, queries, estimate=None) -> Click
     documents, weight = documents[keep], weight[keep]
     first_rank = np.zeros(queries.n_docs, dtype=np.int64)
     first_rank[table.doc[::-1]] = table.rank[::-1]  # the rank of its first impression row
-    doc_query = np.repeat(np.arange(queries.n_queries), np.diff(np.asarray(queries.offsets, dtype=np.int64)))
+    sizes: np.ndarray = np.diff(np.asarray(queries.offsets, dtype=np.int64))
+    doc_query = np.repeat(np.arange(queries.n_queries), sizes)
     # learners read the weights; the propensity 1/|w| only keeps the log's summaries finite
     return ClickLog(query=doc_query[documents], doc=documents, rank=first_rank[documents],
                     propensity=1.0 / np.abs(weight), pass_index=np.zeros(len(documents), dtype=np.int64),
