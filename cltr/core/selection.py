@@ -28,8 +28,8 @@ from cltr.core.resources import exceeds_memory
 
 __all__ = ["Selection", "select_on_validation", "parse_grid", "ALIKE_SHARE", "alike_share", "ESS_FRACTION",
            "VALIDATION_CLIPS", "validation_clip",
-           "CLIP_GRID", "varied_queries", "parse_clip", "clip_grid", "ess_fraction", "versus_logging", "paired_estimate",
-           "edges_of_grid",
+           "CLIP_GRID", "varied_queries", "parse_clip", "clip_grid", "ess_fraction", "versus_logging",
+           "paired_estimate", "edges_of_grid",
            "guard_warnings"]
 
 # A candidate whose scores are alike within at least this share of the validation queries
@@ -165,12 +165,14 @@ def select_on_validation(
     warnings = []
     if best is None:
         best, best_row, best_value = fallback, fallback_row, fallback_value
+        assert best_row is not None  # candidates is not empty: each is eligible or a fallback
         if len(table) > 1:  # (one candidate was given, not chosen: guard_warnings says it)
             warnings.append(f"every candidate ({len(table)}) scores at least {ALIKE_SHARE:.0%} of the validation "
                             f"queries' "
                             f"documents alike (a constant model, ranking by the tie-break alone); kept "
                             f"{_describe(best_row)} for want of another: widen the grid or give the weights less "
                             f"variance (--clip, more clicks)")
+    assert best_row is not None
     return Selection(best=best, best_params=dict(best_row), best_estimate=float(best_value), table=table,
                      warnings=warnings)
 
@@ -399,6 +401,7 @@ def guard_warnings(*, versus: dict | None = None, train_ess: float | None = None
                     f"production. Collect more clicks (more passes), control the variance (--clip auto or a "
                     f"TAU), or try another method (svm-rank, tree-propdcg)")
     if train_ess is not None and train_ess < ESS_FRACTION:
+        assert n_train is not None, "n_train comes with train_ess"
         tau = None if clip is None else clip.get("tau")
         how = (f"as clipped at {tau:g}" if tau is not None else "unclipped" if clip and clip.get("mode") == "auto"
                else "as told")
@@ -409,6 +412,7 @@ def guard_warnings(*, versus: dict | None = None, train_ess: float | None = None
                     f"{n_train} examples ({train_ess:.1%}, below {ESS_FRACTION:.0%}): a few clicks with tiny "
                     f"propensities carry the objective; {advice}")
     if vali_ess is not None and vali_ess < ESS_FRACTION:
+        assert n_vali is not None, "n_vali comes with vali_ess"
         said.append(f"the validation estimate rests on an effective {vali_ess * n_vali:.0f} of {n_vali} clicks "
                     f"({vali_ess:.1%}, below {ESS_FRACTION:.0%}, even clipped at its own TAU_v): its choices are "
                     f"noisy; more validation clicks make them firmer")
@@ -418,13 +422,11 @@ def guard_warnings(*, versus: dict | None = None, train_ess: float | None = None
                     f"weights barely help on this log; compare a method without them (svm-rank, lambdarank) "
                     f"or give a larger --clip")
     for edge in edges:
-        advice = EDGE_ADVICE[edge["axis"]]
-        grid = edge["grid"]
+        edge_advice, grid, at_low = EDGE_ADVICE[edge["axis"]], edge["grid"], edge["side"] == "low"
         said.append(f"{edge['axis']} = {edge['value']:g} is the {'smallest' if edge['side'] == 'low' else 'largest'} "
-                    f"value tried ({grid[0]:g} .. {grid[-1]:g}): {advice[edge['side']]}; "
-                    + advice["do"].format(low=min(grid[0], edge["value"] / 100) if edge["side"] == "low" else grid[0],
-                                          high=grid[-1] if edge["side"] == "low" else edge["value"] * 100,
-                                          value=edge["value"]))
+                    f"value tried ({grid[0]:g} .. {grid[-1]:g}): {edge_advice[edge['side']]}; "
+                    + edge_advice["do"].format(low=min(grid[0], edge["value"] / 100) if at_low else grid[0],
+                                               high=grid[-1] if at_low else edge["value"] * 100, value=edge["value"]))
     return said
 
 
@@ -439,8 +441,8 @@ def parse_grid(text: str) -> list[float]:
     text = text.strip()
     try:
         if ":" in text:
-            low, high, count = text.split(":")
-            low, high, count = float(low), float(high), int(count)
+            low_text, high_text, count_text = text.split(":")
+            low, high, count = float(low_text), float(high_text), int(count_text)
             if not (np.isfinite(low) and np.isfinite(high) and low > 0 and high > 0):
                 raise ValueError(f"grid {text!r} must hold positive finite numbers")
             # checked before the grid exists: 0.1:10:1000000000 grew to 15.7 GB in 40 s
@@ -449,16 +451,16 @@ def parse_grid(text: str) -> list[float]:
                 raise ValueError(f"grid {text!r} has {count:,} values, one training each, and its values, "
                                  f"candidates and recorded options alone would need {too_large}; give a count "
                                  f"of values like 7 (low:high:count)")
-            values = np.logspace(np.log10(low), np.log10(high), count)
+            values: np.ndarray | list[float] = np.logspace(np.log10(low), np.log10(high), count)
         else:
             values = [float(part) for part in text.split(",") if part.strip()]
     except ValueError as error:
         if str(error).startswith("grid "):
             raise
         raise ValueError(f"cannot read grid {text!r}: expected 'a,b,c' or 'low:high:count'") from None
-    values = sorted(float(v) for v in values)
-    if not values:
+    grid = sorted(float(v) for v in values)
+    if not grid:
         raise ValueError(f"grid {text!r} holds no value")
-    if not all(np.isfinite(v) and v > 0 for v in values):
+    if not all(np.isfinite(v) and v > 0 for v in grid):
         raise ValueError(f"grid {text!r} must hold positive finite numbers")
-    return values
+    return grid
