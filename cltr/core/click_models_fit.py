@@ -196,8 +196,10 @@ def _kappas(model: ClickModel, grid: SessionGrid) -> tuple[np.ndarray, np.ndarra
     if model.name == "cascade":
         kappa_click, kappa_skip = np.zeros(shape), np.ones(shape)
     elif model.name == "dcm":
+        assert model.continuation is not None
         kappa_click, kappa_skip = np.broadcast_to(model.continuation, shape).copy(), np.ones(shape)
     else:  # dbn
+        assert model.continuation is not None and model.satisfaction is not None
         gamma = float(model.continuation[0])
         kappa_click = gamma * (1.0 - _cells(model.satisfaction, grid, 0.0))
         kappa_skip = np.full(shape, gamma)
@@ -330,6 +332,7 @@ def fit_click_model(name: str, grid: SessionGrid, pair_query: np.ndarray, pair_d
     for step in range(iterations):
         alpha = _cells(model.attractiveness, grid, 0.0)
         if name in ("pbm", "ubm"):
+            assert model.examination is not None  # set by the start above
             if name == "pbm":
                 gamma = np.broadcast_to(model.examination, grid.pair.shape)
             else:
@@ -343,6 +346,7 @@ def fit_click_model(name: str, grid: SessionGrid, pair_query: np.ndarray, pair_d
                 bottom = np.sum(shown, axis=0)
                 examination = _clip(np.where(bottom > 0, top / np.maximum(bottom, 1), model.examination))
             else:
+                assert previous_click is not None  # computed above for ubm
                 cell = (rank_index * k + previous_click)[shown]
                 top = np.bincount(cell, weights=examined[shown], minlength=k * k)
                 bottom = np.bincount(cell, minlength=k * k)
@@ -361,12 +365,14 @@ def fit_click_model(name: str, grid: SessionGrid, pair_query: np.ndarray, pair_d
             # P(E_{l+1} = 1 | clicks): the chance the user went on after the last click
             went_on_after_last = np.where(last < k, posterior[rows, np.minimum(last, k - 1)], after_last)
             if name == "dcm":
+                assert model.continuation is not None
                 went_on = np.where(is_last, went_on_after_last[:, None], 1.0) * click
                 top = went_on.sum(axis=0)
                 bottom = click.sum(axis=0)
                 continuation = _clip(np.where(bottom > 0, top / np.maximum(bottom, 1), model.continuation))
                 model = replace(model, attractiveness=attractiveness, continuation=continuation)
             else:
+                assert model.satisfaction is not None
                 sigma = _cells(model.satisfaction, grid, 0.0)
                 satisfied = np.where(is_last, sigma / tail[:, None], 0.0) * click
                 satisfaction = _per_pair(grid, satisfied, click, prior=model.satisfaction)
@@ -406,9 +412,11 @@ def click_probabilities(model: ClickModel, grid: SessionGrid) -> tuple[np.ndarra
     click = grid.click
     s = len(click)
     if model.name == "pbm":
+        assert model.examination is not None
         p = model.examination[:k] * alpha
         return p * shown, p * shown
     if model.name == "ubm":
+        assert model.examination is not None
         gamma = model.examination[:k, :k]
         rank_index = np.broadcast_to(np.arange(k), grid.pair.shape)
         conditional = gamma[rank_index, _previous_click(click)] * alpha
@@ -490,8 +498,10 @@ def simulate_clicks_of(model: ClickModel, grid: SessionGrid, rng: np.random.Gene
     click = np.zeros((s, k), dtype=np.int8)
     draw = rng.random((s, k, 2))
     if model.name == "pbm":
+        assert model.examination is not None
         click[:] = (draw[:, :, 0] < model.examination[:k] * alpha) & shown
     elif model.name == "ubm":
+        assert model.examination is not None
         previous = np.zeros(s, dtype=np.int64)
         for r in range(k):
             c = (draw[:, r, 0] < model.examination[r, previous] * alpha[:, r]) & shown[:, r]

@@ -292,6 +292,8 @@ def _em_fit(rows: dict, doc_weight: np.ndarray, max_rank: int, *, iterations: in
             # documents shown only deep would borrow the top's share of relevant ones
             prior = np.clip(np.bincount(top, weights=doc_weight * responsibility, minlength=max_rank) / np.maximum(
                 np.bincount(top, weights=doc_weight, minlength=max_rank), floor), floor, 1 - floor)
+        # given as start, or set by the M-step: without a start the posteriors exist from the outset
+        assert plus is not None and minus is not None and prior is not None
         relevant = np.log(prior[top]) + _document_loglik(rows, plus)
         irrelevant = np.log1p(-prior[top]) + _document_loglik(rows, minus)
         loglik = float(np.sum(doc_weight * logsumexp(np.stack([relevant, irrelevant]), axis=0)))
