@@ -18,7 +18,11 @@ only what is missing.
 Spec keys (see ``experiments/README.md`` for the files):
 
     name, artifact, description   identification; ``artifact`` names the paper's table/figure
-    kind                          "table" | "curve" | "ccp"
+    kind                          a figure kind (``cltr.pipeline.figure_kinds``): "table", "curve",
+                                  "ccp", "propensity"; each takes the keys below that its module
+                                  names besides the common ones (name, kind, artifact, description,
+                                  dataset, reps, seed, [clicks], [synthetic], [datasets], [quick],
+                                  [[stated]])
     dataset                       default dataset ("synthetic": generated when missing)
     methods, references           trained methods; "production" and/or "skyline" lines
     reps, seed                    repetitions and the experiment seed
@@ -82,7 +86,7 @@ from cltr import estimators as estimator_registry
 from cltr.core.queries import Dataset, default_passes
 from cltr.core.selection import parse_clip
 from cltr.lazy import lazy_import
-from cltr.pipeline import corrections
+from cltr.pipeline import corrections, figure_kinds
 from cltr.pipeline.stages import (
     click_logs,
     clicks_stage,
@@ -93,7 +97,7 @@ from cltr.pipeline.stages import (
     production_test_metrics,
     propensity_stage,
 )
-from cltr.pipeline.workspace import Workspace, check_name, config_key
+from cltr.pipeline.workspace import Artifact, Workspace, check_name, config_key
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -101,7 +105,7 @@ else:
     pd = lazy_import("pandas")  # imported on first use: `cltr --help` needs no pandas
 
 __all__ = ["Spec", "Task", "ExperimentProgress", "SPEC_DIR", "find_spec_dir", "load_spec", "spec_names", "plan",
-           "task_steps", "run_task", "run_experiment",
+           "task_steps", "run_task", "run_experiment", "TaskContext", "method_rows", "METHOD_COLUMNS", "METRICS",
            "repetition_seed", "CLICK_SETTINGS", "SELECTIONS", "TUNINGS", "tuning_tasks", "tuned", "STATED_MEASURES",
            "dataset_record", "pool_selection", "poolable", "propensity_choices"]
 
@@ -132,9 +136,8 @@ def propensity_choices() -> tuple[str, ...]:
     """What a spec's ``propensities`` may be: the log's own, or a registered estimator."""
     return ("logged", *estimator_registry.estimators())
 
-KINDS = ("table", "curve", "ccp", "propensity")
 REFERENCES = ("production", "skyline")
-_METRICS = ("avg_dcg", "avg_rank", "ndcg@10", "ndcg@10_relevant_queries")
+METRICS = ("avg_dcg", "avg_rank", "ndcg@10", "ndcg@10_relevant_queries")
 SELECTIONS = ("repetition", "pooled")
 TUNINGS = ("repetition", "point", "once")
 # what a [[stated]] number of the paper is compared with: a column of the rows, or the CCP's
@@ -205,11 +208,11 @@ class Spec:
         raw["dataset"] = name
         if reps is not None:
             raw["reps"] = reps
-        # --select and --tune reach the kinds that select among models (``cltr figures all``
-        # runs ccp and propensity too, which keep their own)
-        if select is not None and raw.get("kind") in ("table", "curve"):
+        # --select and --tune reach the kinds that select among models, those whose specs take
+        # the keys (``cltr figures all`` runs ccp and propensity too, which keep their own)
+        if select is not None and raw.get("kind") in figure_kinds.taking("select"):
             raw["select"] = select
-        if tune is not None and raw.get("kind") in ("table", "curve"):
+        if tune is not None and raw.get("kind") in figure_kinds.taking("tune"):
             raw["tune"] = tune
         spec = _spec_from_dict(raw, where=f"spec {self.name!r}")
         return replace(spec, quick=True) if quick else spec
@@ -242,8 +245,14 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
                 check_name(raw[key], key)
             except ValueError as error:
                 raise ValueError(f"{where}: {error}") from None
-    if raw["kind"] not in KINDS:
-        raise ValueError(f"{where}: kind must be one of {KINDS}, found {raw['kind']!r}")
+    known_kinds = tuple(figure_kinds.kinds())
+    if raw["kind"] not in known_kinds:
+        raise ValueError(f"{where}: kind must be one of {known_kinds}, found {raw['kind']!r}")
+    kind = figure_kinds.get(raw["kind"])
+    outside = sorted(set(raw) - set(figure_kinds.COMMON_KEYS) - set(kind.keys))
+    if outside:
+        raise ValueError(f"{where}: {outside[0]} applies to kinds {', '.join(figure_kinds.taking(outside[0]))}, "
+                         f"not {kind.name!r}")
     references = tuple(raw.get("references", ()))
     if set(references) - set(REFERENCES):
         raise ValueError(f"{where}: references must be among {REFERENCES}, found {list(references)}")
@@ -298,18 +307,16 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
                          f"clip \"auto\", \"none\" or a number in (0, 1], correction one of "
                          f"{tuple(corrections.CORRECTIONS)}, top_k a non-negative integer, logging_temperature a "
                          f"number >= 0; found {bad}")
-    estimators = raw.get("estimators", [])
-    known = tuple(estimator_registry.estimators())
-    if raw["kind"] == "propensity" and (not estimators or set(estimators) - set(known)):
-        raise ValueError(f"{where}: kind = \"propensity\" needs estimators among {known}, found {estimators}")
+    if kind.validate is not None:
+        kind.validate(raw, where)
     varied = {k for k in [x, *raw.get("series", {})] if k in own}
     model.parse_settings({k: v for k, v in clicks.items() if k in own and k not in varied},
                          where=f"{where}: [clicks]")
     reps = raw.get("reps", 1)
     if not isinstance(reps, int) or reps < 1:
         raise ValueError(f"{where}: reps must be a positive integer, found {reps!r}")
-    if raw.get("metric", "avg_dcg") not in _METRICS:
-        raise ValueError(f"{where}: metric must be one of {_METRICS}, found {raw.get('metric')!r}")
+    if raw.get("metric", "avg_dcg") not in METRICS:
+        raise ValueError(f"{where}: metric must be one of {METRICS}, found {raw.get('metric')!r}")
     unknown = sorted(set(raw.get("claimed_order", ())) - set(raw.get("methods", ())))
     if unknown:
         raise ValueError(f"{where}: claimed_order names methods the spec does not run: {unknown}")
@@ -319,8 +326,6 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
     select = raw.get("select", "repetition")
     if select not in SELECTIONS:
         raise ValueError(f"{where}: select must be one of {SELECTIONS}, found {select!r}")
-    if select == "pooled" and raw["kind"] not in ("table", "curve"):
-        raise ValueError(f"{where}: select = \"pooled\" applies to kinds \"table\" and \"curve\", not {raw['kind']!r}")
     if select == "pooled":
         # pooling averages each C's validation SNIPS estimate over repetitions; a method
         # told to select by another criterion would be pooled by SNIPS without a word
@@ -333,8 +338,6 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
     tune = raw.get("tune", "repetition")
     if tune not in TUNINGS:
         raise ValueError(f"{where}: tune must be one of {TUNINGS}, found {tune!r}")
-    if tune != "repetition" and raw["kind"] not in ("table", "curve"):
-        raise ValueError(f"{where}: tune = {tune!r} applies to kinds \"table\" and \"curve\", not {raw['kind']!r}")
     tune_at = raw.get("tune_at")
     if tune_at is not None and tune != "once":
         raise ValueError(f"{where}: tune_at applies to tune = \"once\", not {tune!r}")
@@ -437,8 +440,9 @@ def plan(spec: Spec, *, default_passes: int) -> list[Task]:
     base = {"model": model.name, **model.settings().to_dict(), "passes": "default", **spec.clicks}
     # the log settings enter a task's config only where the spec sets them, so that specs
     # without them keep their tasks' keys
-    if spec.kind == "propensity":
-        base["estimators"] = list(spec.estimators)
+    extra = figure_kinds.get(spec.kind).clicks
+    if extra is not None:
+        base.update(extra(spec))
     series_keys = list(spec.series)
     series_points = list(itertools.product(*(spec.series[k] for k in series_keys))) or [()]
     x_values = list(spec.values) if spec.x is not None else [None]
@@ -475,9 +479,10 @@ def task_key(task: Task, fingerprint: str) -> str:
 
 def task_steps(task: Task) -> int:
     """The steps of a task that progress counts: the production ranker(s), the click log,
-    then each method trained and evaluated (all estimators together for kind "propensity")."""
-    if task.kind == "propensity":
-        return 3
+    then each method trained and evaluated, or what its kind counts (``FigureKind.steps``)."""
+    steps = figure_kinds.get(task.kind).steps
+    if steps is not None:
+        return steps(task)
     return 2 + len(task.methods) + ("skyline" in task.references)
 
 
@@ -515,10 +520,36 @@ def _task_rows(workspace: Workspace, dataset: Dataset, fingerprint: str, task: T
                              model=model.name, passes=simulated, seed=seed, top_k=clicks_config.get("top_k"),
                              logging_temperature=clicks_config.get("logging_temperature"))
     step()
-    if task.kind == "propensity":
-        rows = _propensity_rows(workspace, name, dataset, clicks, clicks_config, seed)
-        step()
-        return rows
+    context = TaskContext(workspace, dataset, fingerprint, task, production, clicks, step)
+    return figure_kinds.get(task.kind).task_rows(context)
+
+
+@dataclass(frozen=True)
+class TaskContext:
+    """What a figure kind's ``task_rows`` is given: one task, its dataset, and what every
+    kind shares, already computed: the production ranker and the click log (simulated at
+    the task's ``clicks["simulated_passes"]``). ``step()`` is to be called as each further
+    step of ``task_steps`` is done."""
+
+    workspace: Workspace
+    dataset: Dataset
+    fingerprint: str
+    task: Task
+    production: Artifact
+    clicks: Artifact
+    step: Callable[[], None]
+
+
+def method_rows(context: TaskContext, *,
+                expand: Callable[[dict, Artifact], list[dict]] | None = None) -> list[dict]:
+    """A task's methods (and its references: the production ranker, the skyline) trained on
+    its click log and evaluated: one row per method (``METHOD_COLUMNS``), or the rows
+    ``expand(row, trained model artifact)`` makes of it; under pooled selection one row per
+    candidate C. The ``task_rows`` of the kinds that compare methods."""
+    workspace, dataset, task, production, clicks, step = (context.workspace, context.dataset, context.task,
+                                                          context.production, context.clicks, context.step)
+    name, seed, clicks_config = task.dataset, task.seed, task.clicks
+    simulated = clicks_config["simulated_passes"]
     passes, eta_model = clicks_config["passes"], clicks_config.get("eta_model")
     passes = None if passes == simulated else passes
     told = clicks_config.get("propensities", "logged")
@@ -536,7 +567,7 @@ def _task_rows(workspace: Workspace, dataset: Dataset, fingerprint: str, task: T
     rows = []
     if "production" in task.references:
         test = production_test_metrics(production, dataset)
-        rows.append({"method": "production", **common, **{m: test[m] for m in _METRICS}})
+        rows.append({"method": "production", **common, **{m: test[m] for m in METRICS}})
     methods_ = list(task.methods) + (["skyline"] if "skyline" in task.references else [])
     fix = corrections.get(correction or corrections.DEFAULT_CORRECTION)
     for method in methods_:
@@ -561,19 +592,13 @@ def _task_rows(workspace: Workspace, dataset: Dataset, fingerprint: str, task: T
         trained, _ = model_stage(workspace, name, dataset, clicks, method, options, seed=seed, **subset)
         evaluation, _ = evaluation_stage(workspace, name, dataset, trained, clicks, seed=seed)
         row = _method_row(method, common, trained, evaluation)
-        if task.kind == "ccp":
-            for selection in trained.info["selection"]:
-                start = {"iteration": 0, "objective": selection["initial_objective"],
-                         "train_snips_avg_dcg": selection["initial_train_snips_avg_dcg"], "inner_iterations": 0}
-                rows.extend({**row, **_ccp_row(ccp_step, selection)} for ccp_step in [start, *selection["ccp_trace"]])
-        else:
-            rows.append(row)
+        rows.extend(expand(row, trained) if expand is not None else [row])
         step()
     return rows  # no timings: they live in the artifacts' manifests, the rows are deterministic
 
 
 def _method_row(method: str, common: dict, trained, evaluation) -> dict:
-    return {"method": method, **common, **{m: evaluation.info[m] for m in _METRICS},
+    return {"method": method, **common, **{m: evaluation.info[m] for m in METRICS},
             "validation_snips_avg_dcg": evaluation.info["validation_snips_avg_dcg"],
             "chosen": json.dumps(trained.info.get("chosen", {}), sort_keys=True)}
 
@@ -623,24 +648,6 @@ def pool_selection(frame: pd.DataFrame) -> pd.DataFrame:
     kept["chosen"] = [json.dumps({"C": float(C), "selection": "pooled"}, sort_keys=True) for C in kept["candidate_C"]]
     result = pd.concat([frame[~is_candidate], kept]).sort_index().drop(columns="candidate_C")
     return result.reset_index(drop=True)
-
-
-def _propensity_rows(workspace, name, dataset, clicks, clicks_config, seed) -> list[dict]:
-    """One row per (estimator, rank): the estimate, its band and the truth (1/r)^eta."""
-    rows = []
-    eta = clicks_config.get("eta_model") if clicks_config.get("eta_model") is not None else clicks_config.get("eta")
-    for estimator in clicks_config["estimators"]:
-        estimate, _ = propensity_stage(workspace, name, dataset, clicks, method=estimator, seed=seed)
-        for row in estimate.info["rows"]:
-            truth = float((1.0 / row["rank"]) ** eta) if eta is not None else float("nan")
-            rows.append({"method": estimator, "rank": int(row["rank"]), "propensity": float(row["propensity"]),
-                         "low": float(row["low"]), "high": float(row["high"]), "true_propensity": truth})
-    return rows
-
-
-def _ccp_row(step: dict, selection: dict) -> dict:
-    return {"C": selection["C"], "iteration": step["iteration"], "objective": step["objective"],
-            "train_snips_avg_dcg": step["train_snips_avg_dcg"], "inner_iterations": step["inner_iterations"]}
 
 
 # -- fan-out -------------------------------------------------------------------------------
@@ -711,7 +718,7 @@ def run_experiment(spec: Spec, root: str | Path, *, n_jobs: int = 1, backend: st
                 known[index] = chosen[by]
     results = _run_tasks(tasks, counts=counts, on_task_done=on_task_done, known=known, **run)
     frame = pool_selection(pd.DataFrame([row for rows in results for row in rows]))
-    return frame[_column_order(frame.columns)], counts
+    return frame[_column_order(frame.columns, spec.kind)], counts
 
 
 @dataclass
@@ -815,16 +822,18 @@ def tuned(spec: Spec, tasks: list[Task], rows: dict[tuple, list[dict]]) -> list[
     return [replace(task, options=fixed[_tuned_by(spec, task)]) for task in tasks]
 
 
-_COLUMNS = ("experiment", "dataset", "repetition", "seed", "method", "rank", "propensity", "low", "high",
-            "true_propensity", "train_clicks", "irrelevant_click_share",
-            *_METRICS, "validation_snips_avg_dcg", "pooled_validation_snips_avg_dcg", "chosen", "C", "iteration", "objective",
-            "train_snips_avg_dcg", "inner_iterations")
+# the columns of method_rows' rows after "method", in the CSV's order
+METHOD_COLUMNS = ("train_clicks", "irrelevant_click_share", *METRICS, "validation_snips_avg_dcg",
+                  "pooled_validation_snips_avg_dcg", "chosen")
+_LEADING = ("experiment", "dataset", "repetition", "seed")
 
 
-def _column_order(columns) -> list[str]:
-    """A fixed column order (rows read back from JSON manifests come with sorted keys)."""
+def _column_order(columns, kind: str) -> list[str]:
+    """A fixed column order (rows read back from JSON manifests come with sorted keys): the
+    task's, its point's, then the method and its kind's columns (``FigureKind.columns``)."""
     points = sorted(c for c in columns if c.startswith("point_"))
-    known = [c for c in _COLUMNS[:4] if c in columns] + points + [c for c in _COLUMNS[4:] if c in columns]
+    after = ("method", *figure_kinds.get(kind).columns)
+    known = [c for c in _LEADING if c in columns] + points + [c for c in after if c in columns]
     return known + sorted(set(columns) - set(known))
 
 

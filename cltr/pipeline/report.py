@@ -23,7 +23,6 @@ the default number of passes; without them the header says the convention is unk
 from __future__ import annotations
 
 import io
-import json
 import textwrap
 from pathlib import Path
 
@@ -34,12 +33,15 @@ from cltr import clickmodels, methods
 from cltr.core.queries import default_passes, describe_convention
 from cltr.core.ranking import DCG_BASE, NDCG_CONVENTION
 from cltr.core.statistics import bootstrap_interval, holm, paired_tests
+from cltr.pipeline import figure_kinds
 from cltr.pipeline.experiments import Spec
 from cltr.pipeline.workspace import atomic_write
 
 __all__ = ["summarise", "significance", "claims", "check", "stated_rows", "header_note", "click_settings",
            "dataset_label", "markdown_table", "latex_table", "table_rows", "plot", "write_outputs",
-           "check_out_directory", "output_name", "training_data", "METRIC_LABELS", "LEVEL", "ALPHA", "MIN_RUNS"]
+           "check_out_directory", "output_name", "training_data", "METRIC_LABELS", "LEVEL", "ALPHA", "MIN_RUNS",
+           "RESAMPLES", "method_label", "mean_std", "method_order", "point_columns", "higher_is_better",
+           "paper_values", "p_text", "format_stated", "figure_title", "runs_note", "datasets_of"]
 
 METRIC_LABELS = {"avg_dcg": "Avg DCG", "avg_rank": "Avg Rank", "ndcg@10": "nDCG@10",
                  "ndcg@10_relevant_queries": "nDCG@10 relevant queries"}
@@ -50,38 +52,32 @@ ALPHA = 0.05        # a Holm-adjusted p below it is "significant"
 # below it they read "n/a (k runs)" and figures draw no band.
 MIN_RUNS = 3
 RESAMPLES = 2000
-_X_LABELS = {"passes": "passes over the training queries", "train_clicks": "training clicks", "eta": "eta",
-             "eps_neg": "eps- (click probability of an observed irrelevant document)",
-             "eta_model": "eta of the propensity model (true eta = 1)",
-             "clip": "clipping threshold TAU (propensities below TAU raised to TAU)",
-             "continuation": "continuation probability c (after a click at rank k the user goes on with c / k)",
-             "top_k": "K (results displayed)"}
 _SETTING_LABELS = {"eps_pos": "eps+", "eps_neg": "eps-", "rankers": "logging rankers"}
 
 
-def _label(method: str) -> str:
+def method_label(method: str) -> str:
     if method == "production":
         return "Production ranker"
     known = methods.methods()
     return known[method].label if method in known else method
 
 
-def _mean_std(mean: float, std: float, n: int) -> str:
+def mean_std(mean: float, std: float, n: int) -> str:
     """"mean ± std", or the mean alone for a single run (no spread to show)."""
     return f"{mean:.4f}" if n < 2 else f"{mean:.4f} ± {std:.4f}"
 
 
-def _method_order(spec: Spec, frame: pd.DataFrame) -> list[str]:
+def method_order(spec: Spec, frame: pd.DataFrame) -> list[str]:
     order = [m for m in ("production",) if m in spec.references] + list(spec.methods)
     order += [m for m in ("skyline",) if m in spec.references]
     return [m for m in order if m in set(frame["method"])]
 
 
-def _point_columns(spec: Spec) -> list[str]:
+def point_columns(spec: Spec) -> list[str]:
     return [f"point_{k}" for k in spec.series] + ([f"point_{spec.x}"] if spec.x else [])
 
 
-def _datasets(frame: pd.DataFrame, spec: Spec) -> list[str]:
+def datasets_of(frame: pd.DataFrame, spec: Spec) -> list[str]:
     return list(dict.fromkeys(frame["dataset"])) if "dataset" in frame.columns else [spec.dataset]
 
 
@@ -91,7 +87,7 @@ def _runs(frame: pd.DataFrame) -> int:
     return len(frame[keys].drop_duplicates()) if keys else 1
 
 
-def _higher_is_better(metric: str) -> bool:
+def higher_is_better(metric: str) -> bool:
     return metric != "avg_rank"
 
 
@@ -101,7 +97,7 @@ def _higher_is_better(metric: str) -> bool:
 def dataset_label(frame: pd.DataFrame, spec: Spec, records: dict | None = None) -> str:
     """``letor (Fold 1)``, or ``letor, folds 1, 2, 3, 4, 5`` for the rows of several folds,
     with the training data actually used where the record says (``training_data``)."""
-    names, records = _datasets(frame, spec), records or {}
+    names, records = datasets_of(frame, spec), records or {}
     folds = [records.get(name, {}).get("meta", {}).get("fold") for name in names]
     train = training_data(names, records)
     if len(names) == 1:
@@ -140,7 +136,7 @@ def output_name(spec: Spec) -> str:
 def convention(frame: pd.DataFrame, spec: Spec, records: dict | None = None) -> str:
     """The metric convention of the datasets the rows come from, from their records."""
     texts = []
-    for name in _datasets(frame, spec):
+    for name in datasets_of(frame, spec):
         record = (records or {}).get(name)
         if record is not None:
             # records written before dcg_base was recorded were read with the default base
@@ -190,16 +186,11 @@ def _selection_text(frame: pd.DataFrame, spec: Spec) -> str:
                 "clicks" + tuning)
     text = ("linear SVMs' C pooled as in the paper: one C per point (and fold) for all repetitions, the one "
             "with the best mean validation SNIPS Avg DCG" + (tuning or "; other hyperparameters per repetition"))
-    if spec.kind == "table" and "pooled_validation_snips_avg_dcg" in frame.columns:
-        pooled = frame[frame["pooled_validation_snips_avg_dcg"].notna()]
-        chosen = pooled.groupby(["method", "dataset"], sort=False)["chosen"].first()
-        listed = [f"{_label(m)} {json.loads(c)['C']:g}" + (f" ({d})" if pooled["dataset"].nunique() > 1 else "")
-                  for (m, d), c in chosen.items()]
-        text += f" (C: {', '.join(listed)})"
-    return text
+    detail = figure_kinds.get(spec.kind).selection_detail
+    return text + (detail(frame, spec) if detail is not None else "")
 
 
-def _paper_values(spec: Spec) -> dict:
+def paper_values(spec: Spec) -> dict:
     for prefix, values in spec.paper.items():
         if spec.dataset.startswith(prefix):
             return values
@@ -211,7 +202,7 @@ def _paper_note(spec: Spec) -> list[str]:
         return []
     lines = []
     for prefix, values in spec.paper.items():
-        listed = ", ".join(f"{_label(m)} {v[0]:.4f} ± {v[1]:.0e}" for m, v in values.items())
+        listed = ", ".join(f"{method_label(m)} {v[0]:.4f} ± {v[1]:.0e}" for m, v in values.items())
         compared = "compared below" if spec.dataset.startswith(prefix) else f"not comparable with {spec.dataset}"
         lines.append(f"- The paper's {spec.artifact or spec.name} on {prefix} ({compared}): {listed}.")
     return lines
@@ -220,7 +211,7 @@ def _paper_note(spec: Spec) -> list[str]:
 def header_note(frame: pd.DataFrame, spec: Spec, records: dict | None = None) -> str:
     """What every table and figure of the run needs said beside it, as Markdown bullets."""
     reps = frame["repetition"].nunique() if "repetition" in frame.columns else spec.reps
-    names = _datasets(frame, spec)
+    names = datasets_of(frame, spec)
     runs = f"{reps} repetition(s)" + (f" on each of {len(names)} datasets, {_runs(frame)} runs" if len(names) > 1
                                        else "")
     lines = [f"- Data: {dataset_label(frame, spec, records)}; clicks: {click_settings(spec, records)}; {runs}.",
@@ -229,12 +220,17 @@ def header_note(frame: pd.DataFrame, spec: Spec, records: dict | None = None) ->
     if spec.quick:
         lines.insert(0, f"- QUICK RUN (--quick): the spec's reduced version (fewer repetitions and points), "
                         f"written as {output_name(spec)}.*; not the full result.")
-    if spec.kind in ("table", "curve"):
-        lines.append(f"- Numbers: mean ± standard deviation over runs; CI: {LEVEL:.0%} percentile bootstrap "
-                     f"interval of the mean over runs ({RESAMPLES} resamples, seed {spec.seed}). The figure "
-                     f"shows the mean and that interval. Intervals and p-values need at least {MIN_RUNS} "
-                     f"(paired) runs: with fewer they read n/a.")
+    notes = figure_kinds.get(spec.kind).notes
+    lines += notes(frame, spec) if notes is not None else []
     return "\n".join(lines + _paper_note(spec)) + "\n"
+
+
+def runs_note(spec: Spec) -> str:
+    """The header note's line for rows summarised over runs (means, intervals, tests)."""
+    return (f"- Numbers: mean ± standard deviation over runs; CI: {LEVEL:.0%} percentile bootstrap "
+            f"interval of the mean over runs ({RESAMPLES} resamples, seed {spec.seed}). The figure "
+            f"shows the mean and that interval. Intervals and p-values need at least {MIN_RUNS} "
+            f"(paired) runs: with fewer they read n/a.")
 
 
 # -- summaries and statistics --------------------------------------------------------------
@@ -244,7 +240,7 @@ def summarise(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     """Per (point, method) over runs: mean, standard deviation, count, and for the spec's
     metric the bootstrap interval of the mean (``{metric}_low``, ``{metric}_high``; NaN with
     fewer than ``MIN_RUNS`` runs)."""
-    keys = _point_columns(spec) + ["method"]
+    keys = point_columns(spec) + ["method"]
     # results written before nDCG@10 was reported over all queries lack the relevant-queries column
     metrics = [m for m in [*METRIC_LABELS, "train_clicks", "irrelevant_click_share"] if m in frame]
     grouped = frame.groupby(keys, sort=False)
@@ -267,7 +263,7 @@ def _tested_pairs(frame: pd.DataFrame, spec: Spec) -> tuple[list[tuple[str, str]
     claimed = [m for m in spec.claimed_order if m in present]
     if len(claimed) > 1:
         return [(claimed[i], claimed[j]) for i in range(len(claimed)) for j in range(i + 1, len(claimed))], True
-    order = _method_order(spec, frame)
+    order = method_order(spec, frame)
     return list(zip(order, order[1:])), False
 
 
@@ -283,14 +279,14 @@ def significance(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     pairs, claimed = _tested_pairs(frame, spec)
     keys = [c for c in ("dataset", "repetition") if c in frame.columns]
     by_method = {m: frame[frame["method"] == m].set_index(keys)[spec.metric] for m in {m for p in pairs for m in p}}
-    sign = 1.0 if _higher_is_better(spec.metric) else -1.0
+    sign = 1.0 if higher_is_better(spec.metric) else -1.0
     rows = []
     for worse, better in pairs:
         a, b = by_method[worse].align(by_method[better], join="inner")
         result = _enough_runs(paired_tests(a.to_numpy(), b.to_numpy()))
         gain = sign * result["mean_difference"]
-        rows.append({"comparison": f"{_label(better)} vs {_label(worse)}",
-                     "claim": f"{_label(better)} better" if claimed else "",
+        rows.append({"comparison": f"{method_label(better)} vs {method_label(worse)}",
+                     "claim": f"{method_label(better)} better" if claimed else "",
                      "mean difference": result["mean_difference"],
                      "wins": f"{int(np.sum(sign * (b.to_numpy() - a.to_numpy()) > 0))}/{result['n']}",
                      "runs": result["n"], "p (paired t)": result["p_t"], "p (Wilcoxon)": result["p_wilcoxon"],
@@ -313,9 +309,9 @@ def baseline_tests(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     point's comparisons. Empty without ``compare_to``."""
     if not spec.compare_to:
         return pd.DataFrame()
-    points = _point_columns(spec)
+    points = point_columns(spec)
     keys = [c for c in ("dataset", "repetition") if c in frame.columns]
-    sign = 1.0 if _higher_is_better(spec.metric) else -1.0
+    sign = 1.0 if higher_is_better(spec.metric) else -1.0
     rows = []
     groups = frame.groupby(points, sort=False) if points else [((), frame)]
     for key, group in groups:
@@ -326,13 +322,13 @@ def baseline_tests(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
             continue
         best = max(present, key=lambda m: sign * by_method[m].mean())
         found = []
-        for method in _method_order(spec, group):
+        for method in method_order(spec, group):
             if method == best:
                 continue
             a, b = by_method[best].align(by_method[method], join="inner")
             result = _enough_runs(paired_tests(a.to_numpy(), b.to_numpy()))
             found.append({**{c[len("point_"):]: v for c, v in zip(points, key)},
-                          "comparison": f"{_label(method)} vs {_label(best)}",
+                          "comparison": f"{method_label(method)} vs {method_label(best)}",
                           "mean difference": result["mean_difference"],
                           "wins": f"{int(np.sum(sign * (b.to_numpy() - a.to_numpy()) > 0))}/{result['n']}",
                           "runs": result["n"], "p (paired t)": result["p_t"], "p (Wilcoxon)": result["p_wilcoxon"]})
@@ -357,7 +353,7 @@ def _verdict(gain: float, holm_p: float, claimed: bool, pair: tuple[str, str], r
     if not np.isfinite(holm_p):
         return "untestable (no difference)"
     worse, better = pair
-    up, down = ("holds", "reversed") if claimed else (f"{_label(better)} better", f"{_label(worse)} better")
+    up, down = ("holds", "reversed") if claimed else (f"{method_label(better)} better", f"{method_label(worse)} better")
     direction = up if gain > 0 else down
     return direction if holm_p < ALPHA else f"{direction}, not significant"
 
@@ -374,12 +370,13 @@ def claims(frame: pd.DataFrame, spec: Spec, tests: pd.DataFrame | None = None) -
     for worse, better in zip(present, present[1:]):
         row = by_pair[(worse, better)]
         runs = int(row["runs"])
-        texts[better] = (f"beats {_label(worse)}: {row['verdict']} ({row['mean difference']:+.4f}, {row['wins']} runs; "
-                         f"Holm p: t {_p(row['Holm p (t)'], runs)}, Wilcoxon {_p(row['Holm p (Wilcoxon)'], runs)})")
+        texts[better] = (f"beats {method_label(worse)}: {row['verdict']} ({row['mean difference']:+.4f}, "
+                         f"{row['wins']} runs; Holm p: t {p_text(row['Holm p (t)'], runs)}, "
+                         f"Wilcoxon {p_text(row['Holm p (Wilcoxon)'], runs)})")
     return texts
 
 
-def _p(value: float, runs: int | None = None) -> str:
+def p_text(value: float, runs: int | None = None) -> str:
     """A p-value as printed: "n/a (2 runs)" where too few runs make it meaningless."""
     if runs is not None and runs < MIN_RUNS:
         return f"n/a ({runs} runs)"
@@ -393,17 +390,18 @@ def check(frame: pd.DataFrame, spec: Spec, *, tolerance: float = 2.0) -> list[di
     ``method``, ``ours``, ``paper``, ``gap (paper std)``, ``within`` (|gap| <= tolerance;
     None where the method did not run). Empty when the paper has no values for the dataset.
     """
-    paper = _paper_values(spec)
+    paper = paper_values(spec)
     means = frame.groupby("method")[spec.metric].mean()
     rows = []
     for method, (value, std) in paper.items():
         if method not in means.index:
-            rows.append({"method": _label(method), "ours": "not run", "paper": f"{value:.4f} ± {std:.0e}",
+            rows.append({"method": method_label(method), "ours": "not run", "paper": f"{value:.4f} ± {std:.0e}",
                          "gap (paper std)": "", "within": None})
             continue
         gap = (float(means[method]) - value) / std
-        rows.append({"method": _label(method), "ours": f"{means[method]:.4f}", "paper": f"{value:.4f} ± {std:.0e}",
-                     "gap (paper std)": f"{gap:+.2f}", "within": bool(abs(gap) <= tolerance)})
+        rows.append({"method": method_label(method), "ours": f"{means[method]:.4f}",
+                     "paper": f"{value:.4f} ± {std:.0e}", "gap (paper std)": f"{gap:+.2f}",
+                     "within": bool(abs(gap) <= tolerance)})
     return rows
 
 
@@ -416,7 +414,7 @@ def _format_measure(measure: str, value: float) -> str:
     return f"{value:,.0f}"
 
 
-def _format_stated(measure: str, value) -> str:
+def format_stated(measure: str, value) -> str:
     if isinstance(value, (list, tuple)):
         low, high = value
         return f"{_format_measure(measure, low)}–{_format_measure(measure, high)}"
@@ -452,11 +450,11 @@ def stated_rows(frame: pd.DataFrame, spec: Spec) -> list[dict]:
         ours = _measured(frame, entry)
         if ours:
             low, high = min(ours), max(ours)
-            shown = _format_stated(entry["measure"], [low, high] if low != high else low)
+            shown = format_stated(entry["measure"], [low, high] if low != high else low)
         else:
             shown = "n/a (not measured at this point)"
         rows.append({"the paper states": entry["text"],
-                     "paper": f"{_format_stated(entry['measure'], entry['value'])} ({entry['dataset']})",
+                     "paper": f"{format_stated(entry['measure'], entry['value'])} ({entry['dataset']})",
                      "ours": f"{shown} ({spec.dataset})",
                      "same dataset": "yes" if spec.dataset.startswith(entry["dataset"]) else "no"})
     return rows
@@ -465,136 +463,9 @@ def stated_rows(frame: pd.DataFrame, spec: Spec) -> list[dict]:
 # -- tables --------------------------------------------------------------------------------
 
 
-def _table_rows(frame: pd.DataFrame, spec: Spec) -> list[dict]:
-    summary = summarise(frame, spec).set_index("method")
-    paper = _paper_values(spec)
-    names = _datasets(frame, spec)
-    claimed = claims(frame, spec)
-    label = METRIC_LABELS[spec.metric]
-    rows = []
-    for method in _method_order(spec, frame):
-        row = summary.loc[method]
-        entry = {"method": _label(method), label: _mean_std(row[spec.metric + "_mean"], row[spec.metric + "_std"],
-                                                               row["n"]),
-                 f"{LEVEL:.0%} CI": f"[{row[spec.metric + '_low']:.4f}, {row[spec.metric + '_high']:.4f}]"
-                 if row["n"] >= MIN_RUNS else f"n/a ({int(row['n'])} runs)"}
-        if paper:
-            value = paper.get(method)
-            entry["paper"] = f"{value[0]:.4f} ± {value[1]:.0e}" if value else ""
-            entry["gap (paper std)"] = f"{(row[spec.metric + '_mean'] - value[0]) / value[1]:+.1f}" if value else ""
-        if len(names) > 1:
-            per_dataset = frame[frame["method"] == method].groupby("dataset", sort=False)[spec.metric]
-            for name, values in per_dataset:
-                entry[f"{label} {name}"] = _mean_std(values.mean(), values.std(ddof=1), len(values))
-        for metric in METRIC_LABELS:
-            if metric != spec.metric and metric + "_mean" in row:
-                entry[METRIC_LABELS[metric]] = f"{row[metric + '_mean']:.4f}"
-        entry["train clicks"] = f"{row['train_clicks_mean']:.0f}"
-        entry["runs"] = int(row["n"])
-        if claimed:
-            entry["paper's claim here"] = claimed.get(method, "")
-        rows.append(entry)
-    return rows
-
-
-def _curve_rows(frame: pd.DataFrame, spec: Spec) -> list[dict]:
-    summary = summarise(frame, spec)
-    points = _point_columns(spec)
-    rows = []
-    for key, group in summary.groupby(points, sort=False):
-        key = key if isinstance(key, tuple) else (key,)
-        entry = {column[len("point_"):]: value for column, value in zip(points, key)}
-        entry["train clicks"] = f"{group['train_clicks_mean'].iloc[0]:.0f}"
-        entry["irrelevant click share"] = f"{group['irrelevant_click_share_mean'].iloc[0]:.3f}"
-        for _, row in group.iterrows():
-            entry[_label(row["method"])] = _mean_std(row[spec.metric + "_mean"], row[spec.metric + "_std"], row["n"])
-        rows.append(entry)
-    return rows
-
-
-def _ccp_rows(frame: pd.DataFrame) -> list[dict]:
-    rows = []
-    first = frame[frame["repetition"] == frame["repetition"].min()]
-    for C, group in first.groupby("C", sort=True):
-        group = group.sort_values("iteration")
-        rows.append({"C": f"{C:g}", "repetition": int(group["repetition"].iloc[0]),
-                     "CCP iterations": int(group["iteration"].max()),
-                     "initial objective": f"{group['objective'].iloc[0]:.6g}",
-                     "final objective": f"{group['objective'].iloc[-1]:.6g}",
-                     "initial train SNIPS Avg DCG": f"{group['train_snips_avg_dcg'].iloc[0]:.4f}",
-                     "final train SNIPS Avg DCG": f"{group['train_snips_avg_dcg'].iloc[-1]:.4f}"})
-    return rows
-
-
-def _propensity_table(frame: pd.DataFrame, spec: Spec) -> list[dict]:
-    keys = _point_columns(spec) + ["method", "rank"]
-    grouped = frame.groupby(keys, sort=False)
-    rows = []
-    for key, group in grouped:
-        key = key if isinstance(key, tuple) else (key,)
-        row = {c[len("point_"):] if c.startswith("point_") else c: v for c, v in zip(keys, key)}
-        n = len(group)
-        row.update({"true": f"{group['true_propensity'].mean():.4f}",
-                    "estimate": _mean_std(group["propensity"].mean(), group["propensity"].std(ddof=1), n),
-                    "band": f"[{group['low'].mean():.4f}, {group['high'].mean():.4f}]"})
-        rows.append(row)
-    return rows
-
-
-def _plot_propensity(frame: pd.DataFrame, spec: Spec, plt, records):
-    figure, axes = plt.subplots(figsize=(7.2, 5.0))
-    data = {}
-    points = _point_columns(spec)
-    groups = frame.groupby(points, sort=False) if points else [((), frame)]
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    styles = {"harvest": "-", "em": "--"}
-    for i, (point, group) in enumerate(groups):
-        point = point if isinstance(point, tuple) else (point,)
-        suffix = ", ".join(f"{c[len('point_'):]} = {v}" for c, v in zip(points, point))
-        color = colors[i % len(colors)]
-        truth = group.groupby("rank", sort=True)["true_propensity"].mean()
-        axes.plot(truth.index, truth.values, color=color, linestyle=":", linewidth=2, label=f"true, {suffix}")
-        data[f"true, {suffix}"] = {"x": truth.index.tolist(), "mean": truth.values.tolist(), "std": [0.0] * len(truth)}
-        for estimator, rows in group.groupby("method", sort=False):
-            summary = rows.groupby("rank", sort=True).agg(mean=("propensity", "mean"), low=("low", "mean"),
-                                                           high=("high", "mean"), std=("propensity", "std"))
-            label = f"{estimator}, {suffix}"
-            axes.plot(summary.index, summary["mean"], color=color, linestyle=styles.get(estimator, "-"),
-                      marker="o", markersize=3, label=label)
-            axes.fill_between(summary.index, summary["low"], summary["high"], color=color, alpha=0.12)
-            data[label] = {"x": summary.index.tolist(), "mean": summary["mean"].tolist(),
-                           "std": np.nan_to_num(summary["std"].to_numpy()).tolist()}
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    axes.set_xscale("log")
-    axes.set_yscale("log")
-    axes.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0f}"))
-    axes.xaxis.set_minor_formatter(NullFormatter())
-    # estimates at deep ranks can collapse towards 0 where clicks are few: keep the truth in view
-    smallest = float(frame["true_propensity"].min())
-    if np.isfinite(smallest) and smallest > 0:
-        axes.set_ylim(bottom=smallest / 10, top=1.5)
-    axes.set_xlabel("rank")
-    axes.set_ylabel("observation propensity relative to rank 1")
-    axes.set_title(_title(frame, spec, records, "observation propensity per rank",
-                          "solid: harvest, dashed: EM (means over runs), shaded: their bootstrap band over "
-                          "queries; dotted: true (1/r)^eta", over_runs=False), fontsize=8)
-    axes.grid(alpha=0.3, which="both")
-    axes.legend(fontsize=6, ncol=2)
-    figure.tight_layout()
-    return figure, data
-
-
 def table_rows(frame: pd.DataFrame, spec: Spec) -> list[dict]:
-    """The rows of the experiment's summary table, as strings ready to print."""
-    if spec.kind == "propensity":
-        return _propensity_table(frame, spec)
-    if spec.kind == "table":
-        return _table_rows(frame, spec)
-    if spec.kind == "ccp":
-        return _ccp_rows(frame)
-    return _curve_rows(frame, spec)
+    """The rows of the experiment's summary table, as strings ready to print (its kind's)."""
+    return figure_kinds.get(spec.kind).table_rows(frame, spec)
 
 
 def markdown_table(rows: list[dict]) -> str:
@@ -627,7 +498,7 @@ def latex_table(rows: list[dict], caption: str) -> str:
 _TITLE_WIDTH = 110  # characters of a title line at the figures' width and font size
 
 
-def _title(frame: pd.DataFrame, spec: Spec, records: dict | None, what: str, bars: str, *,
+def figure_title(frame: pd.DataFrame, spec: Spec, records: dict | None, what: str, bars: str, *,
            over_runs: bool = True) -> str:
     """Three lines: what on which data; the fixed click settings and runs; what the bars are
     (``over_runs``: intervals over runs, which one run cannot have)."""
@@ -650,204 +521,10 @@ def plot(frame: pd.DataFrame, spec: Spec, *, records: dict | None = None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    if spec.kind == "ccp":
-        return _plot_ccp(frame, spec, plt, records)
-    if spec.kind == "propensity":
-        return _plot_propensity(frame, spec, plt, records)
-    if spec.kind == "table":
-        return _plot_table(frame, spec, plt, records)
-    return _plot_curves(frame, spec, plt, records)
-
-
-def _plot_table(frame: pd.DataFrame, spec: Spec, plt, records):
-    """Points with bootstrap intervals, every run as a grey dot, and the paper's mean ± std:
-    points rather than bars, so that an axis not starting at 0 truncates nothing."""
-    figure, axes = plt.subplots(figsize=(7.6, 5.0))
-    metric, label = spec.metric, METRIC_LABELS[spec.metric]
-    summary = summarise(frame, spec).set_index("method")
-    order = _method_order(spec, frame)
-    paper = _paper_values(spec)
-    data = {}
-    for i, method in enumerate(order):
-        runs = frame.loc[frame["method"] == method, metric].to_numpy(dtype=float)
-        spread = np.linspace(-0.08, 0.08, len(runs)) if len(runs) > 1 else np.zeros(len(runs))
-        axes.scatter(i - 0.12 + spread, runs, s=7, color="0.65", zorder=1, label="one run" if i == 0 else None)
-        row = summary.loc[method]
-        mean, low, high = row[metric + "_mean"], row[metric + "_low"], row[metric + "_high"]
-        reference = method in ("production", "skyline")
-        legend = "references (production, skyline)" if reference else f"ours: mean, {LEVEL:.0%} bootstrap CI"
-        bars = [[mean - low], [high - mean]] if np.isfinite(low) and np.isfinite(high) else None
-        axes.errorbar([i - 0.12], [mean], yerr=bars, fmt="o", capsize=4, zorder=3,
-                      color="0.35" if reference else "tab:blue",
-                      label=legend if legend not in axes.get_legend_handles_labels()[1] else None)
-        if method in paper:
-            value, std = paper[method]
-            axes.errorbar([i + 0.14], [value], yerr=[std], fmt="D", color="tab:red", capsize=4, zorder=3,
-                          label="paper: mean ± std" if not any(k.startswith("paper ") for k in data) else None)
-            data[f"paper {method}"] = {"x": [i], "mean": [value], "std": [std], "low": [value - std],
-                                       "high": [value + std]}
-        data[method] = {"x": [i], "mean": [float(mean)], "std": [float(np.nan_to_num(row[metric + "_std"]))],
-                        "low": [float(low)], "high": [float(high)]}
-    axes.set_xticks(range(len(order)), [_label(m) for m in order], rotation=25, ha="right", fontsize=8)
-    axes.set_ylabel(f"test {label} (points, not bars: the axis does not start at 0)", fontsize=8)
-    axes.set_title(_title(frame, spec, records, f"test {label}",
-                          f"points: mean, bars: {LEVEL:.0%} bootstrap CI over runs; grey dots: single runs"
-                          + ("; red: the paper's mean ± std" if paper else "")), fontsize=8)
-    axes.grid(alpha=0.3, axis="y")
-    axes.legend(fontsize=7)
-    figure.tight_layout()
-    return figure, data
-
-
-def _plot_curves(frame: pd.DataFrame, spec: Spec, plt, records):
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    data = {}
-    metric = spec.metric
-    summary = summarise(frame, spec)
-    x_column = spec.plot_x or spec.x
-    x_source = f"{x_column}_mean" if x_column == "train_clicks" else f"point_{x_column}"
-    series_columns = [f"point_{k}" for k in spec.series]
-    groups = list(summary.groupby(series_columns, sort=False)) if series_columns else [((), summary)]
-    # many methods times several series cannot be told apart by line style on one axes: one
-    # panel per series, sharing the y axis, the methods' colours the same in each
-    panels = len(groups) > 1 and len(spec.methods) > 5
-    # constrained layout makes room for the legend below the axes, where it hides no line
-    figure, grid = plt.subplots(1, len(groups) if panels else 1, figsize=(5.0 * len(groups) if panels else 7.2, 5.6),
-                                sharey=True, layout="constrained", squeeze=False)
-    axes_of = [grid[0, s if panels else 0] for s in range(len(groups))]
-    styles = ["-", "--", ":", "-."]
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    markers = ["o", "s", "^", "D", "v"]
-    for s, (series_key, group) in enumerate(groups):
-        series_key = series_key if isinstance(series_key, tuple) else (series_key,)
-        suffix = "".join(f", {c[len('point_'):]} = {v}" for c, v in zip(series_columns, series_key))
-        axes = axes_of[s]
-        if panels:
-            axes.set_title(suffix[2:], fontsize=9)
-        for k, method in enumerate(spec.methods):
-            rows = group[group["method"] == method]
-            if rows.empty:
-                continue
-            x = rows[x_source].to_numpy(dtype=float)
-            mean = rows[metric + "_mean"].to_numpy(dtype=float)
-            std = np.nan_to_num(rows[metric + "_std"].to_numpy(dtype=float))
-            low, high = rows[metric + "_low"].to_numpy(dtype=float), rows[metric + "_high"].to_numpy(dtype=float)
-            label = _label(method) + suffix
-            color = colors[k % len(colors)]
-            at = _positions(x, spec) if x_column == "top_k" else x
-            axes.plot(at, mean, marker=markers[k % len(markers)], markersize=4,
-                      linestyle="-" if panels else styles[s % len(styles)], color=color,
-                      label=_label(method) if panels else label)
-            axes.fill_between(at, low, high, color=color, alpha=0.15 if not panels else 0.1, linewidth=0)
-            data[label] = {"x": x.tolist(), "mean": mean.tolist(), "std": std.tolist(), "low": low.tolist(),
-                           "high": high.tolist()}
-    # the references see no clicks (the production ranker, the skyline on labels): one level each
-    for reference, color in (("production", "grey"), ("skyline", "black")):
-        rows = frame[frame["method"] == reference]
-        if len(rows):
-            level = float(rows[metric].mean())
-            for p, axes in enumerate(dict.fromkeys(axes_of)):
-                axes.axhline(level, color=color, linestyle="-.", linewidth=1,
-                             label=f"{_label(reference)} (mean over runs)" if p == 0 else None)
-            data[_label(reference)] = {"x": [], "mean": [level], "std": [0.0], "low": [], "high": []}
-    for axes in dict.fromkeys(axes_of):
-        if x_column in ("train_clicks", "passes", "clip"):
-            axes.set_xscale("log")
-            if x_column != "clip":
-                # counts read as 2,000 rather than 2x10^3; ticks at 1, 2, 5 of each decade
-                axes.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-                axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
-                axes.xaxis.set_minor_formatter(NullFormatter())
-        if x_column == "top_k":
-            shown = sorted(spec.values, key=lambda k: (k == 0, k))
-            axes.set_xticks(_positions(np.asarray(shown, dtype=float), spec), [str(k) if k else "full" for k in shown])
-        axes.set_xlabel(_X_LABELS.get(x_column, x_column))
-        axes.grid(alpha=0.3)
-    axes_of[0].set_ylabel(f"test {METRIC_LABELS[metric]}" + ("" if _higher_is_better(metric) else " (lower is better)"))
-    title = _title(frame, spec, records, f"test {METRIC_LABELS[metric]}",
-                   f"lines: mean; bands: {LEVEL:.0%} bootstrap CI of the mean over runs")
-    if panels:
-        figure.suptitle(title, fontsize=8)
-    else:
-        axes_of[0].set_title(title, fontsize=8)
-    handles, labels = axes_of[0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="outside lower center", ncol=4 if panels else 2, fontsize=7)
-    return figure, data
-
-
-def _positions(top_k: np.ndarray, spec: Spec) -> np.ndarray:
-    """Evenly spaced places for the K values of a top-k curve, the full list (0) last."""
-    order = sorted(spec.values, key=lambda k: (k == 0, k))
-    return np.array([order.index(int(k)) for k in top_k], dtype=float)
-
-
-def _plot_ccp(frame: pd.DataFrame, spec: Spec, plt, records):
-    from matplotlib.ticker import MaxNLocator
-
-    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.8))
-    data = {}
-    first = frame[frame["repetition"] == frame["repetition"].min()]
-    grid = sorted(first["C"].unique())
-    markers = ["o", "s", "^", "D", "v", "P", "X", "*"]
-    for k, (C, group) in enumerate(first.groupby("C", sort=True)):
-        group = group.sort_values("iteration")
-        x = group["iteration"].to_numpy(dtype=float)
-        objective = group["objective"].to_numpy(dtype=float)
-        # objectives of different C differ by orders of magnitude: draw each relative to its end
-        relative = objective / abs(objective[-1]) if objective[-1] != 0 else objective
-        snips = group["train_snips_avg_dcg"].to_numpy(dtype=float)
-        # hollow markers, larger for earlier lines, so that coinciding points of every C stay visible
-        style = {"marker": markers[k % len(markers)], "markersize": 4 + 1.2 * (len(grid) - 1 - k),
-                 "markerfacecolor": "none", "linewidth": 1, "label": f"C = {C:g}"}
-        left.plot(x, relative, **style)
-        right.plot(x, snips, **style)
-        data[f"objective, C = {C:g}"] = {"x": x.tolist(), "mean": relative.tolist(), "std": [0.0] * len(x)}
-        data[f"train SNIPS, C = {C:g}"] = {"x": x.tolist(), "mean": snips.tolist(), "std": [0.0] * len(x)}
-    for entry in spec.stated:
-        if entry["measure"] == "ccp_iterations":
-            low, high = entry["value"] if isinstance(entry["value"], list) else (entry["value"],) * 2
-            left.axvspan(low, high, color="0.88", zorder=0,
-                         label=f"paper: converges in {_format_stated('ccp_iterations', entry['value'])} iterations")
-    left.set_ylabel("true objective / |its final value| (lower is better)")
-    right.set_ylabel("training SNIPS Avg DCG")
-    # the curves start high on the left and flatten low on the right: the centre right is free
-    for axes, where in ((left, "center right"), (right, "lower right")):
-        axes.set_xlabel("CCP iteration (0: the starting point w = 0)")
-        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-        axes.grid(alpha=0.3)
-        axes.legend(fontsize=7, ncol=2, loc=where)
-    clicks = int(first["train_clicks"].iloc[0]) if "train_clicks" in first.columns and len(first) else 0
-    reps = frame["repetition"].nunique()
-    figure.suptitle(f"{spec.artifact or spec.name}: SVM PropDCG's convex-concave procedure, one line per C, on "
-                    f"{dataset_label(frame, spec, records)}\n{click_settings(spec, records)}; {clicks:,} training "
-                    f"clicks; repetition {int(first['repetition'].iloc[0])} of {reps} (no error bars: one run)",
-                    fontsize=9)
-    figure.tight_layout()
-    return figure, data
+    return figure_kinds.get(spec.kind).plot(frame, spec, plt, records)
 
 
 # -- files ---------------------------------------------------------------------------------
-
-
-def _tests_rows(tests: pd.DataFrame) -> list[dict]:
-    shown = tests.drop(columns="_pair")
-    return [{k: (f"{v:+.4f}" if k == "mean difference" else _p(v, int(row["runs"])) if k.startswith(("p ", "Holm"))
-                 else f"{v:.2g}" if isinstance(v, float) else v)
-             for k, v in row.items()} for row in shown.to_dict("records")]
-
-
-def _tests_heading(tests: pd.DataFrame, spec: Spec) -> str:
-    if "claim" in tests.columns:
-        order = " < ".join(_label(m) for m in spec.claimed_order)
-        what = f"every pair the paper orders ({order}; each claimed better than every one before it)"
-    else:
-        what = "neighbouring rows"
-    return (f"Paired tests between {what}, over the same runs (a run is a (dataset, repetition): the same "
-            f"seeds, production ranker and clicks for every method); two-sided, Holm-corrected over the "
-            f"{len(tests)} comparisons of the table. Verdict: the sign of the mean difference, significant where "
-            f"the Holm-adjusted paired-t p is below {ALPHA}; the Wilcoxon signed-rank p checks that no single run "
-            f"carries it (with 6 runs its smallest possible two-sided p is 0.031, before correction).")
 
 
 def check_out_directory(out: Path) -> Path:
@@ -890,18 +567,16 @@ def write_outputs(frame: pd.DataFrame, spec: Spec, out: Path, *, records: dict |
         text += "Numbers the paper states in its text, beside ours:\n\n" + markdown_table(stated) + "\n"
     text += markdown_table(rows)
     tex = latex_table(rows, " ".join([caption, *(line.removeprefix("- ") for line in note.splitlines())]))
-    if spec.kind == "table" and len(spec.methods) + len(spec.references) > 1:
-        tests = significance(frame, spec)
-        if not tests.empty:
-            shown = _tests_rows(tests)
-            heading = _tests_heading(tests, spec)
-            text += f"\n{heading}\n\n" + markdown_table(shown)
-            tex += latex_table(shown, f"{spec.name}: {heading}")
+    further = figure_kinds.get(spec.kind).tables
+    for heading, shown in further(frame, spec) if further is not None else []:
+        text += f"\n{heading}\n\n" + markdown_table(shown)
+        tex += latex_table(shown, f"{spec.name}: {heading}")
     baselines = baseline_tests(frame, spec)
     if not baselines.empty:
-        shown = [{k: (_p(v, int(row["runs"])) if k.startswith(("p ", "Holm")) else f"{v:+.4f}" if k == "mean difference"
-                      else v) for k, v in row.items()} for row in baselines.to_dict("records")]
-        heading = (f"Every method against the best of {', '.join(_label(m) for m in spec.compare_to)} at each "
+        shown = [{k: (p_text(v, int(row["runs"])) if k.startswith(("p ", "Holm"))
+                      else f"{v:+.4f}" if k == "mean difference" else v)
+                  for k, v in row.items()} for row in baselines.to_dict("records")]
+        heading = (f"Every method against the best of {', '.join(method_label(m) for m in spec.compare_to)} at each "
                    f"point (paired over runs; Holm over each point's comparisons):")
         text += f"\n{heading}\n\n" + markdown_table(shown)
         tex += latex_table(shown, f"{spec.name}: {heading}")
