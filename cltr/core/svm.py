@@ -59,6 +59,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 from scipy.linalg.lapack import dpotrs as _potrs
@@ -155,7 +156,7 @@ def _check_inputs(X, offsets, click_query, click_doc, candidate):
     return X, offsets, click_query, click_doc, candidate
 
 
-def _check_cost(cost, C, n_examples: int):
+def _check_cost(cost, C: float, n_examples: int):
     cost = np.asarray(cost, dtype=np.float64)
     if cost.shape != (n_examples,):
         raise ValueError(f"cost must have one entry per example, shape ({n_examples},), found {cost.shape}")
@@ -163,7 +164,9 @@ def _check_cost(cost, C, n_examples: int):
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(f"example {i}: cost must be finite and >= 0, found {cost[i]!r}")
-    if isinstance(C, (bool, np.bool_)) or not np.isscalar(C) or not np.isfinite(C) or not C > 0:
+    # bool(np.isscalar(...)): used bare, numpy's stub narrows C to str | bytes | ... and the
+    # comparison no longer type-checks
+    if isinstance(C, (bool, np.bool_)) or not bool(np.isscalar(C)) or not np.isfinite(C) or not C > 0:
         raise ValueError(f"C must be a finite number > 0, found {C!r}")
     return cost, float(C)
 
@@ -188,6 +191,16 @@ def _weighted_sum(weight: np.ndarray, values: np.ndarray) -> float:
     return float(np.multiply(weight, values).sum())
 
 
+# what is asked for comes back: scores with w, the normal with coef
+@overload
+def _products(X: np.ndarray, w: np.ndarray, coef: np.ndarray | None = None, *,
+              exact: bool = True) -> tuple[np.ndarray, np.ndarray | None]: ...
+
+
+@overload
+def _products(X: np.ndarray, w: None = None, *, coef: np.ndarray, exact: bool = True) -> tuple[None, np.ndarray]: ...
+
+
 def _products(X: np.ndarray, w: np.ndarray | None = None, coef: np.ndarray | None = None, *,
               exact: bool = True) -> tuple[np.ndarray | None, np.ndarray | None]:
     """X @ w, shape (n_docs,), and X.T @ coef, shape (n_features,); either may be skipped (None).
@@ -203,6 +216,8 @@ def _products(X: np.ndarray, w: np.ndarray | None = None, coef: np.ndarray | Non
     """
     if X.dtype == np.float64:
         return (None if w is None else X @ w), (None if coef is None else coef @ X)
+    scores: np.ndarray | None
+    total: np.ndarray | None
     if not exact:
         scores = None if w is None else X @ w.astype(np.float32)
         if coef is None:
@@ -221,9 +236,9 @@ def _products(X: np.ndarray, w: np.ndarray | None = None, coef: np.ndarray | Non
         block = X[start:start + rows]
         wide = buffer[:len(block)]
         np.copyto(wide, block)
-        if scores is not None:
+        if scores is not None and w is not None:
             np.dot(wide, w, out=scores[start:start + len(block)])
-        if total is not None:
+        if total is not None and coef is not None:
             total += coef[start:start + len(block)] @ wide
     return scores, total
 
@@ -301,7 +316,7 @@ def _blocks(count: np.ndarray, runs: np.ndarray | None = None) -> list[tuple[sli
     cuts = np.unique(np.concatenate([[0], last + 1, [len(ends)]]))
     pairs = np.concatenate([[0], ends])[cuts]
     return [(slice(int(p0), int(p1)), slice(int(r0), int(r1)) if runs is None else runs[r0:r1])
-            for p0, p1, r0, r1 in zip(pairs[:-1], pairs[1:], cuts[:-1], cuts[1:])]
+            for p0, p1, r0, r1 in zip(pairs[:-1], pairs[1:], cuts[:-1], cuts[1:], strict=True)]
 
 
 class PairwiseProblem:
@@ -681,9 +696,9 @@ class _PlaneQP:
         self.gram = np.zeros((capacity, capacity))  # (g_s - g_p).(g_t - g_p)
         self.largest = 0.0  # the largest diagonal of gram
         self.factor = np.zeros((capacity, capacity))  # lower Cholesky factor of gram[S, S] + ridge
-        self.coef = [None] * capacity if keep_coef else None
+        self.coef: list[np.ndarray | None] | None = [None] * capacity if keep_coef else None
         self.pivot = 0
-        self.free = []  # S, in the factor's order
+        self.free: list[int] = []  # S, in the factor's order
         self.solved = True  # whether β minimises the subproblem on F (a new plane leaves F as is)
 
     def add(self, b: float, g: np.ndarray, coef: np.ndarray | None = None) -> None:
@@ -836,10 +851,12 @@ class _PlaneQP:
         estimates: b.β and the per-document coefficients Σ β_t coef_t, with
         Σ β_t g_t = X.T @ Σ β_t coef_t (None when only R >= 0 carries weight)."""
         k = self.size
+        assert self.coef is not None  # certificates are for estimated planes, built with keep_coef
         combined = None
         for t in np.flatnonzero(self.beta[:k] > 0.0):
-            if self.coef[t] is not None:
-                term = self.beta[t] * self.coef[t]
+            coef = self.coef[t]
+            if coef is not None:
+                term = self.beta[t] * coef
                 combined = term if combined is None else combined + term
         return float(self.beta[:k] @ self.b[:k]), combined
 
@@ -946,10 +963,10 @@ def _check_scale(problem: PairwiseProblem, pairs: _Pairs, normal: np.ndarray, ob
                      f"solver in float64: {why}; {remedy}")
 
 
-def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol, max_iter, callback, start=None) -> SVMResult:
+def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol: float, max_iter, callback, start=None) -> SVMResult:
     start = time.perf_counter() if start is None else start
     doc_weight = problem.doc_weight(cost, C)
-    if isinstance(tol, (bool, np.bool_)) or not np.isscalar(tol) or not tol > 0:
+    if isinstance(tol, (bool, np.bool_)) or not bool(np.isscalar(tol)) or not tol > 0:  # bool(): as in _check_cost
         raise ValueError(f"tol must be a number > 0, found {tol!r}")
     if isinstance(max_iter, (bool, np.bool_)) or int(max_iter) != max_iter or max_iter < 1:
         raise ValueError(f"max_iter must be an integer >= 1, found {max_iter!r}")
