@@ -70,6 +70,28 @@ def loader_params(options_type) -> list[click.Option]:
     return params
 
 
+def _import_click_logs(session: Session, name: str, logs: dict[str, str]) -> None:
+    """Import the click logs a loader wrote with its dataset (``meta["click_logs"]``: a click
+    table per split, e.g. Baidu-ULTR's) as `cltr clicks import` would, and make them the
+    dataset's click log."""
+    from cltr.pipeline.stages import import_stage, imported_clicks_stage
+
+    dataset, fingerprint = session.dataset(name)
+    parts = {}
+    for split in ("train", "vali"):
+        part, reused = import_stage(session.workspace, name, dataset, fingerprint, logs[split], split=split)
+        session.workspace.set_current(name, f"imports/{split}", part.key)
+        parts[split] = part
+        info = part.info
+        click.echo(f"imported {logs[split]} as the {split} log {part.key}{' (reused)' if reused else ''}: "
+                   f"{info['rows']} impressions, {info['sessions']} sessions, {info['clicks']} clicks, "
+                   f"{info['rankers']} ranker(s)")
+    clicks, _ = imported_clicks_stage(session.workspace, name, parts["train"], parts["vali"])
+    session.workspace.set_current(name, "clicks", clicks.key)
+    click.echo(f"click log {clicks.key}: estimate its propensities with `cltr propensities estimate --dataset "
+               f"{name}`, then `cltr train METHOD --dataset {name}`")
+
+
 def prepare_command(loader: datasets.Loader) -> click.Command:
     """``cltr prepare NAME`` of a dataset loader (``cltr.datasets``): a flag per option of
     its ``Options``, then ``--name`` (default: the loader's name) and ``--dcg-log``."""
@@ -78,6 +100,8 @@ def prepare_command(loader: datasets.Loader) -> click.Command:
         options = parse_or_usage(loader.parse_options, values, what=f"cltr prepare {loader.name}")
         dataset = datasets.load(loader.name, options, name=name, dcg_log=dcg_log, progress=reading_progress())
         _report_prepared(session.write_dataset(name, dataset))
+        if dataset.meta.get("click_logs"):
+            _import_click_logs(session, name, dataset.meta["click_logs"])
 
     return click.Command(
         loader.name, callback=click.pass_obj(errors_as_usage(prepare_dataset)), help=loader.summary,

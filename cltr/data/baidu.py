@@ -27,8 +27,8 @@ orderings of each query, so that intervention harvesting (``cltr.core.propensity
 the sessions of one query that show one document at different ranks as its interventions
 (the "global all-pairs" estimate of Baidu-ULTR's position bias).
 
-**Preprocessed release** (``read_preprocessed``): Parquet files of one row per query
-(session) with aligned lists; see ``read_preprocessed``.
+**Preprocessed release** (Hager et al.'s Feather files, or Parquet of their rows): read by
+``cltr.data.baidu_preprocessed``.
 """
 
 from __future__ import annotations
