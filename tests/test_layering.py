@@ -6,7 +6,7 @@ import, at module level or inside a function, is checked against the rules:
 - ``cltr/core/*`` (the maths core) imports only numpy, scipy, the standard library and
   ``cltr.core``, and ``cltr/core/kernels.py`` numba (the compiled twins of numpy code that
   stays the oracle);
-- ``cltr/methods/*``, ``cltr/clickmodels/*`` and ``cltr/estimators/*`` (plug-ins) import no
+- ``cltr/methods/*``, ``cltr/clickmodels/*``, ``cltr/estimators/*`` and ``cltr/scorers/*`` (plug-ins) import no
   ``cltr.pipeline``, ``cltr.data`` or ``cltr.cli``;
 - ``cltr/data/*`` (datasets and click logs in and out, the floor below the pipeline) imports no
   ``cltr.pipeline`` or ``cltr.cli``, so that no import loop runs between the two;
@@ -99,7 +99,8 @@ def violations(root: Path) -> list[str]:
                 if not (top in STANDARD_LIBRARY or top in ("numpy", "scipy") or _within(module, f"{name}.core")
                         or (top == "numba" and path.name == "kernels.py")):
                     bad(line, module, f"the core imports only numpy, scipy, the standard library and {name}.core")
-            if any(_within(here, f"{name}.{plugins}") for plugins in ("methods", "clickmodels", "estimators")):
+            if any(_within(here, f"{name}.{plugins}")
+                   for plugins in ("methods", "clickmodels", "estimators", "scorers")):
                 for floor in ("pipeline", "data", "cli"):
                     if _within(module, f"{name}.{floor}"):
                         bad(line, module, f"plug-ins do not import {name}.{floor}")

@@ -374,12 +374,6 @@ def score_command(session: Session, file, model_key, out, trec, run_name, seed) 
 
 
 def _model_width(scorer) -> int | None:
-    if hasattr(scorer, "n_features"):
-        return int(scorer.n_features)
-    if hasattr(scorer, "w"):
-        return len(scorer.w)
-    if hasattr(scorer, "weights"):
-        return scorer.weights[0].shape[0]
-    if hasattr(scorer, "booster"):
-        return scorer.booster.num_feature()
-    return None
+    from cltr import scorers
+
+    return scorers.get(scorer.kind).width(scorer)

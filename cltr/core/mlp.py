@@ -120,7 +120,7 @@ class MLPScorer:
     shift, scale : ndarray of shape (n_features,), optional
         Input standardisation, x -> (x - shift) · scale, fixed before training (not learnt).
     kind : str
-        ``"mlp"`` (its key in ``models.SCORERS``).
+        ``"mlp"`` (its entry in ``cltr.scorers``).
     """
 
     weights: tuple

@@ -2,7 +2,7 @@
 
 A scorer maps a feature matrix to one score per document (``scores(X)``) and can be
 stored as plain arrays (``to_arrays`` / ``from_arrays``), so that models of every kind are
-workspace artifacts alike (``cltr.pipeline.models`` keeps the registry of kinds).
+workspace artifacts alike (``cltr.pipeline.models``; the kinds are ``cltr.scorers``).
 """
 
 from __future__ import annotations

@@ -106,6 +106,9 @@ class Method:
         the paper tuned LambdaRank once per dataset): each names an option that fixes one
         axis of the method's grid and the ``chosen`` entry that records its choice. The
         settings left out (a tree count, an epoch) are still chosen for every model.
+    scorer : str
+        The kind of the models it trains (``cltr.scorers``: how a model is stored and read
+        back); ``train`` checks that every model it returns is of that kind.
     """
 
     name: str
@@ -118,6 +121,7 @@ class Method:
     tables: Callable[[dict], list] | None = field(default=None, compare=False)
     weighted: bool = True
     tuned_once: tuple[str, ...] = ()
+    scorer: str = "linear"
 
     def parse_options(self, values: dict | Options | None, *, where: str | None = None) -> Options:
         """Validated options from a dict (a spec, a caller) or an instance."""
@@ -351,6 +355,10 @@ def train(name: str, data: TrainingData, options: dict | Options | None = None, 
                             "trained": guard.ess_fraction(trained.train_log.cost) if record["tau"] is not None
                             else unclipped_ess,
                             "validation": guard.ess_fraction(data.vali_log.cost)}
+    if getattr(scorer, "kind", None) != method.scorer:
+        # a model of another kind would be stored under, and read back as, the wrong kind
+        raise TypeError(f"method {method.name!r} declares scorer kind {method.scorer!r} (Method.scorer) but trained "
+                        f"a model of kind {getattr(scorer, 'kind', None)!r}")
     info["versus_logging"] = data.versus_logging(scorer)
     alike = data.alike_share(scorer)
     edges = guard.edges_of_grid(info.get("selection", []), info.get("chosen", {}))

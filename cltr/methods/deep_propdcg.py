@@ -406,4 +406,5 @@ METHOD = Method(
     description="Deep PropDCG (paper Sec. 4.2): a multilayer perceptron trained on the propensity-weighted DCG "
                 "bound (or --metric's) by Adam over minibatches of whole queries; the learning rate and epoch "
                 "are chosen by SNIPS Avg DCG on validation clicks.",
+    scorer="mlp",
 )

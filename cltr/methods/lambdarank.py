@@ -173,4 +173,5 @@ METHOD = Method(
                 "trees early-stopped, by SNIPS Avg DCG on validation clicks (--preset tuned), or fixed at the "
                 "paper's learning rate 0.1 and 4 leaves (64 on Yahoo) with trees early-stopped on the clicked "
                 "validation documents' average DCG (--preset paper); no split uses more than half of the features.",
+    scorer="lightgbm",
 )

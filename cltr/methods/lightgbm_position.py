@@ -77,4 +77,5 @@ METHOD = Method(
                 "with the trees and returns the trees alone. Identical sessions are merged into weighted groups "
                 "(the full log's gradients). Learning rate and leaves are chosen, and trees early-stopped, by SNIPS Avg "
                 "DCG on validation clicks.",
+    scorer="lightgbm",
 )

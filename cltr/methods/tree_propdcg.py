@@ -192,4 +192,5 @@ METHOD = Method(
                 "R(f) on DCG (or --metric), the paper's objective, through a custom objective whose gradient is "
                 "dR/dscores. Learning rate and leaves are chosen, and the number of trees early-stopped, by "
                 "SNIPS Avg DCG on validation clicks, as for lambdarank.",
+    scorer="lightgbm",
 )

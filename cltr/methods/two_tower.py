@@ -435,4 +435,5 @@ METHOD = Method(
                 "multiplicative) and fitted to the clicks of every displayed document (the log's "
                 "impressions aggregated per document and rank). The relevance tower alone ranks. The penalty "
                 "(linear) or learning rate and epoch (MLP) are chosen by SNIPS Avg DCG on validation clicks.",
+    scorer="mlp",
 )

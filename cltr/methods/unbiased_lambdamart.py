@@ -335,4 +335,5 @@ METHOD = Method(
                 "in closed form from the pair losses after every tree. Learning rate and leaves are chosen, and "
                 "trees early-stopped, by SNIPS Avg DCG on validation clicks. Needs every displayed document of "
                 "every session (a simulated log, or an imported one with its impressions).",
+    scorer="lightgbm",
 )

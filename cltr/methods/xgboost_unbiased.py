@@ -244,4 +244,5 @@ METHOD = Method(
                 "as labels; the biases of clicked and non-clicked positions are estimated with the trees. "
                 "Learning rate and depth are chosen, and trees early-stopped, by SNIPS Avg DCG on validation "
                 f"clicks. An optional extra: {INSTALL}.",
+    scorer="xgboost",
 )

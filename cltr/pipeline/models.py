@@ -1,26 +1,16 @@
 """Trained models as artifacts: a scorer of any kind stored as plain arrays, and read back.
 
-Kinds: ``linear`` (every SVM), ``mlp`` (Deep PropDCG), ``lightgbm`` (the tree methods;
-its module, the only one that imports LightGBM, is imported only when such a model is
-read), ``xgboost`` (``xgboost-unbiased``, an optional extra). A new scorer kind adds one
-entry to ``SCORER_MODULES``.
+The kinds (``linear``, ``mlp``, ``lightgbm``, ``xgboost``, ...) are the registry of
+``cltr.scorers``, one file each: a new scorer kind is a new file there.
 """
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 
-__all__ = ["scorer_to_arrays", "scorer_from_arrays", "SCORER_MODULES"]
+from cltr import scorers
 
-# kind -> (module, class): imported on first use
-SCORER_MODULES: dict[str, tuple[str, str]] = {
-    "linear": ("cltr.core.scorers", "LinearScorer"),
-    "mlp": ("cltr.core.mlp", "MLPScorer"),
-    "lightgbm": ("cltr.methods.trees", "TreeScorer"),
-    "xgboost": ("cltr.methods.xgboost_unbiased", "XGBoostScorer"),
-}
+__all__ = ["scorer_to_arrays", "scorer_from_arrays"]
 
 
 def scorer_to_arrays(scorer) -> dict[str, np.ndarray]:
@@ -32,10 +22,7 @@ def scorer_to_arrays(scorer) -> dict[str, np.ndarray]:
 
 def scorer_from_arrays(arrays):
     """The scorer stored by ``scorer_to_arrays``."""
-    kind = str(arrays["scorer_kind"])
-    if kind not in SCORER_MODULES:
-        raise ValueError(f"unknown scorer kind {kind!r}; known: {', '.join(sorted(SCORER_MODULES))}")
-    module, name = SCORER_MODULES[kind]
+    kind = scorers.get(str(arrays["scorer_kind"]))
     prefix = "scorer/"
     own = {key[len(prefix):]: arrays[key] for key in arrays if key.startswith(prefix)}
-    return getattr(importlib.import_module(module), name).from_arrays(own)
+    return kind.load(own)
