@@ -36,8 +36,8 @@ import os
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator  # type: ignore[import-untyped]
-from sklearn.exceptions import NotFittedError  # type: ignore[import-untyped]
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
 
 from cltr import datasets, methods
 from cltr.core.clicks import ClickLog
@@ -118,7 +118,7 @@ class Estimator(BaseEstimator):
         # the signature scikit-learn reads (get_params, clone, repr) is the options type's fields
         parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
         parameters += [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default)
-                       for f in methods.get(cls.method).options.option_fields()]  # type: ignore[attr-defined]
+                       for f in methods.get(cls.method).options.option_fields()]
 
         def __init__(self, **params):
             Estimator.__init__(self, **params)

@@ -224,10 +224,11 @@ class Session:
 
         ``which``: "logged", "estimated" (the current estimate of this click log), a key, or
         None (the log's own where it has them, else the current estimate)."""
-        # an import in chunks keeps its propensities with its counts
-        has_own = not any(np.isnan(clicks.arrays.get(f"{split}/propensity",
-                                                     clicks.arrays.get(f"{split}/agg/propensity"))).any()
-                          for split in ("train", "vali"))
+        def logged(split: str) -> np.ndarray:  # an import in chunks keeps its propensities with its counts
+            arrays, rows = clicks.arrays, f"{split}/propensity"
+            return arrays[rows] if rows in arrays else arrays[f"{split}/agg/propensity"]
+
+        has_own = not any(np.isnan(logged(split)).any() for split in ("train", "vali"))
         if which == "logged" or (which is None and has_own):
             if not has_own:
                 raise RequestError(f"this click log has no propensity column; use --propensities estimated "
@@ -277,10 +278,11 @@ class Session:
         current; (artifact, reused)."""
         dataset, fingerprint = self.dataset(dataset_name)
         production = self.production(dataset_name, production_key)
+        loggers: Artifact | list[Artifact] = production
         if rankers > 1:
-            production = logging_rankers(self.workspace, dataset_name, dataset, fingerprint, production, rankers)
+            loggers = logging_rankers(self.workspace, dataset_name, dataset, fingerprint, production, rankers)
         passes = passes or default_passes(dataset_name, dataset.meta)
-        artifact, reused = clicks_stage(self.workspace, dataset_name, dataset, production, settings or {},
+        artifact, reused = clicks_stage(self.workspace, dataset_name, dataset, loggers, settings or {},
                                         model=model, passes=passes, seed=seed, top_k=top_k,
                                         logging_temperature=logging_temperature, intervention=intervention,
                                         intervention_depth=intervention_depth, progress=self.progress.clicks())
@@ -306,6 +308,9 @@ class Session:
         dataset, _ = self.dataset(dataset_name)
         model = self.model(dataset_name, model_key)
         clicks = self.workspace.load(dataset_name, "clicks", model.config["clicks"])
+        if clicks is None:
+            raise SessionError(f"model {model.key} was trained on click log {model.config['clicks']}, which is not "
+                               f"in the workspace {self.workspace.root} (or not complete)")
         artifact, reused = evaluation_stage(self.workspace, dataset_name, dataset, model, clicks, seed=seed)
         return artifact, model, reused
 

@@ -12,8 +12,9 @@ Seeds: every random draw comes from ``stream(seed, purpose...)`` (``cltr.core.se
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -48,12 +49,12 @@ from cltr.pipeline import corrections
 from cltr.pipeline.models import scorer_from_arrays, scorer_to_arrays
 from cltr.pipeline.workspace import Artifact, Workspace, file_sha256
 
-__all__ = ["production_queries", "produce", "production_stage", "logging_rankers", "simulate", "clicks_stage", "click_logs",
-           "policy_propensities",
-           "click_log_summary", "simulated_logs", "impressions_of", "displayed_rows", "import_stage", "imported_clicks_stage", "export_rows",
-           "aggregated_rows", "imported_rows",
-           "propensity_stage", "estimate_propensities", "check_estimate", "as_told", "estimate_to_arrays", "estimate_from_arrays", "model_stage", "evaluation_stage",
-           "production_test_metrics"]
+__all__ = ["production_queries", "produce", "production_stage", "logging_rankers", "simulate", "clicks_stage",
+           "click_logs", "policy_propensities",
+           "click_log_summary", "simulated_logs", "impressions_of", "displayed_rows", "import_stage",
+           "imported_clicks_stage", "export_rows", "aggregated_rows", "imported_rows",
+           "propensity_stage", "estimate_propensities", "check_estimate", "as_told", "estimate_to_arrays",
+           "estimate_from_arrays", "model_stage", "evaluation_stage", "production_test_metrics"]
 
 
 # -- the production ranker ---------------------------------------------------------------
@@ -98,7 +99,8 @@ def produce(dataset: Dataset, *, fraction: float = 0.01, C: float = 1.0, seed: i
 def production_stage(workspace: Workspace, name: str, dataset: Dataset, fingerprint: str, *,
                      fraction: float = 0.01, C: float = 1.0, seed: int = 0, ranker: int = 0) -> tuple[Artifact, bool]:
     """The production ranker (Ranking SVM on ``fraction`` of the training queries) and its test metrics."""
-    config = {"dataset": fingerprint, "fraction": fraction, "C": C, "seed": seed, **({"ranker": ranker} if ranker else {})}
+    config = {"dataset": fingerprint, "fraction": fraction, "C": C, "seed": seed,
+              **({"ranker": ranker} if ranker else {})}
 
     def compute():
         scorer, info = produce(dataset, fraction=fraction, C=C, seed=seed, ranker=ranker)
@@ -120,7 +122,7 @@ def logging_rankers(workspace: Workspace, name: str, dataset: Dataset, fingerpri
 
 # -- clicks ------------------------------------------------------------------------------
 
-def simulate(queries: Queries, relevant: np.ndarray, productions: list, model: str, settings: Options, *,
+def simulate(queries: Queries, relevant: np.ndarray, productions: Sequence, model: str, settings: Options, *,
              passes: int, seed: int, split: str, top_k: int | None = None, logging_temperature: float | None = None,
              intervention: str | None = None, intervention_depth: int = 10,
              progress: Callable[[int], None] | None = None) -> tuple[ClickLog, np.ndarray, np.ndarray]:
@@ -302,7 +304,7 @@ def click_log_summary(log: ClickLog, relevant: np.ndarray) -> dict:
     }
 
 
-def clicks_stage(workspace: Workspace, name: str, dataset: Dataset, production, settings: Options, *,
+def clicks_stage(workspace: Workspace, name: str, dataset: Dataset, production, settings: Options | dict, *,
                  model: str = clickmodels.DEFAULT_MODEL, passes: int, seed: int = 0, top_k: int | None = None,
                  logging_temperature: float | None = None, intervention: str | None = None,
                  intervention_depth: int = 10,
@@ -404,6 +406,7 @@ def click_logs(clicks: Artifact, *, passes: int | None = None, eta_model: float 
     def rows_of(split: str) -> Displayed:
         # told as these clicks are, unclipped (a correction declaring "clip" clips itself); once per split
         if split not in shown:
+            assert dataset is not None  # checked above for the corrections that read the rows
             shown[split] = displayed_rows(clicks, split, dataset, passes=passes, eta_model=eta_model,
                                           propensity=propensity)
         return shown[split]
@@ -477,9 +480,10 @@ def displayed_rows(clicks: Artifact, split: str, dataset: Dataset, *, passes: in
     if f"{split}/presented_rank" in arrays:
         log = click_logs(clicks, passes=passes)[0 if split == "train" else 1]
         click_model = clickmodels.get(clicks.config.get("click_model", clickmodels.DEFAULT_MODEL))
-        settings = click_model.parse_settings({f.name: clicks.config[f.name]
-                                               for f in click_model.settings.option_fields() if f.name in clicks.config})
-        of_rank = None if click_model.propensity is None else (lambda rank: click_model.propensity(rank, settings))
+        settings = click_model.parse_settings(
+            {f.name: clicks.config[f.name] for f in click_model.settings.option_fields() if f.name in clicks.config})
+        rank_propensity = click_model.propensity
+        of_rank = None if rank_propensity is None else (lambda rank: rank_propensity(rank, settings))
         columns = simulated_rows(log, arrays[f"{split}/presented_rank"], arrays[f"{split}/pass_ranker"], queries,
                                  of_rank, top_k=clicks.config.get("top_k"))
         query = columns["session"] % queries.n_queries
@@ -547,7 +551,7 @@ def import_stage(workspace: Workspace, name: str, dataset: Dataset, fingerprint:
     # the format read from the file's name is part of what is imported: the same bytes under a
     # name that says another format would be refused, and must not find this import's result
     separator, compression = file_format(Path(path))
-    config = {"dataset": fingerprint, "split": split, "file_sha256": file_sha256(path),
+    config: dict[str, Any] = {"dataset": fingerprint, "split": split, "file_sha256": file_sha256(path),
               "format": [separator, compression]}
     if ignore_extra_columns:  # only then, so that the keys of earlier imports stay the same
         config["ignore_extra_columns"] = True
@@ -563,7 +567,8 @@ def import_stage(workspace: Workspace, name: str, dataset: Dataset, fingerprint:
                     "rankers": counts.n_rankers, "has_propensity": counts.has_propensity,
                     "clicked_only": counts.clicked_only, "ignored_columns": list(counts.ignored_columns),
                     "aggregated": True}
-            return {"n_queries": np.int64(queries.n_queries), **{f"agg/{k}": v for k, v in counts.arrays().items()}}, info
+            return {"n_queries": np.int64(queries.n_queries),
+                    **{f"agg/{k}": v for k, v in counts.arrays().items()}}, info
         rows = read_click_log(path, queries, ignore_extra_columns=ignore_extra_columns)
         log = rows.click_log(queries.n_queries)
         relevant = queries.relevant(dataset.relevant_from)
@@ -580,9 +585,10 @@ def imported_clicks_stage(workspace: Workspace, name: str, train: Artifact, vali
     config = {"imports": {"train": train.key, "vali": vali.key}}
 
     def compute():
-        arrays = {f"{split}/{k}": v for split, part in (("train", train), ("vali", vali)) for k, v in part.arrays.items()}
-        return arrays, {"train": train.info, "vali": vali.info, "rankers": max(train.info["rankers"], vali.info["rankers"]),
-                        "imported": True}
+        arrays = {f"{split}/{k}": v for split, part in (("train", train), ("vali", vali))
+                  for k, v in part.arrays.items()}
+        return arrays, {"train": train.info, "vali": vali.info,
+                        "rankers": max(train.info["rankers"], vali.info["rankers"]), "imported": True}
 
     return workspace.cached(name, "clicks", config, compute)
 
@@ -594,15 +600,16 @@ def export_rows(clicks: Artifact, split: str, dataset: Dataset) -> dict[str, np.
     if f"{split}/presented_rank" in arrays:
         train_log, vali_log = click_logs(clicks)
         click_model = clickmodels.get(clicks.config.get("click_model", clickmodels.DEFAULT_MODEL))
-        settings = click_model.parse_settings({f.name: clicks.config[f.name] for f in click_model.settings.option_fields()
-                                               if f.name in clicks.config})
-        of_rank = None if click_model.propensity is None else (lambda rank: click_model.propensity(rank, settings))
+        settings = click_model.parse_settings(
+            {f.name: clicks.config[f.name] for f in click_model.settings.option_fields() if f.name in clicks.config})
+        rank_propensity = click_model.propensity
+        of_rank = None if rank_propensity is None else (lambda rank: rank_propensity(rank, settings))
         return simulated_rows(train_log if split == "train" else vali_log, arrays[f"{split}/presented_rank"],
                               arrays[f"{split}/pass_ranker"], queries, of_rank, top_k=clicks.config.get("top_k"))
     rows = imported_rows(arrays, split)
     offsets = np.asarray(queries.offsets, dtype=np.int64)
-    columns = {"session": rows.session, "qid": np.asarray(queries.qid)[rows.query], "doc": rows.doc - offsets[rows.query],
-               "rank": rows.rank, "click": rows.click}
+    columns = {"session": rows.session, "qid": np.asarray(queries.qid)[rows.query],
+               "doc": rows.doc - offsets[rows.query], "rank": rows.rank, "click": rows.click}
     if rows.has_propensity:
         columns["propensity"] = rows.propensity
     columns["ranker"] = rows.ranker
@@ -700,6 +707,7 @@ def _em_checked(artifact: Artifact, workspace: Workspace | None, name: str | Non
         raise ValueError(f"propensities {artifact.key} (em on click log {log}) were stored before em estimates were "
                          f"checked for identification as they are now, and that click log is not at hand to check "
                          f"them: estimate them again (cltr propensities estimate --method em ...)")
+    assert dataset is not None  # the click log is loaded only with the dataset at hand
     table = impressions_of(clicks, "train", dataset)
     diagnostics, warnings = em_identification_of(
         table.query, table.doc, table.rank, table.impressions, table.clicks, dataset.train.X,

@@ -76,7 +76,7 @@ def check_name(name: str, what: str = "name") -> str:
     return name
 
 
-check_name.__doc__ = check_name.__doc__.format(NAME_CHARACTERS=NAME_CHARACTERS)
+check_name.__doc__ = (check_name.__doc__ or "").format(NAME_CHARACTERS=NAME_CHARACTERS)  # "" under python -OO
 
 
 def default_workdir() -> Path:
@@ -172,7 +172,7 @@ def _save_unit(arrays_path: Path, manifest_path: Path, write_arrays: Callable[[B
                manifest: dict) -> dict:
     """Write the arrays, then the manifest that records their sha256 (so a manifest exists
     only for arrays written whole, and names them). Returns the manifest as written."""
-    written = {}
+    written: dict[str, str] = {}
     with atomic_write(arrays_path, before_rename=lambda temporary: written.update(sha256=file_sha256(temporary))) \
             as stream:
         write_arrays(stream)
@@ -306,7 +306,7 @@ class Workspace:
         manifest = {"stage": stage, "dataset": dataset, "key": key, "config": jsonable(config),
                     "info": jsonable(info or {}), "seconds": seconds, "cpu_seconds": cpu_seconds,
                     **_provenance()}
-        manifest = _save_unit(arrays_path, manifest_path, lambda stream: np.savez(stream, **arrays), manifest)
+        manifest = _save_unit(arrays_path, manifest_path, lambda stream: write_npz(stream, arrays), manifest)
         log.info("computed %s in %.1f s", arrays_path, seconds or 0.0)
         return Artifact(key, arrays, manifest)
 
