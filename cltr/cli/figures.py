@@ -56,7 +56,9 @@ from cltr.pipeline.experiments import SELECTIONS, TUNINGS, dataset_record
 @errors_as_usage
 def figures_command(session: Session, name, dataset, reps, n_jobs, backend, scheduler, quick, out, specs, select,
                     tune, folds, check_paper, tolerance) -> None:
-    """Regenerate a table or figure of the paper: NAME is a spec in experiments/ or `all`.
+    """Regenerate a table or figure of the paper: NAME is a spec in experiments/ or `all`
+    (every spec but smoke and those with `in_all = false`: robustness, hours on the default,
+    runs by name).
 
     \b
     table2          Table 2: the five methods, Tree PropDCG, production and skyline
@@ -84,7 +86,8 @@ def figures_command(session: Session, name, dataset, reps, n_jobs, backend, sche
 
     directory = specs or SPEC_DIR
     n_jobs = n_jobs or os.cpu_count() or 1
-    names = [n for n in spec_names(directory) if n != "smoke"] if name == "all" else [name]
+    names = [n for n in spec_names(directory) if n != "smoke" and load_spec(n, directory).in_all] \
+        if name == "all" else [name]
     failures = []
     for spec_name in names:
         loaded = load_spec(spec_name, directory)

@@ -174,6 +174,7 @@ class Spec:
     select: str = "repetition"
     tune: str = "repetition"
     tune_at: object = None
+    in_all: bool = True  # whether ``cltr figures all`` runs it (a spec of hours is run by name)
     quick: bool = False  # resolved with --quick: its outputs say so and take their own names
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -232,7 +233,7 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
     known = {"name", "kind", "artifact", "description", "dataset", "methods", "references", "reps", "seed",
              "metric", "x", "values", "plot_x", "series", "clicks", "options", "synthetic", "paper",
              "datasets", "quick", "estimators", "claimed_order", "stated", "select", "compare_to",
-             "tune", "tune_at"}
+             "tune", "tune_at", "in_all"}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ValueError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
@@ -344,6 +345,8 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
     if tune_at is not None and (x is None or tune_at not in raw.get("values", ())):
         raise ValueError(f"{where}: tune_at must be one of the x values {list(raw.get('values', ()))}, "
                          f"found {tune_at!r}")
+    if not isinstance(raw.get("in_all", True), bool):
+        raise ValueError(f"{where}: in_all must be true or false, found {raw['in_all']!r}")
     stated = raw.get("stated", [])
     if not isinstance(stated, list):
         raise ValueError(f"{where}: stated must be an array of tables ([[stated]]), found {stated!r}")
@@ -369,7 +372,7 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
         synthetic=dict(raw.get("synthetic", {})), paper=dict(raw.get("paper", {})),
         estimators=tuple(raw.get("estimators", ())), claimed_order=tuple(raw.get("claimed_order", ())),
         stated=tuple(raw.get("stated", ())), select=select, compare_to=tuple(raw.get("compare_to", ())),
-        tune=tune, tune_at=tune_at, raw=raw)
+        tune=tune, tune_at=tune_at, in_all=raw.get("in_all", True), raw=raw)
 
 
 def spec_names(directory: Path = SPEC_DIR) -> list[str]:

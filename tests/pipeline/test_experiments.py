@@ -279,3 +279,22 @@ def test_a_spec_clip_is_auto_none_or_a_threshold(tmp_path):
     for value in ('"sometimes"', "2.0", "0.0"):
         with pytest.raises(ValueError, match=r"clip \"auto\", \"none\" or a number in \(0, 1\]"):
             load_spec(_spec(tmp_path, "bad", f"[clicks]\nclip = {value}\n"), tmp_path)
+
+
+def test_figures_all_runs_every_spec_but_those_kept_out(tiny_specs, tmp_path, invoke, tiny_run):
+    """`in_all = false` keeps a spec out of `cltr figures all` (the robustness figure takes
+    hours on the default); the others run, each once."""
+    import shutil
+
+    workdir = tmp_path / "work"
+    shutil.copytree(tiny_run, workdir, ignore=shutil.ignore_patterns("results"))
+    # a spec that would fail at once if it ran: its dataset cannot be prepared
+    (tiny_specs / "hours.toml").write_text('name = "hours"\nkind = "curve"\nin_all = false\ndataset = "letor"\n'
+                                          'methods = ["svm-rank"]\nx = "eta"\nvalues = [1.0]\n')
+    out = invoke("figures", "all", "--specs", tiny_specs, "--out", workdir / "results", workdir=workdir).output
+    assert "hours" not in out and "tiny (test)" in out
+    assert (workdir / "results" / "tiny.csv").read_text() == (tiny_run / "results" / "tiny.csv").read_text()
+    assert load_spec("robustness").in_all is False and load_spec("table2").in_all is True
+    (tiny_specs / "bad.toml").write_text('name = "bad"\nkind = "curve"\nin_all = "no"\n')
+    with pytest.raises(ValueError, match="in_all must be true or false"):
+        load_spec("bad", tiny_specs)
