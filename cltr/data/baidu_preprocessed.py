@@ -135,8 +135,8 @@ def _read_table(path: Path, columns: list[str]):
 
 class _File:
     """One file's columns, flattened to one value per document, with the way back to its
-    rows for messages: ``offsets`` (sessions shape: row r holds documents offsets[r]:offsets[r+1])
-    or None (flat shape: one document per row)."""
+    rows for messages: row r holds documents ``offsets[r]:offsets[r+1]`` (one each in the flat
+    shape, its list's in the sessions shape, ``nested``)."""
 
     def __init__(self, path: Path, table, *, aligned: str, names: list[str]):
         import pyarrow as pa
@@ -144,7 +144,7 @@ class _File:
         self.path, self.table, self.names = path, table, names
         kind = table.schema.field(aligned).type
         self.nested = pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind)
-        self.offsets = None
+        self.offsets = np.arange(table.num_rows + 1, dtype=np.int64)
         if self.nested:
             lengths = self._lengths(aligned)
             self.offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
@@ -158,7 +158,7 @@ class _File:
                     raise ValueError(f"{path}: row {row + 1}, column {name!r}: {other[row]} values, but column "
                                      f"{aligned!r} has {lengths[row]}; a session's lists must be aligned")
         self.n_rows = table.num_rows
-        self.n_docs = int(self.offsets[-1]) if self.nested else table.num_rows
+        self.n_docs = int(self.offsets[-1])
 
     def _is_list(self, name: str, depth: int = 1) -> bool:
         import pyarrow as pa
@@ -212,9 +212,9 @@ class _File:
         if values.dtype.kind not in "iu":
             as_float = np.asarray(values, dtype=np.float64) if values.dtype.kind in "fb" else None
             if as_float is None or not np.array_equal(as_float, np.round(as_float)) or not np.isfinite(as_float).all():
-                bad = 0 if as_float is None else int(np.flatnonzero(~np.isfinite(as_float)
-                                                                     | (as_float != np.round(as_float)))[0])
-                raise ValueError(f"{self.where(bad, name)}: an integer expected, found {values[bad]!r}")
+                first = 0 if as_float is None else int(np.flatnonzero(~np.isfinite(as_float)
+                                                                       | (as_float != np.round(as_float)))[0])
+                raise ValueError(f"{self.where(first, name)}: an integer expected, found {values[first]!r}")
         values = np.asarray(values, dtype=np.int64)
         outside = np.zeros(len(values), dtype=bool)
         if low is not None:
@@ -260,11 +260,15 @@ class _File:
             raise ValueError(f"{self.where(bad, EMBEDDING)}: {widths[bad]} values, but the first document has "
                              f"{widths[0]}; every embedding must have one width")
         values = column.flatten()
-        self._no_nulls(EMBEDDING, values, per_row=False)
-        matrix = values.to_numpy(zero_copy_only=False).astype(dtype).reshape(len(widths), -1 if len(widths) else 0)
-        bad = np.flatnonzero(~np.isfinite(matrix).all(axis=1))
-        if bad.size:
-            raise ValueError(f"{self.where(int(bad[0]), EMBEDDING)}: every value must be a finite number")
+        width = int(widths[0]) if len(widths) else 0
+        if values.null_count:
+            index = int(np.flatnonzero(pc.is_null(values).to_numpy(zero_copy_only=False))[0])
+            raise ValueError(f"{self.where(index // width, EMBEDDING)}: value {index % width + 1} of the embedding "
+                             f"is missing (null)")
+        matrix = values.to_numpy(zero_copy_only=False).astype(dtype).reshape(len(widths), width)
+        not_finite = np.flatnonzero(~np.isfinite(matrix).all(axis=1))
+        if not_finite.size:
+            raise ValueError(f"{self.where(int(not_finite[0]), EMBEDDING)}: every value must be a finite number")
         return matrix
 
 
@@ -390,11 +394,13 @@ def read_preprocessed(paths: Sequence[str | os.PathLike], *, kind: str = "clicks
         parts["query"].append(query)
         parts["X"].append(X)
         first_session += int(session[-1]) + 1 if len(session) else 0
-    joined = {name: np.concatenate(values) if values else None for name, values in parts.items()}
-    return PreprocessedRows(session=joined["session"], query=joined["query"], url=joined["url"],
-                            position=joined["position"], click=joined["click"], label=joined["label"],
-                            X=np.ascontiguousarray(joined["X"]), feature_names=_feature_names(features, width),
-                            files=[str(p) for p in paths])
+    def joined(name: str) -> np.ndarray | None:
+        return np.concatenate(parts[name]) if parts[name] else None
+
+    session_all, query_all, X_all = (np.concatenate(parts[name]) for name in ("session", "query", "X"))
+    return PreprocessedRows(session=session_all, query=query_all, url=joined("url"), position=joined("position"),
+                            click=joined("click"), label=joined("label"), X=np.ascontiguousarray(X_all),
+                            feature_names=_feature_names(features, width), files=[str(p) for p in paths])
 
 
 def _check_unique_urls(file: _File, session: np.ndarray, url: np.ndarray) -> None:
@@ -412,20 +418,21 @@ def _check_unique_urls(file: _File, session: np.ndarray, url: np.ndarray) -> Non
                          f"document has one place on a page")
 
 
-def _close_or_drop_gaps(rows: PreprocessedRows, rank_gaps: str) -> tuple[np.ndarray, np.ndarray, int]:
+def _close_or_drop_gaps(rows: PreprocessedRows, position: np.ndarray,
+                        rank_gaps: str) -> tuple[np.ndarray, np.ndarray, int]:
     """``(kept, rank, n_gapped)``: the rows kept and their ranks. A session whose positions are
     not 1..n (a missing document kept its place) is dropped, or its ranks are closed up to 1..n."""
     session = rows.session
     n_sessions = rows.n_sessions
     count = np.bincount(session, minlength=n_sessions)
     top = np.zeros(n_sessions, dtype=np.int64)
-    np.maximum.at(top, session, rows.position)
+    np.maximum.at(top, session, position)
     gapped = top != count
     starts = np.concatenate([[0], np.cumsum(count)[:-1]])
     closed = np.arange(len(session), dtype=np.int64) - starts[session] + 1
     if rank_gaps == "drop":
         kept = ~gapped[session]
-        return kept, rows.position, int(gapped.sum())
+        return kept, position, int(gapped.sum())
     return np.ones(len(session), dtype=bool), closed, int(gapped.sum())
 
 
@@ -526,9 +533,9 @@ def load_baidu_ultr(clicks: str | os.PathLike, annotations: str | os.PathLike, l
         raise ValueError(f"the annotation files have {len(judged.feature_names)} features, the click files "
                          f"{len(rows.feature_names)} (their embeddings differ in width); both must come from one "
                          f"release")
-    assert rows.position is not None and rows.click is not None and rows.url is not None
-
-    kept, rank, n_gapped = _close_or_drop_gaps(rows, rank_gaps)
+    if rows.position is None or rows.click is None or rows.url is None or judged.label is None:
+        raise AssertionError("unreachable: read_preprocessed returns these columns for its kind")  # pragma: no cover
+    kept, rank, n_gapped = _close_or_drop_gaps(rows, rows.position, rank_gaps)
     session_codes = pd.factorize(rows.session[kept])[0].astype(np.int64)
     query_codes, query_names = pd.factorize(rows.query[kept])
     url_codes, _ = pd.factorize(rows.url[kept])
@@ -575,7 +582,6 @@ def load_baidu_ultr(clicks: str | os.PathLike, annotations: str | os.PathLike, l
         log_counts[split] = {"sessions": int(table["session"].max()) + 1 if len(row_session) else 0,
                              "impressions": int(row_mask.sum()), "clicks": int(table["click"].sum())}
 
-    assert judged.label is not None
     judged_sizes = np.bincount(judged.session, minlength=judged.n_sessions)
     if (judged_sizes == 0).any():  # pragma: no cover - sessions are numbered from the rows themselves
         raise ValueError("an annotated query without documents")
@@ -622,4 +628,5 @@ def load_baidu_ultr(clicks: str | os.PathLike, annotations: str | os.PathLike, l
         "label_counts": {split: label_counts(q.labels) for split, q in splits.items()},
         "notes": notes,
     }
-    return Dataset(name=name, relevant_from=int(relevant_from), meta=meta, **splits)
+    return Dataset(name=name, train=splits["train"], vali=splits["vali"], test=splits["test"],
+                   relevant_from=int(relevant_from), meta=meta)

@@ -169,3 +169,16 @@ def test_prepare_estimate_train_evaluate_on_generated_files(invoke, tmp_path):
     # half the lexical features carry the latent relevance that sets the labels: a learner that
     # uses them ranks far above a random order (about 0.9 against 0.4 here); 0.2 is half that gap
     assert ndcg > random["ndcg@10"] + 0.2, (ndcg, random)
+
+
+def test_embeddings_of_two_widths_are_refused(tmp_path):
+    embedding = pa.array([[0.5, 1.0], [0.5, 1.0], [0.5]] + [[0.0, 0.0]] * 6, type=pa.list_(pa.float16()))
+    path = _flat_clicks(tmp_path / "part-1_split-0.feather", ROWS, query_document_embedding=embedding)
+    with pytest.raises(ValueError, match=r"row 3, column 'query_document_embedding': 1 values, but the first "
+                                         r"document has 2"):
+        read_preprocessed([path], features="both")
+    embedding = pa.array([[0.5, 1.0]] * 8 + [[0.5, None]], type=pa.list_(pa.float16()))
+    path = _flat_clicks(tmp_path / "part-1_split-1.feather", ROWS, query_document_embedding=embedding)
+    with pytest.raises(ValueError, match=r"row 9, column 'query_document_embedding': value 2 of the embedding is "
+                                         r"missing"):
+        read_preprocessed([path], features="embedding")
