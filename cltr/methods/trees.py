@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,6 +26,9 @@ from cltr.core.seeds import stream
 from cltr.core.selection import select_on_validation
 from cltr.methods import SelectionOptions
 from cltr.options import option
+
+if TYPE_CHECKING:  # imported where trees are grown: not at the CLI's startup
+    import lightgbm
 
 __all__ = ["TreeScorer", "TreeOptions", "lightgbm_params", "usable_leaves", "select_trees",
            "LEARNING_RATE_GRID", "NUM_LEAVES_GRID", "MIN_DATA_IN_LEAF"]
@@ -158,8 +162,8 @@ def usable_leaves(leaves, n_rows: int) -> list[int]:
 class _TreeSets:
     """LightGBM Datasets built (binned) once and shared by every candidate of a grid."""
 
-    train: object
-    valid: object | None
+    train: lightgbm.Dataset
+    valid: lightgbm.Dataset | None
 
 
 def _tree_sets(X: np.ndarray, *, label: np.ndarray, group: np.ndarray | None, valid_X: np.ndarray | None,
@@ -186,9 +190,8 @@ def _grow(params: dict, sets: _TreeSets, *, objective: Callable | None, n_estima
     """Boost trees, a fixed number or with early stopping on ``criterion`` (see fit_lambdarank)."""
     import lightgbm
 
-    early = n_estimators is None
     booster = lightgbm.Booster(params=params, train_set=sets.train)
-    if not early:
+    if n_estimators is not None:  # else early stopping
         for _ in range(int(n_estimators)):
             booster.update(fobj=objective)
         model = booster.model_to_string(num_iteration=-1)
@@ -196,6 +199,7 @@ def _grow(params: dict, sets: _TreeSets, *, objective: Callable | None, n_estima
             "n_estimators": int(n_estimators), "rounds": int(n_estimators), "early_stopped": False,
             "best_criterion": float("nan"), "trace": []}
 
+    assert sets.valid is not None  # early stopping is on validation rows: _tree_sets got valid_X
     booster.add_valid(sets.valid, "vali")
 
     def feval(scores, _dataset):

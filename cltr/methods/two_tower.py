@@ -321,6 +321,7 @@ def _train_linear(features, row_doc, row_bias, n, c, size, options, *, validate,
         if best is None or (np.isfinite(estimate) and estimate > best.validation_snips_avg_dcg):
             best = TwoTowerResult(scorer, theta[d:].copy(), float("nan"), 0,
                                   estimate if np.isfinite(estimate) else -np.inf, [], l2=float(l2))
+    assert best is not None  # the first penalty is kept at least (options.l2 is never empty)
     best.trace = trace
     return best
 

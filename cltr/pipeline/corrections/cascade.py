@@ -18,6 +18,7 @@ def apply(log: ClickLog, clicks, split: str) -> ClickLog:
                          f"probabilities lambda_k); these clicks come from {model or 'an imported log'}")
     settings = dcm.MODEL.parse_settings({f.name: clicks.config[f.name] for f in dcm.DCMSettings.option_fields()
                                          if f.name in clicks.config})
+    assert isinstance(settings, dcm.DCMSettings)
     return log.with_propensity(cascade_propensity(log.session, log.rank, dcm.continuation_probability(log.rank,
                                                                                                       settings)))
 
