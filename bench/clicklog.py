@@ -187,7 +187,8 @@ def main():
             rows.append({"step": f"read_click_log {path.suffix[1:]}",
                          "file MB": f"{os.path.getsize(path) / 1e6:.0f}", "seconds": f"{result['seconds']:.2f}",
                          "M rows/s": f"{rate / 1e6:.2f}",
-                         "peak MB (before read)": f"{result['peak_kib'] / 1024:.0f} ({result['rss_before_kib'] / 1024:.0f})",
+                         "peak MB (before read)":
+                             f"{result['peak_kib'] / 1024:.0f} ({result['rss_before_kib'] / 1024:.0f})",
                          "target": "ok" if rate >= IMPORT_TARGET else "BELOW 2 M rows/s"})
 
         if not args.no_estimators:
@@ -213,9 +214,9 @@ def main():
                                  "target": "ok" if seconds < ESTIMATE_TARGET else "ABOVE 30 s"})
         columns_shown = ["step", "file MB", "seconds", "M rows/s", "peak MB (before read)", "target", "note"]
         widths = [max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in columns_shown]
-        print("  ".join(c.ljust(w) for c, w in zip(columns_shown, widths)))
+        print("  ".join(c.ljust(w) for c, w in zip(columns_shown, widths, strict=True)))
         for r in rows:
-            print("  ".join(str(r.get(c, "")).ljust(w) for c, w in zip(columns_shown, widths)))
+            print("  ".join(str(r.get(c, "")).ljust(w) for c, w in zip(columns_shown, widths, strict=True)))
 
 
 if __name__ == "__main__":

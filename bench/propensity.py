@@ -58,7 +58,7 @@ def report(name, estimate, seconds, eta):
           f"{estimate.info['converged']}; max relative error ranks 2-10 {rel[1:10].max():.3f}, "
           f"all ranks {rel.max():.3f}")
     print("  rank  truth   estimate  band")
-    for k, t, p, lo, hi in zip(estimate.rank, truth, estimate.propensity, estimate.low, estimate.high):
+    for k, t, p, lo, hi in zip(estimate.rank, truth, estimate.propensity, estimate.low, estimate.high, strict=True):
         print(f"  {k:4d}  {t:.4f}  {p:.4f}    [{lo:.4f}, {hi:.4f}]")
 
 

@@ -237,7 +237,8 @@ def describe_split(queries: Queries, relevant_from: int) -> dict:
         all plain ints.
     """
     relevant = queries.relevant(relevant_from)
-    per_query: np.ndarray | list[int] = np.add.reduceat(relevant.astype(np.int64), queries.offsets[:-1]) if queries.n_docs else []
+    per_query: np.ndarray | list[int] = (np.add.reduceat(relevant.astype(np.int64), queries.offsets[:-1])
+                                         if queries.n_docs else [])
     return {
         "queries": int(queries.n_queries),
         "documents": int(queries.n_docs),

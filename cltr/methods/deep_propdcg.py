@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from itertools import pairwise
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -103,7 +104,7 @@ class DeepSettings:
         if not self.learning_rates or any(not lr > 0 for lr in self.learning_rates):
             raise ValueError(f"learning rates must be > 0, got {self.learning_rates!r}")
         if not self.schedule or self.schedule[0][0] != 0 or any(
-                b[0] <= a[0] for a, b in zip(self.schedule, self.schedule[1:])):
+                b[0] <= a[0] for a, b in pairwise(self.schedule)):
             raise ValueError(f"schedule must be (start_epoch, multiplier) pairs starting at epoch 0 "
                              f"with increasing epochs, got {self.schedule!r}")
         if int(self.batch_docs) < 1:

@@ -75,7 +75,7 @@ METHOD = Method(
     description="LightGBM's position debiasing (LightGBM >= 4.1): one LambdaRank group per session with a click, "
                 "clicks as labels, the displayed rank as position; LightGBM learns an additive bias per position "
                 "with the trees and returns the trees alone. Identical sessions are merged into weighted groups "
-                "(the full log's gradients). Learning rate and leaves are chosen, and trees early-stopped, by SNIPS Avg "
-                "DCG on validation clicks.",
+                "(the full log's gradients). Learning rate and leaves are chosen, and trees early-stopped, by SNIPS "
+                "Avg DCG on validation clicks.",
     scorer="lightgbm",
 )

@@ -72,7 +72,8 @@ def train(data: TrainingData, options: PropDCGOptions, *, progress=None):
         start = np.zeros(split.n_features) if w0 is None else w0
         info = {"objective": result.objective, "ccp_iterations": len(result.trace),
                 "converged": result.converged, "ccp_trace": [asdict(step) for step in result.trace],
-                "initial_objective": result.initial_objective, "initial_train_snips_avg_dcg": monitor(start) if options.trace_estimate else float("nan")}
+                "initial_objective": result.initial_objective,
+                "initial_train_snips_avg_dcg": monitor(start) if options.trace_estimate else float("nan")}
         return result.w, info
 
     starts = [options.init] if options.init != "auto" else ["zero", "proprank"] if options.C is not None else ["zero"]

@@ -181,7 +181,8 @@ def session_pairs(displayed: Displayed, *, positions: int) -> SessionPairs:
     _, per_query = np.unique(row_query, return_counts=True)
     used_sessions = np.count_nonzero(np.bincount(session[clicked_rows], weights=partners,
                                                  minlength=n_sessions))
-    return SessionPairs(rows=rows.astype(np.int64), offsets=np.concatenate([[0], np.cumsum(per_query)]).astype(np.int64),
+    return SessionPairs(rows=rows.astype(np.int64),
+                        offsets=np.concatenate([[0], np.cumsum(per_query)]).astype(np.int64),
                         high=high_item // positions, low=low_item // positions, high_bin=high_item % positions,
                         low_bin=low_item % positions, count=count, positions=int(positions),
                         n_sessions=int(used_sessions))
