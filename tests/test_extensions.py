@@ -24,7 +24,7 @@ from tests.test_docs import fenced_blocks
 EXTEND = Path(__file__).resolve().parents[1] / "docs" / "how-to" / "extend.md"
 SHIPPED_ESTIMATORS = ["harvest", "em", "trust-em", "swap"]
 SHIPPED_CORRECTIONS = ["ips", "cascade", "policy-aware", "bayes-ips", "affine", "dr"]
-SHIPPED_LOADERS = ["letor", "svmlight", "synthetic", "yahoo"]
+SHIPPED_LOADERS = ["baidu-ultr", "letor", "svmlight", "synthetic", "yahoo"]
 
 
 def key_of(output: str, kind: str) -> str:
