@@ -1,21 +1,26 @@
-"""A propensity estimator, a correction and a dataset loader are each one new file: the
-worked examples of docs/how-to/extend.md, dropped into a temporary directory on their
-package's path, are found by the registry and run through the command line (their choices,
-their commands, their help, their options as flags, the artifacts' keys). Methods and click models are tested the same way
+"""A propensity estimator, a correction, a dataset loader, a scorer kind and a figure kind are
+each one new file: the worked examples of docs/how-to/extend.md, dropped into a temporary
+directory on their package's path, are found by the registry and run through the command
+line (their choices, their commands, their help, their options as flags, the artifacts'
+keys, the stored models read back, the figures' files). Methods and click models are tested the same way
 in tests/methods/test_registry.py and tests/clickmodels/test_registry.py."""
 
 from __future__ import annotations
 
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import cltr.datasets
 import cltr.estimators
 import cltr.pipeline.corrections
+import cltr.pipeline.figure_kinds
+import cltr.scorers
 from cltr import api, cli, methods
 from cltr.data.store import dataset_arrays, dataset_fingerprint
 from cltr.pipeline.workspace import Workspace
@@ -25,6 +30,8 @@ EXTEND = Path(__file__).resolve().parents[1] / "docs" / "how-to" / "extend.md"
 SHIPPED_ESTIMATORS = ["harvest", "em", "trust-em", "swap"]
 SHIPPED_CORRECTIONS = ["ips", "cascade", "policy-aware", "bayes-ips", "affine", "dr"]
 SHIPPED_LOADERS = ["baidu-ultr", "letor", "svmlight", "synthetic", "yahoo"]
+SHIPPED_FIGURE_KINDS = ["table", "curve", "ccp", "propensity"]
+SHIPPED_SCORERS = ["linear", "mlp", "lightgbm", "xgboost"]
 
 
 def key_of(output: str, kind: str) -> str:
@@ -141,15 +148,78 @@ def test_a_new_loader_file_is_a_prepare_command(plug_in, invoke, tmp_path, monke
         api.load_dataset("uniform", querys=6)
 
 
+def test_a_new_scorer_kind_file_stores_and_reads_a_new_methods_models(plug_in, invoke, tmp_path, monkeypatch):
+    plug_in(cltr.scorers, "centroid", example("SCORER = "))
+    plug_in(methods, "centroid", example('METHOD = Method(name="centroid"'))
+    assert list(cltr.scorers.scorer_kinds()) == [*SHIPPED_SCORERS, "centroid"]
+    monkeypatch.setitem(cli.train_group.commands, "centroid", cli._train_command(methods.get("centroid")))
+
+    invoke("prepare", "synthetic", "--queries", "30", workdir=tmp_path)
+    key = key_of(invoke("train", "centroid", workdir=tmp_path).output, "model")
+    model = Workspace(tmp_path).load("synthetic", "models", key)
+    assert str(model.arrays["scorer_kind"]) == "centroid"
+    # read back through its kind: cltr score checks the file's width against the kind's width
+    dataset, _ = Workspace(tmp_path).load_dataset("synthetic")
+    test, width = dataset.test, len(model.arrays["scorer/centre"])
+    rows = [f"{test.labels[i]} qid:{test.qid[test.doc_query[i]]} "
+            + " ".join(f"{j + 1}:{test.X[i, j]:.6g}" for j in range(width)) for i in range(6)]
+    (tmp_path / "six.txt").write_text("\n".join(rows) + "\n")
+    scores = [float(s) for s in invoke("score", tmp_path / "six.txt", "--model", key, workdir=tmp_path).output.split()]
+    centre = model.arrays["scorer/centre"]
+    expected = -np.sum((np.round(test.X[:6].astype(np.float64), 6) - centre) ** 2, axis=1)
+    np.testing.assert_allclose(scores, expected, rtol=1e-5)
+    (tmp_path / "wide.txt").write_text(f"0 qid:1 {width + 1}:1\n")
+    result = invoke("score", tmp_path / "wide.txt", "--model", key, workdir=tmp_path, expect=1)
+    assert f"feature index {width + 1} is out of range; expected 1..{width}" in result.output
+    assert "test" in invoke("evaluate", "--model", key, workdir=tmp_path).output.lower()
+    # a method whose models are not of the kind it names is refused, not stored as the wrong kind
+    monkeypatch.setitem(methods.methods(), "centroid", replace(methods.get("centroid"), scorer="linear"))
+    with pytest.raises(TypeError, match="declares scorer kind 'linear' \\(Method.scorer\\) but trained a model of "
+                                        "kind 'centroid'"):
+        invoke("train", "centroid", "--seed", "1", workdir=tmp_path)
+
+
+def test_a_new_figure_kind_file_is_a_kind_of_spec(plug_in, invoke, tmp_path):
+    plug_in(cltr.pipeline.figure_kinds, "clicks_per_rank", example("FIGURE_KIND = "))
+    assert list(cltr.pipeline.figure_kinds.kinds()) == [*SHIPPED_FIGURE_KINDS, "clicks-per-rank"]
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    spec = ('name = "ranks"\nkind = "clicks-per-rank"\ndataset = "tiny"\nreps = 2\nseed = 5\n'
+            '[synthetic]\nn_queries = 20\n[clicks]\npasses = 3\n')
+    (specs / "ranks.toml").write_text(spec)
+    out = invoke("figures", "ranks", "--specs", specs, "--out", tmp_path / "out", "--n-jobs", "1",
+                 workdir=tmp_path).output
+    assert "2 tasks (2 computed, 0 reused)" in out and "clicks (mean over runs)" in out
+    frame = pd.read_csv(tmp_path / "out" / "ranks.csv")
+    # its columns in its declared order, after the task's
+    assert list(frame.columns) == ["experiment", "dataset", "repetition", "seed", "method", "rank", "clicks"]
+    assert set(frame["repetition"]) == {0, 1} and frame["rank"].min() == 1 and (frame["clicks"] > 0).all()
+    # every click of a run's log is counted once: as many as the table and curve kinds' train_clicks
+    log_clicks = frame.groupby("repetition")["clicks"].sum()
+    assert (log_clicks > 0).all() and log_clicks.nunique() == 2
+    assert "| rank | clicks (mean over runs) | range |" in (tmp_path / "out" / "ranks.md").read_text()
+    for suffix in ("tex", "png", "pdf"):
+        assert (tmp_path / "out" / f"ranks.{suffix}").stat().st_size > 0
+    assert "2 tasks (0 computed, 2 reused)" in invoke("figures", "ranks", "--specs", specs, "--out", tmp_path / "out",
+                                                      "--n-jobs", "1", workdir=tmp_path).output
+    # a key the kind does not take is an error naming the kinds that take it
+    (specs / "bad.toml").write_text('methods = ["svm-rank"]\n' + spec.replace('"ranks"', '"bad"'))
+    result = invoke("figures", "bad", "--specs", specs, workdir=tmp_path, expect=1)
+    assert "methods applies to kinds table, curve, ccp, not 'clicks-per-rank'" in result.output
+
+
 def test_the_registries_are_as_shipped_after_a_plug_in():
     # runs after the tests above in file order: their temporary entries are gone
-    cltr.estimators._REGISTRY = None
-    cltr.pipeline.corrections._REGISTRY = None
-    cltr.datasets._REGISTRY = None
+    for package in (cltr.estimators, cltr.pipeline.corrections, cltr.datasets, cltr.scorers,
+                    cltr.pipeline.figure_kinds, methods):
+        package._REGISTRY = None
     assert list(cltr.estimators.estimators()) == SHIPPED_ESTIMATORS
     assert list(cltr.pipeline.corrections.corrections()) == SHIPPED_CORRECTIONS
     assert list(cltr.datasets.loaders()) == SHIPPED_LOADERS
     assert sorted(cli.prepare.commands) == SHIPPED_LOADERS
+    assert list(cltr.scorers.scorer_kinds()) == SHIPPED_SCORERS
+    assert list(cltr.pipeline.figure_kinds.kinds()) == SHIPPED_FIGURE_KINDS
+    assert "centroid" not in methods.methods() and "centroid" not in cli.train_group.commands
 
 
 def test_a_trees_em_estimate_always_names_its_cross_fitting_in_its_key():

@@ -4,9 +4,9 @@ read by its kind's entry in ``cltr.scorers``."""
 import numpy as np
 import pytest
 
+from cltr import methods, scorers
 from cltr.core.mlp import init_mlp
 from cltr.core.scorers import LinearScorer
-from cltr import methods, scorers
 from cltr.pipeline.models import scorer_from_arrays, scorer_to_arrays
 
 
