@@ -60,6 +60,8 @@ Spec keys (see ``experiments/README.md`` for the files):
                                   or "point" (chosen by the first repetition of each point, for the
                                   others: where x changes the regime, e.g. the data size); tree counts
                                   and epochs are still early-stopped per model; ``--tune``
+    in_all                        false keeps the spec out of ``cltr figures all`` (default true; the
+                                  robustness figure, hours on the default, runs by name)
 """
 
 from __future__ import annotations
