@@ -187,6 +187,21 @@ def test_reference_pages_list_every_registered_estimator_and_correction():
     assert "| `ips` (default) | every method | nothing |" in page
 
 
+def test_reference_pages_list_every_figure_kind_and_scorer_kind():
+    from cltr import scorers
+    from cltr.pipeline import figure_kinds
+
+    hooks = _hooks()
+    page = hooks.expand((DOCS / "reference" / "figure-kinds.md").read_text(encoding="utf-8"))
+    for name in figure_kinds.kinds():
+        assert f"| `{name}` |" in page
+    assert "| `propensity` | `estimators`, `x`, `values`, `series` | `rank`, `propensity`, `low`, `high`," in page
+    page = hooks.expand((DOCS / "reference" / "scorers.md").read_text(encoding="utf-8"))
+    for name in scorers.scorer_kinds():
+        assert f"| `{name}` |" in page
+    assert "| `mlp` | `deep-propdcg`, `two-tower` |" in page
+
+
 def test_generated_tables_show_defaults_and_ranges_as_the_options_declare_them():
     import dataclasses
 

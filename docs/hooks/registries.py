@@ -7,6 +7,8 @@ A page marks where a generated section goes with an HTML comment on a line of it
     <!-- cltr: estimators -->    every propensity estimator of ``cltr.estimators.estimators()`` and its options
     <!-- cltr: corrections -->   every correction of ``cltr.pipeline.corrections.corrections()``
     <!-- cltr: datasets -->      every dataset loader of ``cltr.datasets.loaders()`` and its options
+    <!-- cltr: figurekinds -->   every figure kind of ``cltr.pipeline.figure_kinds.kinds()`` and its spec keys
+    <!-- cltr: scorers -->       every scorer kind of ``cltr.scorers.scorer_kinds()`` and the methods that train it
     <!-- cltr: docstring MODULE -->   the docstring of MODULE, verbatim
 
 The tables are read from the ``Options`` declarations (``cltr.options.option``), the same
@@ -129,6 +131,29 @@ def datasets_section() -> str:
     return "\n".join(parts)
 
 
+def figurekinds_section() -> str:
+    from cltr.pipeline import figure_kinds
+
+    common = ", ".join(f"`{key}`" for key in figure_kinds.COMMON_KEYS)
+    rows = [f"Every kind takes {common}; the table says which further keys each takes.", "",
+            "| kind | further spec keys | columns its rows add | what it computes |", "|---|---|---|---|"]
+    for name, kind in figure_kinds.kinds().items():
+        keys = ", ".join(f"`{key}`" for key in kind.keys) or "none"
+        columns = ", ".join(f"`{column}`" for column in kind.columns) or "none"
+        rows.append(f"| `{name}` | {keys} | {columns} | {_cell(kind.description or kind.summary)} |")
+    return "\n".join(rows)
+
+
+def scorers_section() -> str:
+    from cltr import methods, scorers
+
+    rows = ["| scorer kind | trained by | what it is |", "|---|---|---|"]
+    for name, kind in scorers.scorer_kinds().items():
+        trained = ", ".join(f"`{m}`" for m, method in methods.methods().items() if method.scorer == name) or "none"
+        rows.append(f"| `{name}` | {trained} | {_cell(kind.description or kind.summary)} |")
+    return "\n".join(rows)
+
+
 def docstring_section(module_name: str) -> str:
     module = importlib.import_module(module_name)
     if not module.__doc__:
@@ -150,6 +175,10 @@ def expand(markdown: str, where: str = "page") -> str:
             return corrections_section()
         if kind == "datasets" and argument is None:
             return datasets_section()
+        if kind == "figurekinds" and argument is None:
+            return figurekinds_section()
+        if kind == "scorers" and argument is None:
+            return scorers_section()
         if kind == "docstring" and argument:
             return docstring_section(argument)
         raise ValueError(f"{where}: unknown marker {match.group(0)!r}")
