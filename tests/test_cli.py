@@ -4,6 +4,7 @@ options generated from the methods' and click models' options types."""
 
 import json
 import re
+from itertools import pairwise
 
 import click
 import pytest
@@ -319,7 +320,7 @@ def test_evaluate_prints_avg_dcg_in_the_prepared_log_base(tmp_path, invoke):
                                 ).scores(test.X)
     relevant = test.relevant(dataset.relevant_from)
     gains = []
-    for start, end in zip(test.offsets[:-1], test.offsets[1:]):
+    for start, end in pairwise(test.offsets):
         query = scores[start:end]
         assert len(np.unique(query)) == len(query)
         rank = np.empty(len(query), dtype=int)

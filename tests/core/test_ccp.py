@@ -1,5 +1,7 @@
 """The convex-concave procedure of SVM PropDCG (paper Sec. 4.1)."""
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 
@@ -23,7 +25,7 @@ def test_true_objective_never_increases(seed, metric):
     X, offsets, click_query, click_doc, propensity = click_problem(seed)
     result = propdcg_ccp(X, offsets, click_query, click_doc, propensity, 5.0, rank_weight(metric))
     values = [result.initial_objective] + [step.objective for step in result.trace]
-    assert all(b <= a + 1e-12 for a, b in zip(values, values[1:]))
+    assert all(b <= a + 1e-12 for a, b in pairwise(values))
     recomputed = true_objective(result.w, slack_sums(result.w, X, offsets, click_query, click_doc), propensity,
                                 rank_weight(metric), 5.0)
     assert recomputed == pytest.approx(result.objective)

@@ -29,7 +29,7 @@ def _displayed_sessions(ranks_of_ranker, doc_query, sessions_of_ranker, gamma, r
     columns = {k: [] for k in ("session", "query", "doc", "rank", "click", "propensity", "ranker")}
     n_queries = int(doc_query.max()) + 1
     session = 0
-    for ranker, (rank, n) in enumerate(zip(ranks_of_ranker, sessions_of_ranker)):
+    for ranker, (rank, n) in enumerate(zip(ranks_of_ranker, sessions_of_ranker, strict=True)):
         for _ in range(n):
             for q in range(n_queries):
                 docs = np.flatnonzero(doc_query == q)
@@ -56,7 +56,7 @@ TAU = 0.5
 
 def _expected_examination():
     n = sum(SESSIONS)
-    return sum(s * _examination(rank) for s, rank in zip(SESSIONS, RANKS)) / n
+    return sum(s * _examination(rank) for s, rank in zip(SESSIONS, RANKS, strict=True)) / n
 
 
 def test_the_closed_form_is_the_per_session_definition():
@@ -71,7 +71,7 @@ def test_the_closed_form_is_the_per_session_definition():
     for clip in (None, TAU):
         documents, weight = dr_document_weights(table, relevance, np.full(2, n), clip=clip)
         expected = np.zeros(len(DOC_QUERY))
-        for d, c, p in zip(shown.doc, shown.click, shown.propensity):
+        for d, c, p in zip(shown.doc, shown.click, shown.propensity, strict=True):
             denominator = rho[d] if clip is None else max(rho[d], clip)
             expected[d] += relevance[d] + (c - p * relevance[d]) / denominator
         np.testing.assert_array_equal(documents, np.arange(len(DOC_QUERY)))
@@ -98,7 +98,7 @@ def _monte_carlo_tables(n_logs, rng):
     7 i .. 7 i + 6 (of its queries 2 i, 2 i + 1), so one call weighs every log; clicks per
     (document, ranker) drawn as Binomial(sessions, p_k gamma)."""
     n_docs = len(DOC_QUERY)
-    rows = [(d, _examination(rank[d]), s) for rank, s in zip(RANKS, SESSIONS) for d in range(n_docs)]
+    rows = [(d, _examination(rank[d]), s) for rank, s in zip(RANKS, SESSIONS, strict=True) for d in range(n_docs)]
     doc = np.array([r[0] for r in rows])
     propensity = np.array([r[1] for r in rows])
     impressions = np.array([r[2] for r in rows])
@@ -139,7 +139,7 @@ def test_dr_is_unbiased_by_monte_carlo_where_clipped_ips_is_not():
     # clipped IPS, a click at rank k weighing 1 / max(p_k, tau), has the mean
     # gamma Σ_r (sessions_r / N) p_k(r) / max(p_k(r), tau): far from gamma wherever p_k < tau
     share_clipped = sum(s * _examination(rank) / np.maximum(_examination(rank), TAU)
-                        for s, rank in zip(SESSIONS, RANKS)) / sum(SESSIONS)
+                        for s, rank in zip(SESSIONS, RANKS, strict=True)) / sum(SESSIONS)
     check(clipped_ips, GAMMA * share_clipped, "clipped IPS")
     bias = np.abs(clipped_ips.mean(axis=0) - GAMMA) / (clipped_ips.std(axis=0, ddof=1) / np.sqrt(n_logs))
     assert np.all(bias[share_clipped < 1] > 20), bias

@@ -56,9 +56,9 @@ def test_query_batched_loss_equals_the_clicks_one_at_a_time(tiny_click_problem):
         value, batch_grads = loss_and_gradient(net, X[batch.rows], batch.offsets, batch.click_query,
                                                batch.click_doc, batch.propensity, "dcg", n=n)
         total += value
-        grads = [g + b for g, b in zip(grads, batch_grads)]
+        grads = [g + b for g, b in zip(grads, batch_grads, strict=True)]
     assert total == pytest.approx(one_at_a_time, rel=1e-12)
-    for g, f in zip(grads, full_grads):
+    for g, f in zip(grads, full_grads, strict=True):
         np.testing.assert_allclose(g, f, rtol=1e-10, atol=1e-14)
 
 

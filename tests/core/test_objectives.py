@@ -57,7 +57,7 @@ def random_problem(rng, *, n_queries=4, max_docs=6, clicks_per_query=3, integer_
 
 def brute_bound(scores, offsets, click_query, click_doc, candidate=None):
     bound = []
-    for q, y_i in zip(click_query, click_doc):
+    for q, y_i in zip(click_query, click_doc, strict=True):
         total = 1.0
         for y in range(offsets[q], offsets[q + 1]):
             if y == y_i or (candidate is not None and not candidate[y]):
@@ -69,13 +69,13 @@ def brute_bound(scores, offsets, click_query, click_doc, candidate=None):
 
 def brute_risk(scores, offsets, click_query, click_doc, propensity, weight, candidate=None):
     bound = brute_bound(scores, offsets, click_query, click_doc, candidate)
-    return sum(float(weight.value(np.array(b))) / q for b, q in zip(bound, propensity)) / len(bound)
+    return sum(float(weight.value(np.array(b))) / q for b, q in zip(bound, propensity, strict=True)) / len(bound)
 
 
 def exact_ranks(scores, offsets, click_query, click_doc, candidate=None):
     """1 + number of candidates scored strictly higher (the optimistic tie convention)."""
     ranks = []
-    for q, y_i in zip(click_query, click_doc):
+    for q, y_i in zip(click_query, click_doc, strict=True):
         above = 0
         for y in range(offsets[q], offsets[q + 1]):
             if y != y_i and (candidate is None or candidate[y]) and scores[y] > scores[y_i]:
@@ -271,7 +271,7 @@ def test_sorted_hinges_equal_the_expanded_pairs(seed, compiled, monkeypatch):
         fast = risk_gradient(*args, candidate=mask, with_curvature=True, example_weight=signed)
         slow = risk_gradient(*args, pairs=pairs, with_curvature=True, example_weight=signed)
         assert fast[0] == pytest.approx(slow[0], rel=1e-13, abs=1e-13)
-        for a, b in zip(fast[1:], slow[1:]):
+        for a, b in zip(fast[1:], slow[1:], strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="not both"):
         risk(*args, pairs=pairs, candidate=candidate)

@@ -179,7 +179,7 @@ def _brute_force_allpairs(table, sessions, K):
     """Harvest with dicts and loops, then minimise the written-out AllPairs NLL generically."""
     N = sum(sessions.values())
     cells = defaultdict(lambda: [0.0, 0.0, set()])
-    for q, d, k, r, n, c in zip(*(table[name] for name in COLUMNS)):
+    for q, d, k, r, n, c in zip(*(table[name] for name in COLUMNS), strict=True):
         if k <= K:
             cell = cells[(q, d, k)]
             cell[0] += n

@@ -17,6 +17,7 @@ and few, so that the file runs in a few seconds.
 import inspect
 import math
 import os
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -79,7 +80,7 @@ def ndcg_averages(ranks, relevant, offsets, k):
 def within_query_permutation(offsets, seed):
     """``order``: new row j holds old row order[j]; documents move only within their query."""
     rng = np.random.default_rng(seed)
-    return np.concatenate([start + rng.permutation(end - start) for start, end in zip(offsets[:-1], offsets[1:])])
+    return np.concatenate([start + rng.permutation(end - start) for start, end in pairwise(offsets)])
 
 
 # -- permuting documents within a query --------------------------------------------------------
@@ -188,7 +189,7 @@ def test_ccp_objective_never_rises(problem, weight, C, seed, warm):
     result = propdcg_ccp(X, offsets, click_query, click_doc, propensity, C, rank_weight(weight),
                          w0=rng.normal(size=3) if warm else None, max_iter=8)
     values = [result.initial_objective] + [step.objective for step in result.trace]
-    assert all(b <= a + 1e-12 * max(1.0, abs(a)) for a, b in zip(values, values[1:])), values
+    assert all(b <= a + 1e-12 * max(1.0, abs(a)) for a, b in pairwise(values)), values
 
 
 # -- the sorted hinges against the expanded pairs ----------------------------------------------------
@@ -207,10 +208,10 @@ def test_sorted_hinges_equal_the_expanded_pairs_on_tied_scores(problem, weight, 
     by_pairs = risk_gradient(scores, offsets, click_query, click_doc, propensity, weight, pairs=pairs,
                              with_curvature=True)
     assert by_sorting[0] == pytest.approx(by_pairs[0], rel=1e-12, abs=1e-15)
-    for ours, oracle in zip(by_sorting[1:], by_pairs[1:]):
+    for ours, oracle in zip(by_sorting[1:], by_pairs[1:], strict=True):
         np.testing.assert_allclose(ours, oracle, rtol=1e-10, atol=1e-13)
     # and the pair oracle is the formula itself, a double loop
-    for i, (q, d) in enumerate(zip(click_query, click_doc)):
+    for i, (q, d) in enumerate(zip(click_query, click_doc, strict=True)):
         others = [y for y in range(offsets[q], offsets[q + 1]) if y != d and (candidate is None or candidate[y])]
         assert sorted_bound[i] == pytest.approx(1 + sum(max(0.0, 1 - (scores[d] - scores[y])) for y in others))
 

@@ -30,7 +30,7 @@ def tiny_problem(seed, *, sizes=(3, 5, 4), n_features=3, n_examples=6, scale=1.0
 def brute_pairs(offsets, click_query, click_doc, candidate=None):
     """(example, positive, negative) triples by plain loops."""
     triples = []
-    for i, (q, positive) in enumerate(zip(click_query, click_doc)):
+    for i, (q, positive) in enumerate(zip(click_query, click_doc, strict=True)):
         for y in range(offsets[q], offsets[q + 1]):
             if y != positive and (candidate is None or candidate[y]):
                 triples.append((i, int(positive), y))
@@ -271,7 +271,7 @@ def test_pairs_are_every_other_candidate_of_the_query():
             problem = PairwiseProblem(np.zeros((offsets[-1], 1)), offsets, click_query, click_doc,
                                       candidate=candidate)
             negative = problem.negative if problem.rows is None else problem.rows[problem.negative]
-            found = [(int(d), int(y)) for d, count, start in zip(problem.doc, problem.count, problem.run_start)
+            found = [(int(d), int(y)) for d, count, start in zip(problem.doc, problem.count, problem.run_start, strict=True)
                      for y in negative[start:start + count]]
             assert found == [(p, y) for _, p, y in brute_pairs(offsets, click_query, click_doc, candidate)]
 

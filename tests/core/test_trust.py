@@ -58,7 +58,7 @@ def test_affine_weights_are_the_sum_of_per_impression_relevance_estimates():
     clicks = rng.binomial(impressions, 0.3)
     documents, weight = affine_document_weights(doc, rank, impressions, clicks, TRUST)
     brute = {}
-    for d, k, n, c in zip(doc, rank, impressions, clicks):  # every impression, one at a time
+    for d, k, n, c in zip(doc, rank, impressions, clicks, strict=True):  # every impression, one at a time
         for i in range(n):
             estimate = ((1 if i < c else 0) - TRUST.beta(k)) / TRUST.alpha(k)
             brute[d] = brute.get(d, 0.0) + float(estimate)
@@ -148,7 +148,7 @@ def _two_ranker_table(seed=0, n_queries=400, size=10, sessions=100):
         rank = np.concatenate([rng.permutation(size) + 1 for _ in range(n_queries)])
         clicks = rng.binomial(sessions, TRUST_DEEP.click_probability(rank, relevant))
         rows.append((np.arange(n_queries * size) // size, np.arange(n_queries * size), rank, clicks))
-    query, doc, rank, clicks = (np.concatenate(parts) for parts in zip(*rows))
+    query, doc, rank, clicks = (np.concatenate(parts) for parts in zip(*rows, strict=True))
     return query, doc, rank, np.full(len(doc), sessions), clicks
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import math
 import re
+from itertools import pairwise
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -91,13 +92,13 @@ def test_export_then_import_gives_the_same_clicks_and_the_same_model(suffix, sim
         out = invoke("clicks", "export", path, "--split", split, "--clicks", sim.clicks.key, workdir=sim.work).output
         # every document of every query in every pass is an impression; the clicks are the log's
         queries = getattr(sim.dataset, split)
-        log = dict(zip(("train", "vali"), click_logs(sim.clicks)))[split]
+        log = dict(zip(("train", "vali"), click_logs(sim.clicks), strict=True))[split]
         assert f"wrote {20 * queries.n_docs} impressions ({len(log)} clicks)" in out
         invoke("clicks", "import", path, "--split", split, workdir=sim.work)
     imported = current(sim.work, "clicks")
     assert imported.key != sim.clicks.key and imported.info["imported"] and imported.info["rankers"] == 2
 
-    for simulated_log, imported_log in zip(click_logs(sim.clicks), click_logs(imported)):
+    for simulated_log, imported_log in zip(click_logs(sim.clicks), click_logs(imported), strict=True):
         for name in LOG_ARRAYS:
             assert np.array_equal(getattr(simulated_log, name), getattr(imported_log, name)), name
         assert imported_log.n_passes == simulated_log.n_passes == 20
@@ -217,7 +218,7 @@ def test_every_bad_row_is_reported_with_file_and_line_and_nothing_is_stored(suff
     if suffix == ".parquet":
         pytest.importorskip("pyarrow")
     train = sim.dataset.train
-    sizes = dict(zip(train.qid.tolist(), np.diff(train.offsets).tolist()))
+    sizes = dict(zip(train.qid.tolist(), np.diff(train.offsets).tolist(), strict=True))
     where = f"row {ROW + 1}" if suffix == ".parquet" else f"line {ROW + 2}"
     before = files_under(sim.work)
     # the clean rows import: the errors below are the corruptions'
@@ -331,7 +332,7 @@ def _refusal(path: Path, queries: Queries, reader: str, **options) -> str:
 @pytest.mark.parametrize("suffix", [".tsv", ".csv.gz"])
 def test_both_readers_refuse_every_bad_row_with_the_same_message(suffix, sim, clean_rows, tmp_path):
     train = sim.dataset.train
-    sizes = dict(zip(train.qid.tolist(), np.diff(train.offsets).tolist()))
+    sizes = dict(zip(train.qid.tolist(), np.diff(train.offsets).tolist(), strict=True))
     for name, (corrupt, _) in CORRUPTIONS.items():
         frame = clean_rows.copy()
         corrupt(frame, sizes)
@@ -406,7 +407,7 @@ def test_an_empty_cell_is_an_error_not_a_value(reader, column, tmp_path, toy_que
     # an empty session was a session of its own, an empty ranker a second ranker
     queries = toy_queries([3], qid_start=10)
     names = ["session", "qid", "doc", "rank", "click", "ranker"]
-    second = dict(zip(names, ["a", "10", "1", "2", "0", "r"]))
+    second = dict(zip(names, ["a", "10", "1", "2", "0", "r"], strict=True))
     second[column] = ""
     path = tmp_path / "log.tsv"
     path.write_text("\t".join(names) + "\na\t10\t0\t1\t1\tr\n" + "\t".join(second.values()) + "\n")
@@ -535,7 +536,7 @@ def test_sessions_without_clicks_count_as_sessions_and_impressions(tmp_path, toy
     assert log.sessions_per_query.tolist() == [3, 1] and log.n_sessions == 4 and log.n_passes == 3
     assert click_log_summary(log, np.ones(7, bool))["clicks_per_query"] == 3 / 4
     table = rows.impressions()
-    found = {(d, r): (n, c) for d, r, n, c in zip(table.doc, table.rank, table.impressions, table.clicks)}
+    found = {(d, r): (n, c) for d, r, n, c in zip(table.doc, table.rank, table.impressions, table.clicks, strict=True)}
     assert found == {(0, 1): (2, 1), (0, 3): (1, 0), (1, 2): (3, 2), (2, 3): (1, 0), (2, 1): (1, 0),
                      (6, 1): (1, 0), (3, 2): (1, 0)}
     assert table.impressions.sum() == 10  # every row, with or without a click
@@ -585,7 +586,7 @@ def write_foreign_log(queries: Queries, path: Path, *, passes: int, seed: int, p
     probability 0.05 if not. String session ids, rows shuffled (a log need not be
     sorted). Returns the number of clicks."""
     rng = np.random.default_rng(seed)
-    bounds = list(zip(queries.offsets[:-1], queries.offsets[1:]))
+    bounds = list(pairwise(queries.offsets))
     orders = {name: [np.argsort(-(queries.labels[a:b] + rng.standard_normal(b - a)), kind="stable")
                      for a, b in bounds] for name in ("prod", "alt")}
     records = []
@@ -599,7 +600,7 @@ def write_foreign_log(queries: Queries, path: Path, *, passes: int, seed: int, p
             relevant = queries.labels[a + order] >= 1
             click = examined & (relevant | (rng.random(b - a) < 0.05))
             session += 1
-            for d, r, c in zip(order, rank, click):
+            for d, r, c in zip(order, rank, click, strict=True):
                 record = {"session": f"s-{session}", "qid": int(queries.qid[q]), "doc": int(d), "rank": int(r),
                           "click": int(c)}
                 if propensity:
@@ -732,7 +733,7 @@ def test_clip_changes_the_model_its_weights_and_its_selection(sim, invoke):
 
 def write_svmlight(queries: Queries, path: Path, docids=None) -> None:
     lines = []
-    for q, (a, b) in enumerate(zip(queries.offsets[:-1], queries.offsets[1:])):
+    for q, (a, b) in enumerate(pairwise(queries.offsets)):
         for row in range(a, b):
             features = " ".join(f"{j + 1}:{v:.17g}" for j, v in enumerate(queries.X[row]))
             comment = f" #docid = {docids[row]}" if docids is not None else ""
@@ -769,7 +770,7 @@ def test_score_writes_the_model_scores_and_a_trec_run(sim, tmp_path, invoke):
     for q, qid in enumerate(test.qid):
         ranked = by_query[int(qid)]
         assert [r for r, _, _ in ranked] == list(range(1, len(ranked) + 1))
-        assert all(a[1] >= b[1] for a, b in zip(ranked, ranked[1:]))  # descending scores
+        assert all(a[1] >= b[1] for a, b in pairwise(ranked))  # descending scores
         assert {d for _, _, d in ranked} == {f"q{qid}-d{i}" for i in range(len(ranked))}
 
     # without --out and --trec the scores go to standard output

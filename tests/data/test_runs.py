@@ -19,7 +19,7 @@ def table_row(output: str, prefix: str) -> dict:
     lines = output.splitlines()
     header = max(i for i, line in enumerate(lines) if f"{prefix} Avg DCG" in line)
     names = re.split(r"\s{2,}", lines[header].strip())
-    return dict(zip(names, map(float, lines[header + 1].split())))
+    return dict(zip(names, map(float, lines[header + 1].split()), strict=True))
 
 
 def write_svmlight(queries, path):

@@ -49,7 +49,7 @@ def random_file(rng: np.random.Generator, *, n_features: int, density: float, sl
             values = [str(rng.choice(_SLOW_VALUES if rng.random() < slow else _VALUES)) for _ in present]
             label = str(rng.choice(["2.0", "+1"])) if rng.random() < slow else str(rng.integers(0, 5))
             space = [" ", "  ", "\t", " \t"][int(rng.integers(0, 4))]
-            line = space.join([label, f"qid:{qid}"] + [f"{j}:{v}" for j, v in zip(present, values)])
+            line = space.join([label, f"qid:{qid}"] + [f"{j}:{v}" for j, v in zip(present, values, strict=True)])
             docid = None
             if rng.random() < 0.6:
                 docid = f"GX{rng.integers(1000):03d}-{rng.integers(100):02d}-{rng.integers(10 ** 7):07d}"
@@ -355,7 +355,7 @@ def test_letor_and_yahoo_loaders_keep_docids(tmp_path):
 
 def _three_files(root: Path, widths=(5, 5, 5), qids=(1, 10, 20)) -> list[Path]:
     paths = []
-    for split, width, qid in zip(("train", "vali", "test"), widths, qids):
+    for split, width, qid in zip(("train", "vali", "test"), widths, qids, strict=True):
         text = "".join(f"{label} qid:{qid + q} 1:0.5 {width}:1 #docid = {split}-{q}-{label}\n"
                        for q in range(2) for label in (0, 2, 1))
         paths.append(write(root / f"{split}.txt.gz", text))

@@ -2,6 +2,7 @@
 learnable and partly non-linear relevance."""
 
 import json
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -81,7 +82,7 @@ def pair_accuracy(scores, queries):
     """Share of (relevant, irrelevant) pairs of a query ordered correctly (ties count half)."""
     right = total = 0.0
     relevant = queries.relevant(1)
-    for start, stop in zip(queries.offsets[:-1], queries.offsets[1:]):
+    for start, stop in pairwise(queries.offsets):
         s, r = scores[start:stop], relevant[start:stop]
         difference = s[r][:, None] - s[~r][None, :]
         right += np.sum(difference > 0) + 0.5 * np.sum(difference == 0)

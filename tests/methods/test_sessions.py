@@ -11,8 +11,8 @@ def _displayed(sessions):
     """Displayed rows from [(docs in rank order, clicks)], one query per distinct first doc."""
     columns = {k: [] for k in ("session", "query", "doc", "rank", "click")}
     for s, (docs, clicks) in enumerate(sessions):
-        for r, (d, c) in enumerate(zip(docs, clicks), start=1):
-            for k, v in zip(columns, (s, docs[0] // 10, d, r, c)):
+        for r, (d, c) in enumerate(zip(docs, clicks, strict=True), start=1):
+            for k, v in zip(columns, (s, docs[0] // 10, d, r, c), strict=True):
                 columns[k].append(v)
     n = len(columns["doc"])
     return Displayed(**{k: np.array(v, dtype=np.int8 if k == "click" else np.int64) for k, v in columns.items()},

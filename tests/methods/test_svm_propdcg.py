@@ -1,6 +1,8 @@
 """SVM PropDCG (paper Sec. 4.1) on simulated clicks: the CCP objective never rises, and the
 DCG bound does at least as well as PropRank's Avg Rank bound."""
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 
@@ -32,7 +34,7 @@ def test_objective_never_increases_on_synthetic_data(synthetic_runs):
     for run in synthetic_runs:
         for row in run["svm-propdcg info"]["selection"]:
             values = [step["objective"] for step in row["ccp_trace"]]
-            assert all(b <= a + 1e-12 * abs(a) for a, b in zip(values, values[1:])), row["C"]
+            assert all(b <= a + 1e-12 * abs(a) for a, b in pairwise(values)), row["C"]
 
 
 def test_propdcg_at_least_proprank_on_synthetic_data(synthetic_runs):

@@ -238,7 +238,7 @@ def test_a_two_tower_model_and_a_click_model_are_judged_at_the_same_ranks(monkey
     rows = {key: np.array(values) for key, values in zip(
         ("session", "query", "doc", "rank", "click"),
         zip(*[(s, q, d, r + 1, c) for s, (q, docs, clicks) in enumerate(SESSIONS)
-              for r, (d, c) in enumerate(zip(docs, clicks, strict=True))]), strict=True)}
+              for r, (d, c) in enumerate(zip(docs, clicks, strict=True))], strict=True), strict=True)}
     monkeypatch.setattr(click_prediction, "model_from_arrays", lambda name, arrays, info=None: model)
     monkeypatch.setattr(click_prediction, "held_out_rows", lambda clicks, dataset: rows)
     for depth, expected in ((2, 2), (3, 3), (None, 3), (7, 3)):

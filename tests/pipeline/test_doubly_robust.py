@@ -52,7 +52,7 @@ def test_dr_without_clipping_is_the_ips_log_aggregated_per_document(hard_clicks,
     _, dataset, clicks, _ = hard_clicks
     logs = click_logs(clicks, passes=passes)
     for split, ips, dr in zip(("train", "vali"), logs, click_logs(clicks, passes=passes, correction="dr",
-                                                                   dataset=dataset)):
+                                                                   dataset=dataset), strict=True):
         queries = getattr(dataset, split)
         summed = np.bincount(ips.doc, weights=ips.cost, minlength=queries.n_docs)
         np.testing.assert_array_equal(dr.doc, np.unique(ips.doc))

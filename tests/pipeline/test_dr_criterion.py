@@ -53,7 +53,7 @@ def test_unclipped_the_dr_criterion_is_the_snips_criterion(logs):
     rng = np.random.default_rng(0)
     for scorer in (scorer_from_arrays(production.arrays), LinearScorer(rng.normal(size=dataset.vali.X.shape[1]))):
         assert dr.estimate(scorer) == pytest.approx(data.estimate(scorer), rel=1e-12)
-        for got, want in zip(dr.versus_logging(scorer).values(), data.versus_logging(scorer).values()):
+        for got, want in zip(dr.versus_logging(scorer).values(), data.versus_logging(scorer).values(), strict=True):
             assert got == pytest.approx(want, rel=1e-9)
 
 

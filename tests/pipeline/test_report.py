@@ -147,7 +147,7 @@ def test_significance_tests_every_claimed_pair_paired_and_holm_corrected():
     expected_w = [wilcoxon(runs[b] - runs[a]).pvalue for a, b in tests["_pair"]]
     assert np.allclose(tests["p (paired t)"], expected_t) and np.allclose(tests["p (Wilcoxon)"], expected_w)
     assert np.allclose(tests["Holm p (t)"], holm(expected_t))
-    verdicts = dict(zip(tests["_pair"], tests["verdict"]))
+    verdicts = dict(zip(tests["_pair"], tests["verdict"], strict=True))
     assert verdicts[("a-rank", "b-rank")] == "holds"
     assert verdicts[("b-rank", "c-rank")] == "reversed"
     assert verdicts[("a-rank", "c-rank")].endswith("not significant")
