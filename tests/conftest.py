@@ -189,7 +189,8 @@ def avg_dcg_of():
     from cltr.core.seeds import stream
 
     def dcg(scorer, dataset, relevant, seed=0):
-        return evaluate(scorer, dataset.test, relevant, rng=stream(seed, "evaluate"), dcg_base=dataset.dcg_base)["avg_dcg"]
+        return evaluate(scorer, dataset.test, relevant, rng=stream(seed, "evaluate"),
+                        dcg_base=dataset.dcg_base)["avg_dcg"]
 
     return dcg
 

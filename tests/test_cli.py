@@ -241,7 +241,8 @@ def test_bad_option_values_are_usage_errors_before_any_work(tmp_path, invoke, ar
 def _table_spec(specs, text: str, paper: str) -> None:
     """``t.toml``: the tiny spec as a table, with made-up paper values."""
     specs.mkdir(exist_ok=True)
-    (specs / "t.toml").write_text(text.replace('name = "tiny"', 'name = "t"').replace('kind = "curve"', 'kind = "table"')
+    (specs / "t.toml").write_text(text.replace('name = "tiny"', 'name = "t"')
+                                  .replace('kind = "curve"', 'kind = "table"')
                                   .replace('x = "passes"\nvalues = [2, 4, 8]\nplot_x = "train_clicks"\n', "")
                                   .replace("[clicks]", "[clicks]\npasses = 4") + paper)
 

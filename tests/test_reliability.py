@@ -178,8 +178,8 @@ def _run_obeying_permissions(*commands: list) -> list:
     if not refused:
         pytest.skip("a child process here writes to a file without write permission (root's overrides could "
                     "not be dropped), so a read-only workspace cannot be made")
-    done = subprocess.run([sys.executable, "-c", _COMMANDS_IN_A_CHILD, json.dumps([list(map(str, c)) for c in commands])],
-                          preexec_fn=preexec, capture_output=True, text=True, timeout=120)
+    child = [sys.executable, "-c", _COMMANDS_IN_A_CHILD, json.dumps([list(map(str, c)) for c in commands])]
+    done = subprocess.run(child, preexec_fn=preexec, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return [tuple(pair) for pair in json.loads(done.stdout)]
 

@@ -271,7 +271,8 @@ def test_pairs_are_every_other_candidate_of_the_query():
             problem = PairwiseProblem(np.zeros((offsets[-1], 1)), offsets, click_query, click_doc,
                                       candidate=candidate)
             negative = problem.negative if problem.rows is None else problem.rows[problem.negative]
-            found = [(int(d), int(y)) for d, count, start in zip(problem.doc, problem.count, problem.run_start, strict=True)
+            found = [(int(d), int(y))
+                     for d, count, start in zip(problem.doc, problem.count, problem.run_start, strict=True)
                      for y in negative[start:start + count]]
             assert found == [(p, y) for _, p, y in brute_pairs(offsets, click_query, click_doc, candidate)]
 
@@ -460,7 +461,8 @@ def test_objective_refuses_a_wrong_shaped_w():
 
 @pytest.mark.parametrize("C, extreme_cost, message", [
     (1e300, None, r"C = 1e\+300 with example weights up to 3 is too extreme .* overflow.*use a smaller C$"),
-    (1.0, 1e300, r"example weights up to 1e\+300 \(example 2 of 6; a weight 1/q means a propensity q of 1e-300\).*clip"),
+    (1.0, 1e300, r"example weights up to 1e\+300 \(example 2 of 6; a weight 1/q means a propensity q of 1e-300\)"
+                 r".*clip"),
     (1e30, None, r"C = 1e\+30 .* exceeds the objective itself"),
 ])
 def test_extreme_C_or_weights_are_refused_naming_them(C, extreme_cost, message):

@@ -144,7 +144,7 @@ def _two_ranker_table(seed=0, n_queries=400, size=10, sessions=100):
     rng = np.random.default_rng(seed)
     relevant = rng.random(n_queries * size) < 0.3
     rows = []
-    for ranker in range(2):
+    for _ranker in range(2):
         rank = np.concatenate([rng.permutation(size) + 1 for _ in range(n_queries)])
         clicks = rng.binomial(sessions, TRUST_DEEP.click_probability(rank, relevant))
         rows.append((np.arange(n_queries * size) // size, np.arange(n_queries * size), rank, clicks))

@@ -348,7 +348,8 @@ def test_both_readers_refuse_every_bad_row_with_the_same_message(suffix, sim, cl
 def test_a_bad_click_is_reported_on_its_own_line_by_either_reader(reader, suffix, tmp_path, toy_queries):
     # pyarrow once read a column of 0, 1 and one "true" as booleans and blamed line 2
     queries = toy_queries([3, 4], qid_start=10)
-    text = HEADER + "a\t10\t0\t1\t1\na\t10\t1\t2\t0\nb\t11\t0\t1\t0\nb\t11\t1\t2\t1\nb\t11\t2\t3\t0\nb\t11\t3\t4\ttrue\n"
+    text = (HEADER + "a\t10\t0\t1\t1\na\t10\t1\t2\t0\n"
+            "b\t11\t0\t1\t0\nb\t11\t1\t2\t1\nb\t11\t2\t3\t0\nb\t11\t3\t4\ttrue\n")
     path = tmp_path / f"log{suffix}"
     path.write_bytes(gzip.compress(text.encode()) if suffix.endswith(".gz") else text.encode())
     assert _refusal(path, queries, reader) == f"line 7 of {path}: click must be 0 or 1, found 'true'"
@@ -767,7 +768,7 @@ def test_score_writes_the_model_scores_and_a_trec_run(sim, tmp_path, invoke):
         assert docid.startswith(f"q{qid}-d")
         by_query.setdefault(int(qid), []).append((int(rank), float(score), docid))
     assert list(by_query) == test.qid.tolist()  # queries in file order
-    for q, qid in enumerate(test.qid):
+    for qid in test.qid:
         ranked = by_query[int(qid)]
         assert [r for r, _, _ in ranked] == list(range(1, len(ranked) + 1))
         assert all(a[1] >= b[1] for a, b in pairwise(ranked))  # descending scores

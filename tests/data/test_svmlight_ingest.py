@@ -197,7 +197,8 @@ MALFORMED = [
      "line 3 of .*{file}: feature indices must increase along a line; 2 follows 3"),
     ("bad.txt", _UNPARSABLE.format("1 qid:1 2:0.5 2:1"), {},
      "line 3 of .*{file}: feature indices must increase along a line; 2 follows 2"),
-    ("bad.txt", _UNPARSABLE.format("1 qid:1 1:0.5 qid:2"), {}, "line 3 of .*{file}: 'qid:2' must come right after the label"),
+    ("bad.txt", _UNPARSABLE.format("1 qid:1 1:0.5 qid:2"), {},
+     "line 3 of .*{file}: 'qid:2' must come right after the label"),
     ("bad.txt", _UNPARSABLE.format("1 qid:x 1:0.5"), {}, "line 3 of .*{file}: cannot read 'qid:x' as 'qid:<integer>'"),
     ("bad.txt", _UNPARSABLE.format("1 qid:1 -1:0.5"), {}, "line 3 of .*{file}: feature index -1 is negative"),
     ("train.txt", "0 qid:1 1:0.5\n# comment\n1 1:0.5 2:1\n", {},
@@ -217,7 +218,8 @@ MALFORMED = [
      r"line 1 of .*{file}: label -1 is outside the allowed range 0\.\.4"),
     *[("train.txt", f"0 qid:1 1:1\n{label} qid:1 1:0\n", {}, f"line 2 of .*{{file}}: label {label} is not an integer")
       for label in ["1.5", "nan"]],
-    *[("vali.txt", text, {}, "{file}: no data rows .*an empty split") for text in ["", "\n\n", "# only a comment\n   \n"]],
+    *[("vali.txt", text, {}, "{file}: no data rows .*an empty split")
+      for text in ["", "\n\n", "# only a comment\n   \n"]],
     ("train.txt", "0 qid:1 1:1\n5 qid:1 1:1\n1 qid:1 1:nan\n0 qid:2 1:0\n1 qid:1 1:0\n", {"label_range": (0, 2)},
      "line 2 of .*: label 5 is outside"),
     ("train.txt", "0 qid:1 1:1\n1 qid:1 1:nan\n5 qid:1 1:1\n", {"label_range": (0, 2)},

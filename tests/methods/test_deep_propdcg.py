@@ -62,7 +62,8 @@ def test_same_seed_gives_identical_weights_and_the_loss_decreases(synthetic_clic
     first, again, other = fit(11), fit(11), fit(12)
     for a, b in zip(first.scorer.parameters(), again.scorer.parameters(), strict=True):
         assert a.dtype == np.float32 and np.array_equal(a, b)
-    assert not all(np.array_equal(a, b) for a, b in zip(first.scorer.parameters(), other.scorer.parameters(), strict=True))
+    assert not all(np.array_equal(a, b)
+                   for a, b in zip(first.scorer.parameters(), other.scorer.parameters(), strict=True))
     losses = [record.train_loss for record in first.trace]
     assert len(losses) == 6 and losses[-1] < losses[1] < losses[0]
 

@@ -26,8 +26,9 @@ def tiny_data(toy_queries, toy_log):
 
 @pytest.mark.parametrize("method", ["svm-proprank", "svm-propdcg"])
 def test_svms_refuse_a_click_of_propensity_1e_300_naming_it(tiny_data, method):
-    with pytest.raises(ValueError, match=r"example weights up to (1e\+300|5.19e\+298) \(example 2 of 6; a weight 1/q means a propensity q "
-                                         r"of (1e-300|1.93e-299)\) is too extreme .*clip the propensities"):
+    with pytest.raises(ValueError, match=r"example weights up to (1e\+300|5.19e\+298) \(example 2 of 6; "
+                                         r"a weight 1/q means a propensity q of (1e-300|1.93e-299)\) is too extreme "
+                                         r".*clip the propensities"):
         train(method, tiny_data, {"C": 1.0})
 
 

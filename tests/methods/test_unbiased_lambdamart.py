@@ -39,7 +39,8 @@ def test_session_pairs_are_every_clicked_non_clicked_pair_merged_over_sessions()
                 key = (doc_i, min(rank_i, 3) - 1, doc_j, min(rank_j, 3) - 1)
                 expected[key] = expected.get(key, 0) + 1
     found = {(int(pairs.rows[h]), int(hb), int(pairs.rows[lo]), int(lb)): c
-             for h, hb, lo, lb, c in zip(pairs.high, pairs.high_bin, pairs.low, pairs.low_bin, pairs.count, strict=True)}
+             for h, hb, lo, lb, c in zip(pairs.high, pairs.high_bin, pairs.low, pairs.low_bin, pairs.count,
+                                         strict=True)}
     assert found == expected
     assert pairs.session_pairs == sum(expected.values()) == 2 * 4 + 2 + 3
     assert pairs.rows.tolist() == list(range(7)) and pairs.offsets.tolist() == [0, 4, 7]

@@ -23,7 +23,8 @@ def test_every_spec_loads_and_plans():
         for quick in (False, True):
             spec = load_spec(name).resolved(quick=quick)
             tasks = plan(spec, default_passes=100)
-            assert len(tasks) == spec.reps * max(1, len(spec.values)) * int(np.prod([len(v) for v in spec.series.values()]))
+            series = int(np.prod([len(v) for v in spec.series.values()]))
+            assert len(tasks) == spec.reps * max(1, len(spec.values)) * series
             # every point of one repetition shares its seed (paired points)
             assert len({(t.repetition, t.seed) for t in tasks}) == spec.reps
 
@@ -241,9 +242,10 @@ def test_pooled_selection_keeps_the_C_with_the_best_mean_validation_estimate():
 
 def test_pooled_run_trains_every_C_and_keeps_one_for_all_repetitions(tiny_specs, tmp_path, run_tiny, tiny_run):
     pooled = pd.read_csv(io.StringIO(run_tiny(tiny_specs, tmp_path, "--select", "pooled")))
-    for (_, method), group in pooled[pooled["method"] != "production"].groupby(["point_passes", "method"]):
+    for _, group in pooled[pooled["method"] != "production"].groupby(["point_passes", "method"]):
         assert group["chosen"].nunique() == 1 and len(group) == 2  # one C, both repetitions
-        assert group["pooled_validation_snips_avg_dcg"].iloc[0] == pytest.approx(group["validation_snips_avg_dcg"].mean())
+        assert group["pooled_validation_snips_avg_dcg"].iloc[0] == pytest.approx(
+            group["validation_snips_avg_dcg"].mean())
     per_repetition = pd.read_csv(tiny_run / "results" / "tiny.csv")
     assert "pooled_validation_snips_avg_dcg" not in per_repetition.columns
     assert (tmp_path / "results" / "tiny.md").read_text().count("pooled as in the paper") == 1

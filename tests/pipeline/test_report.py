@@ -31,7 +31,8 @@ def test_plotted_data_match_the_csv(tiny_run):
         expected = [bootstrap_interval(group, seed=spec.seed) for _, group in rows["avg_dcg"]]
         assert np.allclose(banded[label]["low"], [low for low, _ in expected])
         assert np.allclose(banded[label]["high"], [high for _, high in expected])
-    assert data["Production ranker"]["mean"][0] == pytest.approx(frame[frame["method"] == "production"]["avg_dcg"].mean())
+    assert data["Production ranker"]["mean"][0] == pytest.approx(
+        frame[frame["method"] == "production"]["avg_dcg"].mean())
     for suffix in ("png", "pdf", "md", "tex"):
         assert (tiny_run / "results" / f"tiny.{suffix}").stat().st_size > 0
     summary = summarise(frame, spec)
@@ -244,7 +245,8 @@ def test_quick_runs_write_their_own_files_and_say_quick(tmp_path, tiny_specs):
     assert sorted(p.name for p in out.iterdir()) == [f"tiny-quick.{s}" for s in ("csv", "md", "pdf", "png", "tex")]
     assert set(paths.values()) == set(out.iterdir())
     text = (out / "tiny-quick.md").read_text()
-    assert "(QUICK RUN, --quick)" in text.splitlines()[0] and "- QUICK RUN (--quick): the spec's reduced version" in text
+    assert "(QUICK RUN, --quick)" in text.splitlines()[0]
+    assert "- QUICK RUN (--quick): the spec's reduced version" in text
     assert "QUICK RUN" in (out / "tiny-quick.tex").read_text()
     figure, _ = plot(frame, spec)
     assert figure.axes[0].get_title().startswith("QUICK RUN (--quick, reduced): ")
