@@ -114,7 +114,7 @@ class Method:
     name: str
     label: str
     summary: str
-    options: type
+    options: type[Options]
     train: Callable[..., tuple[Any, dict]]
     description: str = ""
     selects_on: str = "clicks"
@@ -325,8 +325,8 @@ def train(name: str, data: TrainingData, options: dict | Options | None = None, 
     if criterion == "dr":  # before any clipping: its relevance model reads the training log as told
         data = data.with_dr_criterion()
     unclipped_ess = guard.ess_fraction(data.train_log.cost)
-    record = {"mode": "none" if clip is None else "auto" if clip == "auto" else "fixed", "tau": None,
-              "ess_fraction": unclipped_ess}
+    record: dict[str, Any] = {"mode": "none" if clip is None else "auto" if clip == "auto" else "fixed", "tau": None,
+                              "ess_fraction": unclipped_ess}
     table = None
     if clip == "auto" and (unclipped_ess >= guard.ESS_FRACTION
                            or (data.train_log.weight is not None and data.train_log_at is None)):
@@ -337,7 +337,7 @@ def train(name: str, data: TrainingData, options: dict | Options | None = None, 
         record["grid"] = grid
         scorer, info, table, tau, warnings = _select_clip(method, data, options, grid, progress)
         record["tau"] = tau
-    elif clip is not None:
+    elif isinstance(clip, float):  # a TAU ("auto" is the only string parse_clip gives)
         scorer, info = method.train(data.clipped(clip), options, progress=progress)
         record["tau"] = clip
         warnings = []
