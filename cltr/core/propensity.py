@@ -1281,15 +1281,16 @@ def em_propensities(
     if trees and cross_fit > data.n_queries:
         raise ValueError(f"cross_fit = {cross_fit} folds of the queries need at least {cross_fit} queries, found "
                          f"{data.n_queries}")
-    options = {"iterations": int(iterations), "tol": float(tol)}
     pen = _penalty(data.features.shape[1], float(l2))
 
     def fit(d: _EMData, start=None):
         """(theta, coef or None, eta, iterations, converged, newton) on data ``d``."""
         if trees:
-            theta, eta, *rest = _em_fit_trees(d, relevance_model, **options, folds=int(cross_fit), start=start)
+            theta, eta, *rest = _em_fit_trees(d, relevance_model, iterations=int(iterations), tol=float(tol),
+                                              folds=int(cross_fit), start=start)
             return theta, None, eta, *rest
-        theta, coef, *rest = _em_fit(d, **options, l2=float(l2), newton_steps=int(newton_steps), start=start)
+        theta, coef, *rest = _em_fit(d, iterations=int(iterations), tol=float(tol), l2=float(l2),
+                                     newton_steps=int(newton_steps), start=start)
         return theta, coef, d.features @ coef, *rest
 
     theta, coef, eta, iteration, converged, newton = fit(data)
