@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import io
 import textwrap
+from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -101,7 +103,7 @@ def dataset_label(frame: pd.DataFrame, spec: Spec, records: dict | None = None) 
     folds = [records.get(name, {}).get("meta", {}).get("fold") for name in names]
     train = training_data(names, records)
     if len(names) == 1:
-        within = [f"Fold {folds[0]}"] * (folds[0] is not None) + [train] * bool(train)
+        within = [f"Fold {folds[0]}"] * (folds[0] is not None) + ([train] if train else [])
         return f"{names[0]} ({'; '.join(within)})" if within else names[0]
     after = f"; {train}" if train else ""
     if all(f is not None for f in folds):
@@ -123,7 +125,8 @@ def training_data(names: list[str], records: dict | None) -> str | None:
         return f"train: MQ2008{fold} only (MQ2007 absent)"
     if with_mq2007 == {True}:
         return f"train: MQ2007 + MQ2008{fold}"
-    listed = ", ".join(f"{name} {'with' if meta['mq2007'] else 'without'} MQ2007" for name, meta in zip(names, metas))
+    listed = ", ".join(f"{name} {'with' if meta['mq2007'] else 'without'} MQ2007"
+                       for name, meta in zip(names, metas, strict=True))
     return f"train: MQ2008, with MQ2007 for some folds only ({listed})"
 
 
@@ -264,7 +267,7 @@ def _tested_pairs(frame: pd.DataFrame, spec: Spec) -> tuple[list[tuple[str, str]
     if len(claimed) > 1:
         return [(claimed[i], claimed[j]) for i in range(len(claimed)) for j in range(i + 1, len(claimed))], True
     order = method_order(spec, frame)
-    return list(zip(order, order[1:])), False
+    return list(pairwise(order)), False
 
 
 def significance(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
@@ -297,7 +300,7 @@ def significance(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     table["Holm p (t)"] = holm(table["p (paired t)"])
     table["Holm p (Wilcoxon)"] = holm(table["p (Wilcoxon)"])
     table["verdict"] = [_verdict(gain, p, claimed, pair, runs) for gain, p, pair, runs in
-                        zip(table["_gain"], table["Holm p (t)"], table["_pair"], table["runs"])]
+                        zip(table["_gain"], table["Holm p (t)"], table["_pair"], table["runs"], strict=True)]
     columns = ["comparison", "claim", "mean difference", "wins", "runs", "p (paired t)", "Holm p (t)",
                "p (Wilcoxon)", "Holm p (Wilcoxon)", "verdict", "_pair"]
     return table[[c for c in columns if c != "claim" or claimed]]
@@ -327,14 +330,14 @@ def baseline_tests(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
                 continue
             a, b = by_method[best].align(by_method[method], join="inner")
             result = _enough_runs(paired_tests(a.to_numpy(), b.to_numpy()))
-            found.append({**{c[len("point_"):]: v for c, v in zip(points, key)},
+            found.append({**{c[len("point_"):]: v for c, v in zip(points, key, strict=True)},
                           "comparison": f"{method_label(method)} vs {method_label(best)}",
                           "mean difference": result["mean_difference"],
                           "wins": f"{int(np.sum(sign * (b.to_numpy() - a.to_numpy()) > 0))}/{result['n']}",
                           "runs": result["n"], "p (paired t)": result["p_t"], "p (Wilcoxon)": result["p_wilcoxon"]})
         if found:
             holm_t = holm([r["p (paired t)"] for r in found])
-            for row, p in zip(found, holm_t):
+            for row, p in zip(found, holm_t, strict=True):
                 row["Holm p (t)"] = p
             rows.extend(found)
     return pd.DataFrame(rows)
@@ -367,7 +370,7 @@ def claims(frame: pd.DataFrame, spec: Spec, tests: pd.DataFrame | None = None) -
     present = [m for m in spec.claimed_order if m in set(frame["method"])]
     by_pair = {row["_pair"]: row for _, row in tests.iterrows()}
     texts = {}
-    for worse, better in zip(present, present[1:]):
+    for worse, better in pairwise(present):
         row = by_pair[(worse, better)]
         runs = int(row["runs"])
         texts[better] = (f"beats {method_label(worse)}: {row['verdict']} ({row['mean difference']:+.4f}, "
@@ -392,7 +395,7 @@ def check(frame: pd.DataFrame, spec: Spec, *, tolerance: float = 2.0) -> list[di
     """
     paper = paper_values(spec)
     means = frame.groupby("method")[spec.metric].mean()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for method, (value, std) in paper.items():
         if method not in means.index:
             rows.append({"method": method_label(method), "ours": "not run", "paper": f"{value:.4f} ± {std:.0e}",
