@@ -78,8 +78,9 @@ import time
 import tomllib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -458,7 +459,7 @@ def plan(spec: Spec, *, default_passes: int) -> list[Task]:
         seed = repetition_seed(spec.seed, repetition)
         for combination in series_points:
             for value in x_values:
-                point = dict(zip(series_keys, combination))
+                point = dict(zip(series_keys, combination, strict=True))
                 if spec.x is not None:
                     point[spec.x] = value
                 clicks = {**base, **point}
@@ -581,8 +582,8 @@ def method_rows(context: TaskContext, *,
             continue
         options = dict(task.options.get(method, {}))
         # the skyline sees labels, not clicks: one per repetition, shared by every point
-        subset = {} if method == "skyline" else {"passes": passes, "eta_model": eta_model, "propensity": propensity,
-                                                 "clip": clip, "correction": correction}
+        subset: dict[str, Any] = {} if method == "skyline" else {
+            "passes": passes, "eta_model": eta_model, "propensity": propensity, "clip": clip, "correction": correction}
         candidates = poolable(method, options) if task.select == "pooled" else []
         if candidates:
             # pooled selection: one row per C, each a model trained at that fixed C (its own
@@ -628,6 +629,7 @@ def poolable(method: str, options: dict) -> list[float]:
     if not issubclass(found.options, LinearSVMOptions) or found.selects_on != "clicks":
         return []
     parsed = found.parse_options(options)
+    assert isinstance(parsed, LinearSVMOptions)  # its options type is one (checked above)
     return [] if parsed.C is not None else [c["C"] for c in c_candidates(parsed)]
 
 
@@ -713,7 +715,7 @@ def run_experiment(spec: Spec, root: str | Path, *, n_jobs: int = 1, backend: st
                progress=progress, total=total)
     known = {}
     if tuning:
-        chosen = dict(zip(tuning, _run_tasks(list(tuning.values()), **run)))
+        chosen = dict(zip(tuning, _run_tasks(list(tuning.values()), **run), strict=True))
         tasks = tuned(spec, tasks, chosen)
         # a tuning task's own rows are its point's: its models searched the grid whose choice
         # the others take (the paper's tuned run), so they are not trained again fixed
@@ -896,8 +898,8 @@ def _fan_out(root, tasks: list[Task], indices: list[int], *, n_jobs: int, backen
     if not tasks:
         return
     if n_jobs == 1 and backend == "loky":
-        for index, task in zip(indices, tasks):
-            yield index, run_task(root, task, lambda index=index: on_step(index))
+        for index, task in zip(indices, tasks, strict=True):
+            yield index, run_task(root, task, partial(on_step, index))
         return
     from joblib import Parallel, delayed, parallel_config
 
@@ -911,7 +913,8 @@ def _fan_out(root, tasks: list[Task], indices: list[int], *, n_jobs: int, backen
             steps = manager.Queue()
             relay = threading.Thread(target=_relay, args=(steps, on_step), name="cltr-steps", daemon=True)
             relay.start()
-            calls = (delayed(_indexed_task)(str(root), index, task, steps) for index, task in zip(indices, tasks))
+            calls = (delayed(_indexed_task)(str(root), index, task, steps)
+                     for index, task in zip(indices, tasks, strict=True))
             try:
                 with parallel_config(backend="loky", n_jobs=n_jobs, inner_max_num_threads=1):
                     with _children_ignore_interrupts():  # the workers are started here
@@ -924,7 +927,7 @@ def _fan_out(root, tasks: list[Task], indices: list[int], *, n_jobs: int, backen
                     pass  # the manager is gone already; so is what the relay waited for
                 relay.join(timeout=5)
         return
-    calls = (delayed(_indexed_task)(str(root), index, task) for index, task in zip(indices, tasks))
+    calls = (delayed(_indexed_task)(str(root), index, task) for index, task in zip(indices, tasks, strict=True))
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
