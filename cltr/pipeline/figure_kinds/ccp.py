@@ -19,7 +19,7 @@ def task_rows(context: TaskContext) -> list[dict]:
 
 
 def _iterations(row: dict, trained: Artifact) -> list[dict]:
-    rows = []
+    rows: list[dict] = []
     for selection in trained.info["selection"]:
         start = {"iteration": 0, "objective": selection["initial_objective"],
                  "train_snips_avg_dcg": selection["initial_train_snips_avg_dcg"], "inner_iterations": 0}

@@ -36,7 +36,7 @@ def table_rows(frame: pd.DataFrame, spec: Spec) -> list[dict]:
     rows = []
     for key, group in summary.groupby(points, sort=False):
         key = key if isinstance(key, tuple) else (key,)
-        entry = {column[len("point_"):]: value for column, value in zip(points, key)}
+        entry = {column[len("point_"):]: value for column, value in zip(points, key, strict=True)}
         entry["train clicks"] = f"{group['train_clicks_mean'].iloc[0]:.0f}"
         entry["irrelevant click share"] = f"{group['irrelevant_click_share_mean'].iloc[0]:.3f}"
         for _, row in group.iterrows():
@@ -53,6 +53,7 @@ def plot(frame: pd.DataFrame, spec: Spec, plt, records):
     metric = spec.metric
     summary = summarise(frame, spec)
     x_column = spec.plot_x or spec.x
+    assert x_column is not None  # a curve spec names its x (the spec's validation)
     x_source = f"{x_column}_mean" if x_column == "train_clicks" else f"point_{x_column}"
     series_columns = [f"point_{k}" for k in spec.series]
     groups = list(summary.groupby(series_columns, sort=False)) if series_columns else [((), summary)]
@@ -68,7 +69,7 @@ def plot(frame: pd.DataFrame, spec: Spec, plt, records):
     markers = ["o", "s", "^", "D", "v"]
     for s, (series_key, group) in enumerate(groups):
         series_key = series_key if isinstance(series_key, tuple) else (series_key,)
-        suffix = "".join(f", {c[len('point_'):]} = {v}" for c, v in zip(series_columns, series_key))
+        suffix = "".join(f", {c[len('point_'):]} = {v}" for c, v in zip(series_columns, series_key, strict=True))
         axes = axes_of[s]
         if panels:
             axes.set_title(suffix[2:], fontsize=9)

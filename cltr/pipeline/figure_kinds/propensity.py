@@ -49,7 +49,7 @@ def table_rows(frame: pd.DataFrame, spec: Spec) -> list[dict]:
     rows = []
     for key, group in grouped:
         key = key if isinstance(key, tuple) else (key,)
-        row = {c[len("point_"):] if c.startswith("point_") else c: v for c, v in zip(keys, key)}
+        row = {c[len("point_"):] if c.startswith("point_") else c: v for c, v in zip(keys, key, strict=True)}
         n = len(group)
         row.update({"true": f"{group['true_propensity'].mean():.4f}",
                     "estimate": mean_std(group["propensity"].mean(), group["propensity"].std(ddof=1), n),
@@ -67,7 +67,7 @@ def plot(frame: pd.DataFrame, spec: Spec, plt, records):
     styles = {"harvest": "-", "em": "--"}
     for i, (point, group) in enumerate(groups):
         point = point if isinstance(point, tuple) else (point,)
-        suffix = ", ".join(f"{c[len('point_'):]} = {v}" for c, v in zip(points, point))
+        suffix = ", ".join(f"{c[len('point_'):]} = {v}" for c, v in zip(points, point, strict=True))
         color = colors[i % len(colors)]
         truth = group.groupby("rank", sort=True)["true_propensity"].mean()
         axes.plot(truth.index, truth.values, color=color, linestyle=":", linewidth=2, label=f"true, {suffix}")

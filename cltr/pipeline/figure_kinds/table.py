@@ -4,6 +4,7 @@ methods the paper orders and the paper's values beside ours."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -42,6 +43,7 @@ def table_rows(frame: pd.DataFrame, spec: Spec) -> list[dict]:
     rows = []
     for method in method_order(spec, frame):
         row = summary.loc[method]
+        entry: dict[str, Any]
         entry = {"method": method_label(method), label: mean_std(row[spec.metric + "_mean"], row[spec.metric + "_std"],
                                                                row["n"]),
                  f"{LEVEL:.0%} CI": f"[{row[spec.metric + '_low']:.4f}, {row[spec.metric + '_high']:.4f}]"
@@ -73,7 +75,7 @@ def plot(frame: pd.DataFrame, spec: Spec, plt, records):
     summary = summarise(frame, spec).set_index("method")
     order = method_order(spec, frame)
     paper = paper_values(spec)
-    data = {}
+    data: dict[str, dict[str, list[float]]] = {}
     for i, method in enumerate(order):
         runs = frame.loc[frame["method"] == method, metric].to_numpy(dtype=float)
         spread = np.linspace(-0.08, 0.08, len(runs)) if len(runs) > 1 else np.zeros(len(runs))
