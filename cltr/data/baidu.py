@@ -38,6 +38,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -102,7 +103,7 @@ def _numbers(raw: list[bytes], *, name: str, where: list[int], path: Path, integ
              allow_missing: bool = False, low: float | None = None, high: float | None = None) -> np.ndarray:
     """One column parsed at once; on failure the first bad cell is found and named."""
     text = np.array(raw, dtype=bytes)
-    values = None
+    values: np.ndarray | None = None
     if not allow_missing:
         try:
             values = text.astype(np.int64 if integer else np.float64)
@@ -114,10 +115,9 @@ def _numbers(raw: list[bytes], *, name: str, where: list[int], path: Path, integ
             values = np.where(missing, b"nan", text).astype(np.float64)
         except ValueError:
             values = None
-    ok = values is not None
-    if ok:
-        finite = ~np.isnan(values) if values.dtype.kind == "f" else np.ones(len(values), bool)
-        in_range = np.ones(len(values), bool)
+    if values is not None:
+        finite = ~np.isnan(values) if values.dtype.kind == "f" else np.ones(len(values), np.bool_)
+        in_range = np.ones(len(values), np.bool_)
         if low is not None:
             in_range &= ~finite | (values >= low)
         if high is not None:
@@ -222,7 +222,7 @@ def read_raw_partition(path: str | os.PathLike, *, first_session: int = 0) -> Ra
     first = [f[12] for f in kept]
     dwell = [f[16] for f in kept]
     last = [f[28].rstrip(b"\r") for f in kept]
-    kwargs = {"where": where, "path": path}
+    kwargs: dict[str, Any] = {"where": where, "path": path}
     _numbers(position, name="position", integer=True, low=1, high=MAX_POSITION, **kwargs)
     clicks = _numbers(click, name="click", integer=True, low=0, high=1, **kwargs).astype(np.int8)
     try:
@@ -403,7 +403,7 @@ def concatenate_rows(parts: list[RawRows]) -> RawRows:
 
 
 def import_raw_partitions(paths: Iterable[str | os.PathLike], out: str | os.PathLike, *,
-                          progress=None) -> dict:
+                          progress=None) -> tuple[dict[str, int], dict[str, np.ndarray]]:
     """Read raw partitions one at a time and write their click-log table to ``out``.
 
     The table (``raw_table``: session, qid, docid, rank, click, ranker, dwell, first_click,
