@@ -23,8 +23,8 @@ pytest, numpy and the tests once, the mutated module and the modules importing i
 afresh in the child from the mutant's source (about 0.3 s a mutant where a fresh pytest takes
 1.3 s); with ``--runner subprocess`` in a new pytest on a private copy of ``cltr/`` and
 ``tests/`` with bytecode caching off. Both give the same outcomes (policy.py: 57 of 57). The
-module is read once per run, so a mutant refers to the text its line and index came from. A mutant is killed when a test fails or
-the run exceeds the timeout. It prints the kill rate and every survivor with its line;
+module is read once per run, so a mutant refers to the text its line and index came from. A mutant is
+killed when a test fails or the run exceeds the timeout. It prints the kill rate and every survivor with its line;
 a survivor is either a gap in the tests or an equivalent mutant (one that changes no
 behaviour), which only reading it can tell. A module's ``equivalent`` list in
 bench/mutation.toml names the survivors argued equivalent (by the source line's code and

@@ -53,7 +53,8 @@ def test_options_name_what_is_wrong(tmp_path):
     (tmp_path / "a.txt").write_text("0 qid:1 1:1\n")
     with pytest.raises(ValueError, match="train must be the path of an existing file, found '.*'"):
         api.load_dataset("svmlight", train=tmp_path, vali=tmp_path / "a.txt", test=tmp_path / "a.txt")
-    with pytest.raises(ValueError, match="unknown dataset loader 'lettor'; known: baidu-ultr, letor, svmlight, synthetic, yahoo"):
+    with pytest.raises(ValueError,
+                       match="unknown dataset loader 'lettor'; known: baidu-ultr, letor, svmlight, synthetic, yahoo"):
         api.load_dataset("lettor")
     with pytest.raises(ValueError, match="dcg_log must be one of e, 2, found '10'"):
         api.load_dataset("synthetic", n_queries=10, dcg_log="10")

@@ -135,7 +135,8 @@ def test_cli_imports_raw_partitions_harvests_and_fits_a_click_model(generated, t
     assert f"of {truth.n_sessions} sessions" in result.output and table.exists()
     harvested = [float(line.split()[1]) for line in result.output.splitlines()[-10:]]
     np.testing.assert_allclose(harvested, truth.propensity, atol=0.08)
-    fitted = invoke("clicks", "fit", "--log", table, "--model", "pbm", "--iterations", "40", workdir=tmp_path / "ws").output
+    fitted = invoke("clicks", "fit", "--log", table, "--model", "pbm", "--iterations", "40",
+                    workdir=tmp_path / "ws").output
     lines = fitted.splitlines()
     assert "held out: 1200 sessions" in fitted and lines[2].split() == ["rank", "examination", "propensity",
                                                                          "held_out_perplexity"]
