@@ -11,7 +11,10 @@ def _bias(theta=(1.0, 0.5), plus=(0.9, 0.9), minus=(0.1, 0.2)) -> TrustBias:
     return TrustBias(examination=np.array(theta), relevant_trust=np.array(plus), irrelevant_trust=np.array(minus))
 
 
-def _estimate(replicates=np.empty((0, 2, 2)), level=0.9) -> TrustEstimate:
+_NO_REPLICATES = np.empty((0, 2, 2))
+
+
+def _estimate(replicates=_NO_REPLICATES, level=0.9) -> TrustEstimate:
     return TrustEstimate(rank=np.array([1, 2]), relevant_click=np.array([0.5, 0.25]),
                          irrelevant_click=np.array([0.1, 0.05]), prior=np.array([0.5, 0.4]), level=level,
                          replicates=replicates)
@@ -121,9 +124,9 @@ def _m_step(responsibility: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     plus, minus, prior = np.zeros(3), np.zeros(3), np.zeros(3)
     for k in (1, 2, 3):
         at = [row for row in EM_ROWS if row[2] == k]
-        r = [responsibility[row[1]] for row in at]
-        plus[k - 1] = sum(w * row[4] for w, row in zip(r, at)) / sum(w * row[3] for w, row in zip(r, at))
-        minus[k - 1] = sum((1 - w) * row[4] for w, row in zip(r, at)) / sum((1 - w) * row[3] for w, row in zip(r, at))
+        weighted = [(responsibility[row[1]], row) for row in at]
+        plus[k - 1] = sum(w * row[4] for w, row in weighted) / sum(w * row[3] for w, row in weighted)
+        minus[k - 1] = sum((1 - w) * row[4] for w, row in weighted) / sum((1 - w) * row[3] for w, row in weighted)
         tops = [d for d in responsibility if min(row[2] for row in EM_ROWS if row[1] == d) == k]
         prior[k - 1] = sum(responsibility[d] for d in tops) / len(tops)
     return tuple(np.clip(v, FLOOR, 1 - FLOOR) for v in (plus, minus, prior))
@@ -173,7 +176,8 @@ def test_em_stops_at_the_first_relative_rise_below_tol():
     # brute force: the log-likelihood after i iterations for i = 1.. (the fit is deterministic),
     # the stop is the first i >= 2 whose rise is <= tol |loglik|. Kills `tol * abs(loglik)` ->
     # `tol / abs(...)` and the default tol 1e-9 -> 1.000000001
-    fits = [trust_em(*EM_ROWS.T, iterations=i, min_clicks=0.0, bootstrap=0).info["log_likelihood"] for i in range(1, 30)]
+    fits = [trust_em(*EM_ROWS.T, iterations=i, min_clicks=0.0, bootstrap=0).info["log_likelihood"]
+            for i in range(1, 30)]
     stop = next(i for i in range(2, 30) if fits[i - 1] - fits[i - 2] <= 1e-9 * abs(fits[i - 1]))
     assert stop > 2
     assert trust_em(*EM_ROWS.T, min_clicks=0.0, bootstrap=0).info["iterations"] == stop
