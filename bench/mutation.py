@@ -302,7 +302,8 @@ class ForkRunner:
     (``--collect-only``), which imports their modules. A child forked per mutant drops from
     ``sys.modules`` the mutated module and every loaded ``cltr``/``tests`` module that imports
     it, directly or through another one (any ``import`` in the file counts, also one inside a
-    function): those are imported afresh, the mutated module from the mutant's source through a
+    function), and unsets them as attributes of their packages (which ``from package import
+    module`` reads first): those are imported afresh, the mutated module from the mutant's source through a
     meta-path finder, so no object of the unmutated module is left where the tests can reach it.
     Modules that do not import it are kept as they were imported (never run: the parent runs no
     test). Then ``pytest.main`` runs the tests as the subprocess runner does and the exit status
@@ -377,6 +378,11 @@ class ForkRunner:
                         sys.modules["numba"].config.CACHE_DIR = cache
                 for name in self.dropped:
                     sys.modules.pop(name, None)
+                    # `from cltr.core import kernels` reads the package's attribute before
+                    # sys.modules: unset it, so that the import goes through the finder again
+                    package, _, leaf = name.rpartition(".")
+                    if package in sys.modules and package not in self.dropped:
+                        sys.modules[package].__dict__.pop(leaf, None)
                 sys.meta_path.insert(0, _MutantFinder(self.name_of, _MutantLoader(source, str(ROOT / self.module))))
                 status = int(self._pytest.main([*_PYTEST, *self.tests]))
             except BaseException:
