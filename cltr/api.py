@@ -48,14 +48,15 @@ from cltr.data.clicklog import LoggedRows, read_click_log, write_click_log
 from cltr.data.loaders import load_letor, load_yahoo
 from cltr.data.synthetic import make_synthetic
 from cltr.methods import TrainingData
-from cltr.pipeline.session import Session
-from cltr.pipeline.stages import as_told
+from cltr.pipeline.session import RunOptions, Session
+from cltr.pipeline.stages import EstimateOptions, ProductionOptions, SimulationOptions, as_told
 from cltr.pipeline.stages import estimate_propensities as _estimate
 from cltr.pipeline.workspace import Workspace
 
 __all__ = ["Estimator", "SVMRank", "PropRank", "PropDCG", "DeepPropDCG", "LambdaRank", "TreePropDCG", "Skyline",
            "read_click_log", "write_click_log", "estimate_propensities", "evaluate", "load_letor",
-           "load_yahoo", "make_synthetic", "load_dataset", "load_prepared", "Session"]
+           "load_yahoo", "make_synthetic", "load_dataset", "load_prepared", "Session", "ProductionOptions",
+           "SimulationOptions", "EstimateOptions", "RunOptions"]
 
 
 def _queries(data, offsets=None) -> Queries:
@@ -261,25 +262,34 @@ class Skyline(Estimator):
     method = "skyline"
 
 
-def estimate_propensities(log: LoggedRows, queries: Queries, *, method: str = "harvest", max_rank: int | None = None,
-                          bootstrap: int = 100, level: float = 0.95, seed: int = 0, **options):
+def estimate_propensities(log: LoggedRows, queries: Queries, settings: EstimateOptions | dict | None = None, *,
+                          seed: int = 0, **options):
     """Propensity per rank from a logged click table, as ``cltr propensities estimate``.
 
     Parameters
     ----------
-    method : str
-        The name of an estimator of ``cltr.estimators.estimators()``, as ``--method``
-        takes it (every one is on the docs' estimators reference page).
+    settings : EstimateOptions or dict, optional
+        The estimator (``method``: a name of ``cltr.estimators.estimators()``, as
+        ``--method`` takes it; every one is on the docs' estimators reference page), the
+        ranks estimated (``max_rank``) and the bootstrap band (``bootstrap``, ``level``),
+        as ``cltr propensities estimate`` takes them [default: its defaults].
+    seed : int
+        Seeds the bootstrap and the estimator's draws, as ``--seed``.
     **options
-        The estimator's own options, by name (em's ``relevance_model="trees"``); an
-        unknown name is an error naming the valid ones.
+        ``EstimateOptions``' fields by name (``method="em"``; they override ``settings``),
+        and the estimator's own options (em's ``relevance_model="trees"``); an unknown
+        name is an error naming the valid ones.
 
     Returns
     -------
     cltr.core.propensity.PropensityEstimate
     """
-    return _estimate(log.impressions(), queries.X, method=method, max_rank=max_rank, bootstrap=bootstrap,
-                     level=level, seed=seed, **options)
+    names = EstimateOptions.__dataclass_fields__
+    chosen = EstimateOptions.parse(settings or {}, where="estimate_propensities")
+    changes = {name: options.pop(name) for name in list(options) if name in names}
+    if changes:
+        chosen = chosen.replace(**changes)
+    return _estimate(log.impressions(), queries.X, **chosen.to_dict(), seed=seed, **options)
 
 
 def evaluate(model, data: Dataset, *, split: str = "test", seed: int = 0) -> dict:

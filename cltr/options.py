@@ -11,6 +11,27 @@ declaration come
 - the command line (``cltr.cli`` turns every field into a click option, with its help,
   default, choices and range).
 
+The stages' settings are declared the same way, beside the stage that owns them
+(``cltr.pipeline.stages``: ``ProductionOptions``, ``SimulationOptions``, ``ImportOptions``,
+``ExportOptions``, ``EstimateOptions``, ``EvaluateOptions``, ``ScoreOptions``;
+``cltr.pipeline.click_prediction.FitOptions``, ``cltr.pipeline.experiments.FiguresOptions``,
+``cltr.pipeline.session.RunOptions``), and the commands' flags are generated from them
+(``cltr.cli.params.settings_params``). What stays a hand-declared click parameter is what no
+stage takes as a setting:
+
+- the command line's own: ``--workdir``, ``-q``, ``-v``, ``--version``, ``--help``;
+- where output goes: ``--out`` (``cltr score``, ``cltr figures``, ``cltr clicks import
+  --format baidu-raw``) and ``--trec``, and the positional arguments naming what a command
+  reads or writes (``FILE``, ``LOG``, ``OUT``, ``NAME``);
+- which workspace artifact to read, declared once each (``cltr.cli.params.SharedOption``):
+  ``--dataset`` (its default is the workspace's last prepared dataset), ``--clicks``,
+  ``--model``, ``--production``, ``--click-model``, and ``--seed``; the API takes them as
+  ``Session`` arguments, not as settings;
+- ``cltr train``'s ``--propensities``, ``--clip`` and ``--correction``: their choices are
+  the corrections that apply to the method at hand, and ``--clip`` keeps ``auto`` as a value
+  beside numbers; ``cltr prepare``'s ``--name`` and ``--dcg-log`` (where the dataset is
+  stored, and its metric convention, not a loader's option).
+
 Supported field types: ``bool``, ``int``, ``float``, ``str`` (with ``choices``, or the
 ``path`` of an existing file or directory), and ``tuple[int, ...]`` / ``tuple[float, ...]``,
 each optionally ``| None``. Floats must be finite. A ``required`` option has no default (its
@@ -26,27 +47,31 @@ import math
 import os
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 __all__ = ["option", "Options", "OptionSpec"]
 
 
-def option(default: Any, help: str, *, choices: tuple[str, ...] | None = None,
+def option(default: Any, help: str | Callable[[], str], *,
+           choices: tuple[str, ...] | Callable[[], Iterable[str]] | None = None,
            low: float | None = None, high: float | None = None, low_open: bool = False,
            high_open: bool = False, parse: Callable[[str], Any] | None = None,
            flag: str | None = None, metavar: str | None = None, path: str | None = None,
-           required: bool = False) -> Any:
+           required: bool = False, negatable: bool = True, repeat: bool = False) -> Any:
     """Declare one option of an ``Options`` dataclass.
 
     Parameters
     ----------
     default
         The default (the only place it is written). Tuples for sequence options.
-    help : str
-        One or two sentences for ``--help`` and the docs.
-    choices : tuple of str, optional
-        Allowed values of a ``str`` option.
+    help : str or callable () -> str
+        One or two sentences for ``--help`` and the docs; a callable when they are read
+        from a registry as it is when asked (``OptionSpec.text``).
+    choices : tuple of str, or callable () -> iterable of str, optional
+        Allowed values of a ``str`` option (or of each element of a sequence); a callable
+        for the names of a registry as it is when asked (``OptionSpec.allowed``), so that
+        an entry added later is a choice too.
     low, high : float, optional
         Range of a number (or of every element of a sequence); ``low_open`` /
         ``high_open`` exclude the bound.
@@ -61,11 +86,18 @@ def option(default: Any, help: str, *, choices: tuple[str, ...] | None = None,
         its ``os.fspath``).
     required : bool
         The option must be given; declare its default None, which stands for none given.
+    negatable : bool
+        A ``bool`` option: False makes the command line a bare switch (``--quick``) with
+        no ``--no-quick``; its default must then be False.
+    repeat : bool
+        A ``tuple[str, ...]`` option given by repeating the flag on the command line
+        (``--method a --method b``) instead of one comma-separated value.
     """
     if path not in (None, "file", "dir"):
         raise ValueError(f"path must be 'file' or 'dir', found {path!r}")
     spec = OptionSpec(help=help, choices=choices, low=low, high=high, low_open=low_open, high_open=high_open,
-                      parse=parse, flag=flag, metavar=metavar, path=path, required=required)
+                      parse=parse, flag=flag, metavar=metavar, path=path, required=required,
+                      negatable=negatable, repeat=repeat)
     return dataclasses.field(default=default, metadata={"cltr": spec})
 
 
@@ -73,8 +105,8 @@ def option(default: Any, help: str, *, choices: tuple[str, ...] | None = None,
 class OptionSpec:
     """What ``option`` records about a field besides its default."""
 
-    help: str
-    choices: tuple[str, ...] | None = None
+    help: str | Callable[[], str]
+    choices: tuple[str, ...] | Callable[[], Iterable[str]] | None = None
     low: float | None = None
     high: float | None = None
     low_open: bool = False
@@ -84,6 +116,16 @@ class OptionSpec:
     metavar: str | None = None
     path: str | None = None       # "file" or "dir": a str naming an existing one
     required: bool = False
+    negatable: bool = True        # a bool's --no-NAME form on the command line
+    repeat: bool = False          # a sequence given by repeating the flag
+
+    def text(self) -> str:
+        """The help, read now when declared as a callable."""
+        return self.help() if callable(self.help) else self.help
+
+    def allowed(self) -> tuple[str, ...] | None:
+        """The choices, read now when declared as a callable (a registry's names)."""
+        return tuple(self.choices()) if callable(self.choices) else self.choices
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,8 +155,9 @@ class Field:
 
 def _describe_type(field: Field) -> str:
     what = {bool: "true or false", int: "an integer", float: "a finite number", str: "a string"}[field.base]
-    if field.spec.choices:
-        what = "one of " + ", ".join(field.spec.choices)
+    allowed = field.spec.allowed()
+    if allowed:
+        what = "one of " + ", ".join(allowed)
     if field.spec.path:
         what = f"the path of an existing {'directory' if field.spec.path == 'dir' else 'file'}"
     if field.range_text():
@@ -232,7 +275,8 @@ def _scalar(field: Field, value: Any, bad: Callable[[], ValueError]) -> Any:
             raise bad()
         return value
     if base is str:
-        if not isinstance(value, str) or (s.choices and value not in s.choices):
+        allowed = s.allowed()
+        if not isinstance(value, str) or (allowed and value not in allowed):
             raise bad()
         if s.path and not (os.path.isdir(value) if s.path == "dir" else os.path.isfile(value)):
             raise bad()

@@ -9,8 +9,10 @@ import click
 import numpy as np
 
 from cltr.cli.output import echo_table, warn
-from cltr.cli.params import clicks_option, dataset_option, finite_float, seed_option
+from cltr.cli.params import clicks_option, dataset_option, seed_option, settings_from, settings_params
 from cltr.cli.session import Session, errors_as_usage
+from cltr.pipeline.click_prediction import FitOptions
+from cltr.pipeline.stages import ExportOptions, ImportOptions
 
 
 @click.group("clicks")
@@ -24,36 +26,23 @@ def clicks_group() -> None:
     """
 
 
+def _settings(options_type):
+    """A command's decorator adding the flags of ``options_type`` (``settings_params``)."""
+    def add(command: click.Command) -> click.Command:
+        command.params.extend(settings_params(options_type))
+        return command
+    return add
+
+
+@_settings(ImportOptions)
 @clicks_group.command("import")
 @click.argument("log", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @dataset_option
-@click.option("--split", type=click.Choice(["train", "vali"]), default="train", show_default=True,
-              help="The split of the dataset the log was recorded on (its qids and documents).")
-@click.option("--ignore-extra-columns", is_flag=True,
-              help="Ignore columns other than the documented ones (by default they are an error, so that a "
-                   "misspelt column is not silently dropped).")
-@click.option("--format", "log_format", type=click.Choice(["table", "baidu-raw"]), default="table",
-              show_default=True,
-              help="table: one documented click table (LOG) for a prepared dataset; baidu-raw: raw Baidu-ULTR "
-                   "training partitions part-NNNNN.gz (LOG...), streamed one at a time into the click table "
-                   "--out (session, qid, docid = url md5, rank, click, ranker = the query's displayed ordering, "
-                   "dwell, first_click, last_click); no dataset is needed.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="With --format baidu-raw: the click table to write (.parquet, .tsv or .csv).")
-@click.option("--harvest", "harvest_ranks", type=click.IntRange(min=2), default=None,
-              help="With --format baidu-raw: also print the position bias at ranks 1..N by intervention "
-                   "harvesting over the queries' distinct displayed orderings (global all-pairs).")
-@click.option("--chunk-rows", type=click.IntRange(min=1), default=None,
-              help="For a log larger than memory: read it in chunks of this many rows, each checked as a whole "
-                   "file is, and store only its clicks and impressions per (document, rank, ranker, propensity) "
-                   "and its sessions per query (memory bound by those counts, not the rows; the same result for "
-                   "any chunk size). A session's rows must follow one another. Such a log trains every click "
-                   "method and gives propensity estimates; session-level learners, doubly robust corrections, "
-                   "export and learning curves over passes need the log imported whole.")
 @click.pass_obj
 @errors_as_usage
-def clicks_import(session: Session, log, dataset, split, ignore_extra_columns, log_format, out,
-                  harvest_ranks, chunk_rows) -> None:
+def clicks_import(session: Session, log, dataset, out, **values) -> None:
     """Validate a click log and store it for the given split. Once both the train and the
     vali split have a log, they form a click log that every `cltr train` method uses
     exactly as a simulated one (the vali log serves model selection).
@@ -62,6 +51,9 @@ def clicks_import(session: Session, log, dataset, split, ignore_extra_columns, l
     (README, "Baidu-ULTR")."""
     from cltr.pipeline.stages import CLICKED_ONLY, import_stage, imported_clicks_stage
 
+    options = settings_from(ImportOptions, values, what="cltr clicks import")
+    split, log_format, harvest_ranks, chunk_rows = options.split, options.log_format, options.harvest_ranks, \
+        options.chunk_rows
     if log_format == "baidu-raw":
         if chunk_rows is not None:
             raise click.UsageError("--chunk-rows goes with --format table (baidu-raw partitions are streamed already)")
@@ -74,7 +66,7 @@ def clicks_import(session: Session, log, dataset, split, ignore_extra_columns, l
     log = log[0]
     dataset_obj, fingerprint = session.dataset(dataset)
     part, reused = import_stage(session.workspace, dataset, dataset_obj, fingerprint, log, split=split,
-                                ignore_extra_columns=ignore_extra_columns, chunk_rows=chunk_rows)
+                                ignore_extra_columns=options.ignore_extra_columns, chunk_rows=chunk_rows)
     session.workspace.set_current(dataset, f"imports/{split}", part.key)
     info = part.info
     click.echo(f"imported {log} as the {split} log {part.key}{' (reused)' if reused else ''}: {info['rows']} "
@@ -104,6 +96,7 @@ def clicks_import(session: Session, log, dataset, split, ignore_extra_columns, l
                + ("" if info["has_propensity"] else f" after `cltr propensities estimate --dataset {dataset}`"))
 
 
+
 def _import_baidu_raw(paths, out: Path | None, harvest_ranks: int | None) -> None:
     from cltr.core.clicks import aggregate_impressions
     from cltr.core.propensity import harvest_propensities
@@ -130,31 +123,24 @@ def _import_baidu_raw(paths, out: Path | None, harvest_ranks: int | None) -> Non
         echo_table([{"rank": row["rank"], "propensity": row["propensity"]} for row in estimate.to_rows()])
 
 
+@_settings(FitOptions)
 @clicks_group.command("fit")
-@click.option("--log", "log_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="A click table (session, qid, doc or docid, rank, click; e.g. from `cltr clicks import "
-                   "--format baidu-raw`) [default: the training split's impressions of the dataset's current "
-                   "click log].")
 @dataset_option
 @clicks_option
-@click.option("--model", "model_name", type=click.Choice(["pbm", "cascade", "dcm", "ubm", "dbn"]), default="pbm",
-              show_default=True, help="The click model to fit by EM.")
-@click.option("--max-rank", type=click.IntRange(min=1), default=10, show_default=True,
-              help="Fit and judge ranks 1..MAX_RANK.")
-@click.option("--held-out", type=finite_float(0, 1, low_open=True, high_open=True), default=0.2,
-              show_default=True, help="Share of the sessions held out (seeded) for log-likelihood and perplexity.")
-@click.option("--iterations", type=click.IntRange(min=1), default=200, show_default=True,
-              help="At most this many EM iterations.")
 @seed_option
 @click.pass_obj
 @errors_as_usage
-def clicks_fit(session: Session, log_path, dataset, clicks_key, model_name, max_rank, held_out, iterations,
-               seed) -> None:
+def clicks_fit(session: Session, dataset, clicks_key, seed, **values) -> None:
     """Fit a click model (PBM, cascade, DCM, UBM or DBN) to a click log and print its
     parameters and its held-out log-likelihood and perplexity per rank (Chuklin, Markov,
     de Rijke, "Click Models for Web Search"). PBM's examination per rank, relative to rank 1,
     is one more propensity estimate."""
     from cltr.core.click_models_fit import evaluate_click_model, fit_click_model, session_grid
+
+    options = settings_from(FitOptions, values, what="cltr clicks fit")
+    model_name, max_rank, held_out, iterations = options.model_name, options.max_rank, options.held_out, \
+        options.iterations
+    log_path = None if options.log_path is None else Path(options.log_path)
 
     if log_path is not None:
         from cltr.data.baidu import read_session_table
@@ -230,19 +216,18 @@ def clicks_fit(session: Session, log_path, dataset, clicks_key, model_name, max_
                    f"split's sessions")
 
 
+@_settings(ExportOptions)
 @clicks_group.command("export")
 @click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
 @dataset_option
-@click.option("--split", type=click.Choice(["train", "vali"]), default="train", show_default=True,
-              help="Which split's log to write.")
 @clicks_option
-@click.option("--features", "with_features", is_flag=True,
-              help="Also write each row's feature vector, as columns f1..fd after the log's own.")
 @click.pass_obj
 @errors_as_usage
-def clicks_export(session: Session, out, dataset, split, clicks_key, with_features) -> None:
+def clicks_export(session: Session, out, dataset, clicks_key, **values) -> None:
     """Write a click log (simulated or imported) in the documented format: OUT's extension
     picks CSV, TSV or Parquet (optionally .gz/.xz)."""
+    options = settings_from(ExportOptions, values, what="cltr clicks export")
+    split, with_features = options.split, options.with_features
     from cltr.data.clicklog import write_click_log
     from cltr.pipeline.stages import export_rows
 

@@ -119,6 +119,27 @@ clicks_option = SharedOption("--clicks", "clicks_key", default=None,
 """--clicks, of every command that reads a click log."""
 
 
+production_option = SharedOption("--production", "production_key", default=None,
+                                 help="Key of the production ranker [default: the last produced].")
+
+
+"""--production KEY, of every command that reads a production ranker."""
+
+
+model_option = SharedOption("--model", "model_key", default=None, help="Key of the model [default: the last trained].")
+
+
+"""--model, of every command that reads a trained model."""
+
+
+click_model_option = SharedOption(
+    "--click-model", "click_model_key", default=None,
+    help="Key of a click model stored by `cltr clicks fit` [default: the dataset's last fitted one, if any].")
+
+
+"""--click-model KEY, of every command that reads a click model fitted by `cltr clicks fit`."""
+
+
 def option_params(options_type, *, only_for: str | None = None) -> list[click.Option]:
     """The click options of an ``Options`` dataclass: one per field, default None ("not
     given"), the field's default, choices and range in the help."""
@@ -128,7 +149,7 @@ def option_params(options_type, *, only_for: str | None = None) -> list[click.Op
         default = field.default
         shown = ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in default) \
             if isinstance(default, tuple) else (f"{default:g}" if isinstance(default, float) else default)
-        help_text = s.help + (f" [default: {shown}]" if default is not None and "[default" not in s.help else "")
+        help_text = s.text() + (f" [default: {shown}]" if default is not None and "[default" not in s.text() else "")
         if only_for:
             help_text += f" ({only_for})"
         declarations = [field.cli_name, field.name] if s.flag else [field.cli_name]
@@ -144,13 +165,82 @@ def option_params(options_type, *, only_for: str | None = None) -> list[click.Op
         elif field.base is int:
             kind = click.IntRange(min=None if s.low is None else int(s.low),
                                   max=None if s.high is None else int(s.high))
-        elif s.choices:
-            kind = click.Choice(list(s.choices))
+        elif s.allowed():
+            kind = click.Choice(list(s.allowed() or ()))
         else:
             kind = click.STRING
         params.append(click.Option(declarations, type=kind, default=None, help=help_text, metavar=s.metavar,
                                    show_default=False))
     return params
+
+
+def settings_params(options_type) -> list[click.Option]:
+    """The click options of a stage's (or a dataset loader's) ``Options``: one per field
+    with the field's own default, which click shows, its choices and range, click's check
+    that a ``path`` exists, a bare switch for a bool that is not ``negatable`` and a
+    repeated flag for a ``repeat`` sequence. Unlike ``option_params`` (a method's
+    options, where "not given" lets validation choose), every value reaches the command;
+    ``settings_from`` turns them into the options."""
+    params = []
+    for field in options_type.option_fields():
+        s = field.spec
+        declarations = [field.cli_name, field.name] if s.flag else [field.cli_name]
+        if field.base is bool and not field.sequence:
+            if not s.negatable:
+                params.append(click.Option([field.cli_name, field.name], is_flag=True, default=bool(field.default),
+                                           help=s.text()))
+            else:
+                params.append(click.Option([f"{field.cli_name}/--no-{field.cli_name[2:]}", field.name],
+                                           default=field.default, help=s.text()))
+            continue
+        kind: click.ParamType
+        if s.path:
+            kind = click.Path(exists=True, file_okay=s.path == "file", dir_okay=s.path == "dir", path_type=Path)
+        elif s.repeat and s.allowed():
+            kind = click.Choice(list(s.allowed() or ()))
+        elif s.parse is not None and (field.sequence or field.base is not str):
+            kind = _Parsed(field)
+        elif field.sequence:
+            kind = click.STRING
+        elif field.base is float:
+            kind = FiniteFloat(field)
+        elif field.base is int:
+            kind = click.INT if s.low is None and s.high is None else click.IntRange(
+                min=None if s.low is None else int(s.low), max=None if s.high is None else int(s.high))
+        elif s.allowed():
+            kind = click.Choice(list(s.allowed() or ()))
+        else:
+            kind = click.STRING
+        # a required option declares no default: click (8.5) skips its check when given default=None
+        default = {} if s.required else {"default": field.default}
+        params.append(click.Option(declarations, type=kind, required=s.required, help=s.text(), metavar=s.metavar,
+                                   multiple=s.repeat, **default))
+    return params
+
+
+class _Parsed(click.ParamType):
+    """A value its field's ``parse`` reads from the command line (``--folds 1-5``), a bad one
+    an error naming the flag."""
+
+    name = "text"
+
+    def __init__(self, field):
+        self.field = field
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return value
+        try:
+            return self.field.spec.parse(value)
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint=self.field.cli_name) from None
+
+
+def settings_from(options_type, values: dict, *, what: str):
+    """The ``Options`` of ``settings_params``' values (the command's other values are left
+    out), a bad value a usage error (exit 2)."""
+    names = {f.name for f in options_type.option_fields()}
+    return parse_or_usage(options_type.from_dict, {k: v for k, v in values.items() if k in names}, what=what)
 
 
 def given(values: dict, options_type) -> dict:

@@ -9,13 +9,15 @@ from cltr.cli.output import echo_table, warn
 from cltr.cli.params import (
     clicks_option,
     dataset_option,
-    finite_float,
     given,
     parse_or_usage,
     registry_params,
     seed_option,
+    settings_from,
+    settings_params,
 )
 from cltr.cli.session import Session, errors_as_usage
+from cltr.pipeline.stages import EstimateOptions
 
 
 @click.group("propensities")
@@ -23,21 +25,22 @@ def propensities_group() -> None:
     """Estimate the observation propensity of each rank from a click log."""
 
 
-def propensities_estimate(session: Session, dataset, method, clicks_key, max_rank, bootstrap, level, seed,
-                          **values) -> None:
+def propensities_estimate(session: Session, dataset, clicks_key, seed, **values) -> None:
     """Estimate p_r / p_1 per rank from the training log's impressions and print it with its
     bootstrap band. `cltr train ... --propensities estimated` then divides by it."""
     from cltr.pipeline.stages import propensity_stage
 
+    settings = settings_from(EstimateOptions, values, what="cltr propensities estimate")
+    method, bootstrap, level = settings.method, settings.bootstrap, settings.level
+    values = {k: v for k, v in values.items() if k not in EstimateOptions.__dataclass_fields__}
     estimator = estimators.get(method)
     # another estimator's options are not this one's: left out, as its help says whose they are
     options = parse_or_usage(estimator.parse_options, given(values, estimator.options),
                              what=f"estimator {estimator.name!r}")
     dataset_obj, _ = session.dataset(dataset)
     clicks = session.clicks(dataset, clicks_key)
-    artifact, reused = propensity_stage(session.workspace, dataset, dataset_obj, clicks, method=method,
-                                        max_rank=max_rank, bootstrap=bootstrap, level=level, seed=seed,
-                                        **options.to_dict())
+    artifact, reused = propensity_stage(session.workspace, dataset, dataset_obj, clicks, **settings.to_dict(),
+                                        seed=seed, **options.to_dict())
     session.workspace.set_current(dataset, "propensities", artifact.key)
     # --bootstrap 0: no band, said as such (its empty columns were warned about as "no relevant document")
     band = f"{level:.0%} bootstrap over queries" if bootstrap else "off (--bootstrap 0)"
@@ -65,18 +68,9 @@ def estimate_command() -> click.Command:
         "estimate", callback=click.pass_obj(errors_as_usage(propensities_estimate)),
         help=propensities_estimate.__doc__,
         params=[dataset_option.param(),
-                click.Option(["--method"], type=click.Choice(list(known)), default=estimators.DEFAULT_ESTIMATOR,
-                             show_default=True,
-                             help="; ".join(f"{e.name}: {e.summary}" for e in known.values()) + "."),
+                *settings_params(EstimateOptions),
                 *registry_params({e.name: e.options for e in known.values()}, "estimator"),
                 clicks_option.param(),
-                click.Option(["--max-rank"], type=click.IntRange(min=2), default=None,
-                             help=f"Estimate ranks 1..MAX_RANK; deeper ranks take the value of MAX_RANK "
-                                  f"[default: {estimators.DEFAULT_MAX_RANK}, or the deepest rank shown if less]."),
-                click.Option(["--bootstrap"], type=click.IntRange(min=0), default=100, show_default=True,
-                             help="Bootstrap resamples of the queries for the confidence band (0: no band)."),
-                click.Option(["--level"], type=finite_float(0, 1, low_open=True, high_open=True), default=0.95,
-                             show_default=True, help="Confidence level of the band."),
                 seed_option.param()])
 
 

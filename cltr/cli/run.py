@@ -6,25 +6,19 @@ import time
 
 import click
 
-from cltr import methods
 from cltr.cli.output import echo_table
-from cltr.cli.params import dataset_option, seed_option
+from cltr.cli.params import dataset_option, seed_option, settings_from, settings_params
 from cltr.cli.session import Session, errors_as_usage
 from cltr.cli.train import describe_chosen, echo_convention
+from cltr.pipeline.session import RunOptions
 from cltr.pipeline.stages import production_test_metrics
 
 
-@click.command("run")
-@dataset_option
-@click.option("--method", "method_names", multiple=True, type=click.Choice(list(methods.methods())),
-              default=("svm-rank", "svm-proprank", "svm-propdcg"), help="Methods to train (repeat the option).")
-@seed_option
-@click.pass_obj
-@errors_as_usage
-def run_command(session: Session, dataset, method_names, seed) -> None:
+def run_path(session: Session, dataset, seed, **values) -> None:
     """The whole path with default settings: produce, simulate, then train and evaluate the
     paper's three linear methods (svm-rank, svm-proprank, svm-propdcg; a few seconds in all),
     or the methods given by --method (e.g. --method deep-propdcg --method lambdarank)."""
+    method_names = settings_from(RunOptions, values, what="cltr run").method_names
     start = time.perf_counter()
     production, _ = session.produce(dataset, seed=seed)
     clicks, _ = session.simulate(dataset, production_key=production.key, seed=seed)
@@ -43,3 +37,8 @@ def run_command(session: Session, dataset, method_names, seed) -> None:
                f"{time.perf_counter() - start:.1f} s):")
     echo_table(rows, ["method", "chosen", "avg_dcg", "avg_rank", "ndcg@10", "ndcg@10_relevant_queries"])
     echo_convention(session, dataset)
+
+
+run_command = click.Command(
+    "run", callback=click.pass_obj(errors_as_usage(run_path)), help=run_path.__doc__,
+    params=[dataset_option.param(), *settings_params(RunOptions), seed_option.param()])

@@ -11,12 +11,23 @@ import numpy as np
 
 from cltr import methods
 from cltr.cli.output import Progress, echo_table, warn
-from cltr.cli.params import clicks_option, dataset_option, given, option_params, parse_or_usage, seed_option
+from cltr.cli.params import (
+    click_model_option,
+    clicks_option,
+    dataset_option,
+    given,
+    model_option,
+    option_params,
+    parse_or_usage,
+    seed_option,
+    settings_from,
+    settings_params,
+)
 from cltr.cli.session import Session, errors_as_usage
 from cltr.core.ranking import NDCG_CONVENTION
 from cltr.core.selection import CLIP_GRID, ESS_FRACTION, parse_clip
 from cltr.pipeline import corrections
-from cltr.pipeline.stages import production_test_metrics
+from cltr.pipeline.stages import EvaluateOptions, ScoreOptions, production_test_metrics
 from cltr.pipeline.workspace import atomic_write
 
 
@@ -178,28 +189,13 @@ for _method in methods.methods().values():
     train_group.add_command(_train_command(_method))
 
 
-@click.command("evaluate")
-@dataset_option
-@click.option("--model", "model_key", default=None, help="Key of the model [default: the last trained].")
-@click.option("--production", "production", is_flag=True,
-              help="Evaluate the production ranker (the last produced) instead of a trained model.")
-@click.option("--run", "run_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Evaluate an outside model instead: a TREC run (qid Q0 docid rank score run, docids as "
-                   "`cltr score --trec` writes them) or one score per line in the split's document order (as "
-                   "`cltr score --out` writes), ranked by score with cltr's tie-breaks.")
-@click.option("--split", type=click.Choice(["test", "vali", "train"]), default=None,
-              help="The split --run scores [default: test].")
-@click.option("--click-model", "click_model_key", default=None,
-              help="Key of a click model stored by `cltr clicks fit` to judge on the vali split's sessions "
-                   "(log-likelihood, perplexity per rank) [default: the dataset's last fitted one, if any].")
-@seed_option
-@click.pass_obj
-@errors_as_usage
-def evaluate_command(session: Session, dataset, model_key, production, run_file, split, click_model_key,
-                     seed) -> None:
+def evaluate_model(session: Session, dataset, model_key, click_model_key, seed, **values) -> None:
     """Avg DCG, Avg Rank and nDCG@10 on the test set, and the SNIPS Avg DCG on validation clicks;
     with a click model fitted by `cltr clicks fit`, its click prediction on the vali split's
     sessions beside them: log-likelihood and perplexity per rank (Chuklin et al.)."""
+    options = settings_from(EvaluateOptions, values, what="cltr evaluate")
+    production, split = options.production, options.split
+    run_file = None if options.run_file is None else Path(options.run_file)
     if split is not None and run_file is None:
         raise click.UsageError("--split applies to --run only (trained models are evaluated on the test split)")
     if run_file is not None:
@@ -247,6 +243,15 @@ def evaluate_command(session: Session, dataset, model_key, production, run_file,
     echo_table([{**_test_row(info), "vali SNIPS Avg DCG": info["validation_snips_avg_dcg"]}])
     echo_convention(session, dataset)
     _echo_click_prediction(session, dataset, click_model_key, model)
+
+
+evaluate_command = click.Command(
+    "evaluate", callback=click.pass_obj(errors_as_usage(evaluate_model)), help=evaluate_model.__doc__,
+    params=[dataset_option.param(), model_option.param(), *settings_params(EvaluateOptions),
+            click_model_option.param(
+                help="Key of a click model stored by `cltr clicks fit` to judge on the vali split's sessions "
+                     "(log-likelihood, perplexity per rank) [default: the dataset's last fitted one, if any]."),
+            seed_option.param()])
 
 
 def _echo_click_prediction(session: Session, dataset: str, key: str | None, model=None) -> None:
@@ -319,21 +324,10 @@ def echo_convention(session: Session, dataset_name: str) -> None:
     click.echo(NDCG_CONVENTION)
 
 
-@click.command("score")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--model", "model_key", required=True, help="Key of a trained model (any prepared dataset).")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write one score per line, in the file's row order [default: standard output, unless --trec].")
-@click.option("--trec", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write a TREC run file: qid Q0 docid rank score name (docids from the '#docid = ...' "
-                   "comments, else q<qid>-d<i>).")
-@click.option("--run-name", default="cltr", show_default=True, help="The run name of the TREC file.")
-@seed_option
-@click.pass_obj
-@errors_as_usage
-def score_command(session: Session, file, model_key, out, trec, run_name, seed) -> None:
+def score_file(session: Session, file, model_key, out, trec, seed, **values) -> None:
     """Score an SVMlight/LETOR FILE with a trained model. Ranks in the run file break ties
     by a seeded random permutation, as every cltr ranking does."""
+    run_name = settings_from(ScoreOptions, values, what="cltr score").run_name
     from cltr.core.ranking import rank_documents
     from cltr.core.seeds import stream
     from cltr.data.svmlight import load_svmlight_split
@@ -371,6 +365,19 @@ def score_command(session: Session, file, model_key, out, trec, run_name, seed) 
     if written:
         click.echo(f"scored {queries.n_docs} documents of {queries.n_queries} queries; wrote {', '.join(written)}",
                    err=out is None and trec is None)
+
+
+score_command = click.Command(
+    "score", callback=click.pass_obj(errors_as_usage(score_file)), help=score_file.__doc__,
+    params=[click.Argument(["file"], type=click.Path(exists=True, dir_okay=False, path_type=Path)),
+            model_option.param(required=True, help="Key of a trained model (any prepared dataset)."),
+            click.Option(["--out"], type=click.Path(dir_okay=False, path_type=Path), default=None,
+                         help="Write one score per line, in the file's row order [default: standard output, unless "
+                              "--trec]."),
+            click.Option(["--trec"], type=click.Path(dir_okay=False, path_type=Path), default=None,
+                         help="Write a TREC run file: qid Q0 docid rank score name (docids from the '#docid = ...' "
+                              "comments, else q<qid>-d<i>)."),
+            *settings_params(ScoreOptions), seed_option.param()])
 
 
 def _model_width(scorer) -> int | None:

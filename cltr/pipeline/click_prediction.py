@@ -21,9 +21,12 @@ model knows of ranks (examination, continuation) and of clicks in general.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from cltr.core.click_models_fit import (
+    MODELS,
     ClickModel,
     ClickModelScores,
     evaluate_click_model,
@@ -31,13 +34,29 @@ from cltr.core.click_models_fit import (
     session_grid,
 )
 from cltr.core.queries import Dataset
+from cltr.options import Options, option
 from cltr.pipeline.workspace import Artifact
 
-__all__ = ["STAGE", "model_to_arrays", "model_from_arrays", "held_out_rows", "held_out_scores", "score_rows",
-           "compared_depth", "two_tower_probability", "two_tower_scores"]
+__all__ = ["FitOptions", "STAGE", "model_to_arrays", "model_from_arrays", "held_out_rows", "held_out_scores",
+           "score_rows", "compared_depth", "two_tower_probability", "two_tower_scores"]
 
 STAGE = "clickmodels"
 _PARAMETERS = ("attractiveness", "examination", "continuation", "satisfaction")
+
+
+@dataclasses.dataclass(frozen=True)
+class FitOptions(Options):
+    """What ``cltr clicks fit`` fits, to which log, and how much it holds out."""
+
+    log_path: str | None = option(
+        None, "A click table (session, qid, doc or docid, rank, click; e.g. from `cltr clicks import "
+              "--format baidu-raw`) [default: the training split's impressions of the dataset's current "
+              "click log].", path="file", flag="--log")
+    model_name: str = option("pbm", "The click model to fit by EM.", choices=MODELS, flag="--model")
+    max_rank: int = option(10, "Fit and judge ranks 1..MAX_RANK.", low=1)
+    held_out: float = option(0.2, "Share of the sessions held out (seeded) for log-likelihood and perplexity.",
+                             low=0, high=1, low_open=True, high_open=True)
+    iterations: int = option(200, "At most this many EM iterations.", low=1)
 
 
 def model_to_arrays(model: ClickModel) -> dict[str, np.ndarray]:

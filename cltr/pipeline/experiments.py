@@ -89,6 +89,7 @@ from cltr import estimators as estimator_registry
 from cltr.core.queries import Dataset, default_passes
 from cltr.core.selection import parse_clip
 from cltr.lazy import lazy_import
+from cltr.options import Options, option
 from cltr.pipeline import corrections, figure_kinds
 from cltr.pipeline.stages import (
     click_logs,
@@ -110,7 +111,7 @@ else:
 __all__ = ["Spec", "Task", "ExperimentProgress", "SPEC_DIR", "find_spec_dir", "load_spec", "spec_names", "plan",
            "task_steps", "run_task", "run_experiment", "TaskContext", "method_rows", "METHOD_COLUMNS", "METRICS",
            "repetition_seed", "CLICK_SETTINGS", "SELECTIONS", "TUNINGS", "tuning_tasks", "tuned", "STATED_MEASURES",
-           "dataset_record", "pool_selection", "poolable", "propensity_choices"]
+           "dataset_record", "pool_selection", "poolable", "propensity_choices", "FiguresOptions", "parse_folds"]
 
 def find_spec_dir(package_dir: Path, prefixes: Iterable[Path]) -> Path:
     """Where the specs are: ``experiments/`` of a source checkout (``package_dir``'s parent
@@ -146,6 +147,60 @@ TUNINGS = ("repetition", "point", "once")
 # what a [[stated]] number of the paper is compared with: a column of the rows, or the CCP's
 # iterations per C
 STATED_MEASURES = ("irrelevant_click_share", "train_clicks", "ccp_iterations")
+
+
+def parse_folds(text: str) -> list[int]:
+    """``"1-5"`` -> [1, 2, 3, 4, 5]; ``"1,3"`` -> [1, 3]; ``"2-3,5"`` -> [2, 3, 5]; each fold once, in order."""
+    folds: list[int] = []
+    for part in text.split(","):
+        low, dash, high = part.strip().partition("-")
+        if not low.strip().isdigit() or (dash and not high.strip().isdigit()):
+            raise ValueError(f"{part.strip()!r} is not a fold number or a range like 1-5 (folds: e.g. 1-5 or 1,3)")
+        first, last = int(low), int(high) if dash else int(low)
+        if first < 1 or last < first:
+            raise ValueError(f"{part.strip()!r}: folds are numbered from 1 and a range runs upwards, e.g. 1-5")
+        folds.extend(range(first, last + 1))
+    return list(dict.fromkeys(folds))
+
+
+@dataclass(frozen=True)
+class FiguresOptions(Options):
+    """How ``cltr figures`` runs a spec: its dataset, repetitions, fan-out, selection and
+    tuning overrides, folds, and the check against the paper."""
+
+    dataset: str | None = option(None, "Prepared dataset to run on [default: the spec's, the embedded synthetic "
+                                       "one].")
+    reps: int | None = option(None, "Repetitions [default: the spec's].", low=1)
+    n_jobs: int | None = option(None, "Tasks run in parallel [default: one per CPU core]; results do not depend on "
+                                      "it.", low=1)
+    backend: str = option("loky", "Local processes (loky) or a dask.distributed cluster (pip install 'cltr[dask]').",
+                          choices=("loky", "dask"))
+    scheduler: str | None = option(None, "dask scheduler address, e.g. tcp://host:8786 [default: a local cluster "
+                                         "of --n-jobs workers]. Workers must see the same --workdir.")
+    quick: bool = option(False, "The spec's reduced version (fewer repetitions and points).", negatable=False)
+    specs: str | None = option(None, "Directory of experiment specs [default: the project's experiments/].",
+                               path="dir")
+    select: str | None = option(
+        None, "How the linear SVMs' C is chosen: per repetition, each on its own validation clicks, or "
+              "pooled, the paper's way: one C per point for all repetitions, by their mean validation "
+              "SNIPS Avg DCG; table and curve specs only (ccp and propensity keep theirs) [default: the "
+              "spec's select, else repetition].", choices=SELECTIONS)
+    tune: str | None = option(
+        None, "How the tree methods' learning rate and leaves (Deep PropDCG's learning rate) are chosen: "
+              "per model over the whole grid (repetition), once per series by the first repetition at "
+              "the spec's tune_at point and then fixed, as the paper tuned LambdaRank (once), or by the "
+              "first repetition of each point for the others (point); tree counts and epochs are "
+              "early-stopped per model either way; table and curve specs only [default: the spec's tune, "
+              "else repetition].", choices=TUNINGS)
+    folds: tuple[int, ...] | None = option(
+        None, "LETOR folds to run, e.g. 1-5 or 1,3: the --dataset (prepared by `cltr prepare letor`) "
+              "is its own fold; every other fold K runs on DATASET-foldK, prepared like it when missing. "
+              "Reports per fold and over all (fold, repetition) runs.", low=1, parse=parse_folds)
+    check_paper: bool = option(
+        False, "Compare every row with the paper's value ([paper.PREFIX] of the spec) and fail when one is "
+               "more than --tolerance of the paper's standard deviations away.", negatable=False, flag="--check")
+    tolerance: float = option(2.0, "--check's tolerance, in units of the paper's standard deviation.", low=0,
+                              low_open=True)
 
 
 @dataclass(frozen=True)

@@ -26,16 +26,41 @@ from pathlib import Path
 
 import numpy as np
 
-from cltr import clickmodels
+from cltr import methods
 from cltr.core.queries import Dataset, default_passes, describe_split, label_counts
 from cltr.core.ranking import DCG_BASE
-from cltr.pipeline.stages import clicks_stage, evaluation_stage, logging_rankers, model_stage, production_stage
+from cltr.options import Options, option
+from cltr.pipeline.stages import (
+    ProductionOptions,
+    SimulationOptions,
+    clicks_stage,
+    evaluation_stage,
+    logging_rankers,
+    model_stage,
+    production_stage,
+)
 from cltr.pipeline.workspace import Artifact, Workspace
 
 log = logging.getLogger(__name__)
 
 DEFAULT_DATASET = "synthetic"
 """The embedded dataset: generated with default settings the first time it is asked for."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions(Options):
+    """What ``cltr run`` trains after producing and simulating with default settings."""
+
+    method_names: tuple[str, ...] = option(("svm-rank", "svm-proprank", "svm-propdcg"),
+                                           "Methods to train (repeat the option).",
+                                           choices=methods.methods, flag="--method", repeat=True)
+
+
+def _options(options_type, options, changes: dict, where: str):
+    """``options`` (an instance, a mapping or None for the defaults) with ``changes``
+    applied, validated."""
+    base = options_type.parse(options or {}, where=where)
+    return base.replace(**changes) if changes else base
 
 
 class SessionError(ValueError):
@@ -262,30 +287,41 @@ class Session:
         raise SessionError(f"no model {key!r} in {root}; `cltr train` prints each model's key")
 
     # -- the stages, each made current ------------------------------------------------------
-    def produce(self, dataset_name: str, *, fraction: float = 0.01, C: float = 1.0, seed: int = 0):
-        """Train (or reuse) the production ranker and make it current; (artifact, reused)."""
+    def produce(self, dataset_name: str, options: ProductionOptions | dict | None = None, *, seed: int = 0,
+                **changes):
+        """Train (or reuse) the production ranker and make it current; (artifact, reused).
+
+        ``options``: its ``ProductionOptions`` (or their mapping; default: the defaults),
+        ``changes``: options by name on top (``fraction=0.05``)."""
+        settings = _options(ProductionOptions, options, changes, "produce")
         dataset, fingerprint = self.dataset(dataset_name)
         artifact, reused = production_stage(self.workspace, dataset_name, dataset, fingerprint,
-                                            fraction=fraction, C=C, seed=seed)
+                                            fraction=settings.fraction, C=settings.C, seed=seed)
         self.workspace.set_current(dataset_name, "production", artifact.key)
         return artifact, reused
 
-    def simulate(self, dataset_name: str, *, production_key: str | None = None,
-                 model: str = clickmodels.DEFAULT_MODEL, settings=None, passes: int | None = None,
-                 rankers: int = 1, seed: int = 0, top_k: int = 0, logging_temperature: float = 0.0,
-                 intervention: str | None = None, intervention_depth: int = 10):
+    def simulate(self, dataset_name: str, options: SimulationOptions | dict | None = None, *,
+                 production_key: str | None = None, settings=None, seed: int = 0, **changes):
         """Simulate (or reuse) a click log on the production ranker's rankings and make it
-        current; (artifact, reused)."""
+        current; (artifact, reused).
+
+        ``options``: its ``SimulationOptions`` (or their mapping; default: the defaults),
+        ``changes``: options by name on top (``passes=10``); ``settings``: the click model's
+        own (its settings type, or a mapping)."""
+        simulation = _options(SimulationOptions, options, changes, "simulate")
         dataset, fingerprint = self.dataset(dataset_name)
         production = self.production(dataset_name, production_key)
         loggers: Artifact | list[Artifact] = production
-        if rankers > 1:
-            loggers = logging_rankers(self.workspace, dataset_name, dataset, fingerprint, production, rankers)
-        passes = passes or default_passes(dataset_name, dataset.meta)
+        if simulation.rankers > 1:
+            loggers = logging_rankers(self.workspace, dataset_name, dataset, fingerprint, production,
+                                      simulation.rankers)
+        passes = simulation.passes or default_passes(dataset_name, dataset.meta)
         artifact, reused = clicks_stage(self.workspace, dataset_name, dataset, loggers, settings or {},
-                                        model=model, passes=passes, seed=seed, top_k=top_k,
-                                        logging_temperature=logging_temperature, intervention=intervention,
-                                        intervention_depth=intervention_depth, progress=self.progress.clicks())
+                                        model=simulation.click_model, passes=passes, seed=seed,
+                                        top_k=simulation.top_k, logging_temperature=simulation.logging_temperature,
+                                        intervention=simulation.intervention,
+                                        intervention_depth=simulation.intervention_depth,
+                                        progress=self.progress.clicks())
         self.workspace.set_current(dataset_name, "clicks", artifact.key)
         return artifact, reused
 

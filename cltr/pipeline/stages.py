@@ -11,6 +11,7 @@ Seeds: every random draw comes from ``stream(seed, purpose...)`` (``cltr.core.se
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -44,12 +45,14 @@ from cltr.data.clicklog import (
 )
 from cltr.estimators import DEFAULT_MAX_RANK
 from cltr.methods import TrainingData
-from cltr.options import Options
+from cltr.options import Options, option
 from cltr.pipeline import corrections
 from cltr.pipeline.models import scorer_from_arrays, scorer_to_arrays
 from cltr.pipeline.workspace import Artifact, Workspace, file_sha256
 
-__all__ = ["production_queries", "produce", "production_stage", "logging_rankers", "simulate", "clicks_stage",
+__all__ = ["ProductionOptions", "SimulationOptions", "ImportOptions", "ExportOptions", "EstimateOptions",
+           "EvaluateOptions", "ScoreOptions",
+           "production_queries", "produce", "production_stage", "logging_rankers", "simulate", "clicks_stage",
            "click_logs", "policy_propensities",
            "click_log_summary", "simulated_logs", "impressions_of", "displayed_rows", "import_stage",
            "imported_clicks_stage", "export_rows", "aggregated_rows", "imported_rows",
@@ -94,6 +97,16 @@ def produce(dataset: Dataset, *, fraction: float = 0.01, C: float = 1.0, seed: i
     info = {"queries": chosen.tolist(), "n_queries": len(chosen),
             "n_relevant": int(sample.relevant(dataset.relevant_from).sum()), **solver_info(result)}
     return LinearScorer(result.w), info
+
+
+@dataclasses.dataclass(frozen=True)
+class ProductionOptions(Options):
+    """Settings of the production ranker (``cltr produce``, ``Session.produce``)."""
+
+    fraction: float = option(0.01, "Share of training queries with labels the production ranker sees.",
+                             low=0, high=1, low_open=True)
+    C: float = option(1.0, "Regularisation constant of the production Ranking SVM.", low=0, low_open=True,
+                      flag="-C")
 
 
 def production_stage(workspace: Workspace, name: str, dataset: Dataset, fingerprint: str, *,
@@ -302,6 +315,30 @@ def click_log_summary(log: ClickLog, relevant: np.ndarray) -> dict:
         "mean_propensity": float(log.propensity.mean()) if n else float("nan"),
         "min_propensity": float(log.propensity.min()) if n else float("nan"),
     }
+
+
+@dataclasses.dataclass(frozen=True)
+class SimulationOptions(Options):
+    """Settings of a click simulation besides the click model's own (``cltr simulate``,
+    ``Session.simulate``)."""
+
+    click_model: str = option(clickmodels.DEFAULT_MODEL, "The click model.", choices=clickmodels.models)
+    passes: int | None = option(None, "Sessions per query [default: 10 for Yahoo, 100 otherwise].", low=1)
+    rankers: int = option(1, "Logging rankers: the production ranker and K-1 more, each trained on its own 1% "
+                             "sample; pass p is shown by ranker p mod K and its sessions are tagged with it "
+                             "(what intervention harvesting needs).", low=1)
+    top_k: int = option(0, "Display only the first K results of each ranking: documents below cannot be clicked "
+                           "(0: the full list).", low=0)
+    logging_temperature: float = option(
+        0.0, "Show a fresh Plackett-Luce ranking each pass, drawn from softmax(production scores / T) "
+             "(0: the deterministic ranking). With --top-k or a temperature the log also stores the "
+             "policy-aware propensities (--correction policy-aware).", low=0)
+    intervention: str | None = option(
+        None, "Log a randomized intervention on the deterministic ranking, drawn afresh every session: "
+              "swap-k trades rank 1 with a rank k drawn uniformly from 1..DEPTH (Joachims et al., "
+              "WSDM 2017); randomize-top-k shuffles ranks 1..DEPTH. The log's ranks are the displayed "
+              "ones; `cltr propensities estimate --method swap` reads them.", choices=("swap-k", "randomize-top-k"))
+    intervention_depth: int = option(10, "DEPTH: the ranks an --intervention reaches.", low=2)
 
 
 def clicks_stage(workspace: Workspace, name: str, dataset: Dataset, production, settings: Options | dict, *,
@@ -538,6 +575,43 @@ def imported_rows(arrays, split: str) -> LoggedRows:
 
 # -- click logs from files ---------------------------------------------------------------
 
+@dataclasses.dataclass(frozen=True)
+class ImportOptions(Options):
+    """How ``cltr clicks import`` reads a click log."""
+
+    split: str = option("train", "The split of the dataset the log was recorded on (its qids and documents).",
+                        choices=("train", "vali"))
+    ignore_extra_columns: bool = option(
+        False, "Ignore columns other than the documented ones (by default they are an error, so that a "
+               "misspelt column is not silently dropped).", negatable=False)
+    log_format: str = option(
+        "table", "table: one documented click table (LOG) for a prepared dataset; baidu-raw: raw Baidu-ULTR "
+                 "training partitions part-NNNNN.gz (LOG...), streamed one at a time into the click table "
+                 "--out (session, qid, docid = url md5, rank, click, ranker = the query's displayed ordering, "
+                 "dwell, first_click, last_click); no dataset is needed.", choices=("table", "baidu-raw"),
+        flag="--format")
+    harvest_ranks: int | None = option(
+        None, "With --format baidu-raw: also print the position bias at ranks 1..N by intervention "
+              "harvesting over the queries' distinct displayed orderings (global all-pairs).", low=2,
+        flag="--harvest")
+    chunk_rows: int | None = option(
+        None, "For a log larger than memory: read it in chunks of this many rows, each checked as a whole "
+              "file is, and store only its clicks and impressions per (document, rank, ranker, propensity) "
+              "and its sessions per query (memory bound by those counts, not the rows; the same result for "
+              "any chunk size). A session's rows must follow one another. Such a log trains every click "
+              "method and gives propensity estimates; session-level learners, doubly robust corrections, "
+              "export and learning curves over passes need the log imported whole.", low=1)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportOptions(Options):
+    """What ``cltr clicks export`` writes."""
+
+    split: str = option("train", "Which split's log to write.", choices=("train", "vali"))
+    with_features: bool = option(False, "Also write each row's feature vector, as columns f1..fd after the log's "
+                                        "own.", negatable=False, flag="--features")
+
+
 def import_stage(workspace: Workspace, name: str, dataset: Dataset, fingerprint: str, path, *,
                  split: str, ignore_extra_columns: bool = False,
                  chunk_rows: int | None = None) -> tuple[Artifact, bool]:
@@ -629,6 +703,20 @@ def feature_columns(columns: dict[str, np.ndarray], queries) -> dict[str, np.nda
 
 
 # -- propensities estimated from the logs -------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class EstimateOptions(Options):
+    """Settings of a propensity estimate besides the estimator's own options (``cltr
+    propensities estimate``, ``api.estimate_propensities``)."""
+
+    method: str = option(estimators.DEFAULT_ESTIMATOR,
+                         lambda: "; ".join(f"{e.name}: {e.summary}" for e in estimators.estimators().values()) + ".",
+                         choices=estimators.estimators)
+    max_rank: int | None = option(None, f"Estimate ranks 1..MAX_RANK; deeper ranks take the value of MAX_RANK "
+                                        f"[default: {DEFAULT_MAX_RANK}, or the deepest rank shown if less].", low=2)
+    bootstrap: int = option(100, "Bootstrap resamples of the queries for the confidence band (0: no band).", low=0)
+    level: float = option(0.95, "Confidence level of the band.", low=0, high=1, low_open=True, high_open=True)
+
 
 def propensity_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artifact, *, method: str,
                      max_rank: int | None = None, bootstrap: int = 100, level: float = 0.95,
@@ -742,6 +830,26 @@ def validation_tau(vali_log: ClickLog) -> float | None:
 
 
 # -- models and their evaluation ----------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class EvaluateOptions(Options):
+    """What ``cltr evaluate`` evaluates besides a trained model."""
+
+    production: bool = option(False, "Evaluate the production ranker (the last produced) instead of a trained "
+                                      "model.", negatable=False)
+    run_file: str | None = option(
+        None, "Evaluate an outside model instead: a TREC run (qid Q0 docid rank score run, docids as "
+              "`cltr score --trec` writes them) or one score per line in the split's document order (as "
+              "`cltr score --out` writes), ranked by score with cltr's tie-breaks.", path="file", flag="--run")
+    split: str | None = option(None, "The split --run scores [default: test].", choices=("test", "vali", "train"))
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoreOptions(Options):
+    """How ``cltr score`` names its TREC run."""
+
+    run_name: str = option("cltr", "The run name of the TREC file.")
+
 
 def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artifact, method: str,
                 options: dict | Options | None, *, seed: int = 0, passes: int | None = None,

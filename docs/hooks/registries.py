@@ -56,7 +56,7 @@ def options_table(options_type, name_column: str = "option (spec key)") -> str:
     rows = [f"| {name_column} | flag | allowed | default | meaning |", "|---|---|---|---|---|"]
     for field in options_type.option_fields():
         rows.append(f"| `{field.name}` | `{field.cli_name}` | {_cell(_allowed(field))} | `{_default(field)}` "
-                    f"| {_cell(field.spec.help)} |")
+                    f"| {_cell(field.spec.text())} |")
     return "\n".join(rows)
 
 
