@@ -154,6 +154,7 @@ def propdcg_ccp(
     inner_tol: float = 1e-3,
     monitor: Callable[[np.ndarray], float] | None = None,
     callback: Callable[[CCPStep], None] | None = None,
+    problem=None,
 ) -> CCPResult:
     """Minimise ½‖w‖² + (C/n) Σ_i (1/q_i) lambda(1 + S_i(w)) by the convex-concave procedure.
 
@@ -183,6 +184,10 @@ def propdcg_ccp(
         Recorded per step as ``train_snips_avg_dcg`` (e.g. the training SNIPS Avg DCG).
     callback : callable CCPStep -> None, optional
         Called after every step (progress).
+    problem : PairwiseProblem or ChunkedProblem, optional
+        The pairs of (X, offsets, click_query, click_doc), already built (default: a
+        ``PairwiseProblem`` of them); a ``cltr.core.chunked.ChunkedProblem`` runs every
+        step's products chunk by chunk, wherever its mapper puts them.
     """
     propensity = np.asarray(propensity, dtype=np.float64)
     if C <= 0:
@@ -191,7 +196,8 @@ def propdcg_ccp(
         raise ValueError(f"max_iter must be at least 1, found {max_iter}")
     w = np.zeros(X.shape[1]) if w0 is None else np.asarray(w0, dtype=np.float64).copy()
     setup_start = time.perf_counter()
-    problem = PairwiseProblem(X, offsets, click_query, click_doc)  # the pairs, once for every step
+    if problem is None:
+        problem = PairwiseProblem(X, offsets, click_query, click_doc)  # the pairs, once for every step
     slack = problem.slack_sums(w)
     objective = true_objective(w, slack, propensity, weight, C)
     initial = objective

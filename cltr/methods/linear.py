@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
+from cltr.core.chunked import ChunkedProblem
 from cltr.core.scorers import LinearScorer
 from cltr.core.selection import parse_grid, select_on_validation
 from cltr.core.svm import solver_info, train_svm_on_clicks
+from cltr.distributed import EngineOptions, engine
 from cltr.methods import SelectionOptions
 from cltr.options import option
 
-__all__ = ["DEFAULT_C_GRID", "LinearSVMOptions", "c_candidates", "select_c", "train_on_clicks", "positive_costs"]
+__all__ = ["DEFAULT_C_GRID", "LinearSVMOptions", "c_candidates", "select_c", "train_on_clicks", "positive_costs",
+           "click_problem"]
 
 DEFAULT_C_GRID = tuple(float(c) for c in np.logspace(-3, 3, 7))
 
 
 @dataclass(frozen=True)
-class LinearSVMOptions(SelectionOptions):
-    """-C, --grid and --tol of every linear SVM method."""
+class LinearSVMOptions(SelectionOptions, EngineOptions):
+    """-C, --grid and --tol of every linear SVM method, and where its solver's per-chunk
+    work runs (--backend, --scheduler, --chunks: ``cltr.distributed``)."""
 
     C: float | None = option(None, "Regularisation constant; without it, C is chosen over --grid on "
                                    "validation data.", low=0, low_open=True, flag="-C")
@@ -70,14 +75,36 @@ def positive_costs(log, method: str) -> np.ndarray:
     return cost
 
 
+@contextmanager
+def click_problem(options: EngineOptions, X, offsets, click_query, click_doc, *,
+                  candidate=None) -> Iterator[ChunkedProblem | None]:
+    """The problem cut into chunks on the engine of ``options`` (``cltr.distributed.engine``),
+    for as long as the block runs; None where the plain in-process solver is to run."""
+    with engine(options) as (mapper, chunks):
+        yield None if mapper is None else ChunkedProblem(X, offsets, click_query, click_doc, chunks=chunks,
+                                                         mapper=mapper, candidate=candidate)
+
+
+def engine_info(problem: ChunkedProblem | None, options: EngineOptions) -> dict:
+    """What a model's info records of where it was solved."""
+    if problem is None:
+        return {"backend": "local", "chunks": 1}
+    return {"backend": options.backend, "chunks": problem.n_chunks, "workers": problem.mapper.workers}
+
+
 def train_on_clicks(data, options: LinearSVMOptions, cost: np.ndarray, *, progress=None):
     """A Ranking SVM on the training clicks with per-click costs ``cost`` (1 for SVM Rank,
     1/q_i for SVM PropRank), C chosen by SNIPS Avg DCG on validation clicks."""
-    log = data.train_log
+    log, split = data.train_log, data.dataset.train
+    with click_problem(options, split.X, split.offsets, log.query, log.doc) as problem:
+        def fit(C, previous):
+            w0 = None if previous is None else previous.w
+            if problem is None:
+                result = train_svm_on_clicks(split, log.query, log.doc, cost, C=C, tol=options.tol, w0=w0)
+            else:
+                result = problem.solve(cost, C, w0=w0, tol=options.tol)
+            return result.w, solver_info(result)
 
-    def fit(C, previous):
-        result = train_svm_on_clicks(data.dataset.train, log.query, log.doc, cost, C=C, tol=options.tol,
-                                     w0=None if previous is None else previous.w)
-        return result.w, solver_info(result)
-
-    return select_c(options, fit, data.estimate, progress=progress, alike=data.alike_share)
+        scorer, info = select_c(options, fit, data.estimate, progress=progress, alike=data.alike_share)
+        info["engine"] = engine_info(problem, options)
+    return scorer, info

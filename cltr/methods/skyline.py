@@ -9,11 +9,13 @@ chosen model's SNIPS estimate on validation clicks, as for every method.
 
 from __future__ import annotations
 
+import numpy as np
+
 from cltr.core.ranking import evaluate
 from cltr.core.seeds import stream
 from cltr.core.svm import solver_info, train_ranking_svm
 from cltr.methods import Method, TrainingData
-from cltr.methods.linear import LinearSVMOptions, select_c
+from cltr.methods.linear import LinearSVMOptions, click_problem, engine_info, select_c
 
 ORDER = 90
 
@@ -23,16 +25,24 @@ def train(data: TrainingData, options: LinearSVMOptions, *, progress=None):
     train_relevant = dataset.train.relevant(dataset.relevant_from)
     vali_relevant = dataset.vali.relevant(dataset.relevant_from)
 
-    def fit(C, previous):
-        result = train_ranking_svm(dataset.train, train_relevant, C=C, tol=options.tol,
-                                   w0=None if previous is None else previous.w)
-        return result.w, solver_info(result)
+    split = dataset.train
+    positive = np.flatnonzero(train_relevant)  # train_ranking_svm's examples: the relevant documents
 
     def label_estimate(scorer):
         return evaluate(scorer, dataset.vali, vali_relevant, rng=stream(data.seed, "skyline-selection"),
                         dcg_base=dataset.dcg_base)["avg_dcg"]
 
-    scorer, info = select_c(options, fit, label_estimate, progress=progress, criterion="validation_label_avg_dcg")
+    with click_problem(options, split.X, split.offsets, split.doc_query[positive], positive,
+                       candidate=~train_relevant) as problem:
+        def fit(C, previous):
+            w0 = None if previous is None else previous.w
+            result = (train_ranking_svm(split, train_relevant, C=C, tol=options.tol, w0=w0) if problem is None
+                      else problem.solve(np.ones(len(positive)), C, w0=w0, tol=options.tol))
+            return result.w, solver_info(result)
+
+        scorer, info = select_c(options, fit, label_estimate, progress=progress,
+                                criterion="validation_label_avg_dcg")
+        info["engine"] = engine_info(problem, options)
     info["validation_snips_avg_dcg"] = data.estimate(scorer)
     return scorer, info
 

@@ -26,7 +26,7 @@ from cltr.core.scorers import LinearScorer
 from cltr.core.seeds import stream
 from cltr.core.svm import train_svm_on_clicks
 from cltr.methods import Method, TrainingData
-from cltr.methods.linear import LinearSVMOptions, c_candidates, positive_costs, select_c
+from cltr.methods.linear import LinearSVMOptions, c_candidates, click_problem, engine_info, positive_costs, select_c
 from cltr.options import option
 
 ORDER = 40
@@ -54,6 +54,15 @@ class PropDCGOptions(LinearSVMOptions):
 
 
 def train(data: TrainingData, options: PropDCGOptions, *, progress=None):
+    split, log = data.dataset.train, data.train_log
+    # the pairs once for every C and CCP step (cut into chunks on --backend's engine, if asked)
+    with click_problem(options, split.X, split.offsets, log.query, log.doc) as problem:
+        scorer, info = _train(data, options, problem, progress=progress)
+        info["engine"] = engine_info(problem, options)
+    return scorer, info
+
+
+def _train(data: TrainingData, options: PropDCGOptions, problem, *, progress=None):
     weight = rank_weight(options.metric)
     split, log = data.dataset.train, data.train_log
     propensity = 1.0 / positive_costs(log, "svm-propdcg")  # CCP re-weights q_i: the correction's weights as 1/q_i
@@ -65,10 +74,11 @@ def train(data: TrainingData, options: PropDCGOptions, *, progress=None):
     def fit(C, _previous, init=options.init):
         w0 = None
         if init == "proprank":
-            w0 = train_svm_on_clicks(split, log.query, log.doc, 1.0 / propensity, C=C, tol=options.tol).w
+            w0 = (train_svm_on_clicks(split, log.query, log.doc, 1.0 / propensity, C=C, tol=options.tol)
+                  if problem is None else problem.solve(1.0 / propensity, C, tol=options.tol)).w
         result = propdcg_ccp(split.X, split.offsets, log.query, log.doc, propensity, C, weight, w0=w0,
                              max_iter=options.max_ccp_iter, tol=options.ccp_tol, inner_tol=options.tol,
-                             monitor=monitor if options.trace_estimate else None)
+                             monitor=monitor if options.trace_estimate else None, problem=problem)
         start = np.zeros(split.n_features) if w0 is None else w0
         info = {"objective": result.objective, "ccp_iterations": len(result.trace),
                 "converged": result.converged, "ccp_trace": [asdict(step) for step in result.trace],

@@ -43,6 +43,7 @@ from cltr.data.clicklog import (
     read_click_log_aggregated,
     simulated_rows,
 )
+from cltr.distributed import engine_key
 from cltr.estimators import DEFAULT_MAX_RANK
 from cltr.methods import TrainingData
 from cltr.options import Options, option
@@ -890,7 +891,7 @@ def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artif
     if clip == "auto" and plain.weight is None and ess_fraction(plain.cost) < ESS_FRACTION:
         # TAU will be searched: by the one-standard-error rule (methods._select_clip)
         subset["clip_rule"] = "one-standard-error"
-    recorded = options.to_dict()
+    recorded = engine_key(options.to_dict())  # where the solver ran: only a backend or chunks that change bits
     if recorded.get("criterion") == "snips":  # the default: the keys of models stored before the option stay
         del recorded["criterion"]
     config = {"clicks": clicks.key, "method": method, "options": recorded, "seed": seed, **subset}

@@ -31,7 +31,7 @@ def test_every_method_is_found_in_help_order():
 def test_options_are_validated_before_any_work():
     # options are parsed before the data are looked at: no data needed to see the errors
     with pytest.raises(ValueError, match=r"options of svm-rank: unknown option 'tols' \(did you mean 'tol'\?\); "
-                                         r"valid: criterion, C, grid, tol"):
+                                         r"valid: backend, scheduler, chunks, criterion, C, grid, tol"):
         train("svm-rank", None, {"tols": 1e-3})
     with pytest.raises(ValueError, match=r"max_ccp_iter must be an integer >= 1, found 0"):
         train("svm-propdcg", None, {"max_ccp_iter": 0})
