@@ -90,6 +90,16 @@ def _click_log(clicks, queries: Queries, *, click_query=None, click_doc=None, pr
                     pass_index=np.zeros(len(click_doc), dtype=np.int64), n_passes=1, n_queries=queries.n_queries)
 
 
+def _same(value, default) -> bool:
+    """``value`` is ``default`` (a list given for a tuple option is the same sequence)."""
+    if isinstance(value, list):
+        value = tuple(value)
+    try:
+        return type(value) is type(default) and bool(value == default)
+    except (TypeError, ValueError):  # e.g. an array, whose == is elementwise
+        return False
+
+
 _WHY_NOT_CHECK_ESTIMATOR = """
 
     scikit-learn conventions: ``__init__`` stores each option unchanged as an attribute of
@@ -151,8 +161,16 @@ class Estimator(BaseEstimator):
         return super().set_params(**params)
 
     def _options(self):
-        """The parameters as the method's validated options (``ValueError`` naming a bad one)."""
-        return methods.get(self.method).parse_options(self.get_params(deep=False), where=type(self).__name__)
+        """The parameters as the method's validated options (``ValueError`` naming a bad one).
+
+        A parameter at its declared default is left out, as an option not given on the
+        command line: where a method has presets (Deep PropDCG's ``preset``), the chosen
+        preset's own value then stands."""
+        method = methods.get(self.method)
+        defaults = {f.name: f.default for f in method.options.option_fields()}
+        given = {name: value for name, value in self.get_params(deep=False).items()
+                 if not (name in defaults and _same(value, defaults[name]))}
+        return method.parse_options(given, where=type(self).__name__)
 
     def fit(self, X, clicks=None, *, offsets=None, click_query=None, click_doc=None, propensity=None, vali=None,
             propensities=None, clip: str | float | None = "auto", relevant_from: int | None = None, seed: int = 0,
@@ -243,7 +261,11 @@ class PropDCG(Estimator):
 
 
 class DeepPropDCG(Estimator):
-    """Deep PropDCG: an MLP on the DCG bound."""
+    """Deep PropDCG: an MLP on the DCG bound.
+
+    ``preset="paper"`` starts from the paper's settings (``cltr.methods.deep_propdcg.PRESETS``);
+    a parameter at its default, the ``default`` preset's value, takes the chosen preset's.
+    """
     method = "deep-propdcg"
 
 

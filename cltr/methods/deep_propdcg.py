@@ -2,12 +2,12 @@
 hinge bound R(f) by Adam over minibatches of whole queries.
 
 The network, its backward pass, the query batches and Adam are ``cltr.core.mlp``; this
-file holds the training loop, its settings and presets, and the method: the learning
+file holds the training loop, its options and presets (named instances of the options), and the method: the learning
 rate and epoch are chosen by SNIPS Avg DCG on validation clicks.
 
 Legend (paper Sec. 4.2):
-    weight decay        -> ``settings.weight_decay`` (``settings.decay``)
-    learning rate       -> ``settings.learning_rates`` (each tried, the best kept), with a
+    weight decay        -> ``DeepOptions.weight_decay`` (``DeepOptions.decay``)
+    learning rate       -> ``DeepOptions.learning_rates`` (each tried, the best kept), with a
                            piecewise-constant ``schedule`` of ``(start_epoch, multiplier)`` pairs
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from itertools import pairwise
 
 import numpy as np
@@ -39,60 +39,108 @@ from cltr.options import option
 
 ORDER = 50
 
-@dataclass(frozen=True)
-class DeepSettings:
-    """Every setting of Deep PropDCG training.
+def _numbers(kind):
+    """A comma-separated list of ``kind`` (the command line's "200,100" or "0,1,300,0.1")."""
+    return lambda text: [kind(part) for part in text.split(",") if part.strip()]
 
-    Attributes
-    ----------
-    hidden : tuple of int
-        Hidden layer sizes.
-    activation : str
-        One of ``ACTIVATIONS``.
-    epochs : int
-        Epochs per learning rate; the best epoch on validation clicks is kept.
-    learning_rates : tuple of float
-        Base learning rates tried (each from the same seeded initialisation); the best on
-        validation clicks is kept.
-    schedule : tuple of (int, float)
-        ``(start_epoch, multiplier)``: from epoch ``start_epoch`` (0-based) on, the learning
-        rate is base · multiplier. Must start at epoch 0.
-    batch_docs : int
-        About this many documents per minibatch (whole queries).
-    weight_decay : float
-    decay : {"l2", "decoupled"}
-    metric : str
-        Rank weight spec (``objectives.rank_weight``): dcg, rbp:P or avgrank.
-    dtype : {"float32", "float64"}
-    patience : int or None
-        Stop a learning rate's run after this many epochs without a better validation
-        estimate (None: run every epoch).
-    standardize : bool
-        Standardise every input feature by its mean and standard deviation over the
-        training documents of clicked queries (a constant feature gets scale 1).
+
+@dataclass(frozen=True)
+class DeepOptions(SelectionOptions):
+    """Deep PropDCG's options: every setting of its training, each with its real default
+    (the ``default`` preset's).
+
+    A preset is a named instance of this type (``PRESETS``). ``preset = NAME`` (``--preset``,
+    a spec's key) starts from that instance, and the options given override its values
+    (``from_dict``; a None among them is the preset's value, as ``--epochs`` left out is).
+    ``lr`` fixes one base learning rate; without it each of ``learning_rates`` is tried from
+    the same seeded initialisation and the best on validation clicks kept. ``schedule``
+    holds ``(start_epoch, multiplier)`` pairs, flattened: from epoch ``start_epoch``
+    (0-based) on, the learning rate is base · multiplier; it starts at epoch 0.
     """
 
-    hidden: tuple = (200,)
-    activation: str = "sigmoid"
-    epochs: int = 100
-    learning_rates: tuple = (1e-3,)
-    schedule: tuple = ((0, 1.0),)
-    batch_docs: int = 1000
-    weight_decay: float = 0.0
-    decay: str = "l2"
-    metric: str = "dcg"
-    dtype: str = "float64"
-    patience: int | None = None
-    standardize: bool = False
+    preset: str = option("default", "Settings to start from: 'paper' is Sec. 5.4's (lr 1e-6/1e-7/1e-8, 750 "
+                                    "epochs); 'default' is tuned on validation clicks (docs/explanation/methods.md).",
+                         choices=lambda: tuple(PRESETS))
+    hidden: tuple[int, ...] = option((200,), "Hidden layer sizes, e.g. 200 or 200,100 [default: preset's].", low=1,
+                                     parse=_numbers(int))
+    activation: str = option("sigmoid", "Hidden activation [default: preset's].", choices=ACTIVATIONS)
+    epochs: int = option(100, "Epochs per learning rate; the best epoch on validation clicks is kept "
+                              "[default: preset's].", low=1)
+    lr: float | None = option(None, "Base learning rate; without it the preset's rates are tried and the best "
+                                    "kept.", low=0, low_open=True)
+    learning_rates: tuple[float, ...] = option(
+        (3e-3, 1e-2, 3e-2), "Base learning rates tried without --lr, each from the same seeded initialisation, "
+                            "e.g. 0.003,0.01 [default: preset's].", low=0, low_open=True, parse=_numbers(float))
+    schedule: tuple[float, ...] = option(
+        (0.0, 1.0), "The learning rate's schedule as start epoch, multiplier pairs (0-based epochs, the first 0): "
+                    "0,1,300,0.1 runs epochs 300 on at a tenth of the base rate [default: preset's].",
+        parse=_numbers(float))
+    batch_docs: int = option(1000, "About this many documents per minibatch of whole queries [default: preset's].",
+                             low=1)
+    weight_decay: float = option(1e-6, "Weight decay coefficient [default: preset's].", low=0)
+    decay: str = option("decoupled", "L2 (added to the gradient, as the paper's torch Adam) or decoupled (AdamW) "
+                                     "[default: preset's].", choices=("l2", "decoupled"))
+    metric: str = option("dcg", "Rank weight of the bound: dcg, rbp:P or avgrank [default: dcg].")
+    dtype: str = option("float32", "Precision of the network [default: preset's].", choices=("float32", "float64"))
+    patience: int | None = option(20, "Stop a learning rate after this many epochs without a better validation "
+                                      "estimate [default: preset's].", low=1)
+    standardize: bool = option(False, "Standardise every input feature by its mean and standard deviation over the "
+                                      "training documents of clicked queries (a constant feature gets scale 1) "
+                                      "[default: preset's].")
+    blas_threads: int = option(1, "BLAS threads for the network's products (one is faster on small machines; "
+                                  "bench/deep.py).", low=1)
+
+    def __post_init__(self):
+        self.checked()  # bad combinations fail before any work
+
+    @classmethod
+    def from_dict(cls, values=None, *, where: str = "options"):
+        """The preset ``values["preset"]`` names (default: ``default``) with the other values
+        given, those not None, in place of its own; validated as every ``Options``."""
+        given = {name: value for name, value in dict(values or {}).items() if value is not None}
+        preset = PRESETS.get(given.get("preset", "default"))
+        base = {} if preset is None else _fields(preset)  # an unknown preset: refused by the check below
+        return super().from_dict({**base, **given}, where=where)
+
+    def to_dict(self) -> dict:
+        """The preset's name and the values that differ from it (None: the preset's), the
+        record that model keys hold; ``from_dict`` reads it back to these options."""
+        preset = PRESETS.get(self.preset)
+        record = {}
+        for name, value in _fields(self).items():
+            same = preset is not None and name not in ("preset", "blas_threads", "criterion") \
+                and value == getattr(preset, name)
+            if same and name in _LATER:
+                continue  # options added after the record's shape was fixed: only a change is recorded
+            record[name] = None if same else list(value) if isinstance(value, tuple) else value
+        return record
+
+    def pairs(self) -> list[tuple[int, float]]:
+        """``schedule`` as ``(start_epoch, multiplier)`` pairs."""
+        return [(int(start), float(factor)) for start, factor in zip(self.schedule[::2], self.schedule[1::2],
+                                                                      strict=True)]
 
     def learning_rate(self, base: float, epoch: int) -> float:
         multiplier = 1.0
-        for start, factor in self.schedule:
+        for start, factor in self.pairs():
             if epoch >= start:
                 multiplier = factor
         return base * multiplier
 
-    def checked(self) -> DeepSettings:
+    def resolved(self) -> DeepOptions:
+        """These options as training reads them: ``lr``, when given, as the one learning rate."""
+        return self if self.lr is None else replace(self, lr=None, learning_rates=(float(self.lr),))
+
+    def settings_record(self) -> dict:
+        """The training settings as the model's info records them (``resolved``, the schedule as pairs)."""
+        resolved = self.resolved()
+        return {"hidden": list(resolved.hidden), "activation": resolved.activation, "epochs": resolved.epochs,
+                "learning_rates": list(resolved.learning_rates),
+                "schedule": [list(pair) for pair in resolved.pairs()], "batch_docs": resolved.batch_docs,
+                "weight_decay": resolved.weight_decay, "decay": resolved.decay, "metric": resolved.metric,
+                "dtype": resolved.dtype, "patience": resolved.patience, "standardize": resolved.standardize}
+
+    def checked(self) -> DeepOptions:
         """Self, after checking every field; raises ValueError saying what was expected."""
         _check_activation(self.activation)
         _check_dtype(self.dtype)
@@ -103,10 +151,11 @@ class DeepSettings:
             raise ValueError(f"epochs must be >= 1, got {self.epochs!r}")
         if not self.learning_rates or any(not lr > 0 for lr in self.learning_rates):
             raise ValueError(f"learning rates must be > 0, got {self.learning_rates!r}")
-        if not self.schedule or self.schedule[0][0] != 0 or any(
-                b[0] <= a[0] for a, b in pairwise(self.schedule)):
-            raise ValueError(f"schedule must be (start_epoch, multiplier) pairs starting at epoch 0 "
-                             f"with increasing epochs, got {self.schedule!r}")
+        starts = self.schedule[::2]
+        if len(self.schedule) < 2 or len(self.schedule) % 2 or starts[0] != 0 \
+                or any(s != int(s) for s in starts) or any(b <= a for a, b in pairwise(starts)):
+            raise ValueError(f"schedule must be (start_epoch, multiplier) pairs, flattened, starting at epoch 0 "
+                             f"with increasing whole epochs, got {self.schedule!r}")
         if int(self.batch_docs) < 1:
             raise ValueError(f"batch_docs must be >= 1, got {self.batch_docs!r}")
         if not self.weight_decay >= 0:
@@ -118,53 +167,45 @@ class DeepSettings:
         return self
 
 
-PRESETS: dict[str, DeepSettings] = {
+# options without a place in the record of models stored before they were options
+_LATER = ("learning_rates", "schedule", "standardize")
+
+
+def _fields(options: DeepOptions) -> dict:
+    return {f.name: getattr(options, f.name) for f in fields(options)}
+
+
+PRESETS: dict[str, DeepOptions] = {
     # The paper's own settings (Sec. 5.4): 200 sigmoid units, Adam, weight decay 1e-6 (taken
     # as L2, torch.optim.Adam's weight_decay), 1000 documents a batch, 750 epochs, learning
     # rate 1e-6 for 300 epochs, 1e-7 for 200, 1e-8 for the rest.
-    "paper": DeepSettings(hidden=(200,), activation="sigmoid", epochs=750, learning_rates=(1e-6,),
-                          schedule=((0, 1.0), (300, 0.1), (500, 0.01)), batch_docs=1000,
-                          weight_decay=1e-6, decay="l2", metric="dcg", dtype="float64"),
+    "paper": DeepOptions(preset="paper", hidden=(200,), activation="sigmoid", epochs=750, learning_rates=(1e-6,),
+                         schedule=(0, 1.0, 300, 0.1, 500, 0.01), batch_docs=1000, weight_decay=1e-6, decay="l2",
+                         metric="dcg", dtype="float64", patience=None),
     # Tuned on validation clicks (SNIPS Avg DCG) of the synthetic data and MQ2008 Fold1, seeds
     # 0-3, never on test labels (docs/explanation/methods.md, "Deep PropDCG", lists what was tried). The paper's
     # step sizes barely move the weights: MQ2008 has ~10 batches an epoch, so 750 epochs at
     # 1e-6 move each weight by at most ~0.01. Larger rates with the epoch chosen on validation
     # clicks do better; the best rates were 1e-2 (sometimes 3e-3 or 3e-2), hence the grid.
     # Weight decay at 1e-6 is kept from the paper (decoupled, so it is nearly inert); 1e-2
-    # decoupled was no better on validation clicks.
-    "default": DeepSettings(hidden=(200,), activation="sigmoid", epochs=100,
-                            learning_rates=(3e-3, 1e-2, 3e-2), schedule=((0, 1.0),), batch_docs=1000,
-                            weight_decay=1e-6, decay="decoupled", metric="dcg", dtype="float32",
-                            patience=20),
+    # decoupled was no better on validation clicks. These are the options' own defaults.
+    "default": DeepOptions(),
 }
 
 
-def deep_settings(preset: str = "default", **overrides) -> DeepSettings:
-    """The named preset with ``overrides`` (``None`` values ignored), checked.
+def deep_settings(preset: str = "default", **overrides) -> DeepOptions:
+    """The named preset with ``overrides`` (``None`` values ignored), checked and resolved
+    (``lr`` as the one learning rate).
 
     Parameters
     ----------
     preset : {"default", "paper"}
     **overrides
-        Fields of ``DeepSettings``; ``lr`` is accepted for ``learning_rates=(lr,)``.
+        Options of ``DeepOptions``.
     """
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
-    overrides = {k: v for k, v in overrides.items() if v is not None}
-    if "lr" in overrides:
-        overrides["learning_rates"] = (float(overrides.pop("lr")),)
-    unknown = set(overrides) - set(DeepSettings.__dataclass_fields__)
-    if unknown:
-        raise ValueError(f"unknown Deep PropDCG settings {sorted(unknown)}; known: "
-                         f"{', '.join(DeepSettings.__dataclass_fields__)}")
-    for name in ("hidden", "learning_rates", "schedule"):
-        if name in overrides:
-            if not isinstance(overrides[name], (list, tuple)):
-                raise ValueError(f"{name} must be a list, e.g. [200] or [0.01], found {overrides[name]!r}")
-            overrides[name] = tuple(tuple(v) if isinstance(v, list) else v for v in overrides[name])
-    return replace(PRESETS[preset], **overrides).checked()
-
-
+    return DeepOptions.from_dict({**overrides, "preset": preset}, where="Deep PropDCG settings").resolved()
 
 
 def _standardization(X, offsets, click_query, dtype) -> dict:
@@ -212,7 +253,7 @@ def train_deep_propdcg(
     click_doc: np.ndarray,
     propensity: np.ndarray | None,
     *,
-    settings: DeepSettings = PRESETS["default"],
+    settings: DeepOptions | None = None,
     rng: np.random.Generator,
     validate: Callable[[MLPScorer], float] | None = None,
     progress: Callable[[EpochRecord], None] | None = None,
@@ -232,7 +273,8 @@ def train_deep_propdcg(
     offsets : ndarray, shape (n_queries + 1,)
     click_query, click_doc, propensity : ndarray, shape (n_clicks,)
         The training click log (``propensity`` None with ``example_weight``).
-    settings : DeepSettings
+    settings : DeepOptions, optional
+        Default: the ``default`` preset.
     rng : numpy.random.Generator
         Source of the initialisation and of every epoch's shuffle.
     validate : callable, optional
@@ -247,7 +289,7 @@ def train_deep_propdcg(
     -------
     DeepResult
     """
-    settings = settings.checked()
+    settings = (settings or PRESETS["default"]).resolved().checked()
     n_clicks = len(np.asarray(click_doc))
     if n_clicks == 0:
         raise ValueError("no training clicks: Deep PropDCG needs at least one click")
@@ -330,43 +372,8 @@ def _divergence_cause(propensity, example_weight, dtype) -> str:
     return "try smaller learning_rates"
 
 
-@dataclass(frozen=True)
-class DeepOptions(SelectionOptions):
-    """Deep PropDCG's options: a preset, and any of its settings overridden (None: the preset's)."""
-
-    preset: str = option("default", "Settings to start from: 'paper' is Sec. 5.4's (lr 1e-6/1e-7/1e-8, 750 "
-                                    "epochs); 'default' is tuned on validation clicks (docs/explanation/methods.md).",
-                         choices=tuple(PRESETS))
-    hidden: tuple[int, ...] | None = option(None, "Hidden layer sizes, e.g. 200 or 200,100 [default: preset's].",
-                                            low=1, parse=lambda text: [int(p) for p in text.split(",") if p.strip()])
-    activation: str | None = option(None, "Hidden activation [default: preset's].", choices=ACTIVATIONS)
-    epochs: int | None = option(None, "Epochs per learning rate; the best epoch on validation clicks is kept "
-                                      "[default: preset's].", low=1)
-    lr: float | None = option(None, "Base learning rate; without it the preset's rates are tried and the best "
-                                    "kept.", low=0, low_open=True)
-    batch_docs: int | None = option(None, "About this many documents per minibatch of whole queries "
-                                          "[default: preset's].", low=1)
-    weight_decay: float | None = option(None, "Weight decay coefficient [default: preset's].", low=0)
-    decay: str | None = option(None, "L2 (added to the gradient, as the paper's torch Adam) or decoupled (AdamW) "
-                                     "[default: preset's].", choices=("l2", "decoupled"))
-    metric: str | None = option(None, "Rank weight of the bound: dcg, rbp:P or avgrank [default: dcg].")
-    dtype: str | None = option(None, "Precision of the network [default: preset's].",
-                               choices=("float32", "float64"))
-    patience: int | None = option(None, "Stop a learning rate after this many epochs without a better "
-                                        "validation estimate [default: preset's].", low=1)
-    blas_threads: int = option(1, "BLAS threads for the network's products (one is faster on small machines; "
-                                  "bench/deep.py).", low=1)
-
-    def settings(self) -> DeepSettings:
-        overrides = {k: v for k, v in self.to_dict().items() if k not in ("preset", "blas_threads", "criterion")}
-        return deep_settings(self.preset, **overrides)
-
-    def __post_init__(self):
-        self.settings()  # bad combinations fail before any work
-
-
 def train(data: TrainingData, options: DeepOptions, *, progress=None):
-    settings = options.settings()
+    settings = options.resolved()
     split, log = data.dataset.train, data.train_log
     total = settings.epochs * len(settings.learning_rates)
 
@@ -391,7 +398,7 @@ def train(data: TrainingData, options: DeepOptions, *, progress=None):
                       "train_loss": best["train_loss"], "seconds": sum(r["seconds"] for r in rows)})
     info = {"chosen": {"lr": result.learning_rate, "epoch": result.epoch},
             "validation_snips_avg_dcg": result.validation_snips_avg_dcg, "selection": table,
-            "settings": asdict(settings), "metric": settings.metric, "trace": trace}
+            "settings": settings.settings_record(), "metric": settings.metric, "trace": trace}
     return result.scorer, info
 
 

@@ -11,7 +11,7 @@ from cltr.core.mlp import MLPScorer, click_batches
 from cltr.core.objectives import click_pairs, risk
 from cltr.data.synthetic import make_synthetic
 from cltr.methods import train
-from cltr.methods.deep_propdcg import DeepOptions, DeepSettings, deep_settings, train_deep_propdcg
+from cltr.methods.deep_propdcg import PRESETS, DeepOptions, deep_settings, train_deep_propdcg
 from cltr.pipeline.models import scorer_from_arrays, scorer_to_arrays
 
 THRESHOLD = 0.005
@@ -33,9 +33,9 @@ def linear_avgrank_optimum(X, offsets, click_query, click_doc, propensity):
 def test_linear_activation_net_reaches_the_linear_models_risk(tiny_click_problem):
     X, offsets, click_query, click_doc, propensity = tiny_click_problem(7, sizes=(5, 6, 4, 7, 5), n_clicks=12)
     optimum = linear_avgrank_optimum(X, offsets, click_query, click_doc, propensity)
-    settings = DeepSettings(hidden=(6,), activation="linear", epochs=1500, learning_rates=(3e-2,),
-                            schedule=((0, 1.0), (600, 0.1), (1100, 0.01)), batch_docs=1000,
-                            metric="avgrank", dtype="float64")
+    settings = DeepOptions(hidden=(6,), activation="linear", epochs=1500, learning_rates=(3e-2,),
+                           schedule=(0, 1.0, 600, 0.1, 1100, 0.01), batch_docs=1000, weight_decay=0.0, decay="l2",
+                           metric="avgrank", dtype="float64", patience=None)
     result = train_deep_propdcg(X, offsets, click_query, click_doc, propensity, settings=settings,
                                 rng=np.random.default_rng(0))
     reached = risk(result.scorer.scores(X), offsets, click_query, click_doc, propensity, "avgrank")
@@ -87,17 +87,72 @@ def test_method_selects_on_validation_and_scorer_round_trips(synthetic_clicks):
     np.testing.assert_array_equal(restored.scores(dataset.test.X), scorer.scores(dataset.test.X))
 
 
+# The presets and the resolution of options given on top of them before the options had real
+# defaults: each preset a DeepSettings, the options None ("the preset's") unless given.
+OLD_PRESETS = {
+    "paper": {"hidden": (200,), "activation": "sigmoid", "epochs": 750, "learning_rates": (1e-6,),
+              "schedule": ((0, 1.0), (300, 0.1), (500, 0.01)), "batch_docs": 1000, "weight_decay": 1e-6,
+              "decay": "l2", "metric": "dcg", "dtype": "float64", "patience": None, "standardize": False},
+    "default": {"hidden": (200,), "activation": "sigmoid", "epochs": 100, "learning_rates": (3e-3, 1e-2, 3e-2),
+                "schedule": ((0, 1.0),), "batch_docs": 1000, "weight_decay": 1e-6, "decay": "decoupled",
+                "metric": "dcg", "dtype": "float32", "patience": 20, "standardize": False}}
+OLD_RECORD_FIELDS = ("preset", "hidden", "activation", "epochs", "lr", "batch_docs", "weight_decay", "decay",
+                     "metric", "dtype", "patience", "blas_threads")
+
+
+def _old_resolution(given: dict) -> tuple[dict, dict]:
+    """(training settings, the options record a model key holds) as they were resolved."""
+    given = {k: v for k, v in given.items() if v is not None}
+    preset = given.get("preset", "default")
+    settings = {**OLD_PRESETS[preset], **{k: tuple(v) if isinstance(v, list) else v for k, v in given.items()
+                                          if k in OLD_PRESETS[preset]}}
+    if "lr" in given:
+        settings["learning_rates"] = (given["lr"],)
+    record = {name: given.get(name) for name in OLD_RECORD_FIELDS}
+    record.update(preset=preset, blas_threads=given.get("blas_threads", 1))
+    if given.get("criterion", "snips") != "snips":
+        record["criterion"] = given["criterion"]
+    return settings, {k: list(v) if isinstance(v, tuple) else v for k, v in record.items()}
+
+
+@pytest.mark.parametrize("given", [
+    {}, {"preset": "paper"}, {"epochs": 2}, {"preset": "paper", "epochs": 2}, {"hidden": [8], "epochs": 5},
+    {"preset": "paper", "hidden": [16, 8], "lr": 0.01}, {"lr": 0.01, "patience": 5, "dtype": "float64"},
+    {"decay": "l2", "weight_decay": 0.0, "batch_docs": 50, "activation": "relu", "metric": "rbp:0.8"},
+    {"preset": "paper", "patience": 3, "blas_threads": 2}, {"criterion": "dr", "epochs": None}])
+def test_presets_and_options_on_them_resolve_and_are_recorded_as_before(given):
+    options = DeepOptions.from_dict(given)
+    settings, record = _old_resolution(given)
+    resolved = options.resolved()
+    found = {name: resolved.pairs() if name == "schedule" else getattr(resolved, name) for name in settings}
+    assert found == {**settings, "schedule": list(settings["schedule"])}
+    recorded = options.to_dict()
+    if recorded.get("criterion") == "snips":  # as model_stage drops it
+        del recorded["criterion"]
+    assert recorded == record  # the model keys of stored models stay
+    assert DeepOptions.from_dict(options.to_dict()) == options
+
+
+def test_a_preset_is_a_named_instance_and_the_defaults_are_the_default_presets():
+    assert PRESETS["default"] == DeepOptions() and PRESETS["paper"].preset == "paper"
+    assert DeepOptions.from_dict({"preset": "paper"}) == PRESETS["paper"]
+    # an option given at its preset's value is the preset (one model, one key)
+    assert DeepOptions.from_dict({"preset": "paper", "epochs": 750}).to_dict() == PRESETS["paper"].to_dict()
+    assert DeepOptions.from_dict({"schedule": "0,1,10,0.5"}).to_dict()["schedule"] == [0, 1, 10, 0.5]
+    assert "schedule" not in DeepOptions().to_dict()
+
+
 def test_bad_settings_say_what_was_expected():
     with pytest.raises(ValueError, match="activation must be one of"):
         deep_settings("default", activation="softplus")
     with pytest.raises(ValueError, match="unknown preset"):
         deep_settings("fast")
     with pytest.raises(ValueError, match="schedule must"):
-        deep_settings("default", schedule=((5, 1.0),))
-    with pytest.raises(ValueError, match="batch_docs must be >= 1"):
+        deep_settings("default", schedule=(5, 1.0))
+    with pytest.raises(ValueError, match="batch_docs must be an integer >= 1"):
         deep_settings("default", batch_docs=0)
     # the method's options: checked field by field, and the settings they make as a whole
-    with pytest.raises(ValueError, match=r"activation must be one of sigmoid, tanh, relu, linear \(or none\), "
+    with pytest.raises(ValueError, match=r"activation must be one of sigmoid, tanh, relu, linear, "
                                          r"found 'softplus'"):
         DeepOptions.from_dict({"activation": "softplus"})
     with pytest.raises(ValueError, match="unknown rank weight 'prec@3'"):
@@ -105,8 +160,8 @@ def test_bad_settings_say_what_was_expected():
     with pytest.raises(ValueError, match=r"preset must be one of paper, default, found 'fast'"):
         DeepOptions.from_dict({"preset": "fast"})
     options = DeepOptions.from_dict({"preset": "paper", "hidden": "16,8", "lr": 0.01})
-    assert options.hidden == (16, 8) and options.settings().learning_rates == (0.01,)
-    assert options.settings().epochs == 750 and options.settings().hidden == (16, 8)
+    assert options.hidden == (16, 8) and options.resolved().learning_rates == (0.01,)
+    assert options.resolved().epochs == 750 and options.resolved().hidden == (16, 8)
     paper = deep_settings("paper")
     assert (paper.epochs, paper.learning_rates, paper.batch_docs, paper.weight_decay) == (750, (1e-6,), 1000, 1e-6)
     assert [paper.learning_rate(1e-6, e) for e in (0, 299, 300, 499, 500, 749)] == pytest.approx(
@@ -165,8 +220,8 @@ def test_reported_training_loss_estimates_the_risk_whatever_the_batch_size(tiny_
         2, sizes=(3, 7, 2, 5, 4, 6, 5, 3), n_clicks=16)
     losses = {}
     for batch_docs in (1000, 5, 1):
-        settings = DeepSettings(hidden=(5,), epochs=1, learning_rates=(1e-12,), batch_docs=batch_docs,
-                                metric="dcg", dtype="float64")
+        settings = DeepOptions(hidden=(5,), epochs=1, learning_rates=(1e-12,), batch_docs=batch_docs,
+                               weight_decay=0.0, decay="l2", metric="dcg", dtype="float64", patience=None)
         result = train_deep_propdcg(X, offsets, click_query, click_doc, propensity, settings=settings,
                                     rng=np.random.default_rng(0))
         losses[batch_docs] = result.trace[0].train_loss
