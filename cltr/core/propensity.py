@@ -210,6 +210,10 @@ def _query_resamples(n_queries: int, bootstrap: int, rng) -> np.ndarray:
 # --------------------------------------------------------------------------- intervention harvesting
 
 
+NO_INTERVENTIONS = ("no (query, document) was shown at two different ranks <= {k_max}: the rankers' logs hold no "
+                    "interventions")
+
+
 class _HarvestStatistics(NamedTuple):
     """Weighted counts per (query, ordered rank pair), the sufficient statistics of AllPairs."""
 
@@ -242,14 +246,46 @@ class _HarvestStatistics(NamedTuple):
                 np.asarray(n.T @ counts.T).T.reshape(b, k, k))
 
 
-def _harvest_statistics(t: Impressions, max_rank: int) -> _HarvestStatistics:
-    keep = (t.rank <= max_rank) & (t.impressions > 0)
-    if not np.any(keep):
-        raise ValueError(f"no row has a rank <= max_rank = {max_rank} and impressions > 0")
-    t = _rows(t, keep)
-    k_max = max_rank
-    queries, qi = _factorize(t.query)
+def _harvest_rows(t: Impressions, max_rank: int) -> Impressions:
+    """The rows AllPairs reads: rank <= max_rank and impressions > 0."""
+    return _rows(t, (t.rank <= max_rank) & (t.impressions > 0))
+
+
+def _ranker_sessions(t: Impressions, max_rank: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ranker ids, sorted; n_i, the sessions of each) over the rows AllPairs reads.
+
+    A session of ranker i shows one document at each displayed rank, so the sessions of a
+    (query, ranker) are its impressions summed over documents at its most-shown rank, and
+    n_i is a sum over queries: the sum of its values over any split of the queries."""
+    t = _harvest_rows(t, max_rank)
+    _, qi = _factorize(t.query)
     rankers, ri = _factorize(t.ranker)
+    n_rankers = max(len(rankers), 1)
+    qr_rank_key, inv = _factorize((qi * n_rankers + ri) * max_rank + (t.rank - 1))
+    per_rank = np.bincount(inv, weights=t.impressions)
+    qr = qr_rank_key // max_rank
+    starts = np.flatnonzero(np.r_[True, qr[1:] != qr[:-1]]) if len(qr) else np.zeros(0, dtype=np.int64)
+    sessions_qr = np.maximum.reduceat(per_rank, starts) if len(qr) else np.zeros(0)
+    return rankers, np.bincount(qr[starts] % n_rankers, weights=sessions_qr, minlength=len(rankers))
+
+
+def _harvest_statistics(t: Impressions, max_rank: int,
+                        design: tuple[np.ndarray, np.ndarray] | None = None) -> _HarvestStatistics:
+    """AllPairs' statistics of ``t``; ``design``, the (ranker ids, sessions) of a whole log
+    (``_ranker_sessions``) when ``t`` holds only some of its queries (a chunk: then a chunk
+    without kept rows or interventions has empty statistics rather than an error)."""
+    k_max = max_rank
+    t = _harvest_rows(t, max_rank)
+    if len(t.query) == 0:
+        if design is None:
+            raise ValueError(f"no row has a rank <= max_rank = {max_rank} and impressions > 0")
+        empty = np.zeros(0, dtype=np.int64)
+        return _HarvestStatistics(0, k_max, empty, empty, np.zeros(0), np.zeros(0), 0, design[1], design[0])
+    queries, qi = _factorize(t.query)
+    if design is None:
+        rankers, ri = _factorize(t.ranker)
+    else:
+        rankers, ri = design[0], np.searchsorted(design[0], t.ranker)
     n_rankers = len(rankers)
     if n_rankers < 2:
         raise ValueError(f"intervention harvesting needs logs from at least 2 rankers; found only ranker "
@@ -265,14 +301,7 @@ def _harvest_statistics(t: Impressions, max_rank: int) -> _HarvestStatistics:
     cell_ranker = key % n_rankers
     cell_key = key // n_rankers  # (query, document, rank), sorted
 
-    # n_i: a session of ranker i shows one document at each displayed rank, so the sessions of
-    # (query, ranker) are the impressions summed over documents at its most-shown rank.
-    qr_rank_key, inv2 = _factorize((qi * n_rankers + ri) * k_max + k0)
-    per_rank = np.bincount(inv2, weights=t.impressions)
-    qr = qr_rank_key // k_max
-    starts = np.flatnonzero(np.r_[True, qr[1:] != qr[:-1]])
-    sessions_qr = np.maximum.reduceat(per_rank, starts)
-    sessions = np.bincount(qr[starts] % n_rankers, weights=sessions_qr, minlength=n_rankers)
+    sessions = _ranker_sessions(t, k_max)[1] if design is None else design[1]
     total_sessions = sessions.sum()
 
     # Cells (query, document, rank): w(q, d, k) = N / Σ_{i showing d at k for q} n_i.
@@ -296,11 +325,10 @@ def _harvest_statistics(t: Impressions, max_rank: int) -> _HarvestStatistics:
         a = np.flatnonzero(cell_qd[:-j] == cell_qd[j:])
         parts_a.append(a)
         parts_b.append(a + j)
-    if not parts_a:
-        raise ValueError(f"no (query, document) was shown at two different ranks <= {k_max}: "
-                         "the rankers' logs hold no interventions")
-    a = np.concatenate(parts_a)
-    b = np.concatenate(parts_b)
+    if not parts_a and design is None:
+        raise ValueError(NO_INTERVENTIONS.format(k_max=k_max))
+    a = np.concatenate(parts_a) if parts_a else np.zeros(0, dtype=np.int64)
+    b = np.concatenate(parts_b) if parts_b else np.zeros(0, dtype=np.int64)
     # Ordered pairs (k, k') and (k', k): the counts at the first rank of each.
     first_cell = np.r_[a, b]
     second_cell = np.r_[b, a]
@@ -561,7 +589,18 @@ def harvest_propensities(
     t = _check_table(query, doc, rank, ranker, impressions, clicks)
     k_max = _check_options(max_rank, t.rank, bootstrap, level, minimum=2)
     stats = _harvest_statistics(t, k_max)
-    pair_clicks, pair_impressions = stats.totals()
+    return _allpairs_estimate(stats.totals(), stats.replicate_totals, n_queries=stats.n_queries,
+                              intervention_docs=stats.n_intervention_docs, rankers=stats.rankers,
+                              sessions=stats.sessions, bootstrap=bootstrap, level=level, rng=rng)
+
+
+def _allpairs_estimate(totals: tuple[np.ndarray, np.ndarray], replicate_totals, *, n_queries: int,
+                       intervention_docs: int, rankers: np.ndarray, sessions: np.ndarray, bootstrap: int,
+                       level: float, rng) -> PropensityEstimate:
+    """``harvest_propensities``' estimate and band from the harvested totals (each (K, K));
+    ``replicate_totals(counts)`` gives them for query resamples ``counts`` (B, Q)."""
+    pair_clicks, pair_impressions = totals
+    k_max = pair_clicks.shape[0]
     reached = _connected_to_top(pair_impressions)
     if not np.all(reached):
         missing = np.flatnonzero(~reached) + 1
@@ -576,8 +615,8 @@ def harvest_propensities(
     low, high = np.full(k_max, np.nan), np.full(k_max, np.nan)
     disconnected = 0
     if bootstrap > 0:
-        counts = _query_resamples(stats.n_queries, int(bootstrap), rng)
-        rep_clicks, rep_impressions = stats.replicate_totals(counts)
+        counts = _query_resamples(n_queries, int(bootstrap), rng)
+        rep_clicks, rep_impressions = replicate_totals(counts)
         replicates = np.empty((int(bootstrap), k_max))
         for b in range(int(bootstrap)):
             rep = np.exp(_allpairs_fit(rep_clicks[b], rep_impressions[b], start=fit.log_p).log_p)
@@ -592,10 +631,10 @@ def harvest_propensities(
         "iterations": fit.iterations,
         "converged": fit.converged,
         "log_likelihood": fit.loglik,
-        "intervention_docs": stats.n_intervention_docs,
+        "intervention_docs": intervention_docs,
         "rank_pairs": int(np.count_nonzero((pair_impressions[i, j] > 0) & (pair_impressions[j, i] > 0))),
-        "queries": stats.n_queries,
-        "sessions": {int(r): float(n) for r, n in zip(stats.rankers, stats.sessions, strict=True)},
+        "queries": n_queries,
+        "sessions": {int(r): float(n) for r, n in zip(rankers, sessions, strict=True)},
         "bootstrap": int(bootstrap),
         "bootstrap_disconnected": disconnected,
     }

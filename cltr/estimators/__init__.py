@@ -111,7 +111,9 @@ def key_options(name: str, options: dict | Options | None) -> dict[str, Any]:
     told = parsed.to_dict()
     defaults = estimator.options().to_dict()
     always = set(parsed.always_keyed()) if hasattr(parsed, "always_keyed") else set()
-    return {key: value for key, value in told.items() if value != defaults[key] or key in always}
+    # the engine's scheduler changes nothing computed (cltr.distributed.engine_key)
+    return {key: value for key, value in told.items()
+            if (value != defaults[key] or key in always) and key != "scheduler"}
 
 
 def estimate(name: str, table: Impressions, X: np.ndarray, options: dict | Options | None = None, *,
