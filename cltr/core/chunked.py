@@ -153,18 +153,22 @@ def chunk_planes(chunk: ClickChunk, weight: np.ndarray,
     if len(problem.negative) == 0:
         return np.zeros(m), np.zeros((m, points.shape[1])), np.zeros(m)
     X = problem.X_used
-    scores = X @ points.T  # (n_used, m)
-    run = chunk.run_of_pair
-    hinge = scores[problem.negative]
-    hinge -= scores[run]
-    hinge += 1.0
-    active = np.repeat(weight, problem.count)[:, None] * (hinge > 0.0)
-    risk = np.einsum("pm,pm->m", active, hinge)
-    coef = np.empty((len(X), m))
+    scores = points @ X.T  # (m, n_used): one point's scores contiguous for its pair pass
+    pair_weight = np.repeat(weight, problem.count)
+    offset, risk = np.empty(m), np.empty(m)
+    coef = np.empty((m, len(X)))
+    hinge = np.empty(len(problem.negative))
     for j in range(m):
-        coef[:, j] = (np.bincount(run, weights=active[:, j], minlength=len(X))
-                      - np.bincount(problem.negative, weights=active[:, j], minlength=len(X)))
-    return active.sum(axis=0), (X.T @ coef).T, risk
+        np.take(scores[j], problem.negative, out=hinge)
+        hinge -= np.repeat(scores[j, problem.run_row], problem.count)  # a run's clicked score, repeated
+        hinge += 1.0
+        active = pair_weight * (hinge > 0.0)
+        offset[j] = active.sum()
+        risk[j] = np.dot(active, hinge)
+        # the plane's per-document coefficients: +a_p on each pair's clicked document, -a_p on the other
+        coef[j] = np.bincount(chunk.run_of_pair, weights=active, minlength=len(X))
+        coef[j] -= np.bincount(problem.negative, weights=active, minlength=len(X))
+    return offset, coef @ X, risk
 
 
 def chunk_slack_sums(chunk: ClickChunk, w: np.ndarray) -> np.ndarray:
