@@ -48,7 +48,7 @@ def figures_command(session: Session, name, out, **values) -> None:
     """
     import pandas as pd
 
-    from cltr.pipeline.experiments import SPEC_DIR, load_spec, run_experiment, spec_names
+    from cltr.pipeline.experiments import SPEC_DIR, load_spec, run_experiment, run_together, spec_names
     from cltr.pipeline.report import check_out_directory, stated_rows, table_rows, training_data, write_outputs
 
     options = settings_from(FiguresOptions, values, what="cltr figures")
@@ -60,13 +60,36 @@ def figures_command(session: Session, name, out, **values) -> None:
     names = [n for n in spec_names(directory) if n != "smoke" and load_spec(n, directory).in_all] \
         if name == "all" else [name]
     failures = []
+
+    def resolved(loaded, fold_name=None):
+        return loaded.resolved(dataset=fold_name or dataset, reps=reps, quick=quick, select=select, tune=tune)
+
+    def fold_list(loaded):
+        report_spec = resolved(loaded)
+        return session.fold_datasets(report_spec.dataset, list(folds)) if folds else [report_spec.dataset]
+
+    if len(names) > 1:  # every spec's tasks in two waves, then each spec's report from them
+        together = []
+        for spec_name in names:
+            loaded = load_spec(spec_name, directory)
+            for fold_name in fold_list(loaded):
+                together.append(resolved(loaded, fold_name))
+                session.ensure_dataset(together[-1])
+        check_out_directory(out)
+        click.echo(f"all ({len(names)} specs: {', '.join(names)}) on {sorted({s.dataset for s in together})}: "
+                   f"the tuning tasks and the specs that tune nothing, then the tuned tasks")
+        start = time.perf_counter()
+        with Progress("all", unit="step") as bar:
+            counts = run_together(together, session.workspace.root, n_jobs=n_jobs, backend=backend,
+                                  scheduler=scheduler, progress=_experiment_progress(bar))
+        click.echo(f"{counts['tasks']} tasks ({counts['computed']} computed, {counts['reused']} reused) in "
+                   f"{time.perf_counter() - start:.1f} s")
     for spec_name in names:
         loaded = load_spec(spec_name, directory)
-        report_spec = loaded.resolved(dataset=dataset, reps=reps, quick=quick, select=select, tune=tune)
-        fold_names = session.fold_datasets(report_spec.dataset, list(folds)) if folds else [report_spec.dataset]
+        report_spec = resolved(loaded)
         frames, records = [], {}
-        for fold_name in fold_names:
-            spec = loaded.resolved(dataset=fold_name, reps=reps, quick=quick, select=select, tune=tune)
+        for fold_name in fold_list(loaded):
+            spec = resolved(loaded, fold_name)
             session.ensure_dataset(spec)
             records[fold_name] = dataset_record(session.workspace, fold_name)
             train = training_data([fold_name], records)

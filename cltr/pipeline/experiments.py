@@ -109,7 +109,8 @@ else:
     pd = lazy_import("pandas")  # imported on first use: `cltr --help` needs no pandas
 
 __all__ = ["Spec", "Task", "ExperimentProgress", "SPEC_DIR", "find_spec_dir", "load_spec", "spec_names", "plan",
-           "task_steps", "run_task", "run_experiment", "TaskContext", "method_rows", "METHOD_COLUMNS", "METRICS",
+           "task_steps", "run_task", "run_experiment", "run_together", "TaskContext", "method_rows",
+           "METHOD_COLUMNS", "METRICS",
            "repetition_seed", "CLICK_SETTINGS", "SELECTIONS", "TUNINGS", "tuning_tasks", "tuned", "STATED_MEASURES",
            "dataset_record", "pool_selection", "poolable", "propensity_choices", "FiguresOptions", "parse_folds"]
 
@@ -783,6 +784,66 @@ def run_experiment(spec: Spec, root: str | Path, *, n_jobs: int = 1, backend: st
     return frame[_column_order(frame.columns, spec.kind)], counts
 
 
+def run_together(specs: list[Spec], root: str | Path, *, n_jobs: int = 1, backend: str = "loky",
+                 scheduler: str | None = None,
+                 progress: Callable[[ExperimentProgress], None] | None = None) -> dict:
+    """Compute the tasks of several resolved specs in two waves, for ``cltr figures all``.
+
+    Run one spec after another, every spec ends with its slowest tasks running while other
+    workers wait, and a spec that tunes once waits for its few tuning tasks before it starts
+    the rest: on two workers one of them idles at each of those joins. Here the first wave
+    holds every spec's tuning tasks (first: they are the longest and the second wave waits
+    for them) and every task of the specs that tune nothing; the second wave the tasks that
+    take a tuning task's choices. A task two specs share runs once. The tasks, their keys and
+    so their rows are ``run_experiment``'s, which then finds every one of them finished.
+
+    Returns
+    -------
+    dict
+        ``tasks``, ``computed`` and ``reused``, over the distinct tasks.
+    """
+    workspace = Workspace(root)
+    first: dict[str, Task] = {}
+    untuned: dict[str, Task] = {}
+    later = []
+    for spec in specs:
+        record = dataset_record(workspace, spec.dataset)
+        fingerprint = record["fingerprint"]
+        tasks = plan(spec, default_passes=default_passes(record["name"], record.get("meta", {})))
+        tuning = tuning_tasks(spec, tasks)
+        for task in tuning.values():
+            first.setdefault(task_key(task, fingerprint), task)
+        if tuning:
+            later.append((spec, tasks, tuning, fingerprint))
+        else:
+            untuned.update((task_key(task, fingerprint), task) for task in tasks)
+    first.update((key, task) for key, task in untuned.items() if key not in first)
+    waves = [first]
+    counts = {"tasks": 0, "reused": 0, "computed": 0}
+    total = _Totals(len(first), sum(task_steps(task) for task in first.values()))
+
+    def run(wave: dict[str, Task]) -> None:
+        _run_tasks(list(wave.values()), root=root, fingerprint=None, n_jobs=n_jobs, backend=backend,
+                   scheduler=scheduler, progress=progress, total=total, counts=counts)
+
+    run(first)
+    second: dict[str, Task] = {}
+    for spec, tasks, tuning, fingerprint in later:
+        chosen = {by: run_task(root, task)[0] for by, task in tuning.items()}  # finished: read
+        for task in tuned(spec, tasks, chosen):
+            by = _tuned_by(spec, task)
+            if (tuning[by].repetition, tuning[by].point) != (task.repetition, task.point):
+                key = task_key(task, fingerprint)
+                if key not in first:
+                    second.setdefault(key, task)
+    waves.append(second)
+    total.tasks += len(second)
+    total.steps += sum(task_steps(task) for task in second.values())
+    run(second)
+    counts["tasks"] = sum(len(wave) for wave in waves)
+    return counts
+
+
 @dataclass
 class _Totals:
     """The progress of a whole run, over its phases (tuning, then every task)."""
@@ -793,18 +854,20 @@ class _Totals:
     steps_done: int = 0
 
 
-def _run_tasks(tasks: list[Task], *, root, fingerprint: str, n_jobs: int, backend: str, scheduler: str | None,
+def _run_tasks(tasks: list[Task], *, root, fingerprint: str | None, n_jobs: int, backend: str, scheduler: str | None,
                progress, total: _Totals, counts: dict | None = None, known: dict[int, list[dict]] | None = None,
                on_task_done: Callable[[Task, bool], None] | None = None) -> list[list[dict]]:
     """The rows of every task of ``tasks``, in their order: ``known`` ones (by index) as
-    given, finished ones read, the others fanned out."""
+    given, finished ones read, the others fanned out. ``fingerprint``: of the tasks' one
+    dataset (None: each task's own, read from the workspace)."""
     workspace = Workspace(root)
     results: dict[int, list[dict]] = dict(known or {})
     pending = []
     for index, task in enumerate(tasks):
         if index in results:
             continue
-        if workspace.has(task.dataset, "tasks", task_key(task, fingerprint)):
+        found = fingerprint or dataset_record(workspace, task.dataset)["fingerprint"]
+        if workspace.has(task.dataset, "tasks", task_key(task, found)):
             results[index] = run_task(root, task)[0]  # reads the finished task's rows
         else:
             pending.append(index)

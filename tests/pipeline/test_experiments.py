@@ -286,18 +286,34 @@ def test_a_spec_clip_is_auto_none_or_a_threshold(tmp_path):
 
 
 def test_figures_all_runs_every_spec_but_those_kept_out(tiny_specs, tmp_path, invoke, tiny_run):
-    """`in_all = false` keeps a spec out of `cltr figures all` (the robustness figure takes
-    hours on the default); the others run, each once."""
+    """`cltr figures all` computes every spec's tasks in two waves (the tuning tasks and the
+    untuned specs, then the tuned tasks) and reports each spec from them. `in_all = false`
+    keeps a spec out (robustness: hours on the default)."""
+    import re
     import shutil
 
-    workdir = tmp_path / "work"
-    shutil.copytree(tiny_run, workdir, ignore=shutil.ignore_patterns("results"))
+    (tiny_specs / "tuned.toml").write_text(
+        'name = "tuned"\nkind = "curve"\ndataset = "tiny"\nmethods = ["svm-rank", "lambdarank"]\n'
+        'references = ["production"]\nreps = 1\nseed = 11\ntune = "once"\nx = "passes"\nvalues = [2, 4]\n'
+        '[clicks]\neta = 1.0\neps_neg = 0.1\n[options.svm-rank]\ngrid = [1.0]\n'
+        '[options.lambdarank]\nnum_leaves = 4\nmax_rounds = 20\n')
+    together = tmp_path / "together"
+    shutil.copytree(tiny_run, together, ignore=shutil.ignore_patterns("results"))
     # a spec that would fail at once if it ran: its dataset cannot be prepared
     (tiny_specs / "hours.toml").write_text('name = "hours"\nkind = "curve"\nin_all = false\ndataset = "letor"\n'
                                           'methods = ["svm-rank"]\nx = "eta"\nvalues = [1.0]\n')
-    out = invoke("figures", "all", "--specs", tiny_specs, "--out", workdir / "results", workdir=workdir).output
+    out = invoke("figures", "all", "--specs", tiny_specs, "--out", together / "results", "--n-jobs", "1",
+                 workdir=together).output
     assert "hours" not in out and "tiny (test)" in out
-    assert (workdir / "results" / "tiny.csv").read_text() == (tiny_run / "results" / "tiny.csv").read_text()
+    # tiny's 6 tasks were finished; tuned's tuning task (x = 4, the first wave) and the task
+    # taking its choice (x = 2, the second) are computed; each spec's report reads them
+    assert "8 tasks (2 computed, 6 reused)" in out
+    assert re.findall(r"(\d+) tasks \((\d+) computed", out)[1:] == [("6", "0"), ("2", "0")]
+    # the reports computed nothing: the waves' tasks are run_experiment's, keys and all
+    assert (together / "results" / "tiny.csv").read_text() == (tiny_run / "results" / "tiny.csv").read_text()
+    tuned = pd.read_csv(together / "results" / "tuned.csv")
+    chosen = [json.loads(c) for c in tuned.loc[tuned["method"] == "lambdarank", "chosen"]]
+    assert len(tuned) == 2 * 3 and len(chosen) == 2 and chosen[0]["learning_rate"] == chosen[1]["learning_rate"]
     assert load_spec("robustness").in_all is False and load_spec("table2").in_all is True
     (tiny_specs / "bad.toml").write_text('name = "bad"\nkind = "curve"\nin_all = "no"\n')
     with pytest.raises(ValueError, match="in_all must be true or false"):
