@@ -76,7 +76,8 @@ def figures_command(session: Session, name, out, **values) -> None:
                 together.append(resolved(loaded, fold_name))
                 session.ensure_dataset(together[-1])
         check_out_directory(out)
-        click.echo(f"all ({len(names)} specs: {', '.join(names)}) on {sorted({s.dataset for s in together})}: "
+        on = ", ".join(repr(name) for name in sorted({spec.dataset for spec in together}))
+        click.echo(f"all ({len(names)} specs: {', '.join(names)}) on {on}: "
                    f"the tuning tasks and the specs that tune nothing, then the tuned tasks")
         start = time.perf_counter()
         with Progress("all", unit="step") as bar:
