@@ -22,6 +22,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from cltr.core.chunked import LocalMapper
 from cltr.options import Options, option
@@ -81,8 +82,8 @@ class DaskMapper:
 
 
 @contextmanager
-def engine(options: EngineOptions, *, workers: int | None = None) -> Iterator[tuple[object | None, int | None]]:
-    """``(mapper, chunks)`` for ``options``: ``(None, None)`` for the plain in-process code.
+def engine(options: EngineOptions, *, workers: int | None = None) -> Iterator[tuple[Any, int]]:
+    """``(mapper, chunks)`` for ``options``: ``(None, 1)`` for the plain in-process code.
 
     A local dask cluster (no ``--scheduler``) has ``workers`` single-threaded worker
     processes (default: one per core) and is closed on exit; a client of a given scheduler
@@ -91,10 +92,10 @@ def engine(options: EngineOptions, *, workers: int | None = None) -> Iterator[tu
     if options.scheduler is not None and options.backend != "dask":
         raise ValueError(f"--scheduler {options.scheduler} needs --backend dask (found --backend {options.backend})")
     if not options.chunked:
-        yield None, None
+        yield None, 1
         return
     if options.backend == "local":
-        yield LocalMapper(), options.chunks
+        yield LocalMapper(), int(options.chunks or 1)
         return
     try:
         from dask.distributed import Client, LocalCluster
