@@ -136,7 +136,7 @@ def test_pooling_refuses_a_method_told_another_criterion():
 def test_the_report_says_how_settings_were_tuned():
     import pandas as pd
 
-    from cltr.pipeline.report import _selection_text
+    from cltr.pipeline.report.notes import _selection_text
 
     spec = _spec_from_dict(tomllib.loads(SPEC), where="test")
     assert "once per series, by its first repetition at x = 1.0" in _selection_text(pd.DataFrame(), spec)
