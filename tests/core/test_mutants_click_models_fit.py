@@ -87,7 +87,8 @@ def test_an_empty_cell_is_passed_over(name):
     sigma = np.array([0.2, 0.5, 0.4, 0.3, 0.6, 0.4])
     extra = {"cascade": {}, "dcm": {"continuation": np.full(4, 0.6)},
              "dbn": {"continuation": np.array([0.8]), "satisfaction": sigma}}[name]
-    model = ClickModel(name=name, pair_query=pair_query, pair_doc=pair_doc, attractiveness=alpha, info={"max_rank": 4}, **extra)
+    model = ClickModel(name=name, pair_query=pair_query, pair_doc=pair_doc, attractiveness=alpha,
+                       info={"max_rank": 4}, **extra)
     shown = [(0, 0), (0, 1), (0, 3), (1, 0), (1, 1)]
     same = [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1)]
     # the closed grid is one rank shallower: DCM's lambda per rank cut to it (all 0.6)
