@@ -90,6 +90,14 @@ def _click_log(clicks, queries: Queries, *, click_query=None, click_doc=None, pr
                     pass_index=np.zeros(len(click_doc), dtype=np.int64), n_passes=1, n_queries=queries.n_queries)
 
 
+def _defaults(method: str) -> dict[str, Any]:
+    """Each option of ``method`` with its default as a parameter: the options type's, or None
+    (the chosen preset's value) for the settings a preset supplies (``preset_fields``)."""
+    options_type: Any = methods.get(method).options
+    from_preset = set(options_type.preset_fields()) if hasattr(options_type, "preset_fields") else set()
+    return {f.name: None if f.name in from_preset else f.default for f in options_type.option_fields()}
+
+
 def _same(value, default) -> bool:
     """``value`` is ``default`` (a list given for a tuple option is the same sequence)."""
     if isinstance(value, list):
@@ -128,8 +136,8 @@ class Estimator(BaseEstimator):
             return
         # the signature scikit-learn reads (get_params, clone, repr) is the options type's fields
         parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-        parameters += [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default)
-                       for f in methods.get(cls.method).options.option_fields()]
+        parameters += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
+                       for name, default in _defaults(cls.method).items()]
 
         def __init__(self, **params):
             Estimator.__init__(self, **params)
@@ -143,8 +151,9 @@ class Estimator(BaseEstimator):
     def __init__(self, **params):
         names = self._get_param_names()
         self._refuse_unknown(params)
+        defaults = _defaults(self.method)
         for name in names:
-            setattr(self, name, params.get(name, methods.get(self.method).options.__dataclass_fields__[name].default))
+            setattr(self, name, params.get(name, defaults[name]))
 
     def _refuse_unknown(self, params: dict) -> None:
         options_type: Any = methods.get(self.method).options
@@ -163,11 +172,12 @@ class Estimator(BaseEstimator):
     def _options(self):
         """The parameters as the method's validated options (``ValueError`` naming a bad one).
 
-        A parameter at its declared default is left out, as an option not given on the
-        command line: where a method has presets (Deep PropDCG's ``preset``), the chosen
-        preset's own value then stands."""
+        A parameter at its default is left out, as an option not given on the command line:
+        where a method has presets (Deep PropDCG's ``preset``), the settings a preset supplies
+        default to None, the chosen preset's value (a value given wins, even one equal to
+        another preset's)."""
         method = methods.get(self.method)
-        defaults = {f.name: f.default for f in method.options.option_fields()}
+        defaults = _defaults(self.method)
         given = {name: value for name, value in self.get_params(deep=False).items()
                  if not (name in defaults and _same(value, defaults[name]))}
         return method.parse_options(given, where=type(self).__name__)
@@ -264,7 +274,7 @@ class DeepPropDCG(Estimator):
     """Deep PropDCG: an MLP on the DCG bound.
 
     ``preset="paper"`` starts from the paper's settings (``cltr.methods.deep_propdcg.PRESETS``);
-    a parameter at its default, the ``default`` preset's value, takes the chosen preset's.
+    a setting left at None is the chosen preset's, one given overrides it.
     """
     method = "deep-propdcg"
 

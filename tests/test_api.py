@@ -114,6 +114,20 @@ def test_get_params_and_set_params_round_trip():
     assert api.PropRank().get_params()["C"] is None  # chosen on validation clicks
 
 
+def test_a_value_given_to_a_preset_method_wins_even_at_the_default_presets_value():
+    """DeepPropDCG(preset="paper", epochs=100): 100 epochs as asked, although 100 is the
+    ``default`` preset's value; a setting not given is the chosen preset's, as on the CLI."""
+    from cltr.methods.deep_propdcg import PRESETS
+
+    paper, default = PRESETS["paper"], PRESETS["default"]
+    assert default.epochs != paper.epochs
+    given = api.DeepPropDCG(preset="paper", epochs=default.epochs)._options()
+    assert given.epochs == default.epochs and given.hidden == paper.hidden
+    assert api.DeepPropDCG(preset="paper")._options() == paper
+    assert api.DeepPropDCG()._options() == default
+    assert api.DeepPropDCG().get_params()["epochs"] is None  # the preset's
+
+
 def test_unknown_or_bad_parameters_raise_naming_the_valid_ones(logged):
     valid = ", ".join(f.name for f in PropDCGOptions.option_fields())
     with pytest.raises(ValueError, match=f"unknown option 'foo'.*valid: {valid}"):

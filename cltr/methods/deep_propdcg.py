@@ -94,6 +94,12 @@ class DeepOptions(SelectionOptions):
         self.checked()  # bad combinations fail before any work
 
     @classmethod
+    def preset_fields(cls) -> tuple[str, ...]:
+        """The settings a preset supplies (every one but the preset's name and the settings
+        no preset fixes): where these are not given, the chosen preset's value stands."""
+        return tuple(f.name for f in cls.option_fields() if f.name not in _NOT_PRESET)
+
+    @classmethod
     def from_dict(cls, values=None, *, where: str = "options"):
         """The preset ``values["preset"]`` names (default: ``default``) with the other values
         given, those not None, in place of its own; validated as every ``Options``."""
@@ -108,7 +114,7 @@ class DeepOptions(SelectionOptions):
         preset = PRESETS.get(self.preset)
         record = {}
         for name, value in _fields(self).items():
-            same = preset is not None and name not in ("preset", "blas_threads", "criterion") \
+            same = preset is not None and name not in _NOT_PRESET \
                 and value == getattr(preset, name)
             if same and name in _LATER:
                 continue  # options added after the record's shape was fixed: only a change is recorded
@@ -169,6 +175,7 @@ class DeepOptions(SelectionOptions):
 
 # options without a place in the record of models stored before they were options
 _LATER = ("learning_rates", "schedule", "standardize")
+_NOT_PRESET = ("preset", "blas_threads", "criterion")
 
 
 def _fields(options: DeepOptions) -> dict:
