@@ -366,6 +366,12 @@ class TwoTowerOptions(SelectionOptions):
     dtype: str = option("float32", "Precision of the relevance tower.", choices=("float32", "float64"))
     blas_threads: int = option(1, "BLAS threads for the network's products.", low=1)
 
+    def __post_init__(self):
+        # each tower keeps the best of its grid: an empty grid has no model to keep
+        for name, what in (("l2", "penalty"), ("learning_rates", "learning rate")):
+            if not getattr(self, name):
+                raise ValueError(f"{name} must list at least one {what}, found {getattr(self, name)!r}")
+
 
 def train(data: TrainingData, options: TwoTowerOptions, *, progress=None):
     impressions = data.displayed("train").impressions()

@@ -113,3 +113,13 @@ def test_cli_two_tower_beats_production_on_a_hard_log_and_prints_its_bias_tower(
     assert bias[0] == 1 and all(a > b for a, b in itertools.pairwise(bias))
     production = _test_avg_dcg(invoke("evaluate", "--production", workdir=tmp_path).output)
     assert _test_avg_dcg(invoke("evaluate", workdir=tmp_path).output) > production + 0.015
+
+
+@pytest.mark.parametrize("name", ["l2", "learning_rates"])
+def test_an_empty_grid_is_refused_by_name(name):
+    """Each tower keeps the best of its grid: an empty one (`--l2 ""`, `l2 = []`) has nothing to
+    keep, and is refused with the option's name before any training."""
+    from cltr import methods
+
+    with pytest.raises(ValueError, match=f"{name} must list at least one"):
+        methods.get("two-tower").parse_options({name: []})
