@@ -38,6 +38,10 @@ def test_bad_specs_say_what_is_wrong(tmp_path):
         load_spec("odd", tmp_path)
     with pytest.raises(ValueError, match="no experiment spec"):
         load_spec("missing", tmp_path)
+    # a curve is drawn against its x: without one its tasks would run and the report fail
+    (tmp_path / "flat.toml").write_text('name = "flat"\nkind = "curve"\nmethods = ["svm-rank"]\n')
+    with pytest.raises(ValueError, match=r"flat.toml: a curve needs x"):
+        load_spec("flat", tmp_path)
 
 
 @pytest.mark.parametrize("dataset, default", [("synthetic", 100), ("letor", 100), ("yahoo", 10)])
@@ -315,6 +319,6 @@ def test_figures_all_runs_every_spec_but_those_kept_out(tiny_specs, tmp_path, in
     chosen = [json.loads(c) for c in tuned.loc[tuned["method"] == "lambdarank", "chosen"]]
     assert len(tuned) == 2 * 3 and len(chosen) == 2 and chosen[0]["learning_rate"] == chosen[1]["learning_rate"]
     assert load_spec("robustness").in_all is False and load_spec("table2").in_all is True
-    (tiny_specs / "bad.toml").write_text('name = "bad"\nkind = "curve"\nin_all = "no"\n')
+    (tiny_specs / "bad.toml").write_text('name = "bad"\nkind = "table"\nin_all = "no"\n')
     with pytest.raises(ValueError, match="in_all must be true or false"):
         load_spec("bad", tiny_specs)

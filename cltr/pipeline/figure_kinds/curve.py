@@ -53,7 +53,7 @@ def plot(frame: pd.DataFrame, spec: Spec, plt, records):
     metric = spec.metric
     summary = summarise(frame, spec)
     x_column = spec.plot_x or spec.x
-    assert x_column is not None  # a curve spec names its x (the spec's validation)
+    assert x_column is not None  # a curve spec names its x (validate)
     x_source = f"{x_column}_mean" if x_column == "train_clicks" else f"point_{x_column}"
     series_columns = [f"point_{k}" for k in spec.series]
     groups = list(summary.groupby(series_columns, sort=False)) if series_columns else [((), summary)]
@@ -124,6 +124,12 @@ def plot(frame: pd.DataFrame, spec: Spec, plt, records):
     return figure, data
 
 
+def validate(raw: dict, where: str) -> None:
+    if raw.get("x") is None:  # the table and the plot are drawn against it
+        raise ValueError(f"{where}: a curve needs x, the click setting on its x axis, and its values (e.g. x = "
+                         f"\"passes\", values = [10, 100]); a comparison at one setting is kind = \"table\"")
+
+
 def _positions(top_k: np.ndarray, spec: Spec) -> np.ndarray:
     """Evenly spaced places for the K values of a top-k curve, the full list (0) last."""
     order = sorted(spec.values, key=lambda k: (k == 0, k))
@@ -139,5 +145,6 @@ FIGURE_KIND = FigureKind(
     keys=("methods", "references", "options", "metric", "x", "values", "plot_x", "series", "select", "tune",
           "tune_at", "compare_to"),
     columns=METHOD_COLUMNS,
+    validate=validate,
     notes=lambda frame, spec: [runs_note(spec)],
 )
