@@ -107,7 +107,7 @@ def engine(options: EngineOptions, *, workers: int | None = None) -> Iterator[tu
                                dashboard_address=None)
     try:
         client = Client(options.scheduler or cluster)
-    except OSError as error:
+    except (OSError, ValueError) as error:  # unreachable, or an address dask cannot read ("missing port")
         if cluster is not None:
             cluster.close()
         raise ValueError(f"cannot reach the dask scheduler at {options.scheduler}: {error}") from None

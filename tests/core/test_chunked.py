@@ -204,3 +204,12 @@ def test_harvest_on_a_dask_cluster_gives_the_in_process_estimate(dask_client):
             for mapper in (LocalMapper(), DaskMapper(dask_client))]
     np.testing.assert_allclose(runs[1].propensity, runs[0].propensity, rtol=0, atol=1e-12)
     np.testing.assert_allclose(runs[1].low, runs[0].low, rtol=0, atol=1e-12)
+
+
+def test_a_malformed_scheduler_address_is_named_as_the_option():
+    pytest.importorskip("distributed")
+    from cltr.distributed import EngineOptions, engine
+
+    with pytest.raises(ValueError, match="cannot reach the dask scheduler at foo"):
+        with engine(EngineOptions(backend="dask", scheduler="foo")):
+            pass
