@@ -96,3 +96,25 @@ def test_an_empty_cell_is_passed_over(name):
     for with_gap, without in zip(click_probabilities(model, grid), click_probabilities(shallower, closed),
                                  strict=True):
         np.testing.assert_allclose([with_gap[c] for c in shown], [without[c] for c in same], rtol=1e-12)
+
+
+def test_cascade_fit_by_hand():
+    # the cascade model observes each session down to its first click: session 5 (clicks 1 0 _ 1)
+    # only rank 1 (pair 0, clicked), session 7 (clicks 0 1) ranks 1 and 2 (pair 3 skipped, pair
+    # 4 clicked); pairs 1 and 2 keep the prior 0.5, estimates are clipped to [1e-6, 1 - 1e-6],
+    # and the unseen slot is the mean of the observed pairs. Kills `argmax + 1` -> `+ 2`, the
+    # clip's `1.0 - floor` -> `1.0 + floor` / `2.0 - floor`, `bottom > 0` -> `>= 0` / `> 1`
+    # (pairs 0, 3, 4 have one observation each), `seen` with `>=`, `value[:-1]` -> `[:1]` /
+    # `[:-2]` and the info's iterations 1 -> 2 and converged True -> False
+    grid, pair_query, pair_doc = _grid()
+    model = fit_click_model("cascade", grid, pair_query, pair_doc)
+    high, low = 1 - 1e-6, 1e-6
+    np.testing.assert_allclose(model.attractiveness, [high, 0.5, 0.5, low, high, (2 * high + low) / 3], rtol=1e-12)
+    assert model.info["iterations"] == 1 and model.info["converged"] is True
+
+
+def test_em_stopped_by_its_cap_is_not_converged():
+    # kills `converged = False` -> True: one EM iteration cannot meet the tolerance
+    grid, pair_query, pair_doc = _grid()
+    model = fit_click_model("pbm", grid, pair_query, pair_doc, iterations=1)
+    assert model.info["converged"] is False
