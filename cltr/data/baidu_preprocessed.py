@@ -335,6 +335,10 @@ def read_preprocessed(paths: Sequence[str | os.PathLike], *, kind: str = "clicks
                              f"query_no (one row per document) and the features {', '.join(wanted_features)}; "
                              f"found {', '.join(names) or 'none'}")
         file = _File(path, table, aligned=aligned, names=names)
+        empty = np.flatnonzero(np.diff(file.offsets) == 0) if file.nested and kind == "annotations" else np.zeros(0)
+        if len(empty):  # a test query with nothing to rank (an empty click session is merely unused)
+            raise ValueError(f"{path}: row {int(empty[0]) + 1}, column {aligned!r}: an empty list; an annotated "
+                             f"query has at least one document")
         if file.nested:
             session = np.repeat(np.arange(file.n_rows, dtype=np.int64), np.diff(file.offsets))
         else:
@@ -583,8 +587,8 @@ def load_baidu_ultr(clicks: str | os.PathLike, annotations: str | os.PathLike, l
                              "impressions": int(row_mask.sum()), "clicks": int(table["click"].sum())}
 
     judged_sizes = np.bincount(judged.session, minlength=judged.n_sessions)
-    if (judged_sizes == 0).any():  # pragma: no cover - sessions are numbered from the rows themselves
-        raise ValueError("an annotated query without documents")
+    if (judged_sizes == 0).any():  # pragma: no cover - read_preprocessed refuses an empty annotated query
+        raise AssertionError("an annotated query without documents")
     test_offsets = np.concatenate([[0], np.cumsum(judged_sizes)]).astype(np.int64)
     test_X = judged.X if normalize == "none" else _query_normalized(judged.X, test_offsets)
     splits["test"] = Queries(X=np.ascontiguousarray(test_X), labels=judged.label.astype(np.int64),

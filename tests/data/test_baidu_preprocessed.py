@@ -182,3 +182,14 @@ def test_embeddings_of_two_widths_are_refused(tmp_path):
     with pytest.raises(ValueError, match=r"row 9, column 'query_document_embedding': value 2 of the embedding is "
                                          r"missing"):
         read_preprocessed([path], features="embedding")
+
+
+def test_an_annotated_query_without_documents_is_refused_by_file_and_row(tmp_path):
+    """A sessions-shape row of empty lists would be a test query with no document to rank."""
+    columns = {"query_md5": ["q", "r", "s"], "label": [[1, 0], [], [3]]}
+    columns.update({name: [[1.0, 2.0], [], [3.0]] for name in LTR_FEATURES})
+    path = tmp_path / "validation.parquet"
+    pq.write_table(pa.table(columns), path)
+    with pytest.raises(ValueError, match=r"validation.parquet: row 2, column 'label': an empty list; an annotated "
+                                         r"query has at least one document"):
+        read_preprocessed([path], kind="annotations")
