@@ -64,7 +64,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit
 
 from cltr.core.clicks import Displayed
 from cltr.core.ranking import DCG_BASE, dcg_gain, snips_avg_dcg
@@ -159,6 +158,8 @@ class RelevanceModel:
 
     def relevance(self, X: np.ndarray) -> np.ndarray:
         """gamma_hat of every row of ``X``, shape (n,), in (0, 1)."""
+        from scipy.special import expit  # here, not at the top: see fit_relevance_model
+
         return expit(((np.asarray(X, dtype=np.float64) - self.mean) / self.scale) @ self.w + self.b)
 
 
@@ -191,9 +192,11 @@ def fit_relevance_model(X: np.ndarray, table: PropensityImpressions, *, l2: floa
     -------
     RelevanceModel
     """
-    # here, not at the top: scipy.optimize takes half a second to import, and every cltr
-    # command imports the corrections that import this module
+    # here, not at the top: scipy.optimize takes half a second to import and scipy.special a
+    # quarter, and every cltr command (`cltr --help` too) imports the corrections that import
+    # this module; bound once per fit, so the optimizer's objective pays no import
     from scipy.optimize import minimize
+    from scipy.special import expit
 
     if len(table) == 0 or table.impressions.sum() == 0:
         raise ValueError("no impressions to fit the relevance model on")

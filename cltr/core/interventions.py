@@ -19,7 +19,6 @@ bootstrap replicates.
 from __future__ import annotations
 
 import numpy as np
-from scipy import sparse
 
 from cltr.core.propensity import (
     PropensityEstimate,
@@ -170,6 +169,9 @@ def swap_propensities(
         raise ValueError(f"rank {missing[0]} has no (query, document) also shown at rank 1 (ranks without one: "
                          f"{', '.join(map(str, missing[:10]))}): the log holds no swap or randomization reaching it; "
                          f"lower max_rank to the intervention's depth, or simulate with --intervention")
+    # here, not at the top: scipy.sparse takes a tenth of a second to import and `cltr --help` imports this module
+    from scipy import sparse
+
     shape = (len(queries), k_max)
     # per query and rank: Σ CTR_k and Σ CTR_1 over its documents in D_k
     at_k = sparse.csr_matrix((rate[paired], (pair_query, pair_k0)), shape=shape)

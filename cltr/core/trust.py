@@ -37,7 +37,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import expit, logsumexp, xlog1py, xlogy
 
 from cltr.core.propensity import PropensityEstimate
 
@@ -255,6 +254,10 @@ def _em_rows(doc, rank, impressions, clicks) -> dict:
 
 def _document_loglik(rows: dict, click_probability: np.ndarray) -> np.ndarray:
     """Σ over a document's rows of log Binomial(clicks; impressions, p_k), without the binomial coefficient."""
+    # scipy here and in _em_fit, not at the top: scipy.special takes a quarter of a second to
+    # import and `cltr --help` imports this module; once per call, never per row
+    from scipy.special import xlog1py, xlogy
+
     p = click_probability[rows["row_rank"]]
     c, n = rows["clicks"], rows["impressions"]
     return np.bincount(rows["row_doc"], weights=xlogy(c, p) + xlog1py(n - c, -p), minlength=rows["n_docs"])
@@ -264,6 +267,8 @@ def _em_fit(rows: dict, doc_weight: np.ndarray, max_rank: int, *, iterations: in
     """EM for a two-component mixture per document: relevant (clicks ~ Bin(n, c+_k)) with
     prior pi_j, irrelevant (Bin(n, c-_k)), j the document's top rank; returns (c+, c-, pi,
     log-likelihood, iterations, converged, the posteriors rho_d)."""
+    from scipy.special import expit, logsumexp
+
     row_doc, row_rank, c, n = rows["row_doc"], rows["row_rank"], rows["clicks"], rows["impressions"]
     top = rows["doc_top"]
     floor = 1e-9  # keeps log p finite on ranks without a click

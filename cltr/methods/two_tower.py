@@ -64,7 +64,6 @@ import time
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.special import expit, log_expit
 from threadpoolctl import threadpool_limits
 
 from cltr.core.clicks import Impressions
@@ -102,6 +101,10 @@ def click_loss(relevance: np.ndarray, bias: np.ndarray, impressions: np.ndarray,
     grad_relevance, grad_bias : ndarray, shape (m,)
         Its derivatives with respect to each row's r and b.
     """
+    # here, not at the top: scipy.special takes a quarter of a second to import and
+    # `cltr --help` imports every method; once per batch, never per row
+    from scipy.special import expit, log_expit
+
     n, c = impressions, clicks
     if combination == "additive":
         z = relevance + bias
@@ -329,6 +332,8 @@ def _train_linear(features, row_doc, row_bias, n, c, size, options, *, validate,
 def relative_bias(bias: np.ndarray, combination: str) -> np.ndarray:
     """The bias per rank relative to rank 1: exp(b_k - b_1) (additive: a click-odds ratio)
     or σ(b_k) / σ(b_1) (multiplicative: an examination ratio)."""
+    from scipy.special import log_expit  # here, not at the top: see click_loss
+
     if combination == "additive":
         return np.exp(bias - bias[0])
     return np.exp(log_expit(bias) - log_expit(bias[0]))
