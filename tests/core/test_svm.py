@@ -210,8 +210,9 @@ def test_float32_features_work():
 
 def test_float32_products_give_way_when_they_cannot_resolve_the_gap(monkeypatch):
     # separable, features around 300: the optimum is all margin (P ~ 1e-4) and float32
-    # products (error ~1e-5 per score) cannot certify 1e-3 of it; exact products take over
-    import cltr.core.svm as svm
+    # products (error ~1e-5 per score) cannot certify 1e-3 of it; exact products take over;
+    # the solver (cltr.core.svm.ocas) looks _products up in its own module
+    import cltr.core.svm.ocas as svm
 
     exact_planes = []
     products = svm._products
