@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from cltr.core.clicks import Impressions
 from cltr.core.propensity import PropensityEstimate
@@ -126,6 +125,9 @@ def estimate(name: str, table: Impressions, X: np.ndarray, options: dict | Optio
     estimator = get(name)
     options = estimator.parse_options(options)
     max_rank = int(min(max_rank or DEFAULT_MAX_RANK, table.rank.max()))
+    # threadpoolctl here, not at the top: `cltr --help` imports this module and needs none of it
+    from threadpoolctl import threadpool_limits
+
     # small dense solves: one BLAS thread is faster and never stalls on a shared machine (bench/propensity.py)
     with threadpool_limits(1):
         return estimator.estimate(table, X, options, max_rank=max_rank, bootstrap=bootstrap, level=level,

@@ -19,7 +19,6 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from itertools import pairwise
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from cltr.core.mlp import (
     ACTIVATIONS,
@@ -391,6 +390,8 @@ def train(data: TrainingData, options: DeepOptions, *, progress=None):
                                   "vali": f"{record.validation_snips_avg_dcg:.4f}"}})
 
     check_signed_weights(log.cost, settings.metric)
+    from threadpoolctl import threadpool_limits  # here, not at the top: `cltr --help` imports every method
+
     with threadpool_limits(limits=options.blas_threads, user_api="blas"):
         result = train_deep_propdcg(split.X, split.offsets, log.query, log.doc, None, example_weight=log.cost,
                                     settings=settings, rng=stream(data.seed, "deep-propdcg"),

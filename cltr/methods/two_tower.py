@@ -64,7 +64,6 @@ import time
 from dataclasses import dataclass, replace
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from cltr.core.clicks import Impressions
 from cltr.core.mlp import ACTIVATIONS, Adam, MLPScorer, init_mlp
@@ -389,6 +388,8 @@ def train(data: TrainingData, options: TwoTowerOptions, *, progress=None):
             progress({"event": "progress", "unit": "fit" if linear else "epoch", "total": total, "advance": 1,
                       "postfix": {**setting, "loss": f"{record['train_loss']:.4g}",
                                   "vali": f"{record['validation_snips_avg_dcg']:.4f}"}})
+
+    from threadpoolctl import threadpool_limits  # here, not at the top: `cltr --help` imports every method
 
     with threadpool_limits(limits=options.blas_threads, user_api="blas"):
         result = train_two_tower(data.dataset.train.X, impressions, options, rng=stream(data.seed, "two-tower"),
