@@ -5,8 +5,6 @@ primal active-set method on an updated Cholesky factor. The notation is the pack
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg.lapack import dpotrs as _potrs
-from scipy.linalg.lapack import dtrtrs as _trtrs
 
 _RIDGE = 1e-12  # the plane QP's ridge, relative to its largest Gram diagonal
 _IDLE = 10  # a plane unused (β = 0) for more than this many QP solves in a row is dropped
@@ -36,6 +34,11 @@ class _PlaneQP:
     """
 
     def __init__(self, n_features: int, capacity: int = 64, *, keep_coef: bool = False):
+        # LAPACK bound here, once per QP, not at the top: scipy.linalg takes a tenth of a second
+        # to import and `cltr --help` imports this package through the SVM methods
+        from scipy.linalg.lapack import dpotrs, dtrtrs
+
+        self._potrs, self._trtrs = dpotrs, dtrtrs
         self.size = 1
         self.b = np.zeros(capacity)
         self.g = np.zeros((capacity, n_features))
@@ -103,7 +106,7 @@ class _PlaneQP:
         m = len(self.free)
         square = self.gram[j, j] + self._ridge()
         if m:
-            below, _ = _trtrs(self.factor[:m, :m], self.gram[self.free, j], lower=1)
+            below, _ = self._trtrs(self.factor[:m, :m], self.gram[self.free, j], lower=1)
             self.factor[m, :m] = below
             square -= float(below @ below)
         self.factor[m, m] = np.sqrt(max(square, self._ridge()))
@@ -149,7 +152,7 @@ class _PlaneQP:
                 continue
             # Newton step on S, β_p taking up the sum, then back to the first bound it crosses
             S, p, m = self.free, self.pivot, len(self.free)
-            step, _ = _potrs(self.factor[:m, :m], gradient[p] - gradient[S], lower=1)
+            step, _ = self._potrs(self.factor[:m, :m], gradient[p] - gradient[S], lower=1)
             current = beta[S]
             pivot_step = -float(step.sum())
             tau, blocked = 1.0, None
