@@ -8,8 +8,6 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
-from scipy import sparse
-from scipy.special import expit, xlog1py, xlogy
 
 from cltr.core.clicks import Impressions
 from cltr.core.propensity.estimate import (
@@ -21,6 +19,10 @@ from cltr.core.propensity.estimate import (
     _query_resamples,
     _rows,
 )
+
+# scipy is imported inside the functions that use it (once per call, never per row), not at
+# the top: scipy.special and scipy.sparse take a quarter of a second to import, and `cltr --help`
+# imports this package through the estimators' options
 
 # --------------------------------------------------------------------------- regression EM
 
@@ -123,6 +125,8 @@ def _logistic_newton(features: np.ndarray, positives: np.ndarray, weight: np.nda
                      eta: np.ndarray, pen: np.ndarray, steps: int) -> tuple[np.ndarray, np.ndarray]:
     """A few damped Newton (IRLS) steps on the weighted, ridge-penalised logistic regression of
     soft labels ``positives / weight``; returns (coef, eta = features @ coef)."""
+    from scipy.special import expit
+
     value = _logistic_objective(eta, positives, weight, coef, pen)
     for _ in range(steps):
         gamma = expit(eta)
@@ -159,6 +163,8 @@ def _posteriors(data: _EMData, theta: np.ndarray, eta: np.ndarray) -> tuple[np.n
     An unclicked impression was examined (and irrelevant) or relevant (and not examined) with
     the posteriors of Bayes' rule; a clicked one was both.
     """
+    from scipy.special import expit
+
     k0, unit = data.cell_rank0, data.cell_unit
     n, c = data.cell_impressions, data.cell_clicks
     skips = n - c
@@ -241,6 +247,8 @@ def _em_tree_step(data: _EMData, theta: np.ndarray, eta: np.ndarray,
 
 def _em_loglik(data: _EMData, theta: np.ndarray, coef: np.ndarray, eta: np.ndarray, pen: np.ndarray) -> float:
     """Penalised marginal log-likelihood Σ c log(pi) + (n - c) log(1 - pi) - l2/2 |w|^2."""
+    from scipy.special import expit, xlog1py, xlogy
+
     pi = theta[data.cell_rank0] * expit(eta)[data.cell_unit]
     skips = data.cell_impressions - data.cell_clicks
     return float(np.sum(xlogy(data.cell_clicks, pi) + xlog1py(skips, -pi)) - 0.5 * np.sum(pen * coef * coef))
@@ -391,6 +399,9 @@ def _em_derivatives(data: _EMData, log_theta: np.ndarray, coef: np.ndarray, pen:
         d2/dlog theta2 = -u pi / (1 - pi)^2,           d2/dlog theta deta = (1 - gamma) d2/dlog theta2,
         d2/deta2 = (1 - gamma)^2 (-c - u pi^2 / (1 - pi)^2) + (1 - 2 gamma) d/deta.
     """
+    from scipy import sparse
+    from scipy.special import expit, xlog1py, xlogy
+
     k_max, n_units, d = data.max_rank, len(data.unit_weight), data.features.shape[1]
     n, c = data.cell_impressions, data.cell_clicks
     skips = n - c

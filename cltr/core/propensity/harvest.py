@@ -6,9 +6,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy import sparse
-from scipy.sparse.csgraph import connected_components
-from scipy.special import xlog1py, xlogy
 
 from cltr.core.clicks import Impressions
 from cltr.core.propensity.estimate import (
@@ -20,6 +17,10 @@ from cltr.core.propensity.estimate import (
     _query_resamples,
     _rows,
 )
+
+# scipy is imported inside the functions that use it (once per call, never per row), not at
+# the top: scipy.special and scipy.sparse take a quarter of a second to import, and `cltr --help`
+# imports this package through the estimators' options
 
 # --------------------------------------------------------------------------- intervention harvesting
 
@@ -51,6 +52,8 @@ class _HarvestStatistics(NamedTuple):
 
     def replicate_totals(self, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Totals for many resamples at once: ``counts`` (B, Q) -> two arrays (B, K, K)."""
+        from scipy import sparse
+
         k, q = self.max_rank, self.n_queries
         shape = (q, k * k)
         c = sparse.csr_matrix((self.entry_clicks, (self.entry_query, self.entry_pair)), shape=shape)
@@ -164,6 +167,9 @@ def _harvest_statistics(t: Impressions, max_rank: int,
 
 def _connected_to_top(pair_impressions: np.ndarray) -> np.ndarray:
     """Which ranks the intervention pairs connect to rank 1, shape (K,) bool."""
+    from scipy import sparse
+    from scipy.sparse.csgraph import connected_components
+
     linked = (pair_impressions > 0) & (pair_impressions.T > 0)
     _, label = connected_components(sparse.csr_matrix(linked), directed=False)
     return label == label[0]
@@ -217,6 +223,8 @@ def _allpairs_profile(log_p: np.ndarray, pair_clicks: np.ndarray, pair_impressio
     impression), theta_m = 1 and the pair's likelihood is T_o(log p_o - log p_m) of the other
     rank o alone, differentiated as such.
     """
+    from scipy.special import xlog1py, xlogy
+
     k_max = pair_clicks.shape[0]
     p = np.exp(log_p)
     i, j = np.triu_indices(k_max, 1)
