@@ -198,11 +198,13 @@ def test_a_bootstrap_replicate_of_queries_all_in_one_fold_is_left_out_and_counte
 def test_an_em_estimate_stored_before_the_check_is_checked_again_from_its_stored_curve(monkeypatch, caplog):
     from cltr.core.clicks import Impressions
     from cltr.pipeline import stages
+    from cltr.pipeline.stages import propensities
 
     table, X = ranker_log(1)
     impressions = Impressions(query=table[0], doc=table[1], rank=table[2], ranker=np.zeros(len(table[0]), np.int64),
                               impressions=table[3], clicks=table[4])
-    monkeypatch.setattr(stages, "impressions_of", lambda clicks, split, dataset: impressions)
+    # check_estimate (cltr.pipeline.stages.propensities) looks impressions_of up in its own module
+    monkeypatch.setattr(propensities, "impressions_of", lambda clicks, split, dataset: impressions)
     dataset = SimpleNamespace(train=SimpleNamespace(X=X))
     workspace = SimpleNamespace(load=lambda name, stage, key: SimpleNamespace(key=key) if key == "log1" else None)
     # a logistic estimate stored before the check: no collapsed, warnings or version in its info
