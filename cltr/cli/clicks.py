@@ -57,10 +57,10 @@ def clicks_import(session: Session, log, dataset, out, **values) -> None:
     if log_format == "baidu-raw":
         if chunk_rows is not None:
             raise click.UsageError("--chunk-rows goes with --format table (baidu-raw partitions are streamed already)")
-        _import_baidu_raw(log, out, harvest_ranks)
+        _import_baidu_raw(log, out, harvest_ranks, jobs=options.jobs)
         return
-    if out is not None or harvest_ranks is not None:
-        raise click.UsageError("--out and --harvest go with --format baidu-raw")
+    if out is not None or harvest_ranks is not None or options.jobs != 1:
+        raise click.UsageError("--out, --harvest and --jobs go with --format baidu-raw")
     if len(log) != 1:
         raise click.UsageError(f"--format table reads one LOG; found {len(log)}")
     log = log[0]
@@ -97,7 +97,7 @@ def clicks_import(session: Session, log, dataset, out, **values) -> None:
 
 
 
-def _import_baidu_raw(paths, out: Path | None, harvest_ranks: int | None) -> None:
+def _import_baidu_raw(paths, out: Path | None, harvest_ranks: int | None, *, jobs: int = 1) -> None:
     from cltr.core.clicks import aggregate_impressions
     from cltr.core.propensity import harvest_propensities
     from cltr.data.baidu import import_raw_partitions
@@ -105,7 +105,7 @@ def _import_baidu_raw(paths, out: Path | None, harvest_ranks: int | None) -> Non
     if out is None:
         raise click.UsageError("--format baidu-raw needs --out TABLE (.parquet, .tsv or .csv)")
     started = time.perf_counter()
-    counts, table = import_raw_partitions(paths, out, progress=lambda rows, done: click.echo(
+    counts, table = import_raw_partitions(paths, out, n_jobs=jobs, progress=lambda rows, done: click.echo(
         f"read partition {done}/{len(paths)}: {rows.n_lines} lines, {rows.n_sessions} sessions", err=True))
     seconds = time.perf_counter() - started
     click.echo(f"wrote {out}: {counts['rows']} displayed documents of {counts['sessions']} sessions, "

@@ -33,6 +33,7 @@ the sessions of one query that show one document at different ranks as its inter
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import os
 from collections.abc import Iterable, Iterator
@@ -341,14 +342,38 @@ def _read_with_arrow(path: Path, *, gzipped: bool, first_session: int) -> RawRow
                    first_click=floats[12], last_click=floats[28], n_sessions=n_sessions, n_lines=n_lines)
 
 
-def read_raw_partitions(paths: Iterable[str | os.PathLike]) -> Iterator[RawRows]:
+def read_raw_partitions(paths: Iterable[str | os.PathLike], *, n_jobs: int = 1) -> Iterator[RawRows]:
     """Each partition's rows in turn, sessions numbered on across partitions (a stream: one
-    partition is in memory at a time)."""
+    partition is in memory at a time).
+
+    With ``n_jobs`` > 1, worker processes read partitions side by side (parsing is one core's
+    work per partition), at most ``2 * n_jobs`` ahead of the one yielded; the rows, their
+    order and their session numbers are those of one process."""
+    paths = list(paths)
     first = 0
-    for path in paths:
-        rows = read_raw_partition(path, first_session=first)
-        first += rows.n_sessions
-        yield rows
+    if n_jobs <= 1 or len(paths) <= 1:
+        for path in paths:
+            rows = read_raw_partition(path, first_session=first)
+            first += rows.n_sessions
+            yield rows
+        return
+    import collections
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # forked workers start at once with the modules this process holds; the reader needs no
+    # state of it but the function
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+    with ProcessPoolExecutor(max_workers=n_jobs, mp_context=context) as pool:
+        ahead = collections.deque(pool.submit(read_raw_partition, path) for path in paths[:2 * n_jobs])
+        waiting = iter(paths[2 * n_jobs:])
+        while ahead:
+            rows = ahead.popleft().result()  # a malformed partition's ValueError, naming its line
+            following = next(waiting, None)
+            if following is not None:
+                ahead.append(pool.submit(read_raw_partition, following))
+            yield dataclasses.replace(rows, session=rows.session + first)
+            first += rows.n_sessions
 
 
 def ordering_rankers(session: np.ndarray, query: np.ndarray, doc: np.ndarray, rank: np.ndarray) -> np.ndarray:
@@ -403,8 +428,9 @@ def concatenate_rows(parts: list[RawRows]) -> RawRows:
 
 
 def import_raw_partitions(paths: Iterable[str | os.PathLike], out: str | os.PathLike, *,
-                          progress=None) -> tuple[dict[str, int], dict[str, np.ndarray]]:
-    """Read raw partitions one at a time and write their click-log table to ``out``.
+                          progress=None, n_jobs: int = 1) -> tuple[dict[str, int], dict[str, np.ndarray]]:
+    """Read raw partitions (``n_jobs`` side by side: ``read_raw_partitions``) and write their
+    click-log table to ``out``.
 
     The table (``raw_table``: session, qid, docid, rank, click, ranker, dwell, first_click,
     last_click) is written in the format ``out``'s extension names (``.parquet``, ``.tsv``,
@@ -415,7 +441,7 @@ def import_raw_partitions(paths: Iterable[str | os.PathLike], out: str | os.Path
     from cltr.data.clicklog import write_click_log
 
     parts = []
-    for rows in read_raw_partitions(paths):
+    for rows in read_raw_partitions(paths, n_jobs=n_jobs):
         parts.append(rows)
         if progress is not None:
             progress(rows, len(parts))

@@ -99,6 +99,22 @@ def generated(tmp_path_factory):
     return truth, concatenate_rows(list(read_raw_partitions(truth.paths)))
 
 
+def test_partitions_read_side_by_side_are_the_rows_read_in_turn(generated, tmp_path):
+    """Worker processes change neither the rows, their order nor the session numbers, and a
+    malformed partition is still named by file and line."""
+    truth, rows = generated
+    # more partitions than workers ahead, so the queue refills: the two generated ones, three times
+    paths = truth.paths * 3
+    serial = concatenate_rows(list(read_raw_partitions(paths)))
+    parallel = concatenate_rows(list(read_raw_partitions(paths, n_jobs=2)))
+    for name in ("session", "qid", "url", "rank", "click", "dwell", "first_click", "last_click"):
+        np.testing.assert_array_equal(getattr(parallel, name), getattr(serial, name))
+    assert parallel.n_sessions == 3 * rows.n_sessions and parallel.session[-1] == 3 * rows.n_sessions - 1
+    bad = _write(tmp_path / "part-00009.gz", [_session(1), _document(1, b"a"), b"1\t2"])
+    with pytest.raises(ValueError, match="part-00009.gz: line 3"):
+        list(read_raw_partitions([*truth.paths, bad], n_jobs=2))
+
+
 def test_the_generated_partitions_are_read_whole(generated):
     truth, rows = generated
     assert rows.n_sessions == truth.n_sessions
@@ -135,6 +151,10 @@ def test_cli_imports_raw_partitions_harvests_and_fits_a_click_model(generated, t
     assert f"of {truth.n_sessions} sessions" in result.output and table.exists()
     harvested = [float(line.split()[1]) for line in result.output.splitlines()[-10:]]
     np.testing.assert_allclose(harvested, truth.propensity, atol=0.08)
+    side_by_side = tmp_path / "log-jobs.parquet"
+    invoke("clicks", "import", "--format", "baidu-raw", *truth.paths, "--out", side_by_side, "--jobs", "2",
+           workdir=tmp_path / "ws")
+    assert side_by_side.read_bytes() == table.read_bytes()
     fitted = invoke("clicks", "fit", "--log", table, "--model", "pbm", "--iterations", "40",
                     workdir=tmp_path / "ws").output
     lines = fitted.splitlines()

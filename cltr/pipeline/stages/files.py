@@ -48,6 +48,8 @@ class ImportOptions(Options):
               "any chunk size). A session's rows must follow one another. Such a log trains every click "
               "method and gives propensity estimates; session-level learners, doubly robust corrections, "
               "export and learning curves over passes need the log imported whole.", low=1)
+    jobs: int = option(1, "With --format baidu-raw: read this many partitions side by side in worker processes "
+                          "(parsing a partition is one core's work; the same table).", low=1)
 
 
 @dataclasses.dataclass(frozen=True)
