@@ -1,0 +1,249 @@
+"""Tests that kill the survivors of bench/mutation.py on cltr/core/svm/ (each names the mutants
+it kills). Oracles: the QP's KKT conditions and a generic solver (SLSQP) on tiny plane sets,
+the primal by a double loop, and the solver's certificate (lower bound <= min P <= objective)."""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+import cltr.core.svm.problem as svm_problem
+from cltr.core.svm import SVMResult, _PlaneQP, _products, pairwise_objective, solve_pairwise_svm
+
+
+def slsqp_dual(g, b):
+    """max_β b.β - ½‖β g‖² over the simplex by a generic solver."""
+    G = g @ g.T
+    k = len(b)
+    result = minimize(lambda x: 0.5 * x @ G @ x - b @ x, np.full(k, 1.0 / k), jac=lambda x: G @ x - b,
+                      method="SLSQP", bounds=[(0, None)] * k,
+                      constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1.0}],
+                      options={"ftol": 1e-15, "maxiter": 1000})
+    return -result.fun
+
+
+def assert_qp_optimal(qp, w, value, g_all, b_all, tolerance):
+    """β on the simplex over the kept planes, w = Σ β_t g_t, the value its dual value, the KKT
+    condition (no plane's gradient g_t.w - b_t below β's average by more than the tolerance),
+    and, against SLSQP over the kept planes (those idle for long are dropped), no worse than
+    their optimum; the kept planes are among those added."""
+    k = qp.size
+    beta, g, b = qp.beta[:k], qp.g[:k], qp.b[:k]
+    assert beta.min() >= 0.0 and beta.sum() == pytest.approx(1.0, abs=1e-12)
+    scale = max(1.0, float(np.abs(g_all).max()) ** 2, float(np.abs(b_all).max()))
+    np.testing.assert_allclose(w, beta @ g, rtol=1e-9, atol=1e-9 * np.sqrt(scale))
+    assert value == pytest.approx(float(beta @ b - 0.5 * w @ w), rel=1e-9, abs=1e-9 * scale)
+    gradient = g @ w - b
+    assert float(beta @ gradient) - gradient.min() <= tolerance + 1e-9 * scale
+    assert value >= slsqp_dual(g, b) - 1e-7 * scale
+    added = {(float(bt), *map(float, gt)) for gt, bt in zip(g_all, b_all, strict=True)}
+    assert all((float(bt), *map(float, gt)) in added for gt, bt in zip(g, b, strict=True))
+
+
+def random_planes(rng, k, d, *, parallel=False, scale=1.0):
+    g = rng.normal(size=(k, d))
+    b = rng.uniform(0.0, 3.0, k)
+    if parallel:  # long, nearly parallel planes, as OCAS's are late in a solve
+        g = 50.0 * rng.normal(size=d) + 0.1 * g
+        b = 2000.0 + b
+    return scale * g, scale * scale * b
+
+
+@pytest.mark.parametrize("case", ["random", "parallel", "flat", "tiny", "duplicates"])
+def test_every_plane_qp_solve_is_optimal_as_planes_arrive(case):
+    # OCAS's use: a plane added, then a solve, each solve warm-started from the last β; every
+    # solve must end at the optimum over the planes so far (the KKT condition and SLSQP),
+    # whatever the factor's updates (planes entering and leaving S, pivot changes), the
+    # store's growth, the ridge, or the scale of the planes.
+    # kills, in qp.py: the ridge's base (`max(largest, 1e-200)`, `largest` not updated),
+    # `_leave`'s trailing block and row shift (`+`/`-` swaps, `<` at i < m - 1), the factor's
+    # refactorisation set (`beta > 0.0` -> `>=`), `_enter`'s ridge (`+` -> `-`), the Newton
+    # step's ratio test and bounds (`<` <-> `<=`, `0.0` -> `1.0`, `/` -> `*`) and the final
+    # renormalisation, the step budget, the pivot's start
+    rng = np.random.default_rng({"random": 0, "parallel": 1, "flat": 2, "tiny": 3, "duplicates": 4}[case])
+    k, d = (40, 6) if case != "flat" else (30, 2)
+    g, b = random_planes(rng, k, d, parallel=case == "parallel", scale=1e-4 if case == "tiny" else 1.0)
+    if case == "duplicates":  # the same plane again, and an affine combination of two others
+        g[10], b[10] = g[3], b[3]
+        g[20], b[20] = 0.5 * (g[4] + g[5]), 0.5 * (b[4] + b[5])
+    g[0], b[0] = 0.0, 0.0  # plane 0 is the QP's own R >= 0
+    qp = _PlaneQP(d, capacity=4)
+    for t in range(1, k):
+        qp.add(b[t], g[t])
+        w, value = qp.solve(1e-12 * max(1.0, abs(float(b[t]))))
+        assert_qp_optimal(qp, w, value, g[:t + 1], b[:t + 1], 1e-12 * max(1.0, abs(float(b[t]))))
+
+
+def test_plane_qp_is_scale_invariant():
+    # scaling every normal by s and every offset by s² scales the dual by s² and leaves β:
+    # the ridge is relative to the largest Gram diagonal (kills `_RIDGE * max(largest, 1e-200)`
+    # -> `1.0` and `/`, and `largest` never updated by `add`)
+    rng = np.random.default_rng(5)
+    g, b = random_planes(rng, 25, 3)
+    g[0], b[0] = 0.0, 0.0
+    values = []
+    for s in (1.0, 1e-5, 1e5):
+        qp = _PlaneQP(3)
+        for t in range(1, len(b)):
+            qp.add(s * s * b[t], s * g[t])
+            _, value = qp.solve(1e-13 * s * s)
+        values.append(value / (s * s))
+    assert values[1] == pytest.approx(values[0], rel=1e-9)
+    assert values[2] == pytest.approx(values[0], rel=1e-9)
+
+
+def test_plane_qp_certificate_combines_the_coefficients_of_the_kept_planes():
+    # with keep_coef, plane t's normal is X.T @ coef_t; the certificate is b.β and Σ β_t coef_t,
+    # so X.T @ Σ β_t coef_t is w and b.β - ½‖w‖² the value, also after idle planes are dropped
+    # (kills the coefficient list's pruning `(k - m)` -> `(k + m)` and the store's growth)
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(8, 3))
+    qp = _PlaneQP(3, capacity=4, keep_coef=True)
+    for _ in range(40):
+        coef = rng.normal(size=8)
+        qp.add(float(rng.uniform(0.0, 3.0)), X.T @ coef, coef)
+        w, value = qp.solve(1e-12)
+        offset, combined = qp.certificate()
+        k = qp.size
+        assert offset == pytest.approx(float(qp.beta[:k] @ qp.b[:k]), rel=1e-12)
+        np.testing.assert_allclose(X.T @ combined, w, rtol=1e-9, atol=1e-9)
+        assert value == pytest.approx(offset - 0.5 * float(w @ w), rel=1e-9, abs=1e-9)
+
+
+def test_plane_qp_restart_keeps_only_the_new_plane():
+    # restart: every plane replaced by R >= 0 and the one given, with all the weight; later
+    # solves are optimal over those and the planes added after (kills restart's `size = 1`
+    # -> 2, `beta[0] = 0.0` -> 1.0 / beta[1] tweaks, the pivot and the refactorisation)
+    rng = np.random.default_rng(7)
+    g, b = random_planes(rng, 40, 4)
+    g[0], b[0] = 0.0, 0.0
+    qp = _PlaneQP(4, capacity=4)
+    for t in range(1, 20):
+        qp.add(b[t], g[t])
+        qp.solve(1e-12)
+    # the new plane: a convex combination of the old ones (as OCAS restarts), then more planes
+    mix = rng.dirichlet(np.ones(19))
+    restart_g, restart_b = mix @ g[1:20], float(mix @ b[1:20])
+    qp.restart(restart_b, restart_g)
+    assert qp.size == 2
+    np.testing.assert_array_equal(qp.beta[:2], [0.0, 1.0])
+    kept_g = np.vstack([np.zeros(4), restart_g, g[20:]])
+    kept_b = np.concatenate([[0.0, restart_b], b[20:]])
+    w, value = qp.solve(1e-12)
+    assert_qp_optimal(qp, w, value, kept_g[:2], kept_b[:2], 1e-12)
+    for t in range(20, 40):
+        qp.add(b[t], g[t])
+        w, value = qp.solve(1e-12)
+        assert_qp_optimal(qp, w, value, kept_g[:t - 17], kept_b[:t - 17], 1e-12)
+
+
+# --------------------------------------------------------------------------- problem.py
+
+
+def tiny_problem(seed, sizes=(3, 5, 4, 6), n_features=3, n_examples=8):
+    rng = np.random.default_rng(seed)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    X = rng.normal(size=(offsets[-1], n_features))
+    click_query = np.sort(rng.integers(0, len(sizes), n_examples))
+    click_doc = offsets[click_query] + rng.integers(0, np.asarray(sizes)[click_query])
+    cost = rng.uniform(0.2, 3.0, n_examples)
+    return X, offsets, click_query, click_doc, cost
+
+
+def brute_objective(w, X, offsets, click_query, click_doc, cost, C):
+    total = 0.0
+    for i, (q, positive) in enumerate(zip(click_query, click_doc, strict=True)):
+        for y in range(offsets[q], offsets[q + 1]):
+            if y != positive:
+                total += cost[i] * max(0.0, 1.0 - float(w @ (X[positive] - X[y])))
+    return 0.5 * float(w @ w) + C / len(click_doc) * total
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(offsets=np.array([0.0, 2.0, 5.0])), "offsets must be a 1-D integer array"),
+    (dict(offsets=np.array([[0, 2, 5]])), "offsets must be a 1-D integer array"),
+    (dict(offsets=np.zeros(0, dtype=np.int64)), "offsets must be a 1-D integer array"),
+    (dict(click_query=np.array([[0, 1]])), "click_query and click_doc must be 1-D"),
+    (dict(click_doc=np.array([[1, 3]])), "click_query and click_doc must be 1-D"),
+    (dict(click_query=np.array([0, 1, 1])), "click_query and click_doc must have one entry per example"),
+    (dict(click_doc=np.array([1.0, 3.0])), "click_doc must hold integer indices, found dtype float64"),
+    (dict(click_query=np.array([0.0, 1.0])), "click_query must hold integer indices, found dtype float64"),
+])
+def test_malformed_problems_are_refused(change, message):
+    # kills problem.py's removed raises (offsets, 1-D clicks, lengths, integer indices) and
+    # `or` -> `and` in their conditions
+    arguments = dict(w=np.zeros(3), X=np.ones((5, 3)), offsets=[0, 2, 5], click_query=np.array([0, 1]),
+                     click_doc=np.array([1, 3]), cost=np.array([1.0, 2.0]), C=1.0)
+    arguments.update(change)
+    with pytest.raises(ValueError, match=message):
+        pairwise_objective(*arguments.values())
+
+
+def test_decreasing_offsets_are_named_as_such():
+    # kills the message's test `np.diff(offsets) < 0` -> `<= 0` and `0` -> `1`: offsets that
+    # only end wrong are not "decreasing somewhere", offsets that fall are
+    w, X, clicks = np.zeros(3), np.ones((5, 3)), ([0], [1], [1.0], 1.0)
+    with pytest.raises(ValueError, match=r"found \[0\]...\[5\] \(decreasing somewhere\)"):
+        pairwise_objective(w, X, [0, 3, 2, 5], *clicks)
+    with pytest.raises(ValueError, match=r"found \[0\]...\[4\]$"):
+        pairwise_objective(w, X, [0, 2, 2, 4], *clicks)
+
+
+def test_a_problem_without_queries_is_valid():
+    # offsets [0] (no documents, no queries) is a valid empty problem: P(w) = ½‖w‖²
+    # (kills `len(offsets) < 1` -> `<= 1` and `1` -> `2`)
+    empty = np.zeros(0, dtype=np.int64)
+    assert pairwise_objective(np.array([3.0, 4.0]), np.zeros((0, 2)), [0], empty, empty, np.zeros(0), 1.0) == 12.5
+
+
+def test_the_result_is_immutable():
+    # kills `@dataclass(frozen=True)` -> False: a solve's certificate cannot be edited after the fact
+    result = solve_pairwise_svm(*tiny_problem(0), 1.0)
+    with pytest.raises(AttributeError):
+        result.objective = 0.0  # type: ignore[misc]
+    assert isinstance(result, SVMResult)
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_float32_products_cover_every_row_whatever_the_block(monkeypatch, exact):
+    # X @ w and X.T @ coef over float32 X, with blocks of 16 rows (the smallest allowed) over
+    # 50 rows: every row in, once. Exact: equal to the float64 products of the widened X;
+    # float32: to float32 accuracy. Kills the blocks' `range(0, ...)` -> `range(1, ...)`,
+    # the block loop's removed sum, and `and` -> `or` where only one product is asked for.
+    monkeypatch.setattr(svm_problem, "_WIDE_BLOCK_BYTES", 1)
+    monkeypatch.setattr(svm_problem, "_NARROW_BLOCK_BYTES", 1)
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(50, 3)).astype(np.float32)
+    w, coef = rng.normal(size=3), rng.normal(size=50)
+    wide = X.astype(np.float64)
+    rtol = 1e-12 if exact else 1e-5
+    scores, total = _products(X, w, coef, exact=exact)
+    np.testing.assert_allclose(scores, wide @ w, rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(total, coef @ wide, rtol=rtol, atol=rtol)
+    only_scores = _products(X, w, exact=exact)
+    np.testing.assert_allclose(only_scores[0], wide @ w, rtol=rtol, atol=rtol)
+    assert only_scores[1] is None
+    only_total = _products(X, coef=coef, exact=exact)
+    assert only_total[0] is None
+    np.testing.assert_allclose(only_total[1], coef @ wide, rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("block", [1, 2, 5])
+def test_small_pair_blocks_give_the_same_objective_and_optimum(monkeypatch, block):
+    # pair passes in blocks of whole runs of about `block` pairs (many blocks, a run longer
+    # than a block): the objective equals the double loop and the solve brackets it.
+    # Kills the block cuts in _blocks (`last + 1` -> `last - 1` / `last + 2`, `pairs[:-1]`
+    # -> `pairs[:1]`, `cuts[:-1]` -> `cuts[:1]`)
+    X, offsets, click_query, click_doc, cost = tiny_problem(9)
+    unblocked = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 2.0, tol=1e-8)
+    monkeypatch.setattr(svm_problem, "_BLOCK_PAIRS", block)
+    rng = np.random.default_rng(9)
+    for w in (np.zeros(3), rng.normal(size=3)):
+        assert pairwise_objective(w, X, offsets, click_query, click_doc, cost, 2.0) == pytest.approx(
+            brute_objective(w, X, offsets, click_query, click_doc, cost, 2.0), rel=1e-12)
+    result = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 2.0, tol=1e-8)
+    assert result.converged
+    assert result.objective == pytest.approx(
+        brute_objective(result.w, X, offsets, click_query, click_doc, cost, 2.0), rel=1e-12)
+    # both certificates bound the one optimum
+    assert result.lower_bound <= unblocked.objective * (1 + 1e-12)
+    assert unblocked.lower_bound <= result.objective * (1 + 1e-12)
