@@ -7,7 +7,17 @@ import pytest
 from scipy.optimize import minimize
 
 import cltr.core.svm.problem as svm_problem
-from cltr.core.svm import SVMResult, _PlaneQP, _products, pairwise_objective, solve_pairwise_svm
+from cltr.core.svm import (
+    PairwiseProblem,
+    SVMResult,
+    _line_root,
+    _Pairs,
+    _PlaneQP,
+    _products,
+    pairwise_objective,
+    solve_pairwise_svm,
+)
+from cltr.core.svm.qp import _IDLE
 
 
 def slsqp_dual(g, b):
@@ -136,6 +146,31 @@ def test_plane_qp_restart_keeps_only_the_new_plane():
         assert_qp_optimal(qp, w, value, kept_g[:t - 17], kept_b[:t - 17], 1e-12)
 
 
+
+def test_a_plane_idle_for_more_than_IDLE_solves_is_dropped_and_no_other():
+    # the QP's size stays bounded: a plane with β = 0 in _IDLE + 1 solves in a row is dropped
+    # after the last of them, not before, and a plane in use is never dropped. Kills the idle
+    # count's update (removed, `-=`, `+= 2`), a new plane's count (`idle[k] = 1`), the prune
+    # test's kept set (`<=` -> `<`) and the removed prune
+    rng = np.random.default_rng(11)
+    qp = _PlaneQP(3)
+    qp.add(1.0, np.array([1.0, 0.0, 0.0]))  # in use throughout (β > 0 at every solve)
+    qp.solve(1e-12)
+    useless = np.array([0.0, 0.0, 1.0])
+    qp.add(-1e3, useless)  # far below the objective: never in use
+    for solve in range(1, _IDLE + 3):
+        qp.solve(1e-12)
+        kept = [tuple(g) for g in qp.g[:qp.size]]
+        assert (1.0, 0.0, 0.0) in kept
+        assert (tuple(useless) in kept) == (solve <= _IDLE), solve
+        # a second useless plane, one solve younger, outlives the first by one solve
+        assert (tuple(-useless) in kept) == (2 <= solve <= _IDLE + 1), solve
+        if solve == 1:
+            qp.add(-1e3, -useless)
+        if solve == 3:  # planes keep arriving meanwhile: the in-use plane stays
+            qp.add(float(rng.uniform(0.0, 0.5)), rng.normal(size=3))
+
+
 # --------------------------------------------------------------------------- problem.py
 
 
@@ -247,3 +282,71 @@ def test_small_pair_blocks_give_the_same_objective_and_optimum(monkeypatch, bloc
     # both certificates bound the one optimum
     assert result.lower_bound <= unblocked.objective * (1 + 1e-12)
     assert unblocked.lower_bound <= result.objective * (1 + 1e-12)
+
+
+def test_float32_objective_is_the_exact_objective_of_its_values():
+    # float32 values are exact in float64: P on float32 X equals P on the widened X (to the
+    # rounding of a sum, far below float32's 1e-7). Kills `_products(..., exact: bool = True)`
+    # -> False as the default, which the objective relies on.
+    X, offsets, click_query, click_doc, cost = tiny_problem(10)
+    X32 = (100.0 * X).astype(np.float32)  # large margins: a float32 product misses by ~1e-5
+    w = np.random.default_rng(10).normal(size=3)
+    assert pairwise_objective(w, X32, offsets, click_query, click_doc, cost, 1.0) == pytest.approx(
+        pairwise_objective(w, X32.astype(np.float64), offsets, click_query, click_doc, cost, 1.0), rel=1e-13)
+
+
+
+# --------------------------------------------------------------------------- pairs.py
+
+
+def test_line_root_stays_at_zero_whenever_the_ray_ascends():
+    # φ'(0+) = base > 0: the minimiser over k >= 0 is k = 0, however small base is
+    # (kills `base >= 0.0` -> `base >= 1.0`, which steps backwards for 0 < base < 1)
+    for base in (0.5, 1e-9, 0.0):
+        assert _line_root(base, 2.0, np.array([0.3, 1.0]), np.array([1.0, 1.0])) == 0.0
+
+
+def pairs_with_state(slack, slope, weight):
+    """A solver's pair state holding these slacks, slopes and weights (runs of 10 pairs)."""
+    runs = len(slack) // 10
+    offsets = np.arange(0, 11 * runs + 1, 11)
+    problem = PairwiseProblem(np.zeros((offsets[-1], 2)), offsets, np.arange(runs), offsets[:-1])
+    pairs = _Pairs(problem, problem.doc_weight(np.ones(runs), 1.0))
+    pairs.slack[:], pairs.slope[:], pairs.weight[:] = slack, slope, weight
+    return pairs
+
+
+@pytest.mark.parametrize("share", [0.05, 0.5])
+def test_line_search_is_exact_whatever_the_samples_bracket(share):
+    # the sample's bracket only guides the pass: from a bracket wholly below the root, wholly
+    # above it, around 0, or the whole ray, the exact passes find the same minimiser and φ
+    # change (kills the bracket checks' `>=` -> `>`, `+` -> `-`, `0.0` -> `1.0`, `<` -> `<=`,
+    # `*` -> `/` and the moments of the jumps below low)
+    rng = np.random.default_rng(12)
+    n = 400
+    slack, slope, weight = rng.normal(0.5, 1.0, n), rng.normal(0.3, 1.0, n), rng.uniform(0.1, 1.0, n)
+    curvature = 1e-3
+    breaks = slack / slope
+    jumps = weight * np.abs(slope)
+    active = (slack > 0) | ((slack == 0) & (slope < 0))
+    derivative = -share * float(jumps[breaks > 0].sum())  # φ'(0+) = -share × the jumps
+
+    def phi(k):  # φ(k) - ½‖w_b‖², with the pair part's φ'(0+) shifted to `derivative`
+        pair_slope = float(-(weight * slope) @ active)
+        return (derivative - pair_slope) * k + 0.5 * curvature * k * k + weight @ np.maximum(0.0, slack - k * slope)
+
+    reference = pairs_with_state(slack, slope, weight)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k0, change0 = reference.line_search(derivative, curvature)
+    assert k0 > 0
+    assert change0 == pytest.approx(phi(k0) - phi(0.0), rel=1e-9)
+    grid = np.linspace(0.0, 3.0 * k0, 301)
+    assert phi(k0) <= min(phi(k) for k in grid) + 1e-12 * abs(phi(k0))
+    for low, high in ((0.0, 1e-3 * k0), (0.1 * k0, 0.2 * k0), (2.0 * k0, np.inf), (3.0 * k0, 4.0 * k0),
+                      (0.0, np.inf)):
+        pairs = pairs_with_state(slack, slope, weight)
+        pairs.bracket = lambda *_, bounds=(low, high): bounds
+        with np.errstate(divide="ignore", invalid="ignore"):
+            k, change = pairs.line_search(derivative, curvature)
+        assert k == pytest.approx(k0, rel=1e-9), (low, high)
+        assert change == pytest.approx(change0, rel=1e-9), (low, high)
