@@ -350,3 +350,27 @@ def test_line_search_is_exact_whatever_the_samples_bracket(share):
             k, change = pairs.line_search(derivative, curvature)
         assert k == pytest.approx(k0, rel=1e-9), (low, high)
         assert change == pytest.approx(change0, rel=1e-9), (low, high)
+
+
+@pytest.mark.parametrize("share", [0.0005, 0.3, 0.97, 1.5])
+@pytest.mark.parametrize("ties", [False, True])
+def test_line_root_over_many_breakpoints_is_a_minimiser(share, ties):
+    # more breakpoints than _line_root sorts directly (the narrowing rounds run): the k it
+    # returns has 0 between φ's one-sided derivatives, checked over every breakpoint; the root
+    # near the first, the middle, the last breakpoint, or past them all, and with breakpoints
+    # tied in groups. Kills the narrowing's exact tests (`>=` -> `>`, `+` -> `-`, `*` -> `/`,
+    # `0.0` -> `1.0`), its carried sums (`+=` -> `-=`, removed), its kept sets (`&` -> `|`, `~`
+    # dropped, `<=` -> `<`), the stop on ties (`==` -> `!=`) and the final crossing (`>=` -> `>`)
+    rng = np.random.default_rng(13)
+    n = 6000
+    breaks = rng.uniform(0.0, 10.0, n)
+    if ties:
+        breaks = np.round(breaks, 1) + 0.05  # groups of equal breakpoints, all > 0
+    jumps = rng.uniform(0.1, 1.0, n)
+    curvature = 0.01
+    base = -share * float(jumps.sum())
+    k = _line_root(base, curvature, breaks, jumps)
+    right = base + curvature * k + float(jumps[breaks <= k].sum())
+    left = base + curvature * k + float(jumps[breaks < k].sum())
+    scale = float(jumps.sum())
+    assert k > 0 and left <= 1e-9 * scale and right >= -1e-9 * scale
