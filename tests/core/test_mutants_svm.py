@@ -2,6 +2,8 @@
 it kills). Oracles: the QP's KKT conditions and a generic solver (SLSQP) on tiny plane sets,
 the primal by a double loop, and the solver's certificate (lower bound <= min P <= objective)."""
 
+import time
+
 import numpy as np
 import pytest
 from scipy.optimize import minimize
@@ -374,3 +376,55 @@ def test_line_root_over_many_breakpoints_is_a_minimiser(share, ties):
     left = base + curvature * k + float(jumps[breaks < k].sum())
     scale = float(jumps.sum())
     assert k > 0 and left <= 1e-9 * scale and right >= -1e-9 * scale
+
+
+# --------------------------------------------------------------------------- ocas.py
+
+
+def test_a_solve_without_pairs_returns_the_certified_optimum_zero():
+    # no pair of positive weight: w = 0 is optimal, P = 0 = the lower bound, gap 0, no plane,
+    # and the seconds the call took (kills `0.0` -> `1.0` in the result's objective and bound,
+    # and `perf_counter() - start` -> `+`)
+    X = np.random.default_rng(14).normal(size=(5, 3))
+    before = time.perf_counter()
+    result = solve_pairwise_svm(X, [0, 2, 5], [0, 1], [1, 3], [0.0, 0.0], 1.0)
+    elapsed = time.perf_counter() - before
+    assert (result.objective, result.lower_bound, result.gap, result.iterations) == (0.0, 0.0, 0.0, 0)
+    assert 0.0 <= result.seconds <= elapsed
+
+
+def test_the_default_tolerance_is_a_relative_gap_of_one_in_a_thousand():
+    # the documented default tol = 1e-3, for the function and the problem's solve (kills
+    # `tol: float = 1e-3` -> 1.001 in PairwiseProblem.solve)
+    X, offsets, click_query, click_doc, cost = tiny_problem(15, n_examples=12)
+    problem = PairwiseProblem(X, offsets, click_query, click_doc)
+    for result in (problem.solve(cost, 10.0), solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 10.0)):
+        assert result.converged and result.gap <= 1e-3
+
+
+def test_a_callback_that_cannot_be_called_is_refused():
+    # kills the removed raise: a non-callable callback would fail only after the first plane
+    with pytest.raises(ValueError, match="callback must be callable"):
+        solve_pairwise_svm(*tiny_problem(16), 1.0, callback=3)
+
+
+@pytest.mark.parametrize("sizes", [(3, 5, 4, 6), (3, 5, 4, 6, 30)])
+def test_the_first_non_finite_row_is_named(sizes):
+    # two non-finite rows that take part in pairs: the message names the first; with a long
+    # query without clicks the solver works on a copy of the used rows, and still names the
+    # row of X (kills `bad[0]` -> `bad[1]`)
+    X, offsets, click_query, click_doc, cost = tiny_problem(17, sizes=sizes)
+    X[[4, 6], 1] = [np.nan, np.inf]  # rows of the query of 5 documents
+    click_query, click_doc = np.array([1, 2]), np.array([5, 9])
+    with pytest.raises(ValueError, match="row 4 holds NaN or inf"):
+        solve_pairwise_svm(X, offsets, click_query, click_doc, np.ones(2), 1.0)
+
+
+def test_an_extreme_C_with_ordinary_weights_blames_C_only():
+    # equal weights: C is the cause, and no example is named as a vanishing propensity
+    # (kills the blame test's `1e6 * median` -> `1e6 / median`)
+    X, offsets, click_query, click_doc, _ = tiny_problem(18)
+    with pytest.raises(ValueError) as refused:
+        solve_pairwise_svm(X, offsets, click_query, click_doc, np.full(len(click_doc), 3.0), 1e300)
+    message = str(refused.value)
+    assert message.endswith("use a smaller C") and "propensity" not in message and "clip" not in message
