@@ -378,6 +378,24 @@ def test_line_root_over_many_breakpoints_is_a_minimiser(share, ties):
     assert k > 0 and left <= 1e-9 * scale and right >= -1e-9 * scale
 
 
+
+def test_runs_of_zero_weight_are_left_out_whatever_their_length():
+    # an example of cost 0 changes nothing: the solve with it equals the solve without it, also
+    # when its run has a single pair (a query of two documents) and the other runs are kept
+    # (kills `keep[problem.count > 0]` -> `> 1`, which then leaves the pairs misaligned)
+    X, offsets, click_query, click_doc, cost = tiny_problem(19, sizes=(2, 5, 4, 6), n_examples=10)
+    click_query, click_doc, cost = (np.concatenate([[0], click_query[click_query > 0]]),
+                                    np.concatenate([[1], click_doc[click_query > 0]]),
+                                    np.concatenate([[0.0], cost[click_query > 0]]))
+    n = len(click_doc)
+    with_zero = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 2.0, tol=1e-9)
+    # without the example, C rescaled so that a_i = C c_i / n stays the same
+    without = solve_pairwise_svm(X, offsets, click_query[1:], click_doc[1:], cost[1:], 2.0 * (n - 1) / n, tol=1e-9)
+    assert with_zero.objective == pytest.approx(without.objective, rel=1e-7)
+    assert with_zero.objective == pytest.approx(
+        brute_objective(with_zero.w, X, offsets, click_query, click_doc, cost, 2.0), rel=1e-12)
+
+
 # --------------------------------------------------------------------------- ocas.py
 
 
