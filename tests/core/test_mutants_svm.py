@@ -18,6 +18,8 @@ from cltr.core.svm import (
     _products,
     pairwise_objective,
     solve_pairwise_svm,
+    train_ranking_svm,
+    train_svm_on_clicks,
 )
 from cltr.core.svm.qp import _IDLE
 
@@ -446,3 +448,37 @@ def test_an_extreme_C_with_ordinary_weights_blames_C_only():
         solve_pairwise_svm(X, offsets, click_query, click_doc, np.full(len(click_doc), 3.0), 1e300)
     message = str(refused.value)
     assert message.endswith("use a smaller C") and "propensity" not in message and "clip" not in message
+
+
+
+class _Queries:
+    """The three fields of cltr.core.queries.Queries the trainers read."""
+
+    def __init__(self, X, offsets):
+        self.X, self.offsets = X, offsets
+        self.doc_query = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+
+
+def test_the_paper_trainers_solve_their_problems_to_the_default_gap():
+    # train_ranking_svm: one example per relevant document against its query's irrelevant
+    # ones (the double loop), train_svm_on_clicks: the click problem; both to the documented
+    # default gap 1e-3, and `seconds` within the call's time. Kills `~relevant` -> `relevant`,
+    # both `tol: float = 1e-3` -> 1.001, and the seconds' `- start` -> `+ start`
+    X, offsets, click_query, click_doc, cost = tiny_problem(20, n_examples=12)
+    queries = _Queries(X, offsets)
+    relevant = np.random.default_rng(20).random(offsets[-1]) < 0.4
+    before = time.perf_counter()
+    ranking = train_ranking_svm(queries, relevant, C=10.0)
+    elapsed = time.perf_counter() - before
+    assert ranking.converged and ranking.gap <= 1e-3 and 0.0 <= ranking.seconds <= elapsed
+    total = 0.0
+    for q in range(len(offsets) - 1):
+        for i in range(offsets[q], offsets[q + 1]):
+            for j in range(offsets[q], offsets[q + 1]):
+                if relevant[i] and not relevant[j]:
+                    total += max(0.0, 1.0 - float(ranking.w @ (X[i] - X[j])))
+    assert ranking.objective == pytest.approx(0.5 * ranking.w @ ranking.w + 10.0 / relevant.sum() * total, rel=1e-12)
+    clicks = train_svm_on_clicks(queries, click_query, click_doc, cost, C=10.0)
+    assert clicks.converged and clicks.gap <= 1e-3
+    assert clicks.objective == pytest.approx(
+        brute_objective(clicks.w, X, offsets, click_query, click_doc, cost, 10.0), rel=1e-12)
