@@ -321,7 +321,8 @@ def pairs_with_state(slack, slope, weight):
 
 
 @pytest.mark.parametrize("share", [0.05, 0.5])
-def test_line_search_is_exact_whatever_the_samples_bracket(share):
+@pytest.mark.parametrize("curvature", [1e-3, 10.0])
+def test_line_search_is_exact_whatever_the_samples_bracket(share, curvature):
     # the sample's bracket only guides the pass: from a bracket wholly below the root, wholly
     # above it, around 0, or the whole ray, the exact passes find the same minimiser and φ
     # change (kills the bracket checks' `>=` -> `>`, `+` -> `-`, `0.0` -> `1.0`, `<` -> `<=`,
@@ -329,7 +330,6 @@ def test_line_search_is_exact_whatever_the_samples_bracket(share):
     rng = np.random.default_rng(12)
     n = 400
     slack, slope, weight = rng.normal(0.5, 1.0, n), rng.normal(0.3, 1.0, n), rng.uniform(0.1, 1.0, n)
-    curvature = 1e-3
     breaks = slack / slope
     jumps = weight * np.abs(slope)
     active = (slack > 0) | ((slack == 0) & (slope < 0))
@@ -358,7 +358,8 @@ def test_line_search_is_exact_whatever_the_samples_bracket(share):
 
 @pytest.mark.parametrize("share", [0.0005, 0.3, 0.97, 1.5])
 @pytest.mark.parametrize("ties", [False, True])
-def test_line_root_over_many_breakpoints_is_a_minimiser(share, ties):
+@pytest.mark.parametrize("curvature", [0.01, 300.0])
+def test_line_root_over_many_breakpoints_is_a_minimiser(share, ties, curvature):
     # more breakpoints than _line_root sorts directly (the narrowing rounds run): the k it
     # returns has 0 between φ's one-sided derivatives, checked over every breakpoint; the root
     # near the first, the middle, the last breakpoint, or past them all, and with breakpoints
@@ -371,7 +372,7 @@ def test_line_root_over_many_breakpoints_is_a_minimiser(share, ties):
     if ties:
         breaks = np.round(breaks, 1) + 0.05  # groups of equal breakpoints, all > 0
     jumps = rng.uniform(0.1, 1.0, n)
-    curvature = 0.01
+    # 0.01: the jumps decide where φ' crosses 0; 300: the quadratic part weighs as much
     base = -share * float(jumps.sum())
     k = _line_root(base, curvature, breaks, jumps)
     right = base + curvature * k + float(jumps[breaks <= k].sum())
