@@ -442,11 +442,12 @@ def test_the_first_non_finite_row_is_named(sizes):
 
 
 def test_an_extreme_C_with_ordinary_weights_blames_C_only():
-    # equal weights: C is the cause, and no example is named as a vanishing propensity
+    # equal weights (large ones: 1e7 each): C is the cause, and no example is named as a
+    # vanishing propensity
     # (kills the blame test's `1e6 * median` -> `1e6 / median`)
     X, offsets, click_query, click_doc, _ = tiny_problem(18)
     with pytest.raises(ValueError) as refused:
-        solve_pairwise_svm(X, offsets, click_query, click_doc, np.full(len(click_doc), 3.0), 1e300)
+        solve_pairwise_svm(X, offsets, click_query, click_doc, np.full(len(click_doc), 1e7), 1e300)
     message = str(refused.value)
     assert message.endswith("use a smaller C") and "propensity" not in message and "clip" not in message
 
