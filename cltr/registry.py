@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Iterable
+import sys
+from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Protocol, TypeVar
 
-__all__ = ["discover", "by_order", "by_name", "lookup"]
+__all__ = ["discover", "by_order", "by_name", "registered", "lookup"]
 
 
 class _Named(Protocol):
@@ -43,6 +44,20 @@ def by_order(found: Iterable[tuple[ModuleType, T]]) -> dict[str, T]:
 def by_name(found: Iterable[tuple[ModuleType, T]]) -> dict[str, T]:
     """``discover``'s values by name, in name order."""
     return {value.name: value for value in sorted((value for _, value in found), key=lambda value: value.name)}
+
+
+def registered(package: str, attribute: str, kind: type[T],
+               order: Callable[[Iterable[tuple[ModuleType, T]]], dict[str, T]] = by_order) -> dict[str, T]:
+    """The registry of ``package``: its modules' ``attribute`` values (``discover``), ordered
+    by ``order``, found on the first call and kept in the package's ``_REGISTRY``. The same
+    dict on every call, so that a test may add to it, or set ``_REGISTRY`` to None to have the
+    package searched again."""
+    module = sys.modules[package]
+    known = getattr(module, "_REGISTRY", None)
+    if known is None:
+        known = order(discover(package, module.__path__, attribute, kind))
+        module._REGISTRY = known  # type: ignore[attr-defined]
+    return known
 
 
 def lookup(known: dict[str, T], name: str, what: str) -> T:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from cltr.core.clicks import ClickLog
 from cltr.options import Options
-from cltr.registry import by_name, discover, lookup
+from cltr.registry import by_name, lookup, registered
 
 __all__ = ["ClickModel", "models", "get", "DEFAULT_MODEL"]
 
@@ -53,10 +53,7 @@ _REGISTRY: dict[str, ClickModel] | None = None
 
 def models() -> dict[str, ClickModel]:
     """Every click model, by name."""
-    global _REGISTRY
-    if _REGISTRY is None:
-        _REGISTRY = by_name(discover(__name__, __path__, "MODEL", ClickModel))
-    return _REGISTRY
+    return registered(__name__, "MODEL", ClickModel, by_name)
 
 
 def get(name: str) -> ClickModel:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from cltr.core.queries import Dataset, passes_by_name
 from cltr.options import Options
-from cltr.registry import by_name, discover, lookup
+from cltr.registry import by_name, lookup, registered
 
 __all__ = ["Loader", "loaders", "get", "load", "DCG_LOGS"]
 
@@ -79,10 +79,7 @@ _REGISTRY: dict[str, Loader] | None = None
 
 def loaders() -> dict[str, Loader]:
     """Every loader, by name, in name order (``cltr prepare --help`` sorts them so too)."""
-    global _REGISTRY
-    if _REGISTRY is None:
-        _REGISTRY = by_name(discover(__name__, __path__, "LOADER", Loader))
-    return _REGISTRY
+    return registered(__name__, "LOADER", Loader, by_name)
 
 
 def get(name: str) -> Loader:

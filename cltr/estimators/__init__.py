@@ -39,7 +39,7 @@ from cltr.core.clicks import Impressions
 from cltr.core.propensity import PropensityEstimate
 from cltr.core.seeds import stream
 from cltr.options import Options
-from cltr.registry import by_order, discover, lookup
+from cltr.registry import lookup, registered
 
 __all__ = ["Estimator", "NoOptions", "estimators", "get", "estimate", "key_options", "DEFAULT_ESTIMATOR",
            "DEFAULT_MAX_RANK"]
@@ -89,10 +89,7 @@ _REGISTRY: dict[str, Estimator] | None = None
 
 def estimators() -> dict[str, Estimator]:
     """Every estimator, by name, in the order of ``--method``'s help (the modules' ``ORDER``, then name)."""
-    global _REGISTRY
-    if _REGISTRY is None:
-        _REGISTRY = by_order(discover(__name__, __path__, "ESTIMATOR", Estimator))
-    return _REGISTRY
+    return registered(__name__, "ESTIMATOR", Estimator)
 
 
 def get(name: str) -> Estimator:

@@ -53,7 +53,7 @@ from cltr.core.queries import Dataset
 from cltr.core.ranking import dcg_gain, rank_documents, validation_estimate
 from cltr.core.seeds import stream
 from cltr.options import Options, option
-from cltr.registry import by_order, discover, lookup
+from cltr.registry import lookup, registered
 
 __all__ = ["Method", "SelectionOptions", "CRITERIA", "TrainingData", "methods", "get", "train",
            "relevance_on_displayed"]
@@ -272,10 +272,7 @@ _REGISTRY: dict[str, Method] | None = None
 
 def methods() -> dict[str, Method]:
     """Every method, by name, in the order of ``cltr train --help`` (the modules' ``ORDER``, then name)."""
-    global _REGISTRY
-    if _REGISTRY is None:
-        _REGISTRY = by_order(discover(__name__, __path__, "METHOD", Method))
-    return _REGISTRY
+    return registered(__name__, "METHOD", Method)
 
 
 def get(name: str) -> Method:

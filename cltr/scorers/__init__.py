@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cltr.registry import by_order, discover, lookup
+from cltr.registry import lookup, registered
 
 __all__ = ["ScorerKind", "scorer_kinds", "get"]
 
@@ -59,10 +59,7 @@ _REGISTRY: dict[str, ScorerKind] | None = None
 def scorer_kinds() -> dict[str, ScorerKind]:
     """Every scorer kind, by name, in the order of the modules' ``ORDER``, then name. The
     same dict on every call, so that a test may add to it."""
-    global _REGISTRY
-    if _REGISTRY is None:
-        _REGISTRY = by_order(discover(__name__, __path__, "SCORER", ScorerKind))
-    return _REGISTRY
+    return registered(__name__, "SCORER", ScorerKind)
 
 
 def get(name: str) -> ScorerKind:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cltr.core.clicks import ClickLog
-from cltr.registry import by_order, discover, lookup
+from cltr.registry import lookup, registered
 
 __all__ = ["Correction", "CORRECTIONS", "DEFAULT_CORRECTION", "corrections", "get"]
 
@@ -70,10 +70,7 @@ _REGISTRY: dict[str, Correction] | None = None
 def corrections() -> dict[str, Correction]:
     """Every correction, by name, in the order of ``--correction``'s help (the modules'
     ``ORDER``, then name). The same dict on every call, so that a test may add to it."""
-    global _REGISTRY
-    if _REGISTRY is None:
-        _REGISTRY = by_order(discover(__name__, __path__, "CORRECTION", Correction))
-    return _REGISTRY
+    return registered(__name__, "CORRECTION", Correction)
 
 
 def __getattr__(name: str):

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cltr.registry import by_order, discover, lookup
+from cltr.registry import lookup, registered
 
 __all__ = ["FigureKind", "COMMON_KEYS", "kinds", "get", "taking"]
 
@@ -89,10 +89,7 @@ _REGISTRY: dict[str, FigureKind] | None = None
 def kinds() -> dict[str, FigureKind]:
     """Every figure kind, by name, in the order of the modules' ``ORDER``, then name. The
     same dict on every call, so that a test may add to it."""
-    global _REGISTRY
-    if _REGISTRY is None:
-        _REGISTRY = by_order(discover(__name__, __path__, "FIGURE_KIND", FigureKind))
-    return _REGISTRY
+    return registered(__name__, "FIGURE_KIND", FigureKind)
 
 
 def get(name: str) -> FigureKind:
