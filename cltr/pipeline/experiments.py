@@ -776,9 +776,8 @@ def run_experiment(spec: Spec, root: str | Path, *, n_jobs: int = 1, backend: st
         # a tuning task's own rows are its point's: its models searched the grid whose choice
         # the others take (the paper's tuned run), so they are not trained again fixed
         for index, task in enumerate(tasks):
-            by = _tuned_by(spec, task)
-            if (tuning[by].repetition, tuning[by].point) == (task.repetition, task.point):
-                known[index] = chosen[by]
+            if _is_tuning(spec, tuning, task):
+                known[index] = chosen[_tuned_by(spec, task)]
     results = _run_tasks(tasks, counts=counts, on_task_done=on_task_done, known=known, **run)
     frame = pool_selection(pd.DataFrame([row for rows in results for row in rows]))
     return frame[_column_order(frame.columns, spec.kind)], counts
@@ -831,8 +830,7 @@ def run_together(specs: list[Spec], root: str | Path, *, n_jobs: int = 1, backen
     for spec, tasks, tuning, fingerprint in later:
         chosen = {by: run_task(root, task)[0] for by, task in tuning.items()}  # finished: read
         for task in tuned(spec, tasks, chosen):
-            by = _tuned_by(spec, task)
-            if (tuning[by].repetition, tuning[by].point) != (task.repetition, task.point):
+            if not _is_tuning(spec, tuning, task):  # its rows are the tuning task's
                 key = task_key(task, fingerprint)
                 if key not in first:
                     second.setdefault(key, task)
@@ -912,6 +910,12 @@ def _tuned_by(spec: Spec, task: Task) -> tuple:
     with ``tune = "point"`` their x value."""
     series = tuple(task.point[key] for key in spec.series)
     return (*series, task.point[spec.x]) if spec.tune == "point" and spec.x is not None else series
+
+
+def _is_tuning(spec: Spec, tuning: dict[tuple, Task], task: Task) -> bool:
+    """Whether ``task`` is (at the point and repetition of) the tuning task whose choice it takes."""
+    tuner = tuning[_tuned_by(spec, task)]
+    return (tuner.repetition, tuner.point) == (task.repetition, task.point)
 
 
 def tuning_tasks(spec: Spec, tasks: list[Task]) -> dict[tuple, Task]:
