@@ -1,0 +1,418 @@
+"""Tests that kill the survivors of bench/mutation.py on cltr/core/propensity/ (estimate.py,
+harvest.py, em.py): the estimate's and the table's checks, the bootstrap's pieces, harvesting
+against loops (a messy log of duplicate, empty and deep rows), the pair relevance against a
+bounded 1-D maximiser, the EM data, resamples and options by hand, and the collapse rule at its
+boundaries. Each test says what it pins."""
+
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+from cltr.core import propensity as P
+from cltr.core.propensity import PropensityEstimate, em_identification, em_propensities, harvest_propensities
+from tests.core.test_propensity import COLUMNS, _brute_force_allpairs, _tiny_log, one_ranker, simulate_table
+
+# --------------------------------------------------------------------------- the estimate's own checks
+# (each test names the mutants of cltr/core/propensity/estimate.py it kills; bench/mutation.py)
+
+
+def _estimate(k=3):
+    return PropensityEstimate(np.arange(1, k + 1), 1.0 / np.arange(1, k + 1), np.full(k, np.nan),
+                              np.full(k, np.nan), 0.9, "x")
+
+
+def test_an_estimate_is_immutable_compared_by_identity_and_checks_its_ranks():
+    # frozen=True, eq=False: a field cannot be rebound; two estimates of equal values are
+    # different objects (eq=True would compare arrays, ambiguous, and make it unhashable).
+    est, same = _estimate(), _estimate()
+    with pytest.raises(AttributeError):
+        est.level = 0.5
+    assert est == est and est != same and len({est, same}) == 2
+    for rank in ([1, 3, 2], [0, 1, 2], [2, 3, 4]):
+        with pytest.raises(ValueError, match=r"rank must be 1, 2, \.\.\., K"):
+            PropensityEstimate(np.array(rank), np.ones(3), np.ones(3), np.ones(3), 0.9, "x")
+
+
+def test_at_takes_whole_ranks_of_any_dtype_and_refuses_the_rest():
+    est = _estimate()
+    np.testing.assert_array_equal(est.at(np.array([1.0, 3.0, 9.0])), [1.0, 1.0 / 3.0, 1.0 / 3.0])
+    np.testing.assert_array_equal(est.at(np.array([1, 2], dtype=np.uint8)), [1.0, 0.5])
+    for empty in (np.zeros(0, dtype=np.int64), np.zeros(0)):
+        assert est.at(empty).shape == (0,)
+    for bad in ([1.5], [2.0, np.nan], [np.inf]):
+        with pytest.raises(ValueError, match="ranks must be whole numbers"):
+            est.at(np.array(bad))
+    with pytest.raises(ValueError, match="ranks must be >= 1, found 0"):
+        est.at(np.array([0.0, 2.0]))
+
+
+_OK = {"query": np.zeros(4, dtype=int), "doc": np.array([0, 1, 0, 1]), "rank": np.array([1, 2, 2, 1]),
+       "ranker": np.array([0, 0, 1, 1]), "impressions": np.full(4, 10), "clicks": np.array([3, 1, 2, 2])}
+
+
+def test_the_table_takes_whole_floats_bools_and_empty_rows_and_names_the_first_bad_row():
+    t = P._check_table(**{**_OK, "rank": np.array([1.0, 2.0, 2.0, 1.0]),
+                          "ranker": np.array([False, False, True, True])})
+    np.testing.assert_array_equal(t.rank, [1, 2, 2, 1])
+    assert t.rank.dtype == np.int64 and t.ranker.dtype == np.int64
+    # a row never shown (0 impressions, 0 clicks) is allowed, and harvesting ignores it
+    zero = {name: np.r_[values, values[:1]] for name, values in _OK.items()}
+    zero["impressions"][-1] = zero["clicks"][-1] = 0
+    zero["rank"][-1] = 2
+    np.testing.assert_allclose(harvest_propensities(**zero, bootstrap=0, rng=0).propensity,
+                               harvest_propensities(**_OK, bootstrap=0, rng=0).propensity, rtol=1e-12)
+    with pytest.raises(ValueError, match=r"clicks must hold whole numbers; row 1 has .*inf"):
+        P._check_table(**{**_OK, "clicks": np.array([1.0, np.inf, 2.0, 0.5])})
+    with pytest.raises(ValueError, match=r"clicks must be a flat array, found shape \(2, 2\)"):
+        P._check_table(**{**_OK, "clicks": np.ones((2, 2), dtype=int)})
+    with pytest.raises(ValueError, match="doc must be an integer array, found dtype <U1"):
+        P._check_table(**{**_OK, "doc": np.array(list("abab"))})
+    with pytest.raises(ValueError, match=r"ranker must be >= 0; row 2 has -1 \(2 such rows\)"):
+        P._check_table(**{**_OK, "ranker": np.array([0, 0, -1, -3])})
+    with pytest.raises(ValueError, match=r"row 0 has 11 clicks and 10 impressions \(2 such rows\)"):
+        P._check_table(**{**_OK, "clicks": np.array([11, 1, 12, 2])})
+
+
+def test_options_are_checked_as_documented():
+    rank = np.array([1, 2, 5])
+    assert P._check_options(None, rank, 0, 0.5, minimum=2) == 5
+    assert P._check_options(np.int64(3), rank, np.int64(4), 0.5, minimum=3) == 3
+    for max_rank in (True, 3.0, 2):
+        with pytest.raises(ValueError, match="max_rank must be an integer >= 3"):
+            P._check_options(max_rank, rank, 0, 0.5, minimum=3)
+    for bootstrap in (True, 2.0):
+        with pytest.raises(ValueError, match="bootstrap must be an integer >= 0"):
+            P._check_options(3, rank, bootstrap, 0.5, minimum=2)
+    for level in (0.0, 1.0):
+        with pytest.raises(ValueError, match="level must lie strictly between 0 and 1"):
+            P._check_options(3, rank, 0, level, minimum=2)
+
+
+def test_percentile_band_is_the_quantiles_of_the_usable_replicates_widened_to_the_estimate():
+    # 5 replicates x 4 ranks: a column with NaNs uses its finite entries only, one with a single
+    # finite replicate gets that value, an all-NaN column stays NaN, and the band is widened to
+    # hold the estimate.
+    replicates = np.array([[1.0, 0.1, np.nan, np.nan],
+                           [1.0, 0.5, 0.4, np.nan],
+                           [1.0, 0.3, np.nan, np.nan],
+                           [1.0, 0.2, np.nan, np.nan],
+                           [1.0, 0.4, np.nan, np.nan]])
+    estimate = np.array([1.0, 0.05, 0.6, 0.7])
+    low, high = P._percentile_band(replicates, estimate, 0.5)
+    # level 0.5: the 25% and 75% quantiles of 0.1..0.5 (linear interpolation) are 0.2 and 0.4
+    np.testing.assert_allclose(low, [1.0, 0.05, 0.4, np.nan])
+    np.testing.assert_allclose(high, [1.0, 0.4, 0.6, np.nan])
+    low, high = P._percentile_band(replicates[:, :2], np.array([1.0, 0.3]), 0.9)
+    np.testing.assert_allclose(low[1], np.quantile([0.1, 0.2, 0.3, 0.4, 0.5], 0.05))
+    np.testing.assert_allclose(high[1], np.quantile([0.1, 0.2, 0.3, 0.4, 0.5], 0.95))
+
+
+def test_query_resamples_draw_every_query_alike_and_need_an_rng():
+    counts = P._query_resamples(4, 3000, 7)
+    assert counts.shape == (3000, 4) and counts.dtype == np.float64
+    np.testing.assert_array_equal(counts.sum(axis=1), 4.0)
+    # each query's count is Binomial(4, 1/4): mean 1, standard error sqrt(0.75 / 3000) = 0.016
+    np.testing.assert_allclose(counts.mean(axis=0), 1.0, atol=0.08)
+    with pytest.raises(ValueError, match="the bootstrap needs rng"):
+        P._query_resamples(4, 3, None)
+
+# --------------------------------------------------------------------------- harvesting, piece by piece
+# (each test names what of cltr/core/propensity/harvest.py it pins; bench/mutation.py)
+
+
+def _messy_log(seed):
+    """_tiny_log with duplicate rows, unequal sessions per rank, a zero-impression row, rows
+    below K and a third ranker that shows only some documents: what _ranker_sessions and the
+    cells must sum, max and skip."""
+    table, _ = _tiny_log(seed)
+    rng = np.random.default_rng(seed)
+    t = {name: values.copy() for name, values in table.items()}
+    t["impressions"] = t["impressions"] + rng.integers(0, 3, size=len(t["query"]))
+    t["clicks"] = np.minimum(t["clicks"], t["impressions"])
+    extra = rng.choice(len(t["query"]), size=15, replace=False)
+    dup = {name: values[extra].copy() for name, values in t.items()}
+    dup["impressions"] = rng.integers(0, 4, size=15)
+    dup["clicks"] = np.minimum(dup["clicks"], dup["impressions"])
+    deep = {name: values[:6].copy() for name, values in t.items()}
+    deep["rank"] = deep["rank"] + 4  # ranks 5..8, beyond K = 4
+    return {name: np.r_[t[name], dup[name], deep[name]] for name in COLUMNS}
+
+
+def _brute_force_sessions(table, K):
+    """n_i by loops: per (query, ranker), the impressions summed per rank, at its most-shown rank."""
+    per = defaultdict(lambda: defaultdict(float))
+    for q, k, r, n in zip(table["query"], table["rank"], table["ranker"], table["impressions"], strict=True):
+        if k <= K and n > 0:
+            per[(q, r)][k] += n
+    sessions = defaultdict(float)
+    for (_, r), at in per.items():
+        sessions[r] += max(at.values())
+    return dict(sessions)
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_harvest_statistics_of_a_messy_log_match_loops(seed):
+    table = _messy_log(seed)
+    t = P._check_table(**table)
+    sessions = _brute_force_sessions(table, 4)
+    rankers, n_i = P._ranker_sessions(t, 4)
+    assert dict(zip(rankers.tolist(), n_i.tolist(), strict=True)) == pytest.approx(sessions, rel=1e-12)
+    kept = {name: values[(table["rank"] <= 4) & (table["impressions"] > 0)] for name, values in table.items()}
+    _, clicks, shown = _brute_force_allpairs(kept, sessions, K=4)
+    stats = P._harvest_statistics(t, 4)
+    got_clicks, got_shown = stats.totals()
+    np.testing.assert_allclose(got_clicks, clicks, rtol=1e-12)
+    np.testing.assert_allclose(got_shown, shown, rtol=1e-12)
+    shown_at = defaultdict(set)
+    for q, d, k in zip(kept["query"], kept["doc"], kept["rank"], strict=True):
+        shown_at[(q, d)].add(k)
+    assert stats.n_intervention_docs == sum(len(ranks) >= 2 for ranks in shown_at.values())
+    assert stats.n_queries == len(np.unique(kept["query"]))
+
+
+def test_query_weighted_totals_are_sums_of_each_querys_statistics_under_the_whole_design():
+    # totals(counts), replicate_totals and a query's own statistics under the whole log's
+    # design (the chunked path) all add up to the same weighted sums.
+    table = _messy_log(5)
+    t = P._check_table(**table)
+    design = P._ranker_sessions(t, 4)
+    stats = P._harvest_statistics(t, 4, design=design)
+    whole = P._harvest_statistics(t, 4)
+    np.testing.assert_allclose(stats.totals()[1], whole.totals()[1], rtol=1e-12)
+    counts = np.random.default_rng(0).integers(0, 4, size=(3, stats.n_queries)).astype(float)
+    rep_c, rep_n = stats.replicate_totals(counts)
+    queries = np.unique(t.query[(t.rank <= 4) & (t.impressions > 0)])
+    for b in range(3):
+        c, n = stats.totals(counts[b])
+        np.testing.assert_allclose(rep_c[b], c, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(rep_n[b], n, rtol=1e-12, atol=1e-12)
+        by_query = [P._harvest_statistics(P._rows(t, t.query == q), 4, design=design).totals() for q in queries]
+        np.testing.assert_allclose(sum(w * s[0] for w, s in zip(counts[b], by_query, strict=True)), c, atol=1e-9)
+        np.testing.assert_allclose(sum(w * s[1] for w, s in zip(counts[b], by_query, strict=True)), n, atol=1e-9)
+
+
+def test_a_chunk_without_kept_rows_or_interventions_has_empty_statistics():
+    table = _messy_log(6)
+    t = P._check_table(**table)
+    design = P._ranker_sessions(t, 4)
+    below = P._rows(t, t.rank > 4)
+    empty = P._harvest_statistics(below, 4, design=design)
+    assert empty.n_queries == 0 and empty.entry_query.size == 0 and empty.n_intervention_docs == 0
+    np.testing.assert_array_equal(empty.sessions, design[1])
+    assert empty.totals()[1].shape == (4, 4) and not empty.totals()[1].any()
+    one_rank = P._rows(t, (t.query == 0) & (t.ranker == 0))  # one ranker: every document at one rank
+    stats = P._harvest_statistics(one_rank, 4, design=design)
+    assert stats.n_queries == 1 and stats.n_intervention_docs == 0 and stats.entry_query.size == 0
+    with pytest.raises(ValueError, match="no row has a rank <= max_rank = 4 and impressions > 0"):
+        P._harvest_statistics(below, 4)
+
+
+def test_pair_relevance_maximises_the_pair_likelihood():
+    from scipy.optimize import minimize_scalar
+    rng = np.random.default_rng(8)
+    for _ in range(20):
+        pa, pb = rng.uniform(0.05, 1.0, 2)
+        ca, ua, cb, ub = rng.integers(0, 30, 4).astype(float)
+        if ca + cb == 0:
+            assert P._pair_relevance(pa, pb, ca, ua, cb, ub) == 0.0
+            continue
+        top = 1.0 / max(pa, pb)
+
+        def nll(c, pa=pa, pb=pb, ca=ca, ua=ua, cb=cb, ub=ub):
+            return -(ca * np.log(pa * c) + ua * np.log1p(-min(pa * c, 1 - 1e-15))
+                     + cb * np.log(pb * c) + ub * np.log1p(-min(pb * c, 1 - 1e-15)))
+
+        best = minimize_scalar(nll, bounds=(1e-12, top), method="bounded", options={"xatol": 1e-12})
+        got = P._pair_relevance(pa, pb, ca, ua, cb, ub)
+        assert got == pytest.approx(best.x, rel=1e-5, abs=1e-9)
+    assert P._pair_relevance(0.5, 0.25, 0.0, 7.0, 0.0, 3.0) == 0.0
+
+
+def test_a_rank_never_clicked_goes_to_the_lower_bound():
+    # rank 2 never clicked in its pair: the likelihood rises as p_2 -> 0, held at the bound 1e-8.
+    table = {"query": [0, 0, 0, 0], "doc": [0, 1, 0, 1], "rank": [1, 2, 2, 1], "ranker": [0, 0, 1, 1],
+             "impressions": [10, 10, 10, 10], "clicks": [4, 0, 0, 3]}
+    est = harvest_propensities(**table, bootstrap=0, rng=0)
+    assert est.propensity[1] == pytest.approx(1e-8, rel=1e-9) and est.info["converged"]
+
+
+def test_harvest_info_and_the_disconnected_replicates():
+    # Query 0 swaps ranks 1 and 2, query 1 ranks 2 and 3: a resample without query 0 leaves
+    # ranks 2 and 3 unconnected to rank 1, one without query 1 leaves rank 3.
+    table = {"query": [0, 0, 0, 0, 1, 1, 1, 1], "doc": [0, 1, 0, 1, 2, 3, 2, 3],
+             "rank": [1, 2, 2, 1, 2, 3, 3, 2], "ranker": [0, 0, 1, 1, 0, 0, 1, 1],
+             "impressions": [20, 20, 20, 20, 30, 30, 30, 30], "clicks": [8, 3, 4, 6, 9, 5, 6, 7]}
+    est = harvest_propensities(**table, bootstrap=40, rng=3)
+    counts = P._query_resamples(2, 40, 3)
+    assert est.info["bootstrap_disconnected"] == int(2 * np.sum(counts[:, 0] == 0) + np.sum(counts[:, 1] == 0))
+    assert est.info["bootstrap_disconnected"] > 0
+    assert est.info["rank_pairs"] == 2 and est.info["queries"] == 2 and est.info["intervention_docs"] == 4
+    assert est.info["bootstrap"] == 40 and est.info["sessions"] == {0: 50.0, 1: 50.0}
+    assert est.method == "allpairs-harvest" and est.level == 0.95
+    assert np.all(est.low <= est.propensity) and np.all(est.propensity <= est.high)
+    # ranks 2..12 unconnected: the message lists ten of them and says there are more
+    wide = {name: np.r_[np.asarray(v)[:4], np.asarray(v)[:4]] for name, v in table.items()}
+    wide["query"] = np.r_[np.zeros(4, int), np.ones(4, int)]
+    wide["rank"] = np.r_[[1, 2, 2, 1], [12, 13, 13, 12]]
+    with pytest.raises(ValueError, match=r"rank 3 has no intervention pair connecting it to rank 1 \(ranks without "
+                                         r"one: 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, \.\.\.\)"):
+        harvest_propensities(**wide, bootstrap=0, rng=0)
+
+# --------------------------------------------------------------------------- regression EM, piece by piece
+# (each test names what of cltr/core/propensity/em.py it pins; bench/mutation.py)
+
+
+def _hand_em_data():
+    """Two queries; a duplicate row, a row below K = 3 and one never shown; X has a constant
+    column and one whose spread is below 1e-12 of its mean."""
+    query = np.array([5, 5, 5, 5, 9, 9, 9, 9])
+    doc = np.array([0, 1, 0, 2, 1, 3, 3, 0])
+    rank = np.array([1, 2, 1, 3, 1, 2, 4, 3])
+    impressions = np.array([4, 6, 2, 5, 3, 7, 9, 0])
+    clicks = np.array([2, 1, 1, 0, 3, 2, 4, 0])
+    X = np.array([[1.0, 7.0, 1e6], [2.0, 7.0, 1e6], [4.0, 7.0, 1e6 + 1e-7], [0.0, 7.0, 1e6]])
+    t = P._check_table(query, doc, rank, None, impressions, clicks)
+    return P._em_data(t, X, 3), X
+
+
+def test_em_data_sums_cells_and_standardises_over_the_tables_documents():
+    data, X = _hand_em_data()
+    # units (query, doc): (5,0) (5,1) (5,2) (9,1) (9,3); the never-shown (9,0) and rank 4 dropped
+    assert data.n_queries == 2 and data.max_rank == 3
+    np.testing.assert_array_equal(data.cell_unit, [0, 1, 2, 3, 4])
+    np.testing.assert_array_equal(data.cell_rank0, [0, 1, 2, 0, 1])
+    np.testing.assert_array_equal(data.cell_impressions, [6, 6, 5, 3, 7])
+    np.testing.assert_array_equal(data.cell_clicks, [3, 1, 0, 3, 2])
+    np.testing.assert_array_equal(data.unit_query, [0, 0, 0, 1, 1])
+    np.testing.assert_array_equal(data.unit_weight, [6, 6, 5, 3, 7])
+    x = X[[0, 1, 2, 1, 3], 0]  # the units' documents; the constant columns are dropped
+    np.testing.assert_allclose(data.features, np.c_[np.ones(5), (x - x.mean()) / x.std()], rtol=1e-12)
+    with pytest.raises(ValueError, match="rank 2 has no impressions .*lower max_rank to at most 1"):
+        P._em_data(P._check_table([0, 0], [0, 1], [1, 3], None, [2, 2], [1, 1]), np.eye(2), 3)
+    with pytest.raises(ValueError, match="X must be numeric"):
+        em_propensities([0], [0], [1], [2], [1], X=np.array([["a"]]), bootstrap=0, rng=0)
+
+
+def test_weighted_gram_in_chunks_and_the_em_start():
+    data, _ = _hand_em_data()
+    rng = np.random.default_rng(2)
+    f, w = rng.normal(size=(7, 3)), rng.uniform(size=7)
+    np.testing.assert_allclose(P.em._weighted_gram(f, w, chunk=3), f.T @ np.diag(w) @ f, rtol=1e-12)
+    theta, coef = P._em_start(data)
+    rate = 9.0 / 27.0 / 0.5  # clicks / impressions over theta = 1/2
+    np.testing.assert_allclose(theta, [0.5, 0.5, 0.5])
+    np.testing.assert_allclose(coef, [np.log(rate / (1.0 - rate)), 0.0], rtol=1e-12)
+    np.testing.assert_array_equal(P._penalty(3, 2.5), [0.0, 2.5, 2.5])
+
+
+def test_a_resample_is_the_data_with_each_query_repeated():
+    # Query 0 drawn twice and query 1 not: its counts double and query 1's units go.
+    data, _ = _hand_em_data()
+    resampled, kept = P.em._em_resample(data, np.array([2.0, 0.0]))
+    np.testing.assert_array_equal(kept, [0, 1, 2])
+    np.testing.assert_array_equal(resampled.cell_unit, [0, 1, 2])
+    np.testing.assert_array_equal(resampled.cell_rank0, [0, 1, 2])
+    np.testing.assert_array_equal(resampled.cell_impressions, [12, 12, 10])
+    np.testing.assert_array_equal(resampled.cell_clicks, [6, 2, 0])
+    np.testing.assert_array_equal(resampled.unit_weight, [12, 12, 10])
+    np.testing.assert_array_equal(resampled.unit_query, [0, 0, 0])
+    np.testing.assert_array_equal(resampled.features, data.features[:3])
+    assert resampled.n_queries == 2 and resampled.max_rank == 3
+    resampled, kept = P.em._em_resample(data, np.array([0.0, 3.0]))
+    np.testing.assert_array_equal(kept, [3, 4])
+    np.testing.assert_array_equal(resampled.cell_unit, [0, 1])
+    np.testing.assert_array_equal(resampled.cell_clicks, [9, 6])
+
+
+def test_a_theta_at_one_pushed_beyond_is_held_and_newton_needs_a_negative_definite_hessian():
+    grad = np.array([2.0, 1.0, -1.0, 0.5])
+    np.testing.assert_array_equal(P.em._em_free(np.array([0.0, -0.5, 0.0]), grad), [False, True, True, True])
+    np.testing.assert_array_equal(P.em._em_free(np.array([-1e-10, -0.5, 0.0]), grad), [False, True, True, True])
+    np.testing.assert_array_equal(P.em._em_free(np.array([-1e-8, -0.5, 0.0]), grad), [True, True, True, True])
+    hess = -np.diag([1.0, 2.0, 4.0, 5.0])
+    step = P.em._em_newton_direction(np.array([0.0, -0.5, 0.0]), grad, hess)
+    np.testing.assert_allclose(step, [0.0, 0.5, -0.25, 0.1])
+    assert P.em._em_newton_direction(np.array([-1.0, -0.5, -0.2]), grad, -hess) is None
+
+
+@pytest.mark.parametrize("name,value,message", [
+    ("iterations", 0, "iterations must be an integer >= 1"),
+    ("iterations", True, "iterations must be an integer >= 1"),
+    ("iterations", 2.0, "iterations must be an integer >= 1"),
+    ("tol", 0.0, "tol must be positive"),
+    ("l2", -1e-9, "l2 must be >= 0"),
+    ("newton_steps", 0, "newton_steps must be an integer >= 1"),
+    ("newton_steps", True, "newton_steps must be an integer >= 1"),
+    ("newton_steps", 1.0, "newton_steps must be an integer >= 1"),
+    ("cross_fit", True, "cross_fit must be an integer >= 1"),
+    ("cross_fit", 2.0, "cross_fit must be an integer >= 1"),
+])
+def test_em_options_are_checked(name, value, message):
+    with pytest.raises(ValueError, match=message):
+        em_propensities([0, 0], [0, 1], [1, 2], [5, 5], [2, 1], X=np.eye(2), bootstrap=0, rng=0, **{name: value})
+
+
+def test_em_accepts_the_boundary_options_and_reports_its_info():
+    rng = np.random.default_rng(9)
+    table, X, _ = simulate_table(40, 4, eta=1.0, sessions=20, rng=rng, n_rankers=1, n_features=2)
+    t = one_ranker(table)
+    est = em_propensities(**t, X=X, l2=0.0, iterations=1, newton_steps=np.int64(2), cross_fit=np.int64(1),
+                          bootstrap=np.int64(3), level=0.8, rng=0)
+    info = est.info
+    assert info["iterations"] == 1 and not info["converged"] and 0 <= info["newton_steps"] <= 1
+    assert info["documents"] == 160 and info["features"] == 2
+    assert info["impressions"] == float(np.sum(t["impressions"])) and info["clicks"] == float(np.sum(t["clicks"]))
+    assert len(info["examination"]) == 4 and len(info["relevance_coefficients"]) == 3
+    np.testing.assert_allclose(est.propensity, np.array(info["examination"]) / info["examination"][0])
+    assert info["relevance_model"] == "logistic" and info["cross_fit"] == 1 and info["band"] == "refit"
+    assert info["bootstrap"] == 3 and est.level == 0.8 and est.method == "regression-em"
+    assert info["identification_version"] == P.IDENTIFICATION_VERSION
+    data = P._em_data(P._check_table(t["query"], t["doc"], t["rank"], None, t["impressions"], t["clicks"]), X, 4)
+    coef = np.array(info["relevance_coefficients"])
+    assert info["log_likelihood"] == pytest.approx(P._em_loglik(data, np.array(info["examination"]), coef,
+                                                                data.features @ coef, np.zeros(3)), rel=1e-12)
+
+
+
+def _rank_counts(clicks, impressions, moved=0):
+    """EM data of one unit per rank (units shown at one rank each), plus ``moved`` impressions
+    of one extra unit shown at ranks 1 and 2 (rank variation), features unused."""
+    k = len(clicks)
+    cells = [(u, u, n, c) for u, (n, c) in enumerate(zip(impressions, clicks, strict=True))]
+    if moved:
+        cells += [(k, 0, moved // 2, 0), (k, 1, moved - moved // 2, 0)]
+    unit, rank0, n, c = (np.array(v) for v in zip(*cells, strict=True))
+    units = unit.max() + 1
+    return P.em._EMData(n_queries=units, max_rank=k, cell_unit=unit, cell_rank0=rank0,
+                        cell_impressions=n.astype(float), cell_clicks=c.astype(float),
+                        unit_query=np.arange(units), unit_weight=np.bincount(unit, weights=n).astype(float),
+                        features=np.ones((units, 1)))
+
+
+@pytest.mark.parametrize("m,falls", [(600, True), (580, False)])
+def test_the_collapse_rule_at_its_boundaries(m, falls):
+    # K = 4: rank 1 clicked 50%, ranks 3..4 (K/2+1..K) 40% together (30% and 50%, so which ranks
+    # count matters), exactly FALL_RATIO = 0.8 of rank 1; rank 2 at 50%. With m impressions a
+    # rank the gap is 0.1 / sqrt(p (1 - p) (1/m + 1/2m)) standard errors, p the pooled rate
+    # 0.4333: 4.04 at m = 600, 3.97 at m = 580, either side of FALL_Z = 4.
+    clicks = [m // 2, m // 2, 3 * m // 10, m // 2]
+    data = _rank_counts(clicks, [m] * 4)
+    diagnostics, warnings = em_identification(data, np.ones(4), flexible=False)
+    assert diagnostics["click_rate_top"] == 0.5 and diagnostics["click_rate_bottom"] == pytest.approx(0.4)
+    assert diagnostics["rank_variation"] == 0.0
+    assert diagnostics["collapsed"] is falls and diagnostics["identified"] is not falls
+    assert (len(warnings) == 1) is falls
+    # spread of exactly FLAT_SPREAD is not flat
+    assert not em_identification(data, np.array([0.05, 0.0, 0.025, 0.0]), flexible=False)[0]["collapsed"]
+    assert em_identification(data, np.array([0.05, 0.001, 0.025, 0.001]), flexible=False)[0]["collapsed"] is falls
+
+
+def test_rank_variation_of_exactly_the_threshold_is_not_one_rank():
+    # 5 of 100 impressions on a unit shown at two ranks: RANK_VARIATION = 0.05 exactly, not below it
+    data = _rank_counts([24, 23, 10, 20], [24, 24, 24, 23], moved=5)
+    diagnostics, warnings = em_identification(data, np.ones(4), flexible=True)
+    assert diagnostics["rank_variation"] == 0.05
+    assert diagnostics["identified"] and not warnings
+    one_rank = _rank_counts([24, 23, 10, 20], [24, 24, 24, 23], moved=4)
+    assert not em_identification(one_rank, np.ones(4), flexible=True)[0]["identified"]
