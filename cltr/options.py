@@ -13,10 +13,14 @@ declaration come
 
 The stages' settings are declared the same way, beside the stage that owns them
 (``cltr.pipeline.stages``: ``ProductionOptions``, ``SimulationOptions``, ``ImportOptions``,
-``ExportOptions``, ``EstimateOptions``, ``EvaluateOptions``, ``ScoreOptions``;
-``cltr.pipeline.click_prediction.FitOptions``, ``cltr.pipeline.experiments.FiguresOptions``,
-``cltr.pipeline.session.RunOptions``), and the commands' flags are generated from them
-(``cltr.cli.params.settings_params``). What stays a hand-declared click parameter is what no
+``ExportOptions``, ``EstimateOptions``, ``TrainOptions``, ``EvaluateOptions``,
+``ScoreOptions``; ``cltr.pipeline.click_prediction.FitOptions``,
+``cltr.pipeline.experiments.FiguresOptions``, ``cltr.pipeline.session.RunOptions`` and
+``PrepareOptions``), and the commands' flags are generated from them
+(``cltr.cli.params.settings_params``). Where one command offers less, or defaults otherwise,
+than the declaration (``cltr train METHOD``'s ``--correction``: the corrections that apply to
+METHOD; ``cltr prepare LOADER``'s ``--name``: LOADER), it reads the type
+``Options.narrowed`` derives from it. What stays a hand-declared click parameter is what no
 stage takes as a setting:
 
 - the command line's own: ``--workdir``, ``-q``, ``-v``, ``--version``, ``--help``;
@@ -26,17 +30,13 @@ stage takes as a setting:
 - which workspace artifact to read, declared once each (``cltr.cli.params.SharedOption``):
   ``--dataset`` (its default is the workspace's last prepared dataset), ``--clicks``,
   ``--model``, ``--production``, ``--click-model``, and ``--seed``; the API takes them as
-  ``Session`` arguments, not as settings;
-- ``cltr train``'s ``--propensities``, ``--clip`` and ``--correction``: their choices are
-  the corrections that apply to the method at hand, and ``--clip`` keeps ``auto`` as a value
-  beside numbers; ``cltr prepare``'s ``--name`` and ``--dcg-log`` (where the dataset is
-  stored, and its metric convention, not a loader's option).
+  ``Session`` arguments, not as settings.
 
 Supported field types: ``bool``, ``int``, ``float``, ``str`` (with ``choices``, or the
-``path`` of an existing file or directory), and ``tuple[int, ...]`` / ``tuple[float, ...]``,
-each optionally ``| None``. Floats must be finite. A ``required`` option has no default (its
-declared default is None): the command line and ``from_dict`` refuse its absence. This
-module imports only the standard library.
+``path`` of an existing file or directory, or a ``parse`` that checks it), and
+``tuple[int, ...]`` / ``tuple[float, ...]``, each optionally ``| None``. Floats must be
+finite. A ``required`` option has no default (its declared default is None): the command
+line and ``from_dict`` refuse its absence. This module imports only the standard library.
 """
 
 from __future__ import annotations
@@ -76,7 +76,9 @@ def option(default: Any, help: str | Callable[[], str], *,
         Range of a number (or of every element of a sequence); ``low_open`` /
         ``high_open`` exclude the bound.
     parse : callable str -> value, optional
-        How a string (the command line) becomes the value, e.g. a grid ``"0.1,1,10"``.
+        How a string (the command line) becomes the value, e.g. a grid ``"0.1,1,10"``; of a
+        ``str`` option, its check: the text it accepts, returned as is (``"auto"``, a
+        threshold ``"0.1"``), a ValueError naming the valid forms otherwise.
     flag : str, optional
         The command-line flag, when not ``--name-with-dashes`` (e.g. ``"-C"``).
     metavar : str, optional
@@ -225,6 +227,24 @@ class Options:
         """A copy with ``changes`` applied and validated."""
         return type(self).from_dict({**self.to_dict(), **changes})
 
+    @classmethod
+    def narrowed(cls, class_name: str, /, **changes: Mapping[str, Any]):
+        """A subclass named ``class_name`` whose fields in ``changes`` are declared anew, each with
+        its mapping (``default``, and ``option``'s keywords: ``help``, ``choices``...) over
+        its declaration here: one command's view of shared options (the corrections that
+        apply to one method, the name one loader stores under by default)."""
+        hints = typing.get_type_hints(cls)
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        declared = []
+        for field_name, change in changes.items():
+            old = fields[field_name]
+            spec = old.metadata["cltr"]
+            keywords = {**{f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}, **change}
+            declared.append((field_name, hints[field_name], option(keywords.pop("default", old.default), **keywords)))
+        narrowed = dataclasses.make_dataclass(class_name, declared, bases=(cls,), frozen=True)
+        narrowed.__module__ = cls.__module__
+        return narrowed
+
 
 def _unpack(hint, where: str) -> tuple[type, bool, bool]:
     optional = False
@@ -256,7 +276,7 @@ def _check(field: Field, value: Any, where: str) -> Any:
         if field.optional:
             return None
         raise bad()
-    if isinstance(value, str) and field.spec.parse is not None and (field.sequence or field.base is not str):
+    if isinstance(value, str) and field.spec.parse is not None:
         try:
             value = field.spec.parse(value)
         except ValueError as error:

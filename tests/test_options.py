@@ -96,3 +96,35 @@ def test_undeclared_or_unsupported_fields_are_refused():
 
     with pytest.raises(TypeError, match=r"Pair.pair: sequence options are tuple\[T, ...\]"):
         Pair.option_fields()
+
+
+def _even_text(text: str) -> str:
+    if not text.isdigit() or int(text) % 2:
+        raise ValueError(f"{text!r} is not an even number")
+    return text
+
+
+@dataclasses.dataclass(frozen=True)
+class Checked(Options):
+    size: str = option("2", "An even number, as text.", parse=_even_text)
+
+
+def test_the_parse_of_a_str_option_checks_it():
+    assert Checked.from_dict({"size": "4"}).size == "4"
+    with pytest.raises(ValueError, match="here: size: '3' is not an even number"):
+        Checked.from_dict({"size": "3"}, where="here")
+    with pytest.raises(ValueError, match="size must be a string, found 4"):
+        Checked.from_dict({"size": 4})
+
+
+def test_narrowed_declares_the_named_fields_anew_and_leaves_the_rest_and_the_base():
+    narrow = Example.narrowed("Narrow", kind={"choices": ("a",), "help": "Only a."}, count={"default": 5})
+    assert issubclass(narrow, Example) and narrow.__name__ == "Narrow" and narrow.__module__ == Example.__module__
+    fields = {f.name: f for f in narrow.option_fields()}
+    assert fields["kind"].spec.allowed() == ("a",) and fields["kind"].spec.text() == "Only a."
+    assert fields["count"].default == 5 and fields["count"].spec.low == Example.option_fields()[1].spec.low
+    assert [f.name for f in narrow.option_fields()] == [f.name for f in Example.option_fields()]
+    assert narrow.from_dict({}).count == 5 and Example.from_dict({}).count == 3
+    with pytest.raises(ValueError, match="kind must be one of a, found 'b'"):
+        narrow.from_dict({"kind": "b"})
+    assert Example.from_dict({"kind": "b"}).kind == "b"

@@ -2,6 +2,7 @@
 command line's flags and the API: every flag of every command comes from an options type
 or is one of the few the options module names as the command line's own."""
 
+import math
 import re
 
 import click
@@ -9,9 +10,10 @@ import pytest
 
 from cltr import clickmodels, datasets, estimators, methods
 from cltr.cli import main
+from cltr.pipeline import corrections
 from cltr.pipeline.click_prediction import FitOptions
 from cltr.pipeline.experiments import FiguresOptions
-from cltr.pipeline.session import RunOptions, Session
+from cltr.pipeline.session import PrepareOptions, RunOptions, Session
 from cltr.pipeline.stages import (
     EstimateOptions,
     EvaluateOptions,
@@ -20,6 +22,7 @@ from cltr.pipeline.stages import (
     ProductionOptions,
     ScoreOptions,
     SimulationOptions,
+    TrainOptions,
 )
 
 SETTINGS = {("produce",): ProductionOptions, ("simulate",): SimulationOptions, ("clicks", "import"): ImportOptions,
@@ -28,10 +31,9 @@ SETTINGS = {("produce",): ProductionOptions, ("simulate",): SimulationOptions, (
             ("figures",): FiguresOptions, ("run",): RunOptions}
 
 # the parameters cltr.options' docstring names as the command line's own (output paths, which
-# artifact to read, the shared --dataset and --seed, train's correction choices, prepare's name)
+# artifact to read, the shared --dataset and --seed)
 COMMAND_LINE_OWN = {"workdir", "quiet", "verbose", "version", "help", "dataset", "seed", "clicks_key", "model_key",
-                    "production_key", "click_model_key", "out", "trec", "propensities", "clip", "correction",
-                    "name", "dcg_log"}
+                    "production_key", "click_model_key", "out", "trec"}
 
 
 def _squeeze(text: str) -> str:
@@ -50,7 +52,7 @@ def _declared_names() -> set[str]:
     types = [*SETTINGS.values(), *(m.options for m in methods.methods().values()),
              *(m.settings for m in clickmodels.models().values()),
              *(e.options for e in estimators.estimators().values()),
-             *(loader.options for loader in datasets.loaders().values())]
+             *(loader.options for loader in datasets.loaders().values()), TrainOptions, PrepareOptions]
     return {f.name for options_type in types for f in options_type.option_fields()}
 
 
@@ -74,6 +76,70 @@ def test_each_setting_is_a_flag_with_its_help_and_default(path, invoke):
         assert field.cli_name in params[field.name].opts, field.name
         assert params[field.name].default == field.default, field.name
         assert _squeeze(field.spec.text()) in text, field.name
+
+
+@pytest.mark.parametrize("method", list(methods.methods()))
+def test_train_takes_its_propensities_clip_and_the_corrections_that_apply_from_train_options(method, invoke):
+    params = {p.name: p for p in main.commands["train"].commands[method].params}
+    text = _squeeze(invoke("train", method, "--help").output)
+    applicable = [c.name for c in corrections.corrections().values() if c.methods is None or method in c.methods]
+    assert "ips" in applicable
+    for field in TrainOptions.for_method(method).option_fields():
+        assert field.cli_name in params[field.name].opts and params[field.name].default == field.default
+        assert _squeeze(field.spec.text()) in text, field.name
+    assert list(params["correction"].type.choices) == applicable
+    assert _squeeze("How the clicks are weighted") in text
+    for name in set(corrections.corrections()) - set(applicable):
+        assert f"{name}:" not in invoke("train", method, "--help").output
+        assert "Invalid value for '--correction'" in invoke("train", method, "--correction", name, expect=2).output
+
+
+@pytest.mark.parametrize("args, told", [
+    ((), TrainOptions()),
+    (("--clip", "none", "--propensities", "estimated", "--correction", "ips"),
+     TrainOptions(propensities="estimated", clip="none")),
+    (("--clip", "0.1", "--propensities", "p-123"), TrainOptions(propensities="p-123", clip="0.1")),
+], ids=["defaults", "none-estimated", "tau-key"])
+def test_train_hands_the_session_the_train_options_of_its_flags(args, told, invoke, monkeypatch, tmp_path):
+    seen = {}
+
+    def train(self, dataset_name, method, options, training=None, **keywords):
+        seen["training"] = training
+        raise click.ClickException("stopped before training")
+
+    monkeypatch.setattr(Session, "train", train)
+    invoke("train", "svm-proprank", *args, workdir=tmp_path, expect=1)
+    assert isinstance(seen["training"], TrainOptions) and seen["training"].to_dict() == told.to_dict()
+
+
+def test_bad_train_options_are_usage_errors_and_the_session_checks_them_by_name(tmp_path, invoke):
+    assert "Invalid value for --clip: clip must be 'auto', 'none' or a threshold TAU in (0, 1], found '2'" in \
+        invoke("train", "svm-proprank", "--clip", "2", expect=2).output
+    assert "Invalid value for '--correction'" in invoke("train", "svm-proprank", "--correction", "x", expect=2).output
+    with pytest.raises(ValueError, match="train: clip: clip must be 'auto'"):
+        Session(tmp_path).train("s", "svm-proprank", {}, clip="1.5")
+    with pytest.raises(ValueError, match="unknown option 'clips'"):
+        Session(tmp_path).train("s", "svm-proprank", {}, clips="none")
+
+
+@pytest.mark.parametrize("loader", list(datasets.loaders()))
+def test_prepare_stores_under_prepare_options_name_defaulting_to_the_loader(loader, invoke):
+    params = {p.name: p for p in main.commands["prepare"].commands[loader].params}
+    assert params["name"].opts == ["--name"] and params["name"].default == loader
+    assert params["dcg_log"].opts == ["--dcg-log"] and params["dcg_log"].default == "e"
+    assert list(params["dcg_log"].type.choices) == list(datasets.DCG_LOGS)
+    text = _squeeze(invoke("prepare", loader, "--help").output)
+    assert _squeeze(PrepareOptions.option_fields()[1].spec.text()) in text
+    assert _squeeze("Name to store it under.") in text
+
+
+def test_prepare_name_and_dcg_log_reach_the_stored_dataset(tmp_path, invoke):
+    invoke("prepare", "synthetic", "--queries", "12", "--name", "small", "--dcg-log", "2", workdir=tmp_path)
+    dataset, _ = Session(tmp_path).dataset("small")
+    assert dataset.dcg_base == 2.0 and "small" in Session(tmp_path).workspace.datasets()
+    invoke("prepare", "synthetic", "--queries", "12", workdir=tmp_path)
+    assert Session(tmp_path).dataset("synthetic")[0].dcg_base == math.e
+    assert "is not a valid name" in invoke("prepare", "synthetic", "--name", "../x", workdir=tmp_path, expect=2).output
 
 
 def test_bad_settings_are_usage_errors_naming_the_flag(invoke):

@@ -8,7 +8,6 @@ import click
 from cltr import clickmodels, datasets
 from cltr.cli.output import echo_table, reading_progress, warn_if_undefined
 from cltr.cli.params import (
-    NameType,
     dataset_option,
     given,
     parse_or_usage,
@@ -20,7 +19,7 @@ from cltr.cli.params import (
 )
 from cltr.cli.session import Session, errors_as_usage
 from cltr.core.queries import default_passes, describe_convention
-from cltr.pipeline.session import check_simulation_fits
+from cltr.pipeline.session import PrepareOptions, check_simulation_fits
 from cltr.pipeline.stages import ProductionOptions, SimulationOptions, production_test_metrics
 
 
@@ -61,24 +60,24 @@ def _import_click_logs(session: Session, name: str, logs: dict[str, str]) -> Non
 
 def prepare_command(loader: datasets.Loader) -> click.Command:
     """``cltr prepare NAME`` of a dataset loader (``cltr.datasets``): a flag per option of
-    its ``Options``, then ``--name`` (default: the loader's name) and ``--dcg-log``."""
+    its ``Options``, then ``PrepareOptions``' ``--name`` (default: the loader's name) and
+    ``--dcg-log``."""
+    where_type = PrepareOptions.for_loader(loader.name)
+    stored = {f.name for f in where_type.option_fields()}
 
-    def prepare_dataset(session: Session, name: str, dcg_log: str, **values) -> None:
-        options = parse_or_usage(loader.parse_options, values, what=f"cltr prepare {loader.name}")
-        dataset = datasets.load(loader.name, options, name=name, dcg_log=dcg_log, progress=reading_progress())
-        _report_prepared(session.write_dataset(name, dataset))
+    def prepare_dataset(session: Session, **values) -> None:
+        where = settings_from(where_type, values, what=f"cltr prepare {loader.name}")
+        options = parse_or_usage(loader.parse_options, {k: v for k, v in values.items() if k not in stored},
+                                 what=f"cltr prepare {loader.name}")
+        dataset = datasets.load(loader.name, options, name=where.name, dcg_log=where.dcg_log,
+                                progress=reading_progress())
+        _report_prepared(session.write_dataset(where.name, dataset))
         if dataset.meta.get("click_logs"):
-            _import_click_logs(session, name, dataset.meta["click_logs"])
+            _import_click_logs(session, where.name, dataset.meta["click_logs"])
 
     return click.Command(
         loader.name, callback=click.pass_obj(errors_as_usage(prepare_dataset)), help=loader.summary,
-        params=[*settings_params(loader.options),
-                click.Option(["--name"], type=NameType(), default=loader.name, help="Name to store it under."),
-                click.Option(["--dcg-log", "dcg_log"], type=click.Choice(list(datasets.DCG_LOGS)), default="e",
-                             show_default=True,
-                             help="Base of the log in Avg DCG's gain 1/log(1 + rank): e (the paper's) or 2. It "
-                                  "only scales every Avg DCG; comparisons and model selection are the same either "
-                                  "way.")])
+        params=[*settings_params(loader.options), *settings_params(where_type)])
 
 
 for _loader in datasets.loaders().values():

@@ -198,7 +198,7 @@ def settings_params(options_type) -> list[click.Option]:
             kind = click.Path(exists=True, file_okay=s.path == "file", dir_okay=s.path == "dir", path_type=Path)
         elif s.repeat and s.allowed():
             kind = click.Choice(list(s.allowed() or ()))
-        elif s.parse is not None and (field.sequence or field.base is not str):
+        elif s.parse is not None:
             kind = _Parsed(field)
         elif field.sequence:
             kind = click.STRING

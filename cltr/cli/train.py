@@ -25,9 +25,8 @@ from cltr.cli.params import (
 )
 from cltr.cli.session import Session, errors_as_usage
 from cltr.core.ranking import NDCG_CONVENTION
-from cltr.core.selection import CLIP_GRID, ESS_FRACTION, parse_clip
-from cltr.pipeline import corrections
-from cltr.pipeline.stages import EvaluateOptions, ScoreOptions, production_test_metrics
+from cltr.core.selection import ESS_FRACTION
+from cltr.pipeline.stages import EvaluateOptions, ScoreOptions, TrainOptions, production_test_metrics
 from cltr.pipeline.workspace import atomic_write
 
 
@@ -53,8 +52,7 @@ _HIDDEN_COLUMNS = ("lower_bound", "solver_seconds", "ccp_trace", "trace", "initi
                    "initial_train_snips_avg_dcg")
 
 
-def train_method(session: Session, method, options, dataset: str, clicks_key, seed, *, propensities=None,
-                 clip="auto", correction=None) -> dict:
+def train_method(session: Session, method, options, dataset: str, clicks_key, seed, training=None) -> dict:
     """Train (or reuse) with a progress bar; print the selection table, the model's key and
     chosen hyperparameters, and the method's own tables; return its info."""
     bar = None
@@ -74,9 +72,8 @@ def train_method(session: Session, method, options, dataset: str, clicks_key, se
             bar.update(done["candidates"])
 
     try:
-        artifact, reused = session.train(dataset, method.name, options, clicks_key=clicks_key, seed=seed,
-                                        progress=progress, propensities=propensities, clip=clip,
-                                        correction=correction)
+        artifact, reused = session.train(dataset, method.name, options, training, clicks_key=clicks_key, seed=seed,
+                                        progress=progress)
     finally:
         if bar is not None:
             bar.close()
@@ -141,25 +138,13 @@ def _echo_guard(info: dict) -> None:
         warn(message)
 
 
-class ClipType(click.ParamType):
-    """--clip: auto, none, or a threshold in (0, 1] (``cltr.core.selection.parse_clip``)."""
-
-    name = "clip"
-
-    def convert(self, value, param, ctx):
-        try:
-            return parse_clip(value)
-        except ValueError as error:
-            self.fail(str(error), param, ctx)
-
-
 def _train_command(method) -> click.Command:
-    def callback(session: Session, dataset, clicks_key, seed, propensities, clip, correction, **values):
-        options = parse_or_usage(method.parse_options, given(values, method.options), what=f"cltr train {method.name}")
-        train_method(session, method, options, dataset, clicks_key, seed, propensities=propensities, clip=clip,
-                     correction=correction)
+    training_type = TrainOptions.for_method(method.name)
 
-    applicable = [c for c in corrections.CORRECTIONS.values() if c.methods is None or method.name in c.methods]
+    def callback(session: Session, dataset, clicks_key, seed, **values):
+        training = settings_from(training_type, values, what=f"cltr train {method.name}")
+        options = parse_or_usage(method.parse_options, given(values, method.options), what=f"cltr train {method.name}")
+        train_method(session, method, options, dataset, clicks_key, seed, training)
 
     return click.Command(
         method.name, callback=click.pass_obj(errors_as_usage(callback)),
@@ -167,21 +152,7 @@ def _train_command(method) -> click.Command:
         params=[*option_params(method.options),
                 dataset_option.param(),
                 clicks_option.param(help="Key of the click log [default: the last simulated or imported]."),
-                click.Option(["--propensities"], default=None, metavar="logged|estimated|KEY",
-                             help="Propensities to divide by (training and the SNIPS selection): the log's own, "
-                                  "the current estimate of this log (`cltr propensities estimate`), or a "
-                                  "propensities artifact's key [default: the log's own where it has them, else "
-                                  "estimated]."),
-                click.Option(["--clip"], type=ClipType(), default="auto", metavar="auto|none|TAU",
-                             help="Raise the training propensities below TAU to TAU (Joachims et al. 2017); the "
-                                  "SNIPS selection reads the validation clicks unclipped, so every TAU is judged "
-                                  "alike. auto: no clipping where the weights' effective sample size is at least "
-                                  f"{ESS_FRACTION:.0%} of the clicks, else TAU chosen on validation over none, "
-                                  f"{', '.join(f'{t:g}' for t in CLIP_GRID)}."),
-                click.Option(["--correction"], type=click.Choice([c.name for c in applicable]),
-                             default=corrections.DEFAULT_CORRECTION, show_default=True,
-                             help="How the clicks are weighted, in training and in the SNIPS selection: "
-                                  + "; ".join(f"{c.name}: {c.summary}" for c in applicable)),
+                *settings_params(training_type),
                 seed_option.param()])
 
 

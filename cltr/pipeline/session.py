@@ -29,17 +29,19 @@ import numpy as np
 from cltr import methods
 from cltr.core.queries import Dataset, default_passes, describe_split, label_counts
 from cltr.core.ranking import DCG_BASE
+from cltr.datasets import DCG_LOGS
 from cltr.options import Options, option
 from cltr.pipeline.stages import (
     ProductionOptions,
     SimulationOptions,
+    TrainOptions,
     clicks_stage,
     evaluation_stage,
     logging_rankers,
     model_stage,
     production_stage,
 )
-from cltr.pipeline.workspace import Artifact, Workspace
+from cltr.pipeline.workspace import Artifact, Workspace, check_name
 
 log = logging.getLogger(__name__)
 
@@ -56,11 +58,34 @@ class RunOptions(Options):
                                            choices=methods.methods, flag="--method", repeat=True)
 
 
+def _dataset_name(text: str) -> str:
+    return check_name(text, "dataset")
+
+
+@dataclasses.dataclass(frozen=True)
+class PrepareOptions(Options):
+    """Where ``cltr prepare LOADER`` stores a dataset, and its metric's convention (the
+    loader's own options are its ``Options``); ``for_loader`` gives the loader's name as
+    the default name."""
+
+    name: str | None = option(None, "Name to store it under [default: the loader's name].", parse=_dataset_name,
+                              metavar="NAME")
+    dcg_log: str = option("e", "Base of the log in Avg DCG's gain 1/log(1 + rank): e (the paper's) or 2. It only "
+                               "scales every Avg DCG; comparisons and model selection are the same either way.",
+                          choices=tuple(DCG_LOGS))
+
+    @classmethod
+    def for_loader(cls, loader: str) -> type[PrepareOptions]:
+        """The options of ``cltr prepare LOADER``: the dataset is stored as ``LOADER``
+        unless named."""
+        return cls.narrowed(f"PrepareOptions[{loader}]", name={"default": loader, "help": "Name to store it under."})
+
+
 def _options(options_type, options, changes: dict, where: str):
     """``options`` (an instance, a mapping or None for the defaults) with ``changes``
     applied, validated."""
     base = options_type.parse(options or {}, where=where)
-    return base.replace(**changes) if changes else base
+    return type(base).from_dict({**base.to_dict(), **changes}, where=where) if changes else base
 
 
 class SessionError(ValueError):
@@ -325,16 +350,20 @@ class Session:
         self.workspace.set_current(dataset_name, "clicks", artifact.key)
         return artifact, reused
 
-    def train(self, dataset_name: str, method: str, options, *, clicks_key: str | None = None, seed: int = 0,
-              progress=None, propensities: str | None = None, clip: str | float | None = "auto",
-              correction: str | None = None, remember: bool = True):
-        """Train (or reuse) a model; ``remember``: make it the current model; ``clip``: "auto",
-        None (no clipping) or a TAU, for the training log only (``model_stage``)."""
+    def train(self, dataset_name: str, method: str, options, training: TrainOptions | dict | None = None, *,
+              clicks_key: str | None = None, seed: int = 0, progress=None, remember: bool = True, **changes):
+        """Train (or reuse) a model; ``remember``: make it the current model.
+
+        ``options``: the method's own; ``training``: how it is told the clicks, its
+        ``TrainOptions`` (or their mapping; default: the defaults), ``changes``: those options
+        by name on top (``clip="none"``, ``correction="cascade"``)."""
+        told = _options(TrainOptions, training, changes, "train")
         dataset, _ = self.dataset(dataset_name)
         clicks = self.clicks(dataset_name, clicks_key)
-        propensity = self.propensities(dataset_name, clicks, propensities)
+        propensity = self.propensities(dataset_name, clicks, told.propensities)
         artifact, reused = model_stage(self.workspace, dataset_name, dataset, clicks, method, options, seed=seed,
-                                       propensity=propensity, clip=clip, correction=correction, progress=progress)
+                                       propensity=propensity, clip=told.clip, correction=told.correction,
+                                       progress=progress)
         if remember:
             self.workspace.set_current(dataset_name, "models", artifact.key)
         return artifact, reused

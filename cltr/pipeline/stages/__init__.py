@@ -55,13 +55,14 @@ from cltr.pipeline.stages.propensities import validation_tau as validation_tau
 from cltr.pipeline.stages.training import (
     EvaluateOptions,
     ScoreOptions,
+    TrainOptions,
     evaluation_stage,
     model_stage,
     production_test_metrics,
 )
 
 __all__ = ["ProductionOptions", "SimulationOptions", "ImportOptions", "ExportOptions", "EstimateOptions",
-           "EvaluateOptions", "ScoreOptions",
+           "EvaluateOptions", "ScoreOptions", "TrainOptions",
            "production_queries", "produce", "production_stage", "logging_rankers", "simulate", "clicks_stage",
            "click_logs", "policy_propensities",
            "click_log_summary", "simulated_logs", "impressions_of", "displayed_rows", "import_stage",

@@ -16,7 +16,7 @@ from cltr.core.clicks import (
 from cltr.core.queries import Dataset
 from cltr.core.ranking import evaluate, validation_estimate
 from cltr.core.seeds import stream
-from cltr.core.selection import ESS_FRACTION, ess_fraction, parse_clip
+from cltr.core.selection import CLIP_GRID, ESS_FRACTION, ess_fraction, parse_clip
 from cltr.distributed import engine_key
 from cltr.methods import TrainingData
 from cltr.options import Options, option
@@ -45,6 +45,46 @@ class ScoreOptions(Options):
     """How ``cltr score`` names its TREC run."""
 
     run_name: str = option("cltr", "The run name of the TREC file.")
+
+
+def _clip_text(text: str) -> str:
+    parse_clip(text)  # raises ValueError naming the valid forms
+    return text
+
+
+def _correction_help(applicable) -> str:
+    return ("How the clicks are weighted, in training and in the SNIPS selection: "
+            + "; ".join(f"{c.name}: {c.summary}" for c in applicable))
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainOptions(Options):
+    """How ``cltr train`` tells a method the clicks: the propensities it divides by, their
+    clipping and the correction of the logged clicks (``model_stage``'s ``propensity``,
+    ``clip`` and ``correction``). ``for_method`` narrows the corrections to those that
+    apply to one method."""
+
+    propensities: str | None = option(
+        None, "Propensities to divide by (training and the SNIPS selection): the log's own, the current estimate "
+              "of this log (`cltr propensities estimate`), or a propensities artifact's key [default: the log's "
+              "own where it has them, else estimated].", metavar="logged|estimated|KEY")
+    clip: str = option(
+        "auto", "Raise the training propensities below TAU to TAU (Joachims et al. 2017); the SNIPS selection "
+                "reads the validation clicks unclipped, so every TAU is judged alike. auto: no clipping where the "
+                f"weights' effective sample size is at least {ESS_FRACTION:.0%} of the clicks, else TAU chosen on "
+                f"validation over none, {', '.join(f'{t:g}' for t in CLIP_GRID)}.",
+        parse=_clip_text, metavar="auto|none|TAU")
+    correction: str = option(corrections.DEFAULT_CORRECTION,
+                             lambda: _correction_help(corrections.corrections().values()),
+                             choices=corrections.corrections)
+
+    @classmethod
+    def for_method(cls, method: str) -> type[TrainOptions]:
+        """The options of ``cltr train METHOD``: ``correction`` offers the corrections that
+        apply to ``method``."""
+        applicable = [c for c in corrections.corrections().values() if c.methods is None or method in c.methods]
+        return cls.narrowed(f"TrainOptions[{method}]", correction={
+            "choices": tuple(c.name for c in applicable), "help": _correction_help(applicable)})
 
 
 def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artifact, method: str,
