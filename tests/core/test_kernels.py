@@ -118,3 +118,110 @@ def test_a_whole_tree_propdcg_fit_gives_the_same_scores_either_way(monkeypatch, 
     oracle, compiled = both(monkeypatch, lambda: train("tree-propdcg", data, options)[0].scores(queries.X))
     assert np.ptp(oracle) > 0
     np.testing.assert_allclose(compiled, oracle, rtol=0, atol=1e-10)
+
+
+# --------------------------------------------------------------------------- the SVM solver's pair passes
+
+
+def pair_problem(rng, *, ties: bool, candidate: bool):
+    """A PairwiseProblem of random queries (some without clicks, some clicked documents
+    clicked twice), its per-document weights (some zero: runs left out of a solve) and
+    per-row scores and changes along a ray; integer values when ``ties`` (slacks and slopes
+    exactly 0, the kink's own rule)."""
+    from cltr.core.svm import PairwiseProblem
+
+    sizes = rng.integers(1, 9, int(rng.integers(2, 8)))
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    n_docs = int(offsets[-1])
+    X = rng.normal(size=(n_docs, 3))
+    click_query = rng.integers(0, len(sizes), int(rng.integers(1, 20)))
+    click_doc = offsets[click_query] + rng.integers(0, sizes[click_query])
+    mask = rng.random(n_docs) < 0.7 if candidate else None
+    problem = PairwiseProblem(X, offsets, click_query, click_doc, candidate=mask)
+    weight = problem.doc_weight(rng.uniform(0.5, 3.0, len(click_doc)), 2.0)
+    weight[rng.random(len(weight)) < 0.2] = 0.0
+    n_rows = problem.X_used.shape[0]
+    draw = (lambda: rng.integers(-2, 3, n_rows).astype(float)) if ties else (lambda: rng.normal(0.0, 1.5, n_rows))
+    return problem, weight, draw
+
+
+@pytest.mark.parametrize("ties", [False, True], ids=["continuous", "ties"])
+@pytest.mark.parametrize("candidate", [False, True], ids=["all", "candidates"])
+def test_compiled_pair_passes_equal_the_numpy_passes_through_a_sequence_of_steps(ties, candidate):
+    """reset, scan, the line search's breakpoints and advance, twice over, by ``_CompiledPairs``
+    (per-row scores, slacks computed on the fly) and by ``_Pairs`` (per-pair arrays): every
+    returned value within 1e-12, the breakpoints as a set."""
+    from cltr.core.svm.pairs import _CompiledPairs, _Pairs
+
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        problem, weight, draw = pair_problem(rng, ties=ties, candidate=candidate)
+        oracle, compiled = _Pairs(problem, weight), _CompiledPairs(problem, weight)
+        assert compiled.n_pairs == oracle.n_pairs
+        if oracle.n_pairs == 0:
+            continue
+        assert_agree(compiled.total_weight, oracle.total_weight)
+        scores = draw()
+        assert_agree(compiled.reset(scores), oracle.reset(scores))
+        for _ in range(2):
+            change = draw()
+            assert_agree(compiled.scan(change), oracle.scan(change))
+            # bracket ends midway between breakpoints: the two keep the slacks in different
+            # roundings, which may put a breakpoint lying on an end on either side of it
+            quotient = np.unique(np.abs(oracle.slack / np.where(oracle.slope == 0.0, 1.0, oracle.slope)))
+            middle = np.concatenate([(quotient[:-1] + quotient[1:]) / 2, [quotient[-1] + 0.25]])
+            low, high = float(middle[len(middle) // 3]), float(middle[2 * len(middle) // 3])
+            for bracket in [(0.0, np.inf), (low, high), (0.0, high)]:
+                with np.errstate(divide="ignore", invalid="ignore"):  # as the solver's line search
+                    want = oracle.breaks(*bracket)
+                got = compiled.breaks(*bracket)
+                assert_agree(got[:2], want[:2], scale=max(abs(want[0]), abs(want[1]), 1.0))
+                finite = np.isfinite(want[2]) & (want[3] > 0)  # numpy keeps k = inf of jump 0 when high = inf
+                # equal breakpoints (ties) in the same order: by breakpoint to 9 digits, then jump
+                order = np.lexsort((want[3][finite], np.round(want[2][finite], 9)))
+                mine = np.lexsort((got[3], np.round(got[2], 9)))
+                assert_agree(got[2][mine], want[2][finite][order])
+                assert_agree(got[3][mine], want[3][finite][order])
+            k, cut = float(rng.uniform(0.0, 1.0)), float(rng.uniform(0.0, 0.2))
+            (b_want, coef_want), (b_got, coef_got) = oracle.advance(k, cut), compiled.advance(k, cut)
+            assert_agree(b_got, b_want)
+            assert_agree(coef_got, coef_want)
+
+
+def test_compiled_hinge_sums_equal_numpy_and_count_nan(monkeypatch):
+    """The objective's hinge sums per clicked document, compiled and numpy; a NaN score
+    makes its runs' sums NaN either way (the solver's check of X relies on it)."""
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        problem, _, draw = pair_problem(rng, ties=seed % 2 == 0, candidate=seed % 3 == 0)
+        scores = draw()
+        oracle, compiled = both(monkeypatch, problem._hinge_sums, scores)
+        assert_agree(compiled, oracle)
+    scores[problem.negative[:1]] = np.nan
+    oracle, compiled = both(monkeypatch, problem._hinge_sums, scores)
+    np.testing.assert_array_equal(np.isnan(compiled), np.isnan(oracle))
+    assert np.isnan(compiled).any()
+
+
+@pytest.mark.parametrize("C", [0.1, 100.0])
+def test_a_whole_solve_and_ccp_agree_either_way(monkeypatch, C):
+    """The solver and a CCP run with and without numba: the same certified objective within
+    the solver's tolerance (the paths differ only in the order of sums)."""
+    from cltr.core.ccp import propdcg_ccp
+    from cltr.core.objectives import rank_weight
+    from cltr.core.svm import solve_pairwise_svm
+
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(3, 12, 40)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    X = rng.normal(size=(int(offsets[-1]), 5)).astype(np.float32)
+    click_query = rng.integers(0, len(sizes), 300)
+    click_doc = offsets[click_query] + rng.integers(0, sizes[click_query])
+    propensity = rng.uniform(0.1, 1.0, len(click_doc))
+    oracle, compiled = both(monkeypatch, solve_pairwise_svm, X, offsets, click_query, click_doc, 1.0 / propensity, C,
+                            tol=1e-6)
+    assert oracle.converged and compiled.converged
+    assert abs(compiled.objective - oracle.objective) <= 2e-6 * oracle.objective
+    oracle, compiled = both(monkeypatch, propdcg_ccp, X, offsets, click_query, click_doc, propensity, C,
+                            rank_weight("dcg"), inner_tol=1e-6, tol=1e-8)
+    assert abs(compiled.objective - oracle.objective) <= 1e-5 * abs(oracle.objective)

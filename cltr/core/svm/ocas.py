@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from cltr.core.svm.pairs import _Pairs
+from cltr.core import kernels
+from cltr.core.svm.pairs import _Pairs, pairs_of
 from cltr.core.svm.problem import (
     SVMResult,
     _blocks,
@@ -117,6 +118,9 @@ class PairwiseProblem:
 
     def _hinge_sums(self, scores: np.ndarray) -> np.ndarray:
         """Σ_y max(0, 1 - (s_d - s_y)) per distinct clicked document d, from exact scores of X_used."""
+        if kernels.enabled():
+            return kernels.hinge_sums(np.ascontiguousarray(scores, dtype=np.float64), self.negative, self.run_row,
+                                      self.count)
         sums = np.zeros(len(self.doc))
         for pairs, runs in self.blocks:
             hinge = np.take(scores, self.negative[pairs])
@@ -226,7 +230,7 @@ def _check_scale(problem: PairwiseProblem, pairs: _Pairs, normal: np.ndarray, ob
     against). Rescaling cannot help: the cancellation in Σ β_t g_t is relative.
     """
     eps = np.finfo(np.float64).eps
-    total = float(pairs.weight.sum())  # P(0): every slack is 1
+    total = pairs.total_weight  # P(0): every slack is 1
     with np.errstate(over="ignore", invalid="ignore"):
         square = float(np.dot(normal, normal))
         reach = 2.0 * total * problem.largest_norm()
@@ -261,7 +265,7 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol: float, max_iter, callba
     if callback is not None and not callable(callback):
         raise ValueError(f"callback must be callable (iteration, objective, lower_bound), found {callback!r}")
 
-    pairs = _Pairs(problem, doc_weight)
+    pairs = pairs_of(problem, doc_weight)
     if pairs.n_pairs == 0:
         return SVMResult(np.zeros(n_features), 0.0, 0.0, 0.0, 0, time.perf_counter() - start, True)
     X = pairs.X
@@ -279,7 +283,7 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol: float, max_iter, callba
         loss = pairs.reset(at_w)
     else:
         at_w = np.zeros(X.shape[0])
-        loss = float(pairs.weight.sum())  # every slack is 1
+        loss = pairs.total_weight
     objective = 0.5 * float(np.dot(w, w)) + loss
     b, coef = pairs.advance(0.0, 0.0)
     normal = _products(X, coef=coef, exact=exact)[1]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from cltr.core import kernels
 from cltr.core.svm.problem import _blocks
 
 _SAMPLE = 4096  # pairs sampled to bracket the line search's root
@@ -60,6 +61,15 @@ class _Pairs:
         sample = np.arange(0, n, max(1, n // _SAMPLE))
         self.sample = sample
         self.sample_scale = n / len(sample)
+
+    @property
+    def total_weight(self) -> float:
+        """Σ_p a_p: the pair loss at w = 0, where every slack is 1."""
+        return float(self.weight.sum())
+
+    def _sample(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(slack, slope, weight) of the sampled pairs."""
+        return np.take(self.slack, self.sample), np.take(self.slope, self.sample), np.take(self.weight, self.sample)
 
     def _scratch(self, pairs: slice):
         m = pairs.stop - pairs.start
@@ -121,12 +131,12 @@ class _Pairs:
     def bracket(self, derivative: float, curvature: float) -> tuple[float, float]:
         """(low, high) around the root as the sample predicts it: its φ' (jumps scaled up)
         crosses 0 at its j-th breakpoint; low and high are 8 + 3√j breakpoints either side."""
-        slope = np.take(self.slope, self.sample)
-        quotient = np.take(self.slack, self.sample) / slope
+        slack, slope, weight = self._sample()
+        quotient = slack / slope
         inside = np.flatnonzero(quotient > 0.0)
         order = np.argsort(quotient[inside])
         breaks = quotient[inside][order]
-        jumps = np.abs(np.take(self.weight, self.sample[inside]) * slope[inside])[order]
+        jumps = np.abs(weight[inside] * slope[inside])[order]
         crossed = np.flatnonzero(derivative + breaks * curvature + self.sample_scale * np.cumsum(jumps) >= 0.0)
         j = int(crossed[0]) if len(crossed) else len(breaks)
         margin = 8 + int(3.0 * np.sqrt(j))
@@ -185,6 +195,72 @@ class _Pairs:
         np.negative(coef, out=coef)
         coef[self.run_row] += per_run
         return float(per_run.sum()), coef
+
+
+class _CompiledPairs(_Pairs):
+    """``_Pairs`` with numba's passes (``cltr.core.kernels.pairs_*``), which compute each pair's
+    slack and slope from the per-row scores at the best point and their change along the ray
+    instead of keeping them per pair: a pass reads an index per pair where the numpy passes
+    stream four arrays of pair length (a pass is memory-bound either way)."""
+
+    def __init__(self, problem, doc_weight: np.ndarray):
+        keep = (doc_weight > 0) & (problem.count > 0)
+        self.count = problem.count[keep]
+        self.negative = problem.negative
+        if not keep[problem.count > 0].all():
+            self.negative = self.negative[np.repeat(keep, problem.count)]
+        self.run_row = problem.run_row[keep]
+        self.run_weight = np.ascontiguousarray(doc_weight[keep], dtype=np.float64)
+        self.X = problem.X_used
+        self.n_pairs = n = len(self.negative)
+        # the scores at the best point (where every slack is 1 at first) and their change along the ray
+        self.scores = np.zeros(self.X.shape[0])
+        self.change = np.zeros(self.X.shape[0])
+        self._found: tuple[np.ndarray, np.ndarray] | None = None
+        if n == 0:
+            return
+        sample = np.arange(0, n, max(1, n // _SAMPLE))
+        run_of = np.repeat(np.arange(len(self.count)), self.count)[sample]
+        self.sample_negative, self.sample_row = self.negative[sample], self.run_row[run_of]
+        self.sample_weight = self.run_weight[run_of]
+        self.sample_scale = n / len(sample)
+
+    @property
+    def total_weight(self) -> float:
+        return float(np.dot(self.run_weight, self.count))
+
+    def _sample(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        slack = (self.scores[self.sample_negative] - self.scores[self.sample_row]) + 1.0
+        slope = self.change[self.sample_row] - self.change[self.sample_negative]
+        return slack, slope, self.sample_weight
+
+    def reset(self, scores: np.ndarray) -> float:
+        np.copyto(self.scores, scores)
+        return float(np.dot(self.run_weight, kernels.hinge_sums(self.scores, self.negative, self.run_row, self.count)))
+
+    def scan(self, change: np.ndarray) -> float:
+        np.copyto(self.change, change)
+        return kernels.pairs_scan(self.scores, self.change, self.negative, self.run_row, self.count, self.run_weight)
+
+    def breaks(self, low: float, high: float) -> tuple[float, float, np.ndarray, np.ndarray]:
+        if self._found is None:
+            self._found = (np.empty(self.n_pairs), np.empty(self.n_pairs))
+        breaks, jumps = self._found
+        base, moment, n = kernels.pairs_breaks(self.scores, self.change, self.negative, self.run_row, self.count,
+                                               self.run_weight, low, high, breaks, jumps)
+        return base, moment, breaks[:n].copy(), jumps[:n].copy()
+
+    def advance(self, k: float, cut: float) -> tuple[float, np.ndarray]:
+        offset, coef = kernels.pairs_advance(self.scores, self.change, k, cut, self.negative, self.run_row,
+                                             self.count, self.run_weight, self.X.shape[0])
+        if k > 0.0:
+            self.scores += k * self.change
+        return float(offset), coef
+
+
+def pairs_of(problem, doc_weight: np.ndarray) -> _Pairs:
+    """The pair passes of one solve: compiled where numba serves (``kernels.enabled``), else numpy's."""
+    return _CompiledPairs(problem, doc_weight) if kernels.enabled() else _Pairs(problem, doc_weight)
 
 
 def _line_root(base: float, curvature: float, breaks: np.ndarray, jumps: np.ndarray) -> float:
