@@ -6,14 +6,15 @@ coverage and seconds, and the ``propensity`` figure series for single-ranker log
         [--bootstrap 100] [--tree-bootstrap 20] [--estimators harvest,em logistic,...]
         [--out docs/results/data/propensity-single-ranker]
     python bench/propensity_mq2008.py --mq2008 DIR --diagnose [--etas 1] [--iterations 15]
+    python bench/propensity_mq2008.py --mq2008 DIR --why [--etas 1] [--seeds 1]
 
 Per eta and click seed, on MQ2008 Fold K's training split (the production ranker of seed 0,
 a Ranking SVM on 1% of the queries, as ``cltr produce`` trains it; 100 passes of
 position-based clicks with eps- 0.1, as ``cltr simulate`` draws them):
 
-- ``em logistic`` and ``em trees``: regression EM on the production ranker's log alone,
-  exactly as ``cltr propensities estimate --method em [--relevance-model trees]`` runs it
-  (refit bootstrap band over queries);
+- ``em logistic``, ``em trees`` and ``em classes``: regression EM on the production ranker's
+  log alone, exactly as ``cltr propensities estimate --method em [--relevance-model
+  trees|classes]`` runs it (refit bootstrap band over queries);
 - ``swap`` on a swap-k log (``cltr simulate --intervention swap-k --intervention-depth K``)
   and ``randomize`` (the same estimator) on a randomize-top-k log, same seed;
 - ``harvest`` on a log of two production rankers (``cltr simulate --rankers 2``: the same
@@ -28,6 +29,10 @@ OUT.csv (one row per estimator, eta, seed and rank) and OUT.png (the figure).
 M-step, LightGBM refit of the posterior relevance, no Newton step), printing the marginal
 log-likelihood and the error per rank at each step: where the likelihood keeps rising while
 the error grows, the relevance model is absorbing the position effect.
+
+``--why`` prints, per rank, the true mean relevance of the documents the ranker shows there
+against the logistic EM fit's, their ratio's error (to first order minus theta_k's error), and
+the estimate with the true relevance plugged in (the error of the clicks' noise alone).
 
 Clicks, rankers and the prepared dataset are cached in the workspace (``cltr``'s stages), so
 a rerun only re-estimates. One BLAS thread.
@@ -48,9 +53,9 @@ from cltr import cli
 from cltr.pipeline.stages import clicks_stage, estimate_propensities, impressions_of, logging_rankers, production_stage
 from cltr.pipeline.workspace import Workspace
 
-ESTIMATORS = ("harvest", "em logistic", "em trees", "swap", "randomize")
-COLOURS = {"harvest": "black", "em logistic": "tab:blue", "em trees": "tab:green", "swap": "tab:red",
-           "randomize": "tab:orange"}
+ESTIMATORS = ("harvest", "em logistic", "em trees", "em classes", "swap", "randomize")
+COLOURS = {"harvest": "black", "em logistic": "tab:blue", "em trees": "tab:green", "em classes": "tab:purple",
+           "swap": "tab:red", "randomize": "tab:orange"}
 
 
 def logs_for(workspace, name, dataset, rankers, eta, seed, depth):
@@ -64,7 +69,8 @@ def logs_for(workspace, name, dataset, rankers, eta, seed, depth):
                                 intervention="randomize-top-k", intervention_depth=depth)
     two, _ = clicks_stage(workspace, name, dataset, list(rankers), settings, **common)
     return {"harvest": (two, "harvest", "logistic"), "em logistic": (single, "em", "logistic"),
-            "em trees": (single, "em", "trees"), "swap": (swap, "swap", "logistic"),
+            "em trees": (single, "em", "trees"), "em classes": (single, "em", "classes"),
+            "swap": (swap, "swap", "logistic"),
             "randomize": (randomize, "swap", "logistic")}
 
 
@@ -184,6 +190,56 @@ def diagnose(args, workspace, name, dataset, rankers) -> None:
             show(step, theta, logits)
 
 
+def why(args, workspace, name, dataset, rankers) -> None:
+    """Why logistic EM is biased on one ranker's log: per rank k, the mean relevance of the
+    documents shown there, true (eps+ = 1 for label 2, eps- = 0.1) and as the logistic EM fit has
+    it. On such a log theta_k is fitted to rank k's click rate over the fitted mean relevance
+    there, so (fitted / true, relative to rank 1) - 1 is, to first order, minus theta_k's error.
+    Also the estimate with the true relevance plugged in (theta_k = click rate / true mean
+    relevance): the error the clicks' noise alone leaves."""
+    from scipy.special import expit
+
+    from cltr.core import propensity as P
+
+    for eta in args.etas:
+        truth = (1.0 / np.arange(1, args.max_rank + 1)) ** eta
+        for seed in range(args.seeds):
+            clicks, _ = clicks_stage(workspace, name, dataset, rankers[0], {"eta": eta, "eps_neg": 0.1}, passes=100,
+                                     seed=seed)
+            t = impressions_of(clicks, "train", dataset)
+            table = P._check_table(t.query, t.doc, t.rank, None, t.impressions, t.clicks)
+            data = P._em_data(table, dataset.train.X, args.max_rank)
+            theta, coef, *_ = P._em_fit(data, iterations=100, tol=1e-6, l2=1.0, newton_steps=1)
+            # the unit's document, as _em_data numbers them (one row per unit and rank here)
+            keep = (table.rank <= args.max_rank) & (table.impressions > 0)
+            _, qi = P._factorize(table.query[keep])
+            docs, di = P._factorize(table.doc[keep])
+            units, _ = P._factorize(qi * np.int64(len(docs)) + di)
+            relevance = np.where(dataset.train.relevant(2)[docs[units % len(docs)]], 1.0, 0.1)
+            k0, n = data.cell_rank0, data.cell_impressions
+
+            def per_rank(values, k0=k0, n=n, data=data):
+                return (np.bincount(k0, weights=n * values[data.cell_unit], minlength=args.max_rank)
+                        / np.bincount(k0, weights=n, minlength=args.max_rank))
+
+            true_mean = per_rank(relevance)
+            fitted_mean = per_rank(expit(data.features @ coef))
+            ctr = (np.bincount(k0, weights=data.cell_clicks, minlength=args.max_rank)
+                   / np.bincount(k0, weights=n, minlength=args.max_rank))
+            oracle = (ctr / true_mean) / (ctr[0] / true_mean[0])
+            misfit = (fitted_mean / fitted_mean[0]) / (true_mean / true_mean[0]) - 1.0
+            em_error = (theta / theta[0])[1:] / truth[1:] - 1.0
+            oracle_error = oracle[1:] / truth[1:] - 1.0
+            print(f"\neta {eta:g} seed {seed}, ranks 2..{args.max_rank}")
+            print("  true mean relevance      " + " ".join(f"{v:6.3f}" for v in true_mean[1:]))
+            print("  logistic fit's           " + " ".join(f"{v:6.3f}" for v in fitted_mean[1:]))
+            print("  misfit, fitted/true - 1  " + " ".join(f"{v:+6.1%}" for v in misfit[1:]))
+            print("  logistic EM error        " + " ".join(f"{v:+6.1%}" for v in em_error)
+                  + f"   MAPE {np.mean(np.abs(em_error)):5.1%}")
+            print("  true relevance plugged in" + " ".join(f"{v:+6.1%}" for v in oracle_error)
+                  + f"   MAPE {np.mean(np.abs(oracle_error)):5.1%}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mq2008", type=Path, help="the LETOR 4.0 MQ2008 folder (Fold1..Fold5); needed unless "
@@ -202,6 +258,8 @@ def main() -> None:
                         help=f"comma-separated subset of {', '.join(ESTIMATORS)}")
     parser.add_argument("--diagnose", action="store_true", help="follow tree EM step by step instead (no files)")
     parser.add_argument("--iterations", type=int, default=15, help="tree EM steps of --diagnose")
+    parser.add_argument("--why", action="store_true", help="instead, per rank, the true mean relevance against the "
+                        "logistic EM fit's, and the estimate with the true relevance plugged in (no files)")
     parser.add_argument("--replot", action="store_true", help="redraw OUT.png from OUT.csv and print its tables")
     args = parser.parse_args()
     args.etas = [float(e) for e in args.etas.split(",")]
@@ -231,6 +289,9 @@ def main() -> None:
     with threadpool_limits(1):
         if args.diagnose:
             diagnose(args, workspace, name, dataset, rankers)
+            return
+        if args.why:
+            why(args, workspace, name, dataset, rankers)
             return
         start = time.perf_counter()
         rows = run(args, workspace, name, dataset, rankers)

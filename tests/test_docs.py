@@ -179,7 +179,7 @@ def test_reference_pages_list_every_registered_estimator_and_correction():
         assert f"## `{name}`" in page and f"--method {name}`" in page
         for field in estimator.options.option_fields():
             assert f"| `{field.name}` | `{field.cli_name}` |" in page, f"{name}: {field.name} not documented"
-    assert "| `relevance_model` | `--relevance-model` | one of logistic, trees | `logistic` |" in page
+    assert "| `relevance_model` | `--relevance-model` | one of logistic, trees, classes | `logistic` |" in page
     page = hooks.expand((DOCS / "reference" / "corrections.md").read_text(encoding="utf-8"))
     for name, correction in corrections.corrections().items():
         assert f"| `{name}`" in page and correction.summary.split("(")[0].strip() in page

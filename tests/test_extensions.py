@@ -235,3 +235,16 @@ def test_a_trees_em_estimate_always_names_its_cross_fitting_in_its_key():
         key_options("em", {"cross_fit": 3})
     with pytest.raises(ValueError, match="applies to relevance_model 'trees' only"):
         key_options("em", {"relevance_model": "logistic", "cross_fit": 1})
+
+
+def test_em_classes_is_keyed_by_its_levels_and_refused_elsewhere():
+    from cltr.estimators import key_options
+
+    assert key_options("em", {"relevance_model": "classes"}) == {"relevance_model": "classes"}
+    assert key_options("em", {"relevance_model": "classes", "classes": 3}) == {"relevance_model": "classes",
+                                                                                "classes": 3}
+    # a number of levels the logistic model would ignore must not enter the estimate's key
+    with pytest.raises(ValueError, match=r"classes \(--classes\) = 3 applies to relevance_model 'classes' only"):
+        key_options("em", {"classes": 3})
+    with pytest.raises(ValueError, match="applies to relevance_model 'trees' only"):
+        key_options("em", {"relevance_model": "classes", "cross_fit": 3})

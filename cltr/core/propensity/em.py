@@ -557,6 +557,7 @@ def em_propensities(
     newton_steps: int = 1,
     relevance_model: str | Callable[..., np.ndarray] = "logistic",
     cross_fit: int = 1,
+    classes: int | None = None,
     band: str = "refit",
     bootstrap: int = 200,
     level: float = 0.95,
@@ -627,7 +628,12 @@ def em_propensities(
         LightGBM, ``cltr.methods.trees.soft_label_trees``; the core imports no learner). Its
         step is kept only as far as it raises the M-step objective (``_em_tree_step``), and a
         Newton step along (log theta, a + b logits) follows (``_em_fit_trees``). ``l2`` and
-        ``newton_steps`` then do not apply.
+        ``newton_steps`` then do not apply. ``"classes"``: a latent-class relevance model
+        (``cltr.core.propensity.em_classes``): each (query, document) has one of ``classes``
+        relevance levels shared by every rank, with class probabilities a ridge (multinomial)
+        logistic regression on its features and rank; identified by each document's repeated
+        impressions, not by relevance being a function of the features (``l2`` is its
+        ridge penalty; ``newton_steps`` does not apply).
     cross_fit : int, default 1
         With a fitted relevance model: 1 refits it on every (query, document) and takes its
         logits there; F > 1 cross-fits it over F folds of the queries (query q in fold q mod F):
@@ -636,6 +642,8 @@ def em_propensities(
         shown at one rank, and an in-sample flexible model learns the position effect as
         relevance (``em_identification``); cross-fitting keeps it from fitting a document's
         own clicks.
+    classes : int, optional
+        ``relevance_model="classes"`` only: the number of relevance levels m >= 2 (default 2).
     band : {"refit", "one-step"}, default "refit"
         ``"refit"``: each bootstrap replicate re-runs the whole EM (relevance model included)
         on the resampled queries, warm-started at the full-data estimate, so the band holds the
@@ -695,16 +703,24 @@ def em_propensities(
     if isinstance(newton_steps, bool) or not isinstance(newton_steps, (int, np.integer)) or newton_steps < 1:
         raise ValueError(f"newton_steps must be an integer >= 1, found {newton_steps!r}")
     trees = callable(relevance_model)
-    if not trees and relevance_model != "logistic":
-        raise ValueError(f"relevance_model must be 'logistic' or a callable fit(features, label, weight) -> logits, "
-                         f"found {relevance_model!r}")
+    latent = not trees and relevance_model == "classes"
+    if not trees and relevance_model not in ("logistic", "classes"):
+        raise ValueError(f"relevance_model must be 'logistic', 'classes' or a callable fit(features, label, weight) "
+                         f"-> logits, found {relevance_model!r}")
+    if classes is not None and not latent:
+        raise ValueError(f"classes applies to relevance_model 'classes' only, found classes = {classes!r} with "
+                         f"relevance_model {relevance_model!r}")
+    n_classes = 2 if classes is None else classes
+    if latent and (isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)) or n_classes < 2):
+        raise ValueError(f"classes must be an integer >= 2, found {classes!r}")
+    n_classes = int(n_classes)
     if band not in ("refit", "one-step"):
         raise ValueError(f"band must be 'refit' or 'one-step', found {band!r}")
     if isinstance(cross_fit, bool) or not isinstance(cross_fit, (int, np.integer)) or cross_fit < 1:
         raise ValueError(f"cross_fit must be an integer >= 1, found {cross_fit!r}")
-    if trees and band == "one-step":
+    if (trees or latent) and band == "one-step":
         raise ValueError("band='one-step' needs the logistic relevance model's finite parameters; use band='refit' "
-                         "with a fitted relevance model")
+                         "with a fitted or latent-class relevance model")
     data = _em_data(t, X, k_max)
     if data.cell_clicks.sum() <= 0:
         raise ValueError("the table has no clicks at ranks <= max_rank; propensities are not identified")
@@ -714,7 +730,14 @@ def em_propensities(
     pen = _penalty(data.features.shape[1], float(l2))
 
     def fit(d: _EMData, start=None):
-        """(theta, coef or None, eta, iterations, converged, newton) on data ``d``."""
+        """(theta, coef or None, eta, iterations, converged, newton) on data ``d``; for the latent
+        classes coef is (levels, W) and eta is None."""
+        if latent:
+            from cltr.core.propensity import em_classes
+
+            theta, levels, W, *rest = em_classes.classes_fit(d, classes=n_classes, iterations=int(iterations),
+                                                            tol=float(tol), l2=float(l2), start=start)
+            return theta, (levels, W), None, *rest, 0
         if trees:
             theta, eta, *rest = _em_fit_trees(d, relevance_model, iterations=int(iterations), tol=float(tol),
                                               folds=int(cross_fit), start=start)
@@ -725,7 +748,14 @@ def em_propensities(
 
     theta, coef, eta, iteration, converged, newton = fit(data)
     propensity = theta / theta[0]
-    loglik = _em_loglik(data, theta, np.zeros(0) if trees else coef, eta, np.zeros(0) if trees else pen)
+    if latent:
+        from cltr.core.propensity import em_classes
+
+        prior = em_classes.prior_features(data)
+        levels, W = coef
+        loglik = em_classes.classes_loglik(data, prior, theta, levels, W, _penalty(prior.shape[1], float(l2)))
+    else:
+        loglik = _em_loglik(data, theta, np.zeros(0) if trees else coef, eta, np.zeros(0) if trees else pen)
     low, high = np.full(k_max, np.nan), np.full(k_max, np.nan)
     unconverged = one_fold = 0
     if bootstrap > 0 and band == "refit":
@@ -740,7 +770,7 @@ def em_propensities(
                 # the queries drawn all fall in one fold (few queries): nothing to cross-fit from
                 one_fold += 1
                 continue
-            rep = fit(resampled, (theta, eta[kept] if trees else coef))
+            rep = fit(resampled, (theta, *coef) if latent else (theta, eta[kept] if trees else coef))
             replicates[b] = rep[0] / rep[0][0]
             unconverged += int(not rep[4])
         low, high = _percentile_band(replicates, propensity, level)
@@ -769,15 +799,24 @@ def em_propensities(
         "clicks": float(data.cell_clicks.sum()),
         "features": int(data.features.shape[1] - 1),
         "examination": [float(v) for v in theta],
-        "relevance_model": "fitted" if trees else "logistic",
+        "relevance_model": "fitted" if trees else "classes" if latent else "logistic",
         "cross_fit": int(cross_fit) if trees else 1,
-        "relevance_coefficients": [] if trees else [float(v) for v in coef],
+        "relevance_coefficients": [] if trees or latent else [float(v) for v in coef],
         "band": band,
         "bootstrap": int(bootstrap),
         "bootstrap_unconverged": unconverged,
         "bootstrap_one_fold": one_fold,
     }
+    if latent:
+        repeated = em_classes.repeated_share(data, n_classes)
+        info.update(classes=n_classes, relevance_levels=[float(v) for v in levels],
+                    class_coefficients=[[float(v) for v in row] for row in W], repeated_share=repeated)
     diagnostics, warnings = em_identification(data, propensity, flexible=trees, cross_fit=int(cross_fit))
+    if latent and repeated < 0.5:
+        warnings.append(f"the latent classes are identified by each (query, document)'s repeated impressions at a "
+                        f"rank (at least {2 * n_classes - 1} for {n_classes} classes); only "
+                        f"{repeated:.1%} of the impressions are in such cells, so the estimate rests "
+                        f"mostly on the class probabilities' logistic form. Check it against {ALTERNATIVES}")
     info.update(diagnostics, warnings=warnings, identification_version=IDENTIFICATION_VERSION)
     return PropensityEstimate(rank=np.arange(1, k_max + 1, dtype=np.int64), propensity=propensity,
                               low=low, high=high, level=float(level), method="regression-em", info=info)
