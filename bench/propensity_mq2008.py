@@ -32,7 +32,8 @@ the error grows, the relevance model is absorbing the position effect.
 
 ``--why`` prints, per rank, the true mean relevance of the documents the ranker shows there
 against the logistic EM fit's, their ratio's error (to first order minus theta_k's error), and
-the estimate with the true relevance plugged in (the error of the clicks' noise alone).
+the estimate with the true relevance plugged in (the error of the clicks' noise alone), and
+the marginal log-likelihood of logistic EM's fit against the latent-class model's.
 
 Clicks, rankers and the prepared dataset are cached in the workspace (``cltr``'s stages), so
 a rerun only re-estimates. One BLAS thread.
@@ -209,7 +210,8 @@ def why(args, workspace, name, dataset, rankers) -> None:
             t = impressions_of(clicks, "train", dataset)
             table = P._check_table(t.query, t.doc, t.rank, None, t.impressions, t.clicks)
             data = P._em_data(table, dataset.train.X, args.max_rank)
-            theta, coef, *_ = P._em_fit(data, iterations=100, tol=1e-6, l2=1.0, newton_steps=1)
+            theta, coef, _, converged, _ = P._em_fit(data, iterations=100, tol=1e-6, l2=1.0, newton_steps=1)
+            pen = P._penalty(data.features.shape[1], 1.0)
             # the unit's document, as _em_data numbers them (one row per unit and rank here)
             keep = (table.rank <= args.max_rank) & (table.impressions > 0)
             _, qi = P._factorize(table.query[keep])
@@ -230,14 +232,27 @@ def why(args, workspace, name, dataset, rankers) -> None:
             misfit = (fitted_mean / fitted_mean[0]) / (true_mean / true_mean[0]) - 1.0
             em_error = (theta / theta[0])[1:] / truth[1:] - 1.0
             oracle_error = oracle[1:] / truth[1:] - 1.0
-            print(f"\neta {eta:g} seed {seed}, ranks 2..{args.max_rank}")
+            print(f"\neta {eta:g} seed {seed}, ranks 2..{args.max_rank} (logistic EM converged: {converged}; "
+                  f"impressions per (query, document) and rank: {data.cell_impressions.min():g}.."
+                  f"{data.cell_impressions.max():g})")
             print("  true mean relevance      " + " ".join(f"{v:6.3f}" for v in true_mean[1:]))
             print("  logistic fit's           " + " ".join(f"{v:6.3f}" for v in fitted_mean[1:]))
             print("  misfit, fitted/true - 1  " + " ".join(f"{v:+6.1%}" for v in misfit[1:]))
             print("  logistic EM error        " + " ".join(f"{v:+6.1%}" for v in em_error)
                   + f"   MAPE {np.mean(np.abs(em_error)):5.1%}")
             print("  true relevance plugged in" + " ".join(f"{v:+6.1%}" for v in oracle_error)
-                  + f"   MAPE {np.mean(np.abs(oracle_error)):5.1%}", flush=True)
+                  + f"   MAPE {np.mean(np.abs(oracle_error)):5.1%}")
+            # the two relevance models' marginal log-likelihoods of the same click counts (binomial
+            # coefficients left out of both): which one a likelihood choice would take
+            from cltr.core.propensity import em_classes
+
+            c_theta, levels, W, *_ = em_classes.classes_fit(data, classes=2, iterations=100, tol=1e-6, l2=1.0)
+            prior = em_classes.prior_features(data)
+            logistic = P._em_loglik(data, theta, coef, data.features @ coef, pen)
+            latent = em_classes.classes_loglik(data, prior, c_theta, levels, W, P._penalty(prior.shape[1], 1.0))
+            latent_error = (c_theta / c_theta[0])[1:] / truth[1:] - 1.0
+            print(f"  marginal log-likelihood: logistic {logistic:.1f}, latent classes {latent:.1f} (its MAPE "
+                  f"{np.mean(np.abs(latent_error)):.1%})", flush=True)
 
 
 def main() -> None:
