@@ -246,7 +246,8 @@ def why(args, workspace, name, dataset, rankers) -> None:
             # coefficients left out of both): which one a likelihood choice would take
             from cltr.core.propensity import em_classes
 
-            c_theta, levels, W, *_ = em_classes.classes_fit(data, classes=2, iterations=100, tol=1e-6, l2=1.0)
+            c_theta, levels, W, *_ = em_classes.classes_fit(data, classes=2, iterations=100, tol=1e-6, l2=1.0,
+                                                            logistic_theta=theta)
             prior = em_classes.prior_features(data)
             logistic = P._em_loglik(data, theta, coef, data.features @ coef, pen)
             latent = em_classes.classes_loglik(data, prior, c_theta, levels, W, P._penalty(prior.shape[1], 1.0))

@@ -49,7 +49,7 @@ def test_swap_estimate_covers_the_truth(swap_log):
 def test_em_relevance_model_is_chosen_by_name(swap_log):
     _, dataset, _, clicks = swap_log
     table = impressions_of(clicks, "train", dataset)
-    with pytest.raises(ValueError, match="relevance_model must be one of logistic, trees, found 'forest'"):
+    with pytest.raises(ValueError, match="relevance_model must be one of logistic, trees, classes, found 'forest'"):
         estimate_propensities(table, dataset.train.X, method="em", relevance_model="forest", bootstrap=0)
     est = estimate_propensities(table, dataset.train.X, method="em", relevance_model="trees", max_rank=4,
                                 bootstrap=0)

@@ -5,11 +5,17 @@ trees), its identification check and ``em_propensities``. The notation is the pa
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
 
 import numpy as np
 
 from cltr.core.clicks import Impressions
+
+# the EM data and the logistic M-step live in em_data, shared with the latent-class model
+from cltr.core.propensity.em_data import _EMData as _EMData
+from cltr.core.propensity.em_data import _logistic_newton as _logistic_newton
+from cltr.core.propensity.em_data import _logistic_objective as _logistic_objective
+from cltr.core.propensity.em_data import _penalty as _penalty
+from cltr.core.propensity.em_data import _weighted_gram as _weighted_gram
 from cltr.core.propensity.estimate import (
     PropensityEstimate,
     _check_options,
@@ -25,20 +31,6 @@ from cltr.core.propensity.estimate import (
 # imports this package through the estimators' options
 
 # --------------------------------------------------------------------------- regression EM
-
-
-class _EMData(NamedTuple):
-    """Cells (query-document unit, rank) with their counts, and standardised unit features."""
-
-    n_queries: int
-    max_rank: int
-    cell_unit: np.ndarray     # (n_cells,)
-    cell_rank0: np.ndarray    # (n_cells,) k - 1
-    cell_impressions: np.ndarray
-    cell_clicks: np.ndarray
-    unit_query: np.ndarray    # (n_units,)
-    unit_weight: np.ndarray   # (n_units,) impressions of the unit over all its ranks
-    features: np.ndarray      # (n_units, 1 + d) intercept column, then standardised features
 
 
 def _em_data(t: Impressions, X: np.ndarray, max_rank: int) -> _EMData:
@@ -97,54 +89,6 @@ def _check_features(X, doc: np.ndarray) -> np.ndarray:
         raise ValueError(f"doc indexes the rows of X, so it must be in [0, {X.shape[0]}); row {bad[0]} has "
                          f"doc {doc[bad[0]]}")
     return X
-
-
-def _weighted_gram(features: np.ndarray, weight: np.ndarray, chunk: int = 1 << 15) -> np.ndarray:
-    """features.T @ diag(weight) @ features, in row chunks to bound the temporary."""
-    d = features.shape[1]
-    gram = np.zeros((d, d))
-    for start in range(0, features.shape[0], chunk):
-        f = features[start:start + chunk]
-        gram += f.T @ (f * weight[start:start + chunk, None])
-    return gram
-
-
-def _penalty(d: int, l2: float) -> np.ndarray:
-    pen = np.full(d, float(l2))
-    pen[0] = 0.0  # the intercept is not shrunk
-    return pen
-
-
-def _logistic_objective(eta: np.ndarray, positives: np.ndarray, weight: np.ndarray,
-                        coef: np.ndarray, pen: np.ndarray) -> float:
-    # Σ P log sigma(eta) + (W - P) log(1 - sigma(eta)), written stably with logaddexp.
-    return float(np.sum(positives * eta - weight * np.logaddexp(0.0, eta)) - 0.5 * np.sum(pen * coef * coef))
-
-
-def _logistic_newton(features: np.ndarray, positives: np.ndarray, weight: np.ndarray, coef: np.ndarray,
-                     eta: np.ndarray, pen: np.ndarray, steps: int) -> tuple[np.ndarray, np.ndarray]:
-    """A few damped Newton (IRLS) steps on the weighted, ridge-penalised logistic regression of
-    soft labels ``positives / weight``; returns (coef, eta = features @ coef)."""
-    from scipy.special import expit
-
-    value = _logistic_objective(eta, positives, weight, coef, pen)
-    for _ in range(steps):
-        gamma = expit(eta)
-        grad = features.T @ (positives - weight * gamma) - pen * coef
-        hess = _weighted_gram(features, weight * gamma * (1.0 - gamma))
-        hess[np.diag_indices_from(hess)] += pen + 1e-10 * (1.0 + np.abs(np.diag(hess)))
-        step = np.linalg.solve(hess, grad)
-        for _ in range(30):  # halve until the M-step objective does not fall
-            trial = coef + step
-            trial_eta = features @ trial
-            trial_value = _logistic_objective(trial_eta, positives, weight, trial, pen)
-            if trial_value >= value - 1e-12 * abs(value):
-                break
-            step = step / 2.0
-        else:
-            break
-        coef, eta, value = trial, trial_eta, trial_value
-    return coef, eta
 
 
 def _em_step(data: _EMData, theta: np.ndarray, coef: np.ndarray, eta: np.ndarray, pen: np.ndarray,
@@ -735,8 +679,12 @@ def em_propensities(
         if latent:
             from cltr.core.propensity import em_classes
 
+            # logistic EM's estimate is one of the starts (``classes_starts``), not for a warm start
+            logistic = None if start is not None else _em_fit(d, iterations=100, tol=1e-6, l2=float(l2),
+                                                              newton_steps=1)[0]
             theta, levels, W, *rest = em_classes.classes_fit(d, classes=n_classes, iterations=int(iterations),
-                                                            tol=float(tol), l2=float(l2), start=start)
+                                                            tol=float(tol), l2=float(l2), start=start,
+                                                            logistic_theta=logistic)
             return theta, (levels, W), None, *rest, 0
         if trees:
             theta, eta, *rest = _em_fit_trees(d, relevance_model, iterations=int(iterations), tol=float(tol),

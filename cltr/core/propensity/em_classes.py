@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cltr.core.propensity.em import _EMData, _logistic_newton, _penalty
+from cltr.core.propensity.em_data import _EMData, _logistic_newton, _penalty
 
 # A unit's class log-likelihood sums over its impressions; probabilities are kept off 0 and 1
 # so that a level at 0 or 1 does not give -inf to a class that a unit's clicks rule out.
@@ -143,9 +143,10 @@ def classes_step(data: _EMData, Z: np.ndarray, theta: np.ndarray, levels: np.nda
     return np.clip(new_theta, _EPS, 1.0 - _EPS), np.clip(new_levels, _EPS, 1.0 - _EPS), new_W
 
 
-def classes_starts(data: _EMData, classes: int, l2: float) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def classes_starts(data: _EMData, classes: int,
+                   logistic_theta: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Starts of EM, each (theta, levels, W): theta flat at 1/2, theta the click rate per rank
-    over rank 1's, and theta logistic EM's fit; levels spread geometrically from a tenth of the
+    over rank 1's, and (where given) theta logistic EM's fit; levels spread geometrically from a tenth of the
     highest to the highest (twice the 90th percentile of the units' click rates at rank 1,
     capped below 1); class probabilities equal.
 
@@ -161,22 +162,22 @@ def classes_starts(data: _EMData, classes: int, l2: float) -> list[tuple[np.ndar
     k_max = data.max_rank
     clicks = np.bincount(data.cell_rank0, weights=data.cell_clicks, minlength=k_max)
     ctr = clicks / np.bincount(data.cell_rank0, weights=data.cell_impressions, minlength=k_max)
-    from cltr.core.propensity.em import _em_fit
-
-    logistic = _em_fit(data, iterations=100, tol=1e-6, l2=l2, newton_steps=1)[0]
-    thetas = [np.full(k_max, 0.5), np.clip(ctr / max(ctr[0], _EPS), 0.01, 1.0) * 0.9,
-              np.clip(logistic / logistic[0], 0.01, 1.0) * 0.9]
+    thetas = [np.full(k_max, 0.5), np.clip(ctr / max(ctr[0], _EPS), 0.01, 1.0) * 0.9]
+    if logistic_theta is not None:
+        thetas.append(np.clip(logistic_theta / logistic_theta[0], 0.01, 1.0) * 0.9)
     return [(theta, levels.copy(), W.copy()) for theta in thetas]
 
 
-def classes_fit(data: _EMData, *, classes: int, iterations: int, tol: float, l2: float, start=None):
+def classes_fit(data: _EMData, *, classes: int, iterations: int, tol: float, l2: float, start=None,
+                logistic_theta: np.ndarray | None = None):
     """EM of the latent-class model to convergence of p_k = theta_k / theta_1 (within ``tol``) or
-    ``iterations`` steps, from ``start`` (theta, levels, W), or from each of ``classes_starts``,
-    keeping the fixed point of highest likelihood. Returns (theta, levels, W, iterations,
-    converged), iterations summed over the starts."""
+    ``iterations`` steps, from ``start`` (theta, levels, W), or from each of ``classes_starts``
+    (``logistic_theta``: logistic EM's theta, one of them), keeping the fixed point of highest
+    likelihood. Returns (theta, levels, W, iterations, converged), iterations summed over the
+    starts."""
     Z = prior_features(data)
     pen = _penalty(Z.shape[1], l2)
-    starts = classes_starts(data, classes, l2) if start is None else [tuple(a.copy() for a in start)]
+    starts = classes_starts(data, classes, logistic_theta) if start is None else [tuple(a.copy() for a in start)]
     best, best_value, total, all_converged = starts[0], -np.inf, 0, True
     for theta, levels, W in starts:
         converged, iteration = False, 0
