@@ -2,8 +2,9 @@
 
 ``EngineOptions`` (``--backend``, ``--scheduler``, ``--chunks``) is part of the options of
 every method and estimator that can cut its work into chunks of whole queries (the linear
-SVMs, harvest estimation); ``engine(options)`` gives the mapper that ``cltr.core.chunked``
-and the chunked estimators run on:
+SVMs, harvest estimation, regression EM with the logistic relevance model);
+``engine(options)`` gives the mapper that ``cltr.core.chunked`` and the chunked estimators
+run on:
 
 - ``--backend local`` without ``--chunks``: no mapper (the unchunked in-process code);
 - ``--backend local --chunks N``: ``LocalMapper``, N chunks computed one after another
@@ -34,7 +35,8 @@ BACKENDS = ("local", "dask")
 
 @dataclass(frozen=True)
 class EngineOptions(Options):
-    """Where a job's per-chunk work runs (the linear SVMs' risk and subgradient, harvest's counts)."""
+    """Where a job's per-chunk work runs (the linear SVMs' risk and subgradient, harvest's counts,
+    regression EM's E-step and sums)."""
 
     backend: str = option("local", "Run the per-chunk work here (local) or on a dask.distributed cluster (dask; pip "
                                    "install 'cltr[dask]'); both give the same result to rounding.", choices=BACKENDS)

@@ -5,16 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 
+from cltr.core.chunked_em import chunked_em_propensities
 from cltr.core.propensity import em_propensities
 from cltr.core.seeds import stream
+from cltr.distributed import EngineOptions, engine
 from cltr.estimators import Estimator
-from cltr.options import Options, option
+from cltr.options import option
 
 ORDER = 20
 
 
 @dataclass(frozen=True)
-class EMOptions(Options):
+class EMOptions(EngineOptions):
+    """The relevance model, and where the logistic model's EM runs: its E-step and sums are over
+    queries, so over chunks of them (``cltr.core.chunked_em``); the tree and latent-class models
+    are fitted over all documents at once and run in process only."""
+
     relevance_model: str = option(
         "logistic", "The relevance model: a ridge logistic regression, or gradient-boosted trees (LightGBM) "
                     "refitted on the posterior relevance at every M-step as Wang et al. (WSDM 2018) do. On a "
@@ -38,6 +44,11 @@ class EMOptions(Options):
            "model with eps+ and eps- clicks them). Refused with the other relevance models.", low=2)
 
     def __post_init__(self):
+        if self.chunked and self.relevance_model != "logistic":
+            raise ValueError(f"--backend {self.backend}{'' if self.chunks is None else f' --chunks {self.chunks}'} "
+                             f"runs regression EM with --relevance-model logistic only: the {self.relevance_model} "
+                             f"model is refitted by a learner over every document at once, not summed over chunks of "
+                             f"queries (docs/how-to/distributed.md); leave --backend and --chunks out")
         # a cross-fitting the logistic model ignores would still enter the estimate's key
         if self.relevance_model != "trees" and self.cross_fit != type(self).__dataclass_fields__["cross_fit"].default:
             raise ValueError(f"cross_fit (--cross-fit) = {self.cross_fit} applies to relevance_model 'trees' only; "
@@ -66,7 +77,11 @@ def estimate(table, X, options, *, max_rank, bootstrap, level, rng, seed):
     if options.relevance_model == "classes":
         return em_propensities(table.query, table.doc, table.rank, table.impressions, table.clicks, X,
                                relevance_model="classes", classes=options.classes, **common)
-    return em_propensities(table.query, table.doc, table.rank, table.impressions, table.clicks, X, **common)
+    columns = (table.query, table.doc, table.rank, table.impressions, table.clicks, X)
+    with engine(options) as (mapper, chunks):
+        if mapper is None:
+            return em_propensities(*columns, **common)
+        return chunked_em_propensities(*columns, chunks=chunks, mapper=mapper, **common)
 
 
 ESTIMATOR = Estimator(
