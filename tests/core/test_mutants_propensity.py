@@ -4,6 +4,7 @@ against loops (a messy log of duplicate, empty and deep rows), the pair relevanc
 bounded 1-D maximiser, the EM data, resamples and options by hand, and the collapse rule at its
 boundaries. Each test says what it pins."""
 
+import warnings
 from collections import defaultdict
 
 import numpy as np
@@ -99,7 +100,9 @@ def test_percentile_band_is_the_quantiles_of_the_usable_replicates_widened_to_th
                            [1.0, 0.2, np.nan, np.nan],
                            [1.0, 0.4, np.nan, np.nan]])
     estimate = np.array([1.0, 0.05, 0.6, 0.7])
-    low, high = P._percentile_band(replicates, estimate, 0.5)
+    with warnings.catch_warnings():  # the all-NaN column is left out, not quantiled ("All-NaN slice")
+        warnings.simplefilter("error")
+        low, high = P._percentile_band(replicates, estimate, 0.5)
     # level 0.5: the 25% and 75% quantiles of 0.1..0.5 (linear interpolation) are 0.2 and 0.4
     np.testing.assert_allclose(low, [1.0, 0.05, 0.4, np.nan])
     np.testing.assert_allclose(high, [1.0, 0.4, 0.6, np.nan])
@@ -213,7 +216,8 @@ def test_pair_relevance_maximises_the_pair_likelihood():
     rng = np.random.default_rng(8)
     for _ in range(20):
         pa, pb = rng.uniform(0.05, 1.0, 2)
-        ca, ua, cb, ub = rng.integers(0, 30, 4).astype(float)
+        # weighted counts, some below 1 (where the closed form's denominator is below 1 too)
+        ca, ua, cb, ub = rng.integers(0, 30, 4) * rng.choice([1.0, 0.01])
         if ca + cb == 0:
             assert P._pair_relevance(pa, pb, ca, ua, cb, ub) == 0.0
             continue
@@ -416,3 +420,105 @@ def test_rank_variation_of_exactly_the_threshold_is_not_one_rank():
     assert diagnostics["identified"] and not warnings
     one_rank = _rank_counts([24, 23, 10, 20], [24, 24, 24, 23], moved=4)
     assert not em_identification(one_rank, np.ones(4), flexible=True)[0]["identified"]
+
+
+def test_document_ids_are_per_query_and_may_repeat_across_queries():
+    # More queries than distinct document ids, each id in every query: (query, document) keys
+    # must stay one per pair (a key q / n_docs + d would merge (2, 0) with (0, 1) here).
+    table, _ = _tiny_log(7)
+    local = {**table, "doc": table["doc"] % 100}  # ids 0..3 in each of the 12 queries
+    np.testing.assert_allclose(harvest_propensities(**local, bootstrap=0, rng=0).propensity,
+                               harvest_propensities(**table, bootstrap=0, rng=0).propensity, rtol=1e-12)
+    assert (P._harvest_statistics(P._check_table(**local), 4).n_intervention_docs
+            == P._harvest_statistics(P._check_table(**table), 4).n_intervention_docs > 40)
+    single = one_ranker(table)
+    X = np.random.default_rng(0).normal(size=(1200, 2))
+    local_single = {**single, "doc": single["doc"] % 100}
+    X_local = X[:4]  # the same features for document d of every query
+    X_global = X_local[single["doc"] % 100]
+    by_row = {**single, "doc": np.arange(len(single["doc"]))}
+    a = em_propensities(**local_single, X=X_local, bootstrap=0, rng=0, tol=1e-10)
+    b = em_propensities(**by_row, X=X_global, bootstrap=0, rng=0, tol=1e-10)
+    np.testing.assert_allclose(a.propensity, b.propensity, rtol=1e-8)
+    assert a.info["documents"] == b.info["documents"] == 48
+
+
+def test_ranker_sessions_of_rows_all_beyond_k_are_empty():
+    table = _messy_log(3)
+    t = P._check_table(**table)
+    rankers, sessions = P._ranker_sessions(P._rows(t, t.rank > 4), 4)
+    assert rankers.size == 0 and sessions.size == 0
+
+
+def test_harvest_swap_with_the_lower_rank_clicked_every_time():
+    # Rank 2 clicked on all 20 impressions and rank 1 on 6 of 20: c* sits on the bound 1 / p_2,
+    # theta_2 = 1 and the click rate at rank 1 is p_1 / p_2 = 0.3, so p_2 = 1 / 0.3.
+    table = {"query": [0, 0, 0, 0], "doc": [0, 1, 0, 1], "rank": [1, 2, 2, 1], "ranker": [0, 0, 1, 1],
+             "impressions": [10, 10, 10, 10], "clicks": [3, 10, 10, 3]}
+    est = harvest_propensities(**table, bootstrap=0, rng=0)
+    np.testing.assert_allclose(est.propensity, [1.0, 1.0 / 0.3], rtol=1e-9)
+    assert est.info["converged"]
+
+
+# (pair (i, j) of 0-based ranks, which side is clicked on every impression, log p, whether c* is on its bound)
+_SATURATED = {
+    # rank 3 of (1, 3) clicked every time with p_3 >> p_1: c* = 1 / p_3 and the pair's term is
+    # rank 1's alone, T(log p_1 - log p_3)
+    "second": ((0, 2), "j", [-2.5, -0.4, 0.0, -0.7], True),
+    # rank 1 of (1, 3) clicked every time, on fewer clicks than rank 3 has (c* = 1 / p_1 still)
+    "first-fewer-clicks": ((0, 2), "i", [0.0, -0.4, -2.5, -0.7], True),
+    # a saturated rank with the smaller p of its pair: the other rank's skips keep c* interior
+    "first-below": ((1, 3), "i", [0.0, -0.9, -0.6, -0.2], False),
+    "second-below": ((0, 2), "j", [0.0, -0.4, -0.9, -0.7], False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SATURATED))
+@pytest.mark.parametrize("scale", [1.0, 0.01])
+def test_allpairs_profile_derivatives_where_a_rank_is_clicked_every_time(case, scale):
+    # Finite differences of the profile wherever a rank of a pair is clicked on every
+    # impression, at the bound of c* and inside it; scale 0.01 makes every weighted count
+    # below 1 (the function is linear in the counts, so the check is the same).
+    (i, j), side, log_p, bound = _SATURATED[case]
+    table, _ = _tiny_log(2)
+    clicks, shown = P._harvest_statistics(P._check_table(**table), 4).totals()
+    if case == "first-fewer-clicks":
+        shown[j, i], clicks[j, i] = 10 * shown[i, j], 3 * shown[i, j]
+    a, b = (i, j) if side == "i" else (j, i)
+    clicks[a, b] = shown[a, b]
+    clicks, shown = clicks * scale, shown * scale
+    log_p = np.array(log_p)
+    p = np.exp(log_p)
+    relevance = P._pair_relevance(p[i], p[j], clicks[i, j], shown[i, j] - clicks[i, j], clicks[j, i],
+                                  shown[j, i] - clicks[j, i])
+    if bound:
+        assert p[a] * relevance == pytest.approx(1.0, abs=1e-12)
+    else:
+        assert max(p[i], p[j]) * relevance < 1.0 - 1e-6
+    _, grad, hess = P._allpairs_profile(log_p, clicks, shown)
+    eps = 1e-6
+    for k in range(4):
+        e = np.zeros(4)
+        e[k] = eps
+        up, down = P._allpairs_profile(log_p + e, clicks, shown), P._allpairs_profile(log_p - e, clicks, shown)
+        assert (up[0] - down[0]) / (2 * eps) == pytest.approx(grad[k], rel=1e-6, abs=1e-6 * scale)
+        np.testing.assert_allclose((up[1] - down[1]) / (2 * eps), hess[k], rtol=1e-5, atol=1e-5 * scale)
+
+
+def test_a_rank_clicked_where_rank_1_never_is_goes_to_the_upper_bound():
+    # rank 1 never clicked in its pair, rank 2 clicked: the likelihood rises as p_2 -> infinity,
+    # held at the bound 1e4
+    table = {"query": [0, 0, 0, 0], "doc": [0, 1, 0, 1], "rank": [1, 2, 2, 1], "ranker": [0, 0, 1, 1],
+             "impressions": [10, 10, 10, 10], "clicks": [0, 4, 3, 0]}
+    est = harvest_propensities(**table, bootstrap=0, rng=0)
+    assert est.propensity[1] == pytest.approx(1e4, rel=1e-9) and est.info["converged"]
+
+
+def test_allpairs_fit_stopped_by_its_iteration_cap_is_not_converged():
+    table, _ = _tiny_log(0)
+    clicks, shown = P._harvest_statistics(P._check_table(**table), 4).totals()
+    capped = P.harvest._allpairs_fit(clicks, shown, max_iter=1)
+    assert capped.iterations == 1 and not capped.converged
+    full = P.harvest._allpairs_fit(clicks, shown)
+    assert full.converged and 1 < full.iterations < 50
+    assert full.loglik > capped.loglik
