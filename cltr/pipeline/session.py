@@ -29,6 +29,7 @@ import numpy as np
 from cltr import methods
 from cltr.core.queries import Dataset, default_passes, describe_split, label_counts
 from cltr.core.ranking import DCG_BASE
+from cltr.data.click_artifact import SPLITS, ClicksArtifact
 from cltr.datasets import DCG_LOGS
 from cltr.options import Options, option
 from cltr.pipeline.stages import (
@@ -274,11 +275,8 @@ class Session:
 
         ``which``: "logged", "estimated" (the current estimate of this click log), a key, or
         None (the log's own where it has them, else the current estimate)."""
-        def logged(split: str) -> np.ndarray:  # an import in chunks keeps its propensities with its counts
-            arrays, rows = clicks.arrays, f"{split}/propensity"
-            return arrays[rows] if rows in arrays else arrays[f"{split}/agg/propensity"]
-
-        has_own = not any(np.isnan(logged(split)).any() for split in ("train", "vali"))
+        stored = ClicksArtifact.of(clicks)  # an import in chunks keeps its propensities with its counts
+        has_own = not any(np.isnan(stored.split(split).logged_propensity).any() for split in SPLITS)
         if which == "logged" or (which is None and has_own):
             if not has_own:
                 raise RequestError(f"this click log has no propensity column; use --propensities estimated "

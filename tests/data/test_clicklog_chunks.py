@@ -212,13 +212,17 @@ def test_a_session_that_comes_back_within_the_rows_held_is_refused(queries, tmp_
 def test_the_affine_correction_reads_the_impressions_of_an_import_in_chunks(queries, tmp_path):
     from types import SimpleNamespace
 
+    from cltr.data.click_artifact import ClicksArtifact, SplitClicks
     from cltr.pipeline.corrections.affine import _impressions
 
     path = write(make_log(8), tmp_path / "log.tsv")
     rows = read_click_log(path, queries)
     counts = read_click_log_aggregated(path, queries, chunk_rows=4)
-    whole = SimpleNamespace(arrays={f"train/rows/{k}": v for k, v in rows.arrays().items()}, config={})
-    chunked = SimpleNamespace(arrays={f"train/agg/{k}": v for k, v in counts.arrays().items()}, config={})
+    def stored(split: SplitClicks) -> SimpleNamespace:
+        return SimpleNamespace(key="k", arrays=ClicksArtifact(train=split, vali=split).arrays(), config={})
+
+    whole = stored(SplitClicks(log=rows.click_log(queries.n_queries), rows=rows))
+    chunked = stored(SplitClicks(aggregated=counts, n_queries=queries.n_queries))
     expected = _impressions(rows.click_log(queries.n_queries), whole, "train", queries)
     found = _impressions(counts.click_log(queries.n_queries), chunked, "train", queries)
     for name in ("query", "doc", "rank", "ranker", "impressions", "clicks"):

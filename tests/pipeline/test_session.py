@@ -9,6 +9,8 @@ import types
 import numpy as np
 import pytest
 
+from cltr.core.clicks import ClickLog
+from cltr.data.click_artifact import ClicksArtifact, Presented, SplitClicks
 from cltr.data.synthetic import make_synthetic
 from cltr.pipeline.session import RequestError, Session, SessionError
 from cltr.pipeline.workspace import Artifact
@@ -50,15 +52,21 @@ def test_only_the_embedded_dataset_is_generated_on_demand(session):
     assert session.workspace.has_dataset("other")
 
 
+def _clicks_with_propensity(propensity: float) -> Artifact:
+    log = ClickLog(query=np.zeros(3, np.int64), doc=np.arange(3), rank=np.arange(1, 4),
+                   propensity=np.full(3, propensity), pass_index=np.zeros(3, np.int64), n_passes=1, n_queries=1)
+    split = SplitClicks(log=log, presented=Presented(rank=np.arange(1, 4)[None], pass_ranker=np.zeros(1, np.int8)))
+    return Artifact("k", ClicksArtifact(train=split, vali=split).arrays(), {"config": {}})
+
+
 def test_logged_propensities_of_a_log_without_them_are_a_request_error(session):
-    nan = np.full(3, np.nan)
-    clicks = Artifact("k", {"train/propensity": nan, "vali/propensity": nan}, {"config": {}})
+    clicks = _clicks_with_propensity(np.nan)
     with pytest.raises(RequestError, match="this click log has no propensity column; use --propensities estimated"):
         session.propensities("s", clicks, "logged")
     with pytest.raises(SessionError, match="no propensities estimated for click log k") as raised:
         session.propensities("s", clicks, None)  # no column: the current estimate, of which there is none
     assert not isinstance(raised.value, RequestError)
-    logged = Artifact("k", {"train/propensity": np.ones(3), "vali/propensity": np.ones(3)}, {"config": {}})
+    logged = _clicks_with_propensity(1.0)
     assert session.propensities("s", logged, None) is None
 
 

@@ -6,9 +6,9 @@ import numpy as np
 
 from cltr.core.clicks import ClickLog, Impressions, aggregate_impressions, presented_impressions
 from cltr.core.trust import affine_document_weights
+from cltr.data.click_artifact import ClicksArtifact
 from cltr.pipeline.corrections import Correction
 from cltr.pipeline.corrections.trust_parameters import trust_parameters
-from cltr.pipeline.stages import aggregated_rows, imported_rows
 
 ORDER = 50
 
@@ -16,13 +16,13 @@ ORDER = 50
 def _impressions(log: ClickLog, clicks, split: str, queries) -> Impressions:
     """The impressions of the log's passes: of a simulated log from its presented rankings,
     of an imported one from its rows (sessions beyond the log's first passes left out)."""
-    arrays = clicks.arrays
-    if f"{split}/presented_rank" in arrays:
-        return presented_impressions(arrays[f"{split}/presented_rank"], arrays[f"{split}/pass_ranker"], log,
-                                     queries.offsets, top_k=clicks.config.get("top_k"))
-    if f"{split}/agg/clicks" in arrays:  # an import in chunks: its counts, one pass
-        return aggregated_rows(arrays, split).impressions_table()
-    rows = imported_rows(arrays, split)
+    stored = ClicksArtifact.of(clicks).split(split)
+    if stored.presented is not None:
+        return presented_impressions(stored.presented.rank, stored.presented.pass_ranker, log, queries.offsets,
+                                     top_k=clicks.config.get("top_k"))
+    if stored.aggregated is not None:  # an import in chunks: its counts, one pass
+        return stored.aggregated.impressions_table()
+    rows = stored.logged_rows(split)
     session_pass, _ = rows.session_passes(queries.n_queries)
     kept = session_pass[rows.session] < log.n_passes
     return aggregate_impressions(rows.query[kept], rows.doc[kept], rows.rank[kept], rows.ranker[kept],

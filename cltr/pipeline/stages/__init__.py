@@ -19,7 +19,6 @@ from cltr.pipeline.models import scorer_from_arrays as scorer_from_arrays
 from cltr.pipeline.stages.clicks import CLICKED_ONLY as CLICKED_ONLY
 from cltr.pipeline.stages.clicks import (
     SimulationOptions,
-    aggregated_rows,
     as_told,
     click_log_summary,
     click_logs,
@@ -27,7 +26,6 @@ from cltr.pipeline.stages.clicks import (
     displayed_rows,
     estimate_from_arrays,
     estimate_to_arrays,
-    imported_rows,
     impressions_of,
     policy_propensities,
     simulate,
@@ -36,7 +34,6 @@ from cltr.pipeline.stages.clicks import (
 from cltr.pipeline.stages.clicks import _presentation as _presentation
 from cltr.pipeline.stages.clicks import _simulate_displayed as _simulate_displayed
 from cltr.pipeline.stages.clicks import _simulate_sampled as _simulate_sampled
-from cltr.pipeline.stages.clicks import _split_log as _split_log
 from cltr.pipeline.stages.clicks import clicked_only as clicked_only
 from cltr.pipeline.stages.files import ExportOptions, ImportOptions, export_rows, import_stage, imported_clicks_stage
 from cltr.pipeline.stages.files import feature_columns as feature_columns
@@ -66,6 +63,6 @@ __all__ = ["ProductionOptions", "SimulationOptions", "ImportOptions", "ExportOpt
            "production_queries", "produce", "production_stage", "logging_rankers", "simulate", "clicks_stage",
            "click_logs", "policy_propensities",
            "click_log_summary", "simulated_logs", "impressions_of", "displayed_rows", "import_stage",
-           "imported_clicks_stage", "export_rows", "aggregated_rows", "imported_rows",
+           "imported_clicks_stage", "export_rows",
            "propensity_stage", "estimate_propensities", "check_estimate", "as_told", "estimate_to_arrays",
            "estimate_from_arrays", "model_stage", "evaluation_stage", "production_test_metrics"]

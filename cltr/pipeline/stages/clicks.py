@@ -21,11 +21,8 @@ from cltr.core.policy import displayed, plackett_luce_ranks, policy_propensity
 from cltr.core.queries import Dataset, Queries
 from cltr.core.ranking import rank_documents
 from cltr.core.seeds import stream
-from cltr.data.clicklog import (
-    AggregatedRows,
-    LoggedRows,
-    simulated_rows,
-)
+from cltr.data.click_artifact import SPLITS, ClicksArtifact, Presented, SplitClicks
+from cltr.data.clicklog import simulated_rows
 from cltr.options import Options, option
 from cltr.pipeline import corrections
 from cltr.pipeline.models import scorer_from_arrays
@@ -248,8 +245,8 @@ def clicks_stage(workspace: Workspace, name: str, dataset: Dataset, production, 
     ``production`` is one artifact or a list (K logging rankers); ``settings`` are the
     click model's (validated here); ``top_k`` and ``logging_temperature`` the presentation
     (``simulate``; 0 or None: the full list, the deterministic ranking); ``progress(split,
-    passes_done, passes)`` is called as passes complete. With a presentation setting the
-    artifact also stores ``{split}/policy_propensity`` (``policy_propensities``) where the
+    passes_done, passes)`` is called as passes complete. With a presentation setting each
+    split also stores its ``policy_propensity`` (``policy_propensities``) where the
     click model's examination depends on the rank alone. ``intervention`` (``simulate``) logs
     a swap or top-K randomization experiment, recorded in the artifact's config and info
     (no policy propensities then: the displayed ranks carry the examination).
@@ -267,8 +264,8 @@ def clicks_stage(workspace: Workspace, name: str, dataset: Dataset, production, 
     scorers = [scorer_from_arrays(p.arrays) for p in productions]
 
     def compute():
-        arrays, info = {}, {}
-        for split in ("train", "vali"):
+        splits, info = {}, {}
+        for split in SPLITS:
             queries = getattr(dataset, split)
             relevant = queries.relevant(dataset.relevant_from)
             report = None if progress is None else (lambda done, split=split: progress(split, done, passes))
@@ -277,19 +274,17 @@ def clicks_stage(workspace: Workspace, name: str, dataset: Dataset, production, 
                                                         logging_temperature=logging_temperature,
                                                         intervention=intervention,
                                                         intervention_depth=intervention_depth, progress=report)
-            arrays.update({f"{split}/{k}": v for k, v in log.arrays().items()})
-            arrays[f"{split}/presented_rank"] = presented_rank
-            arrays[f"{split}/pass_ranker"] = pass_ranker
             info[split] = click_log_summary(log, relevant)
+            rho = None
             if (top_k or logging_temperature) and not intervention:
                 rho = policy_propensities(queries, scorers, model, settings, presented_rank, passes=passes, top_k=top_k,
                                           logging_temperature=logging_temperature, seed=seed, split=split)
-                if rho is not None:
-                    arrays[f"{split}/policy_propensity"] = rho
+            splits[split] = SplitClicks(log=log, presented=Presented(rank=presented_rank, pass_ranker=pass_ranker),
+                                        policy_propensity=rho)
         info["rankers"] = len(productions)
         if intervention:
             info["intervention"] = {"kind": intervention, "depth": int(intervention_depth)}
-        return arrays, info
+        return ClicksArtifact(**splits).arrays(), info
 
     return workspace.cached(name, "clicks", config, compute)
 
@@ -345,9 +340,10 @@ def click_logs(clicks: Artifact, *, passes: int | None = None, eta_model: float 
                                           propensity=propensity)
         return shown[split]
 
+    stored = ClicksArtifact.of(clicks)
     logs = []
-    for split in ("train", "vali"):
-        log = _split_log(clicks.arrays, split)
+    for split in SPLITS:
+        log = stored.split(split).click_log()
         if passes is not None and passes != log.n_passes:
             log = log.first_passes(passes)
         if eta_model is not None:
@@ -374,32 +370,17 @@ def as_told(log: ClickLog, estimate=None, clip: float | None = None) -> ClickLog
     return log if clip is None else log.clipped(clip)
 
 
-def _split_log(arrays, split: str) -> ClickLog:
-    """The stored click log of one split; an import in chunks stores counts, whose clicks
-    are expanded here (``AggregatedRows.click_log``)."""
-    prefix = f"{split}/"
-    if f"{prefix}agg/clicks" in arrays:
-        return aggregated_rows(arrays, split).click_log(int(arrays[f"{prefix}n_queries"]))
-    return ClickLog.from_arrays({k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)})
-
-
-def aggregated_rows(arrays, split: str) -> AggregatedRows:
-    """The counts an import in chunks stores under ``<split>/agg/``."""
-    prefix = f"{split}/agg/"
-    return AggregatedRows.from_arrays({k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)})
-
-
 def impressions_of(clicks: Artifact, split: str, dataset: Dataset) -> Impressions:
     """The aggregated impressions of one split of a clicks artifact (simulated or imported)."""
-    arrays = clicks.arrays
-    if f"{split}/agg/clicks" in arrays:
-        return aggregated_rows(arrays, split).impressions_table()
-    if f"{split}/presented_rank" in arrays:
+    stored = ClicksArtifact.of(clicks).split(split)
+    if stored.aggregated is not None:
+        return stored.aggregated.impressions_table()
+    if stored.presented is not None:
         train_log, vali_log = click_logs(clicks)
         log = train_log if split == "train" else vali_log
-        return presented_impressions(arrays[f"{split}/presented_rank"], arrays[f"{split}/pass_ranker"], log,
+        return presented_impressions(stored.presented.rank, stored.presented.pass_ranker, log,
                                      getattr(dataset, split).offsets, top_k=clicks.config.get("top_k"))
-    return imported_rows(arrays, split).impressions()
+    return stored.logged_rows(split).impressions()
 
 
 def displayed_rows(clicks: Artifact, split: str, dataset: Dataset, *, passes: int | None = None,
@@ -410,24 +391,24 @@ def displayed_rows(clicks: Artifact, split: str, dataset: Dataset, *, passes: in
     misspecified eta, an estimate, clipped)."""
     queries = getattr(dataset, split)
     offsets = np.asarray(queries.offsets, dtype=np.int64)
-    arrays = clicks.arrays
-    if f"{split}/presented_rank" in arrays:
+    stored = ClicksArtifact.of(clicks).split(split)
+    if stored.presented is not None:
         log = click_logs(clicks, passes=passes)[0 if split == "train" else 1]
         click_model = clickmodels.get(clicks.config.get("click_model", clickmodels.DEFAULT_MODEL))
         settings = click_model.parse_settings(
             {f.name: clicks.config[f.name] for f in click_model.settings.option_fields() if f.name in clicks.config})
         rank_propensity = click_model.propensity
         of_rank = None if rank_propensity is None else (lambda rank: rank_propensity(rank, settings))
-        columns = simulated_rows(log, arrays[f"{split}/presented_rank"], arrays[f"{split}/pass_ranker"], queries,
-                                 of_rank, top_k=clicks.config.get("top_k"))
+        columns = simulated_rows(log, stored.presented.rank, stored.presented.pass_ranker, queries, of_rank,
+                                 top_k=clicks.config.get("top_k"))
         query = columns["session"] % queries.n_queries
         doc = columns["doc"] + offsets[query]
         told = columns.get("propensity", np.full(len(doc), np.nan))
         session, rank, click, ranker = columns["session"], columns["rank"], columns["click"], columns["ranker"]
     else:
-        if clicked_only(clicks, split):
+        if stored.clicked_only:
             raise ValueError(f"the {split} log {clicks.key} cannot give every displayed document: {CLICKED_ONLY}")
-        rows = imported_rows(arrays, split)
+        rows = stored.logged_rows(split)
         keep = slice(None)
         if passes is not None:
             session_pass, _ = rows.session_passes(queries.n_queries)
@@ -448,26 +429,13 @@ def displayed_rows(clicks: Artifact, split: str, dataset: Dataset, *, passes: in
 def clicked_only(clicks: Artifact, split: str) -> bool:
     """Whether ``split`` of a clicks artifact is an imported log of clicked rows only (no
     impression of a document shown and not clicked); a simulated log never is."""
-    if f"{split}/agg/clicks" in clicks.arrays:
-        return aggregated_rows(clicks.arrays, split).clicked_only
-    click = clicks.arrays.get(f"{split}/rows/click")
-    return click is not None and bool(len(click)) and not (click == 0).any()
+    return ClicksArtifact.of(clicks).split(split).clicked_only
 
 
 CLICKED_ONLY = ("it holds clicked rows only (every row has click 1), no impressions of the documents shown and not "
                 "clicked: propensities cannot be estimated from it, and doubly robust estimators and per-session "
                 "baselines cannot use it; training weights its clicks by the log's own propensity column (without one, "
                 "nothing can weight them)")
-
-
-def imported_rows(arrays, split: str) -> LoggedRows:
-    """The impression rows an imported split stores under ``<split>/rows/``."""
-    if f"{split}/agg/clicks" in arrays:
-        raise ValueError(f"the {split} log was imported in chunks (--chunk-rows), which keeps its clicks and "
-                         f"impressions per document and rank, not its sessions: session-level learners, doubly "
-                         f"robust corrections, export and learning curves need it imported whole")
-    prefix = f"{split}/rows/"
-    return LoggedRows.from_arrays({k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)})
 
 
 def estimate_to_arrays(estimate) -> dict[str, np.ndarray]:

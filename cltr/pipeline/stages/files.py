@@ -11,6 +11,7 @@ import numpy as np
 
 from cltr import clickmodels
 from cltr.core.queries import Dataset
+from cltr.data.click_artifact import ClicksArtifact, SplitClicks
 from cltr.data.clicklog import (
     file_format,
     read_click_log,
@@ -18,7 +19,7 @@ from cltr.data.clicklog import (
     simulated_rows,
 )
 from cltr.options import Options, option
-from cltr.pipeline.stages.clicks import click_log_summary, click_logs, imported_rows
+from cltr.pipeline.stages.clicks import click_log_summary, click_logs
 from cltr.pipeline.workspace import Artifact, Workspace, file_sha256
 
 
@@ -90,15 +91,14 @@ def import_stage(workspace: Workspace, name: str, dataset: Dataset, fingerprint:
                     "rankers": counts.n_rankers, "has_propensity": counts.has_propensity,
                     "clicked_only": counts.clicked_only, "ignored_columns": list(counts.ignored_columns),
                     "aggregated": True}
-            return {"n_queries": np.int64(queries.n_queries),
-                    **{f"agg/{k}": v for k, v in counts.arrays().items()}}, info
+            return SplitClicks(aggregated=counts, n_queries=queries.n_queries).arrays(), info
         rows = read_click_log(path, queries, ignore_extra_columns=ignore_extra_columns)
         log = rows.click_log(queries.n_queries)
         relevant = queries.relevant(dataset.relevant_from)
         info = {**click_log_summary(log, relevant), "file": str(path), "rows": int(len(rows.doc)),
                 "rankers": int(rows.ranker.max()) + 1, "has_propensity": rows.has_propensity,
                 "clicked_only": rows.clicked_only, "ignored_columns": list(rows.ignored_columns)}
-        return {**log.arrays(), **{f"rows/{k}": v for k, v in rows.arrays().items()}}, info
+        return SplitClicks(log=log, rows=rows).arrays(), info
 
     return workspace.cached(name, "imports", config, compute)
 
@@ -108,9 +108,9 @@ def imported_clicks_stage(workspace: Workspace, name: str, train: Artifact, vali
     config = {"imports": {"train": train.key, "vali": vali.key}}
 
     def compute():
-        arrays = {f"{split}/{k}": v for split, part in (("train", train), ("vali", vali))
-                  for k, v in part.arrays.items()}
-        return arrays, {"train": train.info, "vali": vali.info,
+        stored = ClicksArtifact(**{split: SplitClicks.from_arrays(part.arrays, where=f"imported {split} log {part.key}")
+                                   for split, part in (("train", train), ("vali", vali))})
+        return stored.arrays(), {"train": train.info, "vali": vali.info,
                         "rankers": max(train.info["rankers"], vali.info["rankers"]), "imported": True}
 
     return workspace.cached(name, "clicks", config, compute)
@@ -119,17 +119,17 @@ def imported_clicks_stage(workspace: Workspace, name: str, train: Artifact, vali
 def export_rows(clicks: Artifact, split: str, dataset: Dataset) -> dict[str, np.ndarray]:
     """The impressions of one split of any clicks artifact as a click table (export)."""
     queries = getattr(dataset, split)
-    arrays = clicks.arrays
-    if f"{split}/presented_rank" in arrays:
+    stored = ClicksArtifact.of(clicks).split(split)
+    if stored.presented is not None:
         train_log, vali_log = click_logs(clicks)
         click_model = clickmodels.get(clicks.config.get("click_model", clickmodels.DEFAULT_MODEL))
         settings = click_model.parse_settings(
             {f.name: clicks.config[f.name] for f in click_model.settings.option_fields() if f.name in clicks.config})
         rank_propensity = click_model.propensity
         of_rank = None if rank_propensity is None else (lambda rank: rank_propensity(rank, settings))
-        return simulated_rows(train_log if split == "train" else vali_log, arrays[f"{split}/presented_rank"],
-                              arrays[f"{split}/pass_ranker"], queries, of_rank, top_k=clicks.config.get("top_k"))
-    rows = imported_rows(arrays, split)
+        return simulated_rows(train_log if split == "train" else vali_log, stored.presented.rank,
+                              stored.presented.pass_ranker, queries, of_rank, top_k=clicks.config.get("top_k"))
+    rows = stored.logged_rows(split)
     offsets = np.asarray(queries.offsets, dtype=np.int64)
     columns = {"session": rows.session, "qid": np.asarray(queries.qid)[rows.query],
                "doc": rows.doc - offsets[rows.query], "rank": rows.rank, "click": rows.click}
