@@ -3,7 +3,7 @@
 
     python bench/clicklog_scale.py [--rows 1e6,5e6,2e7] [--whole-up-to 5e6] [--queries 20000]
                                    [--docs 25] [--chunk-rows 1048576] [--format tsv|parquet] [--dir DIR]
-                                   [--harvest]
+                                   [--harvest] [--em] [--em-chunks 4]
 
 The logs are those of ``bench/clicklog.py`` (QUERIES queries of DOCS candidates, two
 logging rankers, position-based clicks with propensity 1/rank), written pass by pass so
@@ -18,7 +18,11 @@ resident memory before reading (interpreter, numpy, pandas, pyarrow and the spli
 so that the table shows the peak and what reading added. The whole import is run only up to
 ``--whole-up-to`` rows (it needs about 1 GB per 5 M rows). With ``--harvest`` the chunked
 import's counts are also given to intervention harvesting (no bootstrap), whose time depends
-on the counts' cells, not on the rows.
+on the counts' cells, not on the rows. With ``--em`` they are also given to regression EM
+(logistic relevance model on the split's features, no bootstrap) three ways: in process,
+chunked on the local engine (``--chunks EM_CHUNKS``) and chunked on a dask LocalCluster of
+one worker per core (``--backend dask --chunks EM_CHUNKS``; the cluster's start is timed
+too), each with its largest difference from the in-process estimate.
 """
 
 from __future__ import annotations
@@ -103,12 +107,32 @@ def child(args) -> None:
         estimate = estimate_propensities(counts.impressions_table(), None, method="harvest", bootstrap=0)
         found["harvest_seconds"] = time.perf_counter() - start
         found["harvest"] = [round(float(v), 3) for v in estimate.propensity[:5]]
+    if args.em and args.mode == "chunks":
+        from cltr.pipeline.stages import estimate_propensities
+
+        X = make_queries(args.queries, args.docs, seed=SEED, features=True).X
+        table = counts.impressions_table()
+        runs, plain = [], None
+        for label, options in (("in process", {}),
+                               (f"local engine, {args.em_chunks} chunks", {"chunks": args.em_chunks}),
+                               (f"dask LocalCluster, {args.em_chunks} chunks",
+                                {"backend": "dask", "chunks": args.em_chunks})):
+            start = time.perf_counter()
+            estimate = estimate_propensities(table, X, method="em", bootstrap=0, **options)
+            seconds = time.perf_counter() - start
+            plain = estimate.propensity if plain is None else plain
+            runs.append({"run": label, "seconds": seconds, "iterations": estimate.info["iterations"],
+                         "max_diff": float(np.max(np.abs(estimate.propensity - plain))),
+                         "propensity": [round(float(v), 3) for v in estimate.propensity[:5]]})
+        found["em"] = runs
+        found["em_cells"], found["em_units"] = len(table.doc), estimate.info["documents"]
     print(json.dumps(found))
 
 
 def measure(path: Path, mode: str, args) -> dict:
     command = [sys.executable, __file__, "--child", str(path), "--mode", mode, "--queries", str(args.queries),
-               "--docs", str(args.docs), "--chunk-rows", str(args.chunk_rows)] + (["--harvest"] if args.harvest else [])
+               "--docs", str(args.docs), "--chunk-rows", str(args.chunk_rows), "--em-chunks", str(args.em_chunks)]
+    command += (["--harvest"] if args.harvest else []) + (["--em"] if args.em else [])
     done = subprocess.run(command, check=True, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -123,6 +147,10 @@ def main() -> None:
     parser.add_argument("--format", choices=["tsv", "parquet"], default="tsv")
     parser.add_argument("--harvest", action="store_true",
                         help="Also time intervention harvesting (no bootstrap) on the chunked import's counts.")
+    parser.add_argument("--em", action="store_true",
+                        help="Also time regression EM (no bootstrap) on the chunked import's counts: in process, on "
+                             "the local engine in --em-chunks chunks and on a dask LocalCluster.")
+    parser.add_argument("--em-chunks", type=int, default=4, help="Chunks of whole queries of the chunked EM runs.")
     parser.add_argument("--dir", type=Path, default=None, help="Where the logs are written [default: a temporary "
                                                                 "directory, removed afterwards].")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
@@ -150,6 +178,10 @@ def main() -> None:
                 if "harvest_seconds" in found:
                     print(f"{'':>11} harvest on the counts: {found['harvest_seconds']:.1f} s, propensity at ranks "
                           f"1-5 {found['harvest']} (true 1/rank)", flush=True)
+                for run in found.get("em", []):
+                    print(f"{'':>11} em ({found['em_cells']:,} cells, {found['em_units']:,} documents), {run['run']}: "
+                          f"{run['seconds']:.1f} s, {run['iterations']} iterations, max |p - p_in_process| "
+                          f"{run['max_diff']:.1e}, propensity at ranks 1-5 {run['propensity']}", flush=True)
             path.unlink()
 
 
