@@ -394,16 +394,18 @@ def _rank_counts(clicks, impressions, moved=0):
                         features=np.ones((units, 1)))
 
 
-@pytest.mark.parametrize("m,falls", [(600, True), (580, False)])
-def test_the_collapse_rule_at_its_boundaries(m, falls):
-    # K = 4: rank 1 clicked 50%, ranks 3..4 (K/2+1..K) 40% together (30% and 50%, so which ranks
-    # count matters), exactly FALL_RATIO = 0.8 of rank 1; rank 2 at 50%. With m impressions a
-    # rank the gap is 0.1 / sqrt(p (1 - p) (1/m + 1/2m)) standard errors, p the pooled rate
-    # 0.4333: 4.04 at m = 600, 3.97 at m = 580, either side of FALL_Z = 4.
-    clicks = [m // 2, m // 2, 3 * m // 10, m // 2]
+@pytest.mark.parametrize("m,third,falls", [(600, 0.3, True), (580, 0.3, False), (100000, 0.32, False)])
+def test_the_collapse_rule_at_its_boundaries(m, third, falls):
+    # K = 4: rank 1 clicked 50%, rank 2 50%, ranks 3..4 (K/2+1..K) 30% and 50% (so which ranks
+    # count matters), together 40%, exactly FALL_RATIO = 0.8 of rank 1. With m impressions a rank
+    # the gap is 0.1 / sqrt(p (1 - p) (1/m + 1/2m)) standard errors, p the pooled rate 0.4333:
+    # 4.04 at m = 600, 3.97 at m = 580, either side of FALL_Z = 4. With rank 3 at 32% the
+    # bottom's 41% is above 0.8 of rank 1's however many standard errors it lies below.
+    clicks = [m // 2, m // 2, round(third * m), m // 2]
     data = _rank_counts(clicks, [m] * 4)
     diagnostics, warnings = em_identification(data, np.ones(4), flexible=False)
-    assert diagnostics["click_rate_top"] == 0.5 and diagnostics["click_rate_bottom"] == pytest.approx(0.4)
+    bottom = (third + 0.5) / 2
+    assert diagnostics["click_rate_top"] == 0.5 and diagnostics["click_rate_bottom"] == pytest.approx(bottom)
     assert diagnostics["rank_variation"] == 0.0
     assert diagnostics["collapsed"] is falls and diagnostics["identified"] is not falls
     assert (len(warnings) == 1) is falls
@@ -522,3 +524,49 @@ def test_allpairs_fit_stopped_by_its_iteration_cap_is_not_converged():
     full = P.harvest._allpairs_fit(clicks, shown)
     assert full.converged and 1 < full.iterations < 50
     assert full.loglik > capped.loglik
+
+
+def test_harvest_statistics_where_every_document_is_shown_at_every_rank():
+    # 4 rankers showing 4 documents in the 4 cyclic orders: each (query, document) has a run of
+    # 4 cells, and every rank pair (also 1-3, 1-4, 2-4) holds all of them.
+    rng = np.random.default_rng(11)
+    rows = [(q, 10 * q + d, (d + r) % 4 + 1, r, 20, int(rng.integers(0, 21))) for q in range(3) for r in range(4)
+            for d in range(4)]
+    table = {name: np.array([row[i] for row in rows]) for i, name in enumerate(COLUMNS)}
+    _, clicks, shown = _brute_force_allpairs(table, {r: 60.0 for r in range(4)}, K=4)
+    got_clicks, got_shown = P._harvest_statistics(P._check_table(**table), 4).totals()
+    np.testing.assert_allclose(got_clicks, clicks, rtol=1e-12)
+    np.testing.assert_allclose(got_shown, shown, rtol=1e-12)
+    assert np.all(got_shown[~np.eye(4, dtype=bool)] > 0)
+
+
+def test_allpairs_profile_derivatives_with_a_pair_never_clicked():
+    # c* = 0 for a pair without clicks: its terms vanish, and so must its gradient and
+    # Hessian entries (no 0 / 0 from the profile's elimination of its log c)
+    table, _ = _tiny_log(2)
+    clicks, shown = P._harvest_statistics(P._check_table(**table), 4).totals()
+    clicks[1, 3] = clicks[3, 1] = 0.0
+    log_p = np.array([0.0, -0.4, -0.9, -0.7])
+    _, grad, hess = P._allpairs_profile(log_p, clicks, shown)
+    assert np.all(np.isfinite(hess))
+    eps = 1e-6
+    for k in range(4):
+        e = np.zeros(4)
+        e[k] = eps
+        up, down = P._allpairs_profile(log_p + e, clicks, shown), P._allpairs_profile(log_p - e, clicks, shown)
+        assert (up[0] - down[0]) / (2 * eps) == pytest.approx(grad[k], rel=1e-6, abs=1e-6)
+        np.testing.assert_allclose((up[1] - down[1]) / (2 * eps), hess[k], rtol=1e-5, atol=1e-5)
+
+
+def test_the_one_step_band_runs_no_em_and_the_refit_band_counts_unconverged_replicates():
+    # One EM iteration stops every refit replicate short of convergence (counted); the one-step
+    # band refits nothing. Newton steps are counted, at most one an iteration.
+    rng = np.random.default_rng(12)
+    table, X, _ = simulate_table(60, 4, eta=1.0, sessions=20, rng=rng, n_rankers=1, n_features=2)
+    t = one_ranker(table)
+    refit = em_propensities(**t, X=X, iterations=1, bootstrap=3, rng=0)
+    one_step = em_propensities(**t, X=X, iterations=1, bootstrap=3, rng=0, band="one-step")
+    assert refit.info["bootstrap_unconverged"] == 3 and one_step.info["bootstrap_unconverged"] == 0
+    assert one_step.info["band"] == "one-step"
+    full = em_propensities(**t, X=X, bootstrap=0, rng=0, tol=1e-10)
+    assert full.info["converged"] and 1 <= full.info["newton_steps"] <= full.info["iterations"]
