@@ -16,7 +16,7 @@ high learning rates (200 trees at 0.1; the low rates keep their 1000).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -61,11 +61,19 @@ class TreeOptions(SelectionOptions):
 
 @dataclass(frozen=True)
 class TreeScorer:
-    """A LightGBM model kept as its model string (a numpy bytes array in artifacts)."""
+    """A LightGBM model kept as its model string (a numpy bytes array in artifacts).
+
+    ``known``: the rows whose scores are known already and those scores (``(X, scores)``),
+    which ``scores`` hands back for that very array instead of predicting again: early
+    stopping leaves the validation split's scores at the best iteration, and selection,
+    its guard and the report each ask for them (a prediction over the validation split
+    costs about as much as a few trees). Not part of the model: not stored, not compared.
+    """
 
     model_string: str
     threads: int = 1
     kind: str = "lightgbm"
+    known: tuple[np.ndarray, np.ndarray] | None = field(default=None, compare=False, repr=False)
 
     @cached_property
     def booster(self):
@@ -75,6 +83,8 @@ class TreeScorer:
 
     def scores(self, X: np.ndarray) -> np.ndarray:
         """Raw scores of the rows of ``X``, shape (n_docs,)."""
+        if self.known is not None and X is self.known[0]:
+            return self.known[1].copy()
         return np.asarray(self.booster.predict(X, raw_score=True, num_threads=self.threads),
                           dtype=np.float64)
 
@@ -164,6 +174,7 @@ class _TreeSets:
 
     train: lightgbm.Dataset
     valid: lightgbm.Dataset | None
+    valid_X: np.ndarray | None = None  # the rows of ``valid``, as given
 
 
 def _tree_sets(X: np.ndarray, *, label: np.ndarray, group: np.ndarray | None, valid_X: np.ndarray | None,
@@ -181,7 +192,7 @@ def _tree_sets(X: np.ndarray, *, label: np.ndarray, group: np.ndarray | None, va
     if valid_X is not None:
         valid = lightgbm.Dataset(valid_X, label=np.zeros(len(valid_X)), reference=train, params=params)
         valid.construct()
-    return _TreeSets(train, valid)
+    return _TreeSets(train, valid, valid_X)
 
 
 def _grow(params: dict, sets: _TreeSets, *, objective: Callable | None, n_estimators: int | None,
@@ -202,10 +213,14 @@ def _grow(params: dict, sets: _TreeSets, *, objective: Callable | None, n_estima
     assert sets.valid is not None  # early stopping is on validation rows: _tree_sets got valid_X
     booster.add_valid(sets.valid, "vali")
 
+    latest: list[np.ndarray] = []  # the validation scores of the last evaluation
+
     def feval(scores, _dataset):
-        return "criterion", float(criterion(np.asarray(scores, dtype=np.float64))), True
+        latest[:] = [np.array(scores, dtype=np.float64)]
+        return "criterion", float(criterion(latest[0])), True
 
     best_value, best_rounds, rounds, trace = -np.inf, 0, 0, []
+    best_scores = None
     stopped = False
     while rounds < max_rounds:
         booster.update(fobj=objective)
@@ -217,14 +232,15 @@ def _grow(params: dict, sets: _TreeSets, *, objective: Callable | None, n_estima
         value = booster.eval_valid(feval)[0][2]
         trace.append((rounds, value))
         if np.isfinite(value) and value > best_value:
-            best_value, best_rounds = value, rounds
+            best_value, best_rounds, best_scores = value, rounds, latest[0]
         if rounds - max(best_rounds, 0) >= patience:
             stopped = rounds < max_rounds
             break
     if best_rounds == 0:  # every evaluation was NaN: keep what was grown
-        best_rounds = rounds
+        best_rounds, best_scores = rounds, None
     model = booster.model_to_string(num_iteration=best_rounds)
-    return TreeScorer(model, threads=threads), {
+    known = None if best_scores is None or sets.valid_X is None else (sets.valid_X, best_scores)
+    return TreeScorer(model, threads=threads, known=known), {
         "n_estimators": int(best_rounds), "rounds": int(rounds), "early_stopped": bool(stopped),
         "best_criterion": float(best_value), "trace": trace}
 

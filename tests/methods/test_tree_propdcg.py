@@ -145,3 +145,11 @@ def test_same_seed_same_model_and_another_seed_another(biased_clicks):
     assert row["best_criterion"] == pytest.approx(data.estimate(first), abs=1e-12)
     assert first.booster.num_trees() == info_first["chosen"]["n_estimators"]
     assert info_first["metric"] == "dcg" and info_first["hessian"] == "pairs"
+    # The validation scores early stopping kept at the best iteration are the model's own,
+    # bit for bit, so selection reads them instead of predicting: only for that very array.
+    vali_X = data.dataset.vali.X
+    assert first.known is not None and first.known[0] is vali_X
+    fresh = dataclasses.replace(first, known=None)
+    assert np.array_equal(first.scores(vali_X), fresh.scores(vali_X))
+    assert np.array_equal(first.scores(vali_X.copy()), fresh.scores(vali_X))
+    assert fresh == first  # the kept scores are no part of the model
