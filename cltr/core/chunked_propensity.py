@@ -33,7 +33,8 @@ from cltr.core.propensity import (
     _rows,
 )
 
-__all__ = ["harvest_chunks", "harvest_chunk_totals", "harvest_chunk_replicates", "chunked_harvest_propensities"]
+__all__ = ["harvest_chunks", "harvest_chunk_totals", "harvest_chunk_replicates", "chunked_harvest_propensities",
+           "harvest_on_chunks"]
 
 
 def harvest_chunks(t: Impressions, chunks: int) -> list[Impressions]:
@@ -99,11 +100,24 @@ def chunked_harvest_propensities(query, doc, rank, ranker, impressions, clicks, 
     k_max = _check_options(max_rank, t.rank, bootstrap, level, minimum=2)
     if not np.any((t.rank <= k_max) & (t.impressions > 0)):
         raise ValueError(f"no row has a rank <= max_rank = {k_max} and impressions > 0")
-    handles = mapper.scatter(harvest_chunks(t, chunks))
+    return harvest_on_chunks(mapper.scatter(harvest_chunks(t, chunks)), mapper=mapper, max_rank=k_max,
+                             bootstrap=bootstrap, level=level, rng=rng)
+
+
+def harvest_on_chunks(handles: list, *, mapper, max_rank: int, bootstrap: int = 200, level: float = 0.95,
+                      rng) -> PropensityEstimate:
+    """AllPairs over chunks that are already where ``mapper`` computes them: ``handles``
+    holds one ``Impressions`` per chunk, checked, each of whole queries, the chunks in
+    ascending ranges of query ids (so that the queries are numbered in sorted order over
+    them, as ``harvest_propensities`` numbers them). ``max_rank`` >= 2 is the deepest rank
+    fitted; ``bootstrap`` and ``level`` are those of ``harvest_propensities`` (checked by the
+    caller). A chunk may hold no rows. ``info`` adds ``chunks``."""
+    k_max = int(max_rank)
     rankers, sessions = _merge_design(mapper.gather(mapper.map(harvest_chunk_sessions, handles, max_rank=k_max)))
     if len(rankers) < 2:
-        raise ValueError(f"intervention harvesting needs logs from at least 2 rankers; found only ranker "
-                         f"{int(rankers[0])} among the rows with rank <= {k_max} and impressions > 0")
+        found = f"only ranker {int(rankers[0])}" if len(rankers) else "no ranker"
+        raise ValueError(f"intervention harvesting needs logs from at least 2 rankers; found {found} "
+                         f"among the rows with rank <= {k_max} and impressions > 0")
     stats = mapper.map(harvest_chunk_statistics, handles, max_rank=k_max, rankers=rankers, sessions=sessions)
     parts = mapper.gather(mapper.map(harvest_chunk_totals, stats))
     totals = (_sum_in_order([p[0] for p in parts]), _sum_in_order([p[1] for p in parts]))

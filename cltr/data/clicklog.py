@@ -391,9 +391,13 @@ class _Rows:
     """Validation helpers that name the file, the line and the cell as written of the first
     bad row."""
 
-    def __init__(self, path: Path, frame: pd.DataFrame, *, lenient: bool = False, first_row: int = 0):
-        # first_row: the file's data rows before this frame (a chunk of a streamed import)
+    def __init__(self, path: Path, frame: pd.DataFrame, *, lenient: bool = False, first_row: int = 0,
+                 row_numbers: np.ndarray | None = None):
+        # first_row: the file's data rows before this frame (a chunk of a streamed import);
+        # row_numbers: the file's 0-based data row of each of the frame's rows, where the frame
+        # holds some of the rows only (a Parquet chunk of whole queries, cltr.data.parquet_log)
         self.path, self.frame, self.lenient, self.first_row = path, frame, lenient, first_row
+        self.row_numbers = row_numbers
         self.separator, self.compression = file_format(path)
         self.parquet = self.separator == "parquet"
         self._raw: dict[int, tuple[int, dict[str, str]]] = {}
@@ -405,6 +409,8 @@ class _Rows:
         return self._raw[row]
 
     def where(self, row: int) -> str:
+        if self.row_numbers is not None:
+            return f"row {int(self.row_numbers[row]) + 1} of {self.path}"
         if self.parquet:
             return f"row {self.first_row + row + 1} of {self.path}"
         return f"line {self._line(row)[0]} of {self.path}"
