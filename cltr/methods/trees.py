@@ -15,8 +15,10 @@ high learning rates (200 trees at 0.1; the low rates keep their 1000).
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -177,8 +179,44 @@ class _TreeSets:
     valid_X: np.ndarray | None = None  # the rows of ``valid``, as given
 
 
+# The binned Datasets of the last few training matrices of this process. A figure's tasks train
+# several tree models on one matrix (corrections of one log, repetitions and methods at many
+# passes), and binning costs about 30 trees' worth; a Dataset serves any number of Boosters
+# one after another (every candidate of a grid already shares one), and its bins depend only
+# on what the key holds.
+_SETS: OrderedDict[bytes, _TreeSets] = OrderedDict()
+_SETS_KEPT = 2
+
+
+def _digest(*arrays: np.ndarray | int | None) -> bytes:
+    """A digest of the arrays' dtypes, shapes and bytes (None and ints as such)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for array in arrays:
+        if array is None or isinstance(array, int):
+            digest.update(repr(array).encode())
+            continue
+        array = np.ascontiguousarray(array)
+        digest.update(f"{array.dtype.str}{array.shape}".encode())
+        digest.update(array.data)
+    return digest.digest()
+
+
 def _tree_sets(X: np.ndarray, *, label: np.ndarray, group: np.ndarray | None, valid_X: np.ndarray | None,
                threads: int, weight: np.ndarray | None = None, position: np.ndarray | None = None) -> _TreeSets:
+    key = _digest(X, label, group, weight, position, valid_X, int(threads))
+    if key in _SETS:
+        _SETS.move_to_end(key)
+        return replace(_SETS[key], valid_X=valid_X)
+    sets = _built_sets(X, label=label, group=group, valid_X=valid_X, threads=threads, weight=weight,
+                       position=position)
+    _SETS[key] = sets
+    while len(_SETS) > _SETS_KEPT:
+        _SETS.popitem(last=False)
+    return sets
+
+
+def _built_sets(X: np.ndarray, *, label: np.ndarray, group: np.ndarray | None, valid_X: np.ndarray | None,
+                threads: int, weight: np.ndarray | None, position: np.ndarray | None) -> _TreeSets:
     import lightgbm
 
     # Dataset construction gets the same thread count: with LightGBM's default (every core)

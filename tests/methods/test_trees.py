@@ -50,3 +50,24 @@ def test_lightgbm_is_imported_only_when_a_tree_model_is_trained_or_loaded(tmp_pa
             f"X, expected = np.load({str(tmp_path / 'X.npy')!r}), np.load({str(tmp_path / 'scores.npy')!r}); "
             "same = np.array_equal(s.scores(X), expected); sys.exit(not (same and 'lightgbm' in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_binned_datasets_are_shared_by_equal_matrices_and_only_those(monkeypatch):
+    """_tree_sets bins a matrix once per process (the last _SETS_KEPT of them): equal
+    contents give the very Dataset again, with the caller's validation array; any
+    difference in the rows, labels, groups or threads bins anew."""
+    from cltr.methods import trees
+
+    monkeypatch.setattr(trees, "_SETS", type(trees._SETS)())
+    rng = np.random.default_rng(0)
+    X, vali = rng.normal(size=(200, 3)), rng.normal(size=(50, 3))
+    label = np.zeros(200)
+    first = trees._tree_sets(X, label=label, group=None, valid_X=vali, threads=1)
+    copy = vali.copy()
+    again = trees._tree_sets(X.copy(), label=label.copy(), group=None, valid_X=copy, threads=1)
+    assert again.train is first.train and again.valid is first.valid and again.valid_X is copy
+    other_rows = trees._tree_sets(X[:150], label=label[:150], group=None, valid_X=vali, threads=1)
+    other_label = trees._tree_sets(X, label=label + 1, group=None, valid_X=vali, threads=1)
+    other_threads = trees._tree_sets(X, label=label, group=None, valid_X=vali, threads=2)
+    assert len({id(s.train) for s in (first, other_rows, other_label, other_threads)}) == 4
+    assert len(trees._SETS) == trees._SETS_KEPT
