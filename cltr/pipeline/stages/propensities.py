@@ -63,6 +63,43 @@ def propensity_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: 
     return workspace.cached(name, "propensities", config, compute)
 
 
+def parquet_propensity_stage(workspace: Workspace, name: str, dataset: Dataset, path, *,
+                             max_rank: int | None = None, bootstrap: int = 100, level: float = 0.95, seed: int = 0,
+                             **options) -> tuple[Artifact, bool]:
+    """Intervention harvesting on the training split's log in a Parquet file that this
+    process never holds: each chunk of whole queries is read from the file where the engine
+    computes it (``options``: harvest's, ``log_path`` among them, and the engine's;
+    ``cltr.data.parquet_log.harvest_parquet_log``). The same estimate as ``propensity_stage``
+    on the log imported. The artifact's key holds the file's sha256, not its path, and its
+    config ``clicks`` None: no click log of the workspace was read."""
+    from threadpoolctl import threadpool_limits
+
+    from cltr.core.chunked import LocalMapper
+    from cltr.core.seeds import stream
+    from cltr.data.parquet_log import file_sha256, harvest_parquet_log
+    from cltr.distributed import engine
+
+    parsed = estimators.get("harvest").parse_options({**options, "log_path": str(path)})
+    max_rank = max_rank or DEFAULT_MAX_RANK
+    keyed = {k: v for k, v in estimators.key_options("harvest", parsed).items() if k != "log_path"}
+    config = {"clicks": None, "log_sha256": file_sha256(path), "method": "harvest", "max_rank": max_rank,
+              "bootstrap": bootstrap, "level": level, "seed": seed, **keyed}
+
+    def compute():
+        with engine(parsed) as (mapper, chunks):  # HarvestOptions is an EngineOptions
+            # small dense solves on one BLAS thread, as cltr.estimators.estimate runs them
+            with threadpool_limits(1):
+                estimate = harvest_parquet_log(path, dataset.train, chunks=chunks,
+                                               mapper=LocalMapper() if mapper is None else mapper, max_rank=max_rank,
+                                               bootstrap=bootstrap, level=level, rng=stream(seed, "propensity"))
+        return estimate_to_arrays(estimate), {"method": "harvest", "log": str(path), "rows": estimate.to_rows(),
+                                              "rankers": len(estimate.info["sessions"]),
+                                              **{k: v for k, v in jsonable_info(estimate.info).items() if k != "rows"},
+                                              "log_rows": estimate.info["rows"]}
+
+    return workspace.cached(name, "propensities", config, compute)
+
+
 ESTIMATORS = tuple(estimators.estimators())
 
 
