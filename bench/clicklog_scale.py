@@ -3,7 +3,7 @@
 
     python bench/clicklog_scale.py [--rows 1e6,5e6,2e7] [--whole-up-to 5e6] [--queries 20000]
                                    [--docs 25] [--chunk-rows 1048576] [--format tsv|parquet] [--dir DIR]
-                                   [--harvest] [--em] [--em-chunks 4]
+                                   [--harvest] [--em] [--em-chunks 4] [--on-disk] [--on-disk-chunks 4]
 
 The logs are those of ``bench/clicklog.py`` (QUERIES queries of DOCS candidates, two
 logging rankers, position-based clicks with propensity 1/rank), written pass by pass so
@@ -23,6 +23,16 @@ on the counts' cells, not on the rows. With ``--em`` they are also given to regr
 chunked on the local engine (``--chunks EM_CHUNKS``) and chunked on a dask LocalCluster of
 one worker per core (``--backend dask --chunks EM_CHUNKS``; the cluster's start is timed
 too), each with its largest difference from the in-process estimate.
+
+With ``--on-disk`` (Parquet only) each log is instead given to intervention harvesting (no
+bootstrap) three ways, each in a fresh process whose peak resident memory is the client's:
+the in-memory path (the log imported whole, ``read_click_log``, its impressions cut into
+ON_DISK_CHUNKS chunks on the local engine: the chunk engine fed from the client's memory),
+and the on-disk path (``cltr.data.parquet_log.harvest_parquet_log``: one streaming pass over
+the qid and ranker columns here, each chunk of whole queries read from the file where it is
+computed) on the local engine and on a dask LocalCluster of two single-threaded worker
+processes (whose own peaks are reported beside the client's). The logs are written pass by
+pass, so every row group holds every query and every chunk reads every row group.
 """
 
 from __future__ import annotations
@@ -129,10 +139,47 @@ def child(args) -> None:
     print(json.dumps(found))
 
 
+def on_disk_child(args) -> None:
+    """One harvest of ``--on-disk`` in this fresh process: seconds, peak resident memory, the estimate."""
+    from cltr.core.chunked import LocalMapper
+    from cltr.core.chunked_propensity import chunked_harvest_propensities
+    from cltr.data.parquet_log import SplitIds, harvest_parquet_log
+
+    queries = make_queries(args.queries, args.docs, seed=SEED, features=False)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    found: dict = {}
+    options = {"max_rank": 20, "bootstrap": 0, "rng": 0}
+    if args.mode == "in-memory":
+        from cltr.data.clicklog import read_click_log
+
+        t = read_click_log(args.child, queries).impressions()
+        estimate = chunked_harvest_propensities(t.query, t.doc, t.rank, t.ranker, t.impressions, t.clicks,
+                                                chunks=args.on_disk_chunks, mapper=LocalMapper(), **options)
+        found["rows"] = int(t.impressions.sum())
+    elif args.mode == "on-disk-local":
+        estimate = harvest_parquet_log(args.child, SplitIds.of(queries), chunks=args.on_disk_chunks,
+                                       mapper=LocalMapper(), **options)
+    else:
+        from cltr.distributed import EngineOptions, engine
+
+        with engine(EngineOptions(backend="dask", chunks=args.on_disk_chunks), workers=2) as (mapper, chunks):
+            estimate = harvest_parquet_log(args.child, SplitIds.of(queries), chunks=chunks, mapper=mapper, **options)
+            peaks = mapper.client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+            found["worker_peak_kib"] = sorted(peaks.values())
+    found.update(seconds=time.perf_counter() - start, rss_before_kib=before,
+                 peak_kib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                 propensity=[float(v) for v in estimate.propensity],
+                 rows=found.get("rows", estimate.info.get("rows")),
+                 row_groups=estimate.info.get("row_groups"), row_groups_read=estimate.info.get("row_groups_read"))
+    print(json.dumps(found))
+
+
 def measure(path: Path, mode: str, args) -> dict:
     command = [sys.executable, __file__, "--child", str(path), "--mode", mode, "--queries", str(args.queries),
                "--docs", str(args.docs), "--chunk-rows", str(args.chunk_rows), "--em-chunks", str(args.em_chunks)]
     command += (["--harvest"] if args.harvest else []) + (["--em"] if args.em else [])
+    command += ["--on-disk-chunks", str(args.on_disk_chunks)] + (["--on-disk"] if args.on_disk else [])
     done = subprocess.run(command, check=True, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -151,13 +198,23 @@ def main() -> None:
                         help="Also time regression EM (no bootstrap) on the chunked import's counts: in process, on "
                              "the local engine in --em-chunks chunks and on a dask LocalCluster.")
     parser.add_argument("--em-chunks", type=int, default=4, help="Chunks of whole queries of the chunked EM runs.")
+    parser.add_argument("--on-disk", action="store_true",
+                        help="Instead of importing, harvest (no bootstrap) each Parquet log in memory and on disk "
+                             "(each chunk read from the file where it is computed), on the local engine and on a "
+                             "dask LocalCluster, and report the client's peak memory.")
+    parser.add_argument("--on-disk-chunks", type=int, default=4, help="Chunks of whole queries of the --on-disk runs.")
     parser.add_argument("--dir", type=Path, default=None, help="Where the logs are written [default: a temporary "
                                                                 "directory, removed afterwards].")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--mode", choices=["whole", "chunks"], help=argparse.SUPPRESS)
+    parser.add_argument("--mode", choices=["whole", "chunks", *ON_DISK_MODES], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
-        child(args)
+        (on_disk_child if args.mode in ON_DISK_MODES else child)(args)
+        return
+    if args.on_disk:
+        if args.format != "parquet":
+            parser.error("--on-disk reads Parquet logs: add --format parquet")
+        on_disk(args)
         return
     sizes = [int(float(size)) for size in args.rows.split(",")]
     queries = make_queries(args.queries, args.docs, seed=SEED, features=True)
@@ -183,6 +240,39 @@ def main() -> None:
                           f"{run['seconds']:.1f} s, {run['iterations']} iterations, max |p - p_in_process| "
                           f"{run['max_diff']:.1e}, propensity at ranks 1-5 {run['propensity']}", flush=True)
             path.unlink()
+
+
+def on_disk(args) -> None:
+    sizes = [int(float(size)) for size in args.rows.split(",")]
+    queries = make_queries(args.queries, args.docs, seed=SEED, features=False)
+    with tempfile.TemporaryDirectory(dir=args.dir) as directory:
+        print(f"{args.queries} queries x {args.docs} documents, parquet written pass by pass, harvest (no bootstrap) "
+              f"in {args.on_disk_chunks} chunks")
+        print(f"{'rows':>11} {'MB on disk':>10} {'path':>28} {'seconds':>8} {'peak MB':>8} {'before MB':>9} "
+              f"{'added MB':>8} {'max |p - p_mem|':>15}  row groups read")
+        for size in sizes:
+            path = Path(directory) / f"log-{size}.parquet"
+            n_rows = write_log(path, queries, size, seed=SEED)
+            reference = None
+            for mode, label in zip(ON_DISK_MODES, ("in memory, local engine", "on disk, local engine",
+                                                   "on disk, dask LocalCluster"), strict=True):
+                found = measure(path, mode, args)
+                p = np.array(found["propensity"])
+                reference = p if reference is None else reference
+                peak, before = found["peak_kib"] / 1024, found["rss_before_kib"] / 1024
+                groups = (f"{found['row_groups_read']} of {found['row_groups']} x {args.on_disk_chunks} chunks"
+                          if found.get("row_groups") else "")
+                workers = (" workers' peaks " + ", ".join(f"{k / 1024:.0f}" for k in found["worker_peak_kib"])
+                           + " MB" if "worker_peak_kib" in found else "")
+                print(f"{n_rows:>11,} {path.stat().st_size / 1e6:>10.0f} {label:>28} {found['seconds']:>8.1f} "
+                      f"{peak:>8.0f} {before:>9.0f} {peak - before:>8.0f} "
+                      f"{float(np.max(np.abs(p - reference))):>15.1e}  {groups}{workers}", flush=True)
+            print(f"{'':>11} propensity at ranks 1-5 {[round(float(v), 3) for v in reference[:5]]} (true 1/rank)",
+                  flush=True)
+            path.unlink()
+
+
+ON_DISK_MODES = ("in-memory", "on-disk-local", "on-disk-dask")
 
 
 if __name__ == "__main__":
