@@ -12,7 +12,14 @@ import pytest
 
 from cltr.core import propensity as P
 from cltr.core.propensity import PropensityEstimate, em_identification, em_propensities, harvest_propensities
-from tests.core.test_propensity import COLUMNS, _brute_force_allpairs, _tiny_log, one_ranker, simulate_table
+from tests.core.test_propensity import (
+    COLUMNS,
+    _brute_force_allpairs,
+    _em_problem,
+    _tiny_log,
+    one_ranker,
+    simulate_table,
+)
 
 # --------------------------------------------------------------------------- the estimate's own checks
 # (each test names the mutants of cltr/core/propensity/estimate.py it kills; bench/mutation.py)
@@ -396,12 +403,12 @@ def _rank_counts(clicks, impressions, moved=0):
 
 @pytest.mark.parametrize("m,third,falls", [(600, 0.3, True), (580, 0.3, False), (100000, 0.32, False)])
 def test_the_collapse_rule_at_its_boundaries(m, third, falls):
-    # K = 4: rank 1 clicked 50%, rank 2 50%, ranks 3..4 (K/2+1..K) 30% and 50% (so which ranks
+    # K = 4: rank 1 clicked 50%, rank 2 45%, ranks 3..4 (K/2+1..K) 30% and 50% (so which ranks
     # count matters), together 40%, exactly FALL_RATIO = 0.8 of rank 1. With m impressions a rank
     # the gap is 0.1 / sqrt(p (1 - p) (1/m + 1/2m)) standard errors, p the pooled rate 0.4333:
     # 4.04 at m = 600, 3.97 at m = 580, either side of FALL_Z = 4. With rank 3 at 32% the
     # bottom's 41% is above 0.8 of rank 1's however many standard errors it lies below.
-    clicks = [m // 2, m // 2, round(third * m), m // 2]
+    clicks = [m // 2, round(0.45 * m), round(third * m), m // 2]
     data = _rank_counts(clicks, [m] * 4)
     diagnostics, warnings = em_identification(data, np.ones(4), flexible=False)
     bottom = (third + 0.5) / 2
@@ -570,3 +577,58 @@ def test_the_one_step_band_runs_no_em_and_the_refit_band_counts_unconverged_repl
     assert one_step.info["band"] == "one-step"
     full = em_propensities(**t, X=X, bootstrap=0, rng=0, tol=1e-10)
     assert full.info["converged"] and 1 <= full.info["newton_steps"] <= full.info["iterations"]
+
+
+def test_the_identification_check_on_two_ranks_one_impression_and_two_folds():
+    # K = 2: rank 2 is the bottom half; clicks fall from 50% to 30% on 2000 impressions a rank
+    data = _rank_counts([1000, 600], [2000, 2000])
+    assert em_identification(data, np.ones(2), flexible=False)[0]["collapsed"]
+    # one impression at rank 1 is a click rate, not "no impressions"
+    assert em_identification(_rank_counts([1, 0], [1, 3]), np.ones(2), flexible=False)[0]["click_rate_top"] == 1.0
+    # trees cross-fitted over two folds on a one-rank log: identified by their form only, said so
+    diagnostics, warnings = em_identification(data, np.array([1.0, 0.6]), flexible=True, cross_fit=2)
+    assert not diagnostics["identified"] and len(warnings) == 1
+    assert "identified only by the relevance model's form across queries" in warnings[0]
+    assert "cross-fitted over 2 folds" in warnings[0]
+
+
+def test_the_e_step_keeps_theta_inside_zero_one():
+    # rank 1 clicked on every impression: the theta M-step gives exactly 1, held at 1 - 1e-12
+    # (the likelihood's log(1 - theta gamma) and the Newton step's log theta stay finite)
+    data = _rank_counts([10, 3, 0], [10, 10, 10])
+    # and rank 3, never clicked and believed never examined, at 1e-12 rather than 0
+    theta, _ = P.em._posteriors(data, np.array([0.9, 0.5, 0.0]), np.zeros(3))
+    assert theta[0] == 1.0 - 1e-12 and 0.0 < theta[1] < 1.0 and theta[2] == 1e-12
+
+
+def test_tree_em_starts_where_logistic_em_does():
+    # theta flat at 1/2, every relevance logit at the overall click rate over 1/2: the first
+    # refit sees the posterior relevance from there
+    _, _, data = _em_problem()
+    seen = []
+
+    def record(features, label, weight):
+        seen.append(label.copy())
+        return np.zeros(len(label))
+
+    P.em._em_fit_trees(data, record, iterations=1, tol=1e-6)
+    theta, coef = P._em_start(data)
+    _, positives = P.em._posteriors(data, theta, np.full(len(data.unit_weight), coef[0]))
+    np.testing.assert_allclose(seen[0], np.clip(positives / data.unit_weight, 0.0, 1.0), rtol=1e-12)
+
+
+def test_a_resample_that_never_shows_a_rank_is_left_out_and_one_replicate_makes_a_band():
+    rng = np.random.default_rng(16)
+    table, X, _ = simulate_table(30, 4, eta=1.0, sessions=30, rng=rng, n_rankers=1, n_features=2)
+    t = one_ranker(table)
+    keep = (t["rank"] < 4) | (t["query"] == 0)  # rank 4 shown in query 0 only
+    t = {name: values[keep] for name, values in t.items()}
+    est = em_propensities(**t, X=X, bootstrap=12, rng=1)
+    counts = P._query_resamples(30, 12, 1)
+    assert np.sum(counts[:, 0] == 0) >= 3  # resamples without query 0 (rank 4) exist
+    # left out rather than fitted (a fit without rank 4's impressions never converges)
+    assert est.info["bootstrap_unconverged"] == 0
+    assert np.all(np.isfinite(est.low)) and np.all(est.low <= est.propensity)
+    assert P._query_resamples(30, 1, 0)[0, 0] > 0  # this one resample shows rank 4
+    one = em_propensities(**t, X=X, bootstrap=1, rng=0)
+    assert np.all(np.isfinite(one.high)) and np.all(one.low <= one.propensity) and np.all(one.propensity <= one.high)
