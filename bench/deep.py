@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from cltr.core.clicks import Clicks
 from cltr.core.ranking import evaluate
 from cltr.core.seeds import stream
 from cltr.data.loaders import load_letor
@@ -55,21 +56,20 @@ def clicks_on(dataset, seed, passes=100):
     return logs, relevant
 
 
-def time_epochs(name, X, offsets, click_query, click_doc, propensity, *, epochs, threads):
+def time_epochs(name, X, offsets, clicks: Clicks, *, epochs, threads):
     settings = deep_settings("default")
     settings = deep_settings("default", epochs=epochs, patience=None,
                              lr=sorted(settings.learning_rates)[len(settings.learning_rates) // 2])
-    clicked = np.unique(click_query)
+    clicked = np.unique(clicks.query)
     docs = int(np.sum(offsets[clicked + 1] - offsets[clicked]))
     print(f"{name}: {len(offsets) - 1:,} queries, {offsets[-1]:,} documents x {X.shape[1]} features "
-          f"({X.dtype.name}), {len(click_doc):,} clicks on {len(clicked):,} queries "
+          f"({X.dtype.name}), {len(clicks):,} clicks on {len(clicked):,} queries "
           f"({docs:,} documents scored per epoch); network {settings.hidden} {settings.activation} "
           f"{settings.dtype}, ~{settings.batch_docs} documents a batch")
     print(f"{'threads':>7} {'s/epoch':>9} {'docs/s':>11} {'first epoch s':>13} {'train loss':>22}")
     for count in threads:
         with threadpool_limits(limits=count, user_api="blas"):
-            result = train_deep_propdcg(X, offsets, click_query, click_doc, propensity, settings=settings,
-                                        rng=np.random.default_rng(0))
+            result = train_deep_propdcg(X, offsets, clicks, settings=settings, rng=np.random.default_rng(0))
         seconds = [r.seconds for r in result.trace]
         steady = float(np.mean(seconds[1:])) if len(seconds) > 1 else seconds[0]
         losses = f"{result.trace[0].train_loss:.4g} -> {result.trace[-1].train_loss:.4g}"
@@ -81,8 +81,8 @@ def speed_mq2008(path, epochs, threads):
     dataset = load_letor(path, fold=1)
     logs, _ = clicks_on(dataset, 0)
     log = logs["train"]
-    time_epochs("MQ2008 Fold1, 100 passes", dataset.train.X, dataset.train.offsets, log.query, log.doc,
-                log.propensity, epochs=epochs, threads=threads)
+    time_epochs("MQ2008 Fold1, 100 passes", dataset.train.X, dataset.train.offsets, Clicks.from_log(log),
+                epochs=epochs, threads=threads)
 
 
 def speed_yahoo(epochs, threads):
@@ -90,8 +90,8 @@ def speed_yahoo(epochs, threads):
     problem = make_click_problem(20000, 24, 700, passes=10, dtype=np.float32, relevant_share=0.1, noise=1.0,
                                  eta=1.0, eps_neg=0.1, seed=0)
     print(f"generated in {time.perf_counter() - start:.1f} s")
-    time_epochs("Yahoo-shaped, 10 passes", problem["X"], problem["offsets"], problem["click_query"],
-                problem["click_doc"], 1.0 / problem["cost"], epochs=epochs, threads=threads)
+    time_epochs("Yahoo-shaped, 10 passes", problem["X"], problem["offsets"],
+                Clicks(problem["click_query"], problem["click_doc"], problem["cost"]), epochs=epochs, threads=threads)
 
 
 def compare(name, dataset, seeds):

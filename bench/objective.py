@@ -89,12 +89,12 @@ def main() -> None:
     production, _ = produce(dataset, seed=0)
     logs = simulated_logs(dataset, production, passes=args.passes, seed=0)
     _, objective = propensity_objective(dataset.train, logs["train"], "dcg")
-    pairs = click_pairs(objective.offsets, objective.click_query, objective.click_doc)
-    print(f"embedded default: {len(logs['train']):,} training clicks -> {len(objective.click_doc):,} examples on "
+    pairs = click_pairs(objective.offsets, objective.clicks)
+    print(f"embedded default: {len(logs['train']):,} training clicks -> {len(objective.clicks):,} examples on "
           f"{len(objective.offsets) - 1:,} queries, {objective.n_docs:,} documents, {len(pairs[0]):,} pairs")
     scores = np.random.default_rng(0).normal(size=objective.n_docs)
-    common = (scores, objective.offsets, objective.click_query, objective.click_doc, None, objective.weight)
-    options = {"n": 1, "with_curvature": True, "example_weight": objective.cost}
+    common = (scores, objective.offsets, objective.clicks, objective.weight)
+    options = {"n": 1, "with_curvature": True}
 
     def sorted_():
         return risk_gradient(*common, **options)

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from cltr.core.clicks import Clicks
 from cltr.core.objectives import RankWeight, hinge_rank_bound
 from cltr.core.svm import PairwiseProblem
 
@@ -84,7 +85,7 @@ def slack_sums(w, X, offsets, click_query, click_doc) -> np.ndarray:
     which merges clicks on one document); the tests check one against the other.
     """
     scores = np.asarray(X @ np.asarray(w, dtype=X.dtype), dtype=np.float64)
-    return hinge_rank_bound(scores, offsets, click_query, click_doc) - 1.0
+    return hinge_rank_bound(scores, offsets, Clicks(click_query, click_doc)) - 1.0
 
 
 def ccp_costs(slack: np.ndarray, propensity: np.ndarray, weight: RankWeight) -> np.ndarray:

@@ -7,6 +7,10 @@ Legend (paper Sec. 3 and 5.1):
 Click models (``cltr.clickmodels``) produce ``ClickLog``s; those whose documents are
 clicked independently within a session (position-based, trust bias) draw them with
 ``simulate_clicks``. Each click is one training example.
+
+The objectives (``cltr.core.objectives``, ``cltr.core.mlp``) read examples as ``Clicks``, the
+three columns of a log they need -- query, document and cost c_i -- and nothing else:
+``Clicks.from_log`` takes them from a ``ClickLog`` without copying the index columns.
 """
 
 from __future__ import annotations
@@ -16,8 +20,79 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ClickLog", "Impressions", "Displayed", "presented_impressions", "aggregate_impressions",
+__all__ = ["Clicks", "ClickLog", "Impressions", "Displayed", "presented_impressions", "aggregate_impressions",
            "effective_sample_size", "position_propensity", "simulate_clicks", "draw_sessions", "logged_clicks"]
+
+
+@dataclass(frozen=True)
+class Clicks:
+    """Training examples as the objectives read them: (query, document, cost) of each.
+
+    The smallest value every caller of ``objectives.risk`` / ``risk_gradient`` /
+    ``hinge_rank_bound`` and ``mlp.loss_and_gradient`` / ``click_batches`` needs: a learner
+    gives example i the weight c_i alone, whether it came from a propensity (1/q_i) or a
+    correction (the affine one's signed weights), so the objectives take the merged cost,
+    not a propensity and an optional override. The hinge bound and the pair expansion read
+    only ``query`` and ``doc``, and ``cost`` may then be left out.
+
+    Attributes
+    ----------
+    query : ndarray of int64, shape (n_examples,)
+        Query index (into the split, or a batch's local queries) of each example.
+    doc : ndarray of int64, shape (n_examples,)
+        Row of each example's clicked (positive) document, within its query's rows.
+    cost : ndarray of float64, shape (n_examples,), optional
+        c_i: 1 / q_i for a click of propensity q_i, or an explicit finite weight of either
+        sign. None where only the rows matter (the bound, the pairs).
+
+    Notes
+    -----
+    Arrays already of the right dtype are held as given, not copied.
+    """
+
+    query: np.ndarray
+    doc: np.ndarray
+    cost: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "query", np.asarray(self.query, dtype=np.int64))
+        object.__setattr__(self, "doc", np.asarray(self.doc, dtype=np.int64))
+        if self.cost is not None:
+            object.__setattr__(self, "cost", np.asarray(self.cost, dtype=np.float64))
+
+    def __len__(self) -> int:
+        return len(self.doc)
+
+    @classmethod
+    def from_log(cls, log: ClickLog) -> Clicks:
+        """The examples of a click log: its ``query``, ``doc`` and ``cost`` (``weight`` if
+        set, else 1 / ``propensity``)."""
+        return cls(log.query, log.doc, log.cost)
+
+    @classmethod
+    def from_propensity(cls, query, doc, propensity) -> Clicks:
+        """Clicks of propensities q_i, costing c_i = 1 / q_i.
+
+        Raises
+        ------
+        ValueError
+            Unless ``propensity`` has one entry per example, each finite and > 0, naming
+            the first that is not.
+        """
+        query = np.asarray(query, dtype=np.int64)
+        propensity = np.asarray(propensity, dtype=np.float64)
+        if propensity.shape != query.shape:
+            raise ValueError(f"propensity must have one entry per example, shape {query.shape}, "
+                             f"got {propensity.shape}")
+        bad = ~(np.isfinite(propensity) & (propensity > 0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"example {i}: propensity must be finite and > 0, got {propensity[i]!r}")
+        return cls(query, doc, 1.0 / propensity)
+
+    def take(self, index) -> Clicks:
+        """The examples at ``index`` (an integer array, a mask or a slice), in that order."""
+        return Clicks(self.query[index], self.doc[index], None if self.cost is None else self.cost[index])
 
 
 @dataclass(frozen=True)

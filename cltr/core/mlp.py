@@ -5,10 +5,14 @@ Legend (paper Sec. 4.2, Eq. deeppropdcg):
     w, the network's weights              -> ``MLPScorer.weights`` / ``.biases``
     lambda(r) = -1/log(1 + r) (DCG)      -> ``objectives.rank_weight(...)``
     R(f_w), the training objective        -> ``objectives.risk`` of the network's scores
-    query instance (x_i, y_i, q_i)        -> one click; all clicks of a query share a batch
+    query instance (x_i, y_i, q_i)        -> one example of a ``Clicks`` (query, doc, cost 1/q_i);
+                                             all clicks of a query share a batch
 
 The risk and its gradient with respect to the *scores* come from ``objectives.risk_gradient``
-(shared by every scorer); this module only backpropagates that gradient through the net.
+(shared by every scorer); this module only backpropagates that gradient through the net. The
+examples come as one ``cltr.core.clicks.Clicks`` value, as in ``objectives`` (whose module
+docstring says why it holds the merged cost c_i and not a propensity); a batch carries the
+``Clicks`` of its own queries, re-indexed locally.
 Deep PropDCG's training loop, settings and presets are ``cltr.methods.deep_propdcg``.
 
 Network: ``len(hidden)`` fully connected layers with the chosen activation, then a linear
@@ -42,6 +46,7 @@ from itertools import pairwise
 
 import numpy as np
 
+from cltr.core.clicks import Clicks
 from cltr.core.objectives import RankWeight, risk_gradient
 
 __all__ = [
@@ -272,14 +277,11 @@ def loss_and_gradient(
     net: MLPScorer,
     X: np.ndarray,
     offsets: np.ndarray,
-    click_query: np.ndarray,
-    click_doc: np.ndarray,
-    propensity: np.ndarray | None,
+    clicks: Clicks,
     weight: RankWeight | str,
     *,
     n: int | None = None,
     scale: float = 1.0,
-    example_weight: np.ndarray | None = None,
 ) -> tuple[float, list[np.ndarray]]:
     """scale · R(f_w) on the given rows and its gradient with respect to every parameter.
 
@@ -288,7 +290,7 @@ def loss_and_gradient(
     net : MLPScorer
     X : ndarray, shape (n_docs, n_features)
         The rows of the queries concerned (a whole split or one batch).
-    offsets, click_query, click_doc, propensity, weight, n, example_weight
+    offsets, clicks, weight, n
         As in ``objectives.risk``, relative to these rows.
     scale : float
         Multiplies the value and the gradients (the batch factor B of the module docstring).
@@ -300,8 +302,7 @@ def loss_and_gradient(
         Shapes of ``net.parameters()``, in the net's dtype.
     """
     activations = net.forward(X)
-    value, grad_scores = risk_gradient(activations[-1][:, 0], offsets, click_query, click_doc,
-                                       propensity, weight, n=n, example_weight=example_weight)
+    value, grad_scores = risk_gradient(activations[-1][:, 0], offsets, clicks, weight, n=n)
     if scale != 1.0:
         grad_scores *= scale
     return float(value * scale), net.backward(activations, grad_scores)
@@ -318,19 +319,14 @@ class Batch:
     ----------
     rows : ndarray of int64, shape (m,)
     offsets : ndarray of int64, shape (n_batch_queries + 1,)
-    click_query, click_doc : ndarray of int64, shape (k,)
-        Local query and local row of each of the batch's clicks.
-    propensity : ndarray of float64, shape (k,), or None
-    example_weight : ndarray of float64, shape (k,), or None
-        The clicks' explicit weights, where given instead of propensities.
+    clicks : Clicks
+        The batch's k clicks: local query and local row of each, and its cost (where the
+        log's clicks had costs).
     """
 
     rows: np.ndarray
     offsets: np.ndarray
-    click_query: np.ndarray
-    click_doc: np.ndarray
-    propensity: np.ndarray | None
-    example_weight: np.ndarray | None = None
+    clicks: Clicks
 
 
 def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -342,28 +338,23 @@ def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
 
 def click_batches(
     offsets: np.ndarray,
-    click_query: np.ndarray,
-    click_doc: np.ndarray,
-    propensity: np.ndarray | None,
+    clicks: Clicks,
     *,
     batch_docs: int,
     rng: np.random.Generator | None,
-    example_weight: np.ndarray | None = None,
 ) -> list[Batch]:
     """One epoch's minibatches: the clicked queries shuffled and cut at about ``batch_docs`` documents.
 
     Parameters
     ----------
     offsets : ndarray, shape (n_queries + 1,)
-    click_query, click_doc, propensity : ndarray, shape (n_clicks,)
-        The click log (``click_doc`` are rows of the split); ``propensity`` None with
-        ``example_weight``.
+    clicks : Clicks
+        The click log (``clicks.doc`` are rows of the split); the costs, where present,
+        are carried into the batches.
     batch_docs : int
         Target documents per batch (>= 1); a query is never split.
     rng : numpy.random.Generator or None
         Shuffles the queries; ``None`` keeps query order.
-    example_weight : ndarray, shape (n_clicks,), optional
-        Explicit weights c_i (``objectives.risk``), carried into the batches.
 
     Returns
     -------
@@ -373,10 +364,7 @@ def click_batches(
     if isinstance(batch_docs, (bool, np.bool_)) or int(batch_docs) < 1:
         raise ValueError(f"batch_docs must be an integer >= 1, got {batch_docs!r}")
     offsets = np.asarray(offsets, dtype=np.int64)
-    click_query = np.asarray(click_query, dtype=np.int64)
-    click_doc = np.asarray(click_doc, dtype=np.int64)
-    propensity = None if propensity is None else np.asarray(propensity, dtype=np.float64)
-    example_weight = None if example_weight is None else np.asarray(example_weight, dtype=np.float64)
+    click_query, click_doc, cost = clicks.query, clicks.doc, clicks.cost
     n_queries = len(offsets) - 1
     by_query = np.argsort(click_query, kind="stable")
     clicks_per_query = np.bincount(click_query, minlength=n_queries)
@@ -393,12 +381,11 @@ def click_batches(
         q_sizes = sizes[part]
         local_offsets = np.concatenate([[0], np.cumsum(q_sizes)])
         rows = _ranges(offsets[q], q_sizes)
-        clicks = by_query[_ranges(click_start[q], clicks_per_query[q])]
+        taken = by_query[_ranges(click_start[q], clicks_per_query[q])]
         local_query = np.repeat(np.arange(len(q), dtype=np.int64), clicks_per_query[q])
-        local_doc = click_doc[clicks] - offsets[q][local_query] + local_offsets[local_query]
-        batches.append(Batch(rows=rows, offsets=local_offsets, click_query=local_query,
-                             click_doc=local_doc, propensity=None if propensity is None else propensity[clicks],
-                             example_weight=None if example_weight is None else example_weight[clicks]))
+        local_doc = click_doc[taken] - offsets[q][local_query] + local_offsets[local_query]
+        batches.append(Batch(rows=rows, offsets=local_offsets,
+                             clicks=Clicks(local_query, local_doc, None if cost is None else cost[taken])))
     return batches
 
 

@@ -1,9 +1,9 @@
 """Rank weights lambda(r), the hinge rank bound and the propensity-weighted risk R(f).
 
 Legend (paper Sec. 3, Table 1, and Sec. 4, Eq. riskhinge):
-    y_i, clicked result of example i  -> ``click_doc[i]`` (a row of the split's X)
-    Y_i, candidate set of example i   -> rows ``offsets[click_query[i]]:offsets[click_query[i]+1]``
-    q_i, propensity of the click      -> ``propensity[i]``
+    y_i, clicked result of example i  -> ``clicks.doc[i]`` (a row of the split's X)
+    Y_i, candidate set of example i   -> rows ``offsets[clicks.query[i]]:offsets[clicks.query[i]+1]``
+    1/q_i, the click's weight c_i     -> ``clicks.cost[i]``
     lambda(r), rank weighting         -> a ``RankWeight``
     f(x_i, y), score                  -> ``scores[doc]``
     1 + Σ_y max(0, 1 - (f(y_i) - f(y)))  -> ``hinge_rank_bound(...)[i]``
@@ -15,6 +15,16 @@ Because rank(y_i) - 1 = Σ_y 1[f(y) > f(y_i)] is at most the sum of hinges (a ti
 in the hinge and 0 in the rank), and lambda is non-decreasing, R(f) bounds the IPS estimate
 of the metric from above for every scorer. Everything here works on flat arrays plus query
 offsets.
+
+The examples come as one value, ``cltr.core.clicks.Clicks``: (query, doc, cost) per example,
+three arrays and nothing else, not the whole ``ClickLog``. Every learner gives example i a
+single weight c_i -- 1/q_i from a propensity or a correction's explicit, possibly negative,
+weight (``ClickLog.cost`` merges the two) -- so the objectives take that cost rather than a
+propensity and an override of it; ``Clicks.from_log(log)`` builds the value without copying
+the log's index arrays, and ``Clicks.from_propensity`` builds it from propensities (checked
+> 0). The hinge bound and the pair expansion read only the rows, and accept a ``Clicks``
+without costs. The private helpers and the compiled kernels below work on the bare arrays,
+unpacked once at each public function.
 
 Two computations of the hinges give the same active pairs (the same comparison, in the same
 floating point): by default each query's scores are sorted once and every example finds its
@@ -40,6 +50,7 @@ from typing import Literal, overload
 import numpy as np
 
 from cltr.core import kernels
+from cltr.core.clicks import Clicks
 
 __all__ = [
     "RankWeight",
@@ -261,8 +272,7 @@ def rank_weight(spec: str | RankWeight) -> RankWeight:
 
 def click_pairs(
     offsets: np.ndarray,
-    click_query: np.ndarray,
-    click_doc: np.ndarray,
+    clicks: Clicks,
     candidate: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every (example, other candidate) pair, as two flat index arrays.
@@ -271,10 +281,9 @@ def click_pairs(
     ----------
     offsets : ndarray, shape (n_queries + 1,)
         Query offsets of the split.
-    click_query : ndarray, shape (n_examples,)
-        Query index of each example.
-    click_doc : ndarray, shape (n_examples,)
-        Row (document index in the split) of each example's clicked/positive document.
+    clicks : Clicks
+        The examples: query index of each and row (document index in the split) of its
+        clicked/positive document; the costs are not read.
     candidate : ndarray of bool, shape (n_docs,), optional
         Which documents may stand on the other side of a pair. ``None``: every
         document of the query (click data). For full-information Ranking SVMs pass
@@ -285,8 +294,12 @@ def click_pairs(
     pair_example : ndarray of int64, shape (n_pairs,)
         Example index i of each pair, non-decreasing.
     pair_doc : ndarray of int64, shape (n_pairs,)
-        The other document y of each pair, never equal to ``click_doc[i]``.
+        The other document y of each pair, never equal to ``clicks.doc[i]``.
     """
+    return _click_pairs(offsets, clicks.query, clicks.doc, candidate)
+
+
+def _click_pairs(offsets, click_query, click_doc, candidate):
     offsets = np.asarray(offsets, dtype=np.int64)
     click_query = np.asarray(click_query, dtype=np.int64)
     click_doc = np.asarray(click_doc, dtype=np.int64)
@@ -305,7 +318,7 @@ def click_pairs(
 def _pairs(offsets, click_query, click_doc, candidate, pairs):
     """Expand the pairs, or check and return the ones given."""
     if pairs is None:
-        return click_pairs(offsets, click_query, click_doc, candidate)
+        return _click_pairs(offsets, click_query, click_doc, candidate)
     if candidate is not None:
         raise ValueError("pass either candidate or precomputed pairs, not both: the pairs "
                          "already encode the candidate sets")
@@ -322,36 +335,44 @@ def _pairs(offsets, click_query, click_doc, candidate, pairs):
     return pair_example, pair_doc
 
 
-def _check_examples(scores, offsets, click_query, click_doc):
+def _check_examples(scores, offsets, clicks: Clicks):
+    """The arrays of a public call, checked: scores, offsets and the examples' query and doc."""
+    if not isinstance(clicks, Clicks):
+        raise ValueError(f"clicks must be a cltr.core.clicks.Clicks (Clicks.from_log(log) of a ClickLog), "
+                         f"got {type(clicks).__name__}")
     scores = np.asarray(scores, dtype=np.float64)
     offsets = np.asarray(offsets, dtype=np.int64)
-    click_query = np.asarray(click_query, dtype=np.int64)
-    click_doc = np.asarray(click_doc, dtype=np.int64)
+    click_query, click_doc = clicks.query, clicks.doc
     if scores.ndim != 1:
         raise ValueError(f"scores must be 1-D (one per document), got shape {scores.shape}")
     if offsets.ndim != 1 or len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(scores):
         raise ValueError(f"offsets must run from 0 to the number of documents ({len(scores)}), "
                          f"got {offsets[:1].tolist()}...{offsets[-1:].tolist()}")
     if click_query.shape != click_doc.shape or click_query.ndim != 1:
-        raise ValueError(f"click_query and click_doc must be 1-D of one length, got shapes "
+        raise ValueError(f"clicks.query and clicks.doc must be 1-D of one length, got shapes "
                          f"{click_query.shape} and {click_doc.shape}")
-    check_example_rows(offsets, click_query, click_doc)
+    _check_rows(offsets, click_query, click_doc)
     return scores, offsets, click_query, click_doc
 
 
-def check_example_rows(offsets: np.ndarray, click_query: np.ndarray, click_doc: np.ndarray) -> None:
+def check_example_rows(offsets: np.ndarray, clicks: Clicks) -> None:
     """Each example's query lies in ``offsets`` and its clicked document in that query's rows.
 
     Parameters
     ----------
     offsets : ndarray of int64, shape (n_queries + 1,)
-    click_query, click_doc : ndarray of int64, shape (n_examples,)
+    clicks : Clicks
+        Of 1-D ``query`` and ``doc`` of one length; the costs are not read.
 
     Raises
     ------
     ValueError
         Naming the first example that breaks either rule.
     """
+    _check_rows(np.asarray(offsets, dtype=np.int64), clicks.query, clicks.doc)
+
+
+def _check_rows(offsets, click_query, click_doc) -> None:
     if not len(click_query):
         return
     n_queries = len(offsets) - 1
@@ -368,32 +389,20 @@ def check_example_rows(offsets: np.ndarray, click_query: np.ndarray, click_doc: 
                          f"of its query {q} (rows {int(offsets[q])}..{int(offsets[q + 1]) - 1})")
 
 
-def _check_propensity(propensity, n_examples):
-    propensity = np.asarray(propensity, dtype=np.float64)
-    if propensity.shape != (n_examples,):
-        raise ValueError(f"propensity must have one entry per example, shape ({n_examples},), "
-                         f"got {propensity.shape}")
-    bad = ~(np.isfinite(propensity) & (propensity > 0))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"example {i}: propensity must be finite and > 0, got {propensity[i]!r}")
-    return propensity
-
-
-def _example_costs(propensity, example_weight, n_examples) -> np.ndarray:
-    """c_i of every example: ``example_weight`` where given (finite, of either sign: the
-    affine correction's), else 1 / propensity (checked > 0)."""
-    if example_weight is None:
-        return 1.0 / _check_propensity(propensity, n_examples)
-    if propensity is not None:
-        raise ValueError("give either propensity or example_weight, not both")
-    cost = np.asarray(example_weight, dtype=np.float64)
+def _example_costs(clicks: Clicks, n_examples) -> np.ndarray:
+    """c_i of every example, ``clicks.cost``: present, one per example, finite (of either
+    sign: the affine correction's)."""
+    cost = clicks.cost
+    if cost is None:
+        raise ValueError("these clicks carry no costs c_i, which the risk weighs them by: build them with "
+                         "Clicks.from_log(log), Clicks.from_propensity(query, doc, propensity) or "
+                         "Clicks(query, doc, cost)")
     if cost.shape != (n_examples,):
-        raise ValueError(f"example_weight must have one entry per example, shape ({n_examples},), got {cost.shape}")
+        raise ValueError(f"clicks.cost must have one entry per example, shape ({n_examples},), got {cost.shape}")
     bad = ~np.isfinite(cost)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"example {i}: example_weight must be finite, got {cost[i]!r}")
+        raise ValueError(f"example {i}: its cost c_i must be finite, got {cost[i]!r}")
     return cost
 
 
@@ -532,8 +541,7 @@ def _hinges(scores, offsets, click_query, click_doc, candidate, pairs) -> _Hinge
 def hinge_rank_bound(
     scores: np.ndarray,
     offsets: np.ndarray,
-    click_query: np.ndarray,
-    click_doc: np.ndarray,
+    clicks: Clicks,
     *,
     candidate: np.ndarray | None = None,
     pairs: tuple[np.ndarray, np.ndarray] | None = None,
@@ -548,10 +556,9 @@ def hinge_rank_bound(
         f(x, y) of every document of the split.
     offsets : ndarray, shape (n_queries + 1,)
         Query offsets of the split.
-    click_query : ndarray, shape (n_examples,)
-        Query index of each example.
-    click_doc : ndarray, shape (n_examples,)
-        Row of each example's clicked document y_i, within its query's rows.
+    clicks : Clicks
+        The examples: query index of each and row of its clicked document y_i, within its
+        query's rows; the costs are not read.
     candidate : ndarray of bool, shape (n_docs,), optional
         Which documents may be y in Y_i (see ``click_pairs``); ``None``: all of the query.
     pairs : tuple of ndarray, optional
@@ -564,7 +571,7 @@ def hinge_rank_bound(
     ndarray of float64, shape (n_examples,)
         The bound, >= 1; a tie counts a full 1.
     """
-    scores, offsets, click_query, click_doc = _check_examples(scores, offsets, click_query, click_doc)
+    scores, offsets, click_query, click_doc = _check_examples(scores, offsets, clicks)
     return _hinges(scores, offsets, click_query, click_doc, candidate, pairs).bound
 
 
@@ -579,15 +586,12 @@ def _weight(weight) -> RankWeight:
 def risk(
     scores: np.ndarray,
     offsets: np.ndarray,
-    click_query: np.ndarray,
-    click_doc: np.ndarray,
-    propensity: np.ndarray | None,
+    clicks: Clicks,
     weight: RankWeight | str,
     *,
     n: int | None = None,
     candidate: np.ndarray | None = None,
     pairs: tuple[np.ndarray, np.ndarray] | None = None,
-    example_weight: np.ndarray | None = None,
 ) -> float:
     """Propensity-weighted hinge bound on the risk, R(f) (paper Eq. riskhinge).
 
@@ -597,11 +601,12 @@ def risk(
 
     Parameters
     ----------
-    scores, offsets, click_query, click_doc
-        As in ``hinge_rank_bound``: shapes (n_docs,), (n_queries + 1,), (n_examples,),
-        (n_examples,).
-    propensity : ndarray, shape (n_examples,), or None
-        q_i > 0 of each click; None with ``example_weight``.
+    scores, offsets
+        As in ``hinge_rank_bound``: shapes (n_docs,), (n_queries + 1,).
+    clicks : Clicks
+        The examples and their costs c_i (``clicks.cost``, shape (n_examples,)): 1/q_i of a
+        click of propensity q_i, or an explicit weight, which may be negative (the affine
+        correction's displayed documents), and then R(f) is an estimate, not a bound.
     weight : RankWeight or str
         lambda; a string is parsed by ``rank_weight``.
     n : int, optional
@@ -611,18 +616,14 @@ def risk(
         See ``hinge_rank_bound``.
     pairs : tuple of ndarray, optional
         See ``hinge_rank_bound``.
-    example_weight : ndarray, shape (n_examples,), optional
-        c_i itself, instead of 1/q_i; may be negative (the affine correction's displayed
-        documents), and then R(f) is an estimate, not a bound.
 
     Returns
     -------
     float
     """
     weight = _weight(weight)
-    bound = hinge_rank_bound(scores, offsets, click_query, click_doc, candidate=candidate,
-                             pairs=pairs)
-    cost = _example_costs(propensity, example_weight, len(bound))
+    bound = hinge_rank_bound(scores, offsets, clicks, candidate=candidate, pairs=pairs)
+    cost = _example_costs(clicks, len(bound))
     scale = _normaliser(n, len(bound))
     return float(np.sum(weight.value(bound) * cost) / scale)
 
@@ -632,16 +633,13 @@ def risk(
 def risk_gradient(
     scores: np.ndarray,
     offsets: np.ndarray,
-    click_query: np.ndarray,
-    click_doc: np.ndarray,
-    propensity: np.ndarray | None,
+    clicks: Clicks,
     weight: RankWeight | str,
     *,
     n: int | None = None,
     candidate: np.ndarray | None = None,
     pairs: tuple[np.ndarray, np.ndarray] | None = None,
     with_curvature: Literal[False] = False,
-    example_weight: np.ndarray | None = None,
 ) -> tuple[float, np.ndarray]: ...
 
 
@@ -649,16 +647,13 @@ def risk_gradient(
 def risk_gradient(
     scores: np.ndarray,
     offsets: np.ndarray,
-    click_query: np.ndarray,
-    click_doc: np.ndarray,
-    propensity: np.ndarray | None,
+    clicks: Clicks,
     weight: RankWeight | str,
     *,
     n: int | None = None,
     candidate: np.ndarray | None = None,
     pairs: tuple[np.ndarray, np.ndarray] | None = None,
     with_curvature: Literal[True],
-    example_weight: np.ndarray | None = None,
 ) -> tuple[float, np.ndarray, np.ndarray]: ...
 
 
@@ -666,36 +661,30 @@ def risk_gradient(
 def risk_gradient(
     scores: np.ndarray,
     offsets: np.ndarray,
-    click_query: np.ndarray,
-    click_doc: np.ndarray,
-    propensity: np.ndarray | None,
+    clicks: Clicks,
     weight: RankWeight | str,
     *,
     n: int | None = None,
     candidate: np.ndarray | None = None,
     pairs: tuple[np.ndarray, np.ndarray] | None = None,
     with_curvature: bool = False,
-    example_weight: np.ndarray | None = None,
 ) -> tuple[float, np.ndarray] | tuple[float, np.ndarray, np.ndarray]: ...
 
 
 def risk_gradient(
     scores: np.ndarray,
     offsets: np.ndarray,
-    click_query: np.ndarray,
-    click_doc: np.ndarray,
-    propensity: np.ndarray | None,
+    clicks: Clicks,
     weight: RankWeight | str,
     *,
     n: int | None = None,
     candidate: np.ndarray | None = None,
     pairs: tuple[np.ndarray, np.ndarray] | None = None,
     with_curvature: bool = False,
-    example_weight: np.ndarray | None = None,
 ) -> tuple[float, np.ndarray] | tuple[float, np.ndarray, np.ndarray]:
     """R(f) and its (sub)gradient with respect to the scores, for any scorer.
 
-    With c_i = lambda'(bound_i) c_i' / n (c_i' = 1/q_i or ``example_weight``) and the active pairs
+    With c_i = lambda'(bound_i) c_i' / n (c_i' = ``clicks.cost[i]``) and the active pairs
     A_i = {y : 1 - (f(y_i) - f(y)) > 0} (a hinge exactly at its kink counts as inactive: the zero subgradient),
 
         dR/df(y)   = Σ_{i : y in A_i} c_i            (for y != y_i)
@@ -706,7 +695,7 @@ def risk_gradient(
 
     Parameters
     ----------
-    scores, offsets, click_query, click_doc, propensity, weight, n, candidate, pairs, example_weight
+    scores, offsets, clicks, weight, n, candidate, pairs
         As in ``risk``. ``weight`` must be differentiable (not Prec@k).
     with_curvature : bool
         Also return the pair curvature h(y) = Σ_{i : y in A_i} |c_i| + Σ_{i : y = y_i} |c_i| |A_i|,
@@ -725,9 +714,9 @@ def risk_gradient(
     if not weight.differentiable:
         raise ValueError(f"rank weight {weight.name!r} is a step function, for evaluation only; "
                          f"train on 'avgrank', 'dcg' or 'rbp:<p>'")
-    scores, offsets, click_query, click_doc = _check_examples(scores, offsets, click_query, click_doc)
+    scores, offsets, click_query, click_doc = _check_examples(scores, offsets, clicks)
     n_examples = len(click_doc)
-    cost = _example_costs(propensity, example_weight, n_examples)
+    cost = _example_costs(clicks, n_examples)
     scale = _normaliser(n, n_examples)
 
     hinges = _hinges(scores, offsets, click_query, click_doc, candidate, pairs)

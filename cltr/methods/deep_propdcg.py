@@ -20,6 +20,7 @@ from itertools import pairwise
 
 import numpy as np
 
+from cltr.core.clicks import Clicks
 from cltr.core.mlp import (
     ACTIVATIONS,
     Adam,
@@ -255,15 +256,12 @@ class DeepResult:
 def train_deep_propdcg(
     X: np.ndarray,
     offsets: np.ndarray,
-    click_query: np.ndarray,
-    click_doc: np.ndarray,
-    propensity: np.ndarray | None,
+    clicks: Clicks,
     *,
     settings: DeepOptions | None = None,
     rng: np.random.Generator,
     validate: Callable[[MLPScorer], float] | None = None,
     progress: Callable[[EpochRecord], None] | None = None,
-    example_weight: np.ndarray | None = None,
 ) -> DeepResult:
     """Train the network on R(f) by Adam over minibatches of whole queries (paper Sec. 4.2).
 
@@ -277,8 +275,9 @@ def train_deep_propdcg(
     X : ndarray, shape (n_docs, n_features)
         Training features (float32 or float64; gathered per batch, never copied whole).
     offsets : ndarray, shape (n_queries + 1,)
-    click_query, click_doc, propensity : ndarray, shape (n_clicks,)
-        The training click log (``propensity`` None with ``example_weight``).
+    clicks : Clicks
+        The training click log with each example's cost c_i (``Clicks.from_log``: 1/q_i, or
+        signed under the affine correction).
     settings : DeepOptions, optional
         Default: the ``default`` preset.
     rng : numpy.random.Generator
@@ -287,16 +286,13 @@ def train_deep_propdcg(
         ``validate(scorer) -> float``, higher is better (SNIPS Avg DCG on validation clicks).
     progress : callable, optional
         Called with an ``EpochRecord`` after every epoch.
-    example_weight : ndarray, shape (n_clicks,), optional
-        Each example's weight c_i instead of 1/propensity (``ClickLog.cost``; signed under
-        the affine correction).
 
     Returns
     -------
     DeepResult
     """
     settings = (settings or PRESETS["default"]).resolved().checked()
-    n_clicks = len(np.asarray(click_doc))
+    n_clicks = len(clicks)
     if n_clicks == 0:
         raise ValueError("no training clicks: Deep PropDCG needs at least one click")
     weight = rank_weight(settings.metric)
@@ -305,7 +301,7 @@ def train_deep_propdcg(
     initial = init_mlp(X.shape[1], hidden=settings.hidden, activation=settings.activation,
                        dtype=settings.dtype, rng=init_rng)
     if settings.standardize:
-        initial = replace(initial, **_standardization(X, offsets, click_query, initial.dtype))
+        initial = replace(initial, **_standardization(X, offsets, clicks.query, initial.dtype))
     shuffle_state = shuffle_seed.bit_generator.state
     best: DeepResult | None = None
     trace: list[EpochRecord] = []
@@ -320,14 +316,11 @@ def train_deep_propdcg(
         for epoch in range(int(settings.epochs)):
             start = time.perf_counter()
             lr = settings.learning_rate(base, epoch)
-            batches = click_batches(offsets, click_query, click_doc, propensity,
-                                    batch_docs=settings.batch_docs, rng=shuffle_seed, example_weight=example_weight)
+            batches = click_batches(offsets, clicks, batch_docs=settings.batch_docs, rng=shuffle_seed)
             losses = []
             for batch in batches:
-                value, grads = loss_and_gradient(
-                    net, X[batch.rows], batch.offsets, batch.click_query, batch.click_doc,
-                    batch.propensity, weight, n=n_clicks, scale=float(len(batches)),
-                    example_weight=batch.example_weight)
+                value, grads = loss_and_gradient(net, X[batch.rows], batch.offsets, batch.clicks, weight,
+                                                 n=n_clicks, scale=float(len(batches)))
                 optimizer.step(grads, lr)
                 losses.append(value)
             # the last step may turn the parameters non-finite after a finite loss (an
@@ -355,24 +348,22 @@ def train_deep_propdcg(
                     break
     if best is None:
         raise ValueError("training diverged in the first epoch of every learning rate; "
-                         + _divergence_cause(propensity, example_weight, initial.dtype))
+                         + _divergence_cause(clicks.cost, initial.dtype))
     best.trace = trace
     return best
 
 
-def _divergence_cause(propensity, example_weight, dtype) -> str:
+def _divergence_cause(cost, dtype) -> str:
     """What to tell a user whose every learning rate diverged: an extreme example weight
     (1/q of a propensity of 1e-300 overflows the loss or Adam's squared gradients, whatever
     the learning rate) when there is one, else the learning rates."""
-    weight = np.abs(np.asarray(example_weight if example_weight is not None else 1.0 / np.asarray(propensity),
-                               dtype=np.float64))
+    weight = np.abs(np.asarray(cost, dtype=np.float64))
     i = int(np.argmax(weight))
     largest, typical = float(weight[i]), float(np.median(weight))
     # Adam squares the gradient, which scales with the weight: past sqrt(max) of the net's
     # dtype it overflows, and a weight a million times the typical one swamps every other
     if largest > np.sqrt(np.finfo(dtype).max) or not largest <= 1e6 * typical:
-        source = (f" (propensity {float(np.asarray(propensity)[i]):.3g})" if example_weight is None else "")
-        return (f"an extreme example weight is the cause: example {i} weighs {largest:.3g}{source} where the "
+        return (f"an extreme example weight is the cause: example {i} weighs {largest:.3g} where the "
                 f"median weight is {typical:.3g}, which overflows the loss whatever the learning rate; clip the "
                 f"propensities (--clip) or drop that click")
     return "try smaller learning_rates"
@@ -393,9 +384,8 @@ def train(data: TrainingData, options: DeepOptions, *, progress=None):
     from threadpoolctl import threadpool_limits  # here, not at the top: `cltr --help` imports every method
 
     with threadpool_limits(limits=options.blas_threads, user_api="blas"):
-        result = train_deep_propdcg(split.X, split.offsets, log.query, log.doc, None, example_weight=log.cost,
-                                    settings=settings, rng=stream(data.seed, "deep-propdcg"),
-                                    validate=data.estimate, progress=report)
+        result = train_deep_propdcg(split.X, split.offsets, Clicks.from_log(log), settings=settings,
+                                    rng=stream(data.seed, "deep-propdcg"), validate=data.estimate, progress=report)
     trace = [asdict(record) for record in result.trace]
     table = []
     for lr in sorted(settings.learning_rates):

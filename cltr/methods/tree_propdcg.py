@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cltr.core.clicks import ClickLog
+from cltr.core.clicks import ClickLog, Clicks
 from cltr.core.objectives import check_signed_weights, rank_weight, risk_gradient
 from cltr.core.queries import Queries
 from cltr.methods import Method, TrainingData
@@ -47,7 +47,7 @@ class PropensityObjective:
 
     Legend (paper Sec. 4, Eq. riskhinge; DESIGN.md "The general objective"):
         f(y), the tree ensemble's score -> ``preds`` (LightGBM's raw training scores)
-        y_i, 1/q_i, Y_i                 -> ``click_doc``, ``cost`` (c_i), the rows of ``click_query``
+        y_i, 1/q_i, Y_i                 -> ``clicks.doc``, ``clicks.cost`` (c_i), the rows of ``clicks.query``
         lambda                          -> ``weight`` (``rank_weight("dcg" | "rbp:P" | "avgrank")``)
 
     **Gradient.** ``n · dR/df``, i.e. ``objectives.risk_gradient`` with ``n=1``: for a
@@ -87,25 +87,22 @@ class PropensityObjective:
     ----------
     offsets : ndarray, shape (n_queries + 1,)
         Query offsets of the training rows handed to LightGBM.
-    click_query, click_doc : ndarray of int64, shape (n_clicks,)
-        Query and row (within those training rows) of each click.
-    cost : ndarray, shape (n_clicks,)
-        c_i of each example: 1/q_i, or a correction's weight (the affine correction's are
-        signed; the curvature then sums absolute pair terms).
+    clicks : Clicks
+        Query and row (within those training rows) of each example, and its cost c_i: 1/q_i,
+        or a correction's weight (the affine correction's are signed; the curvature then sums
+        absolute pair terms).
     weight : RankWeight or str
         lambda, e.g. ``"dcg"``.
     hessian : {"pairs", "constant"}
     """
 
-    def __init__(self, offsets, click_query, click_doc, cost, weight, *, hessian: str = "pairs"):
+    def __init__(self, offsets, clicks: Clicks, weight, *, hessian: str = "pairs"):
         if hessian not in HESSIAN_CHOICES:
             raise ValueError(f"hessian must be one of {', '.join(HESSIAN_CHOICES)}, found {hessian!r}")
         self.offsets = np.asarray(offsets, dtype=np.int64)
-        self.click_query = np.asarray(click_query, dtype=np.int64)
-        self.click_doc = np.asarray(click_doc, dtype=np.int64)
-        self.cost = np.asarray(cost, dtype=np.float64)
+        self.clicks = clicks
         self.weight = rank_weight(weight)
-        if len(self.click_doc) == 0:
+        if len(self.clicks) == 0:
             raise ValueError("no clicks: Tree PropDCG has nothing to learn from")
         self.hessian = hessian
         self.n_docs = int(self.offsets[-1])
@@ -119,8 +116,7 @@ class PropensityObjective:
     def gradient(self, scores: np.ndarray, *, with_curvature: bool = False):
         """``(n · R(f), n · dR/df)`` at ``scores``, shape (n_docs,), by ``risk_gradient``
         (and the pair curvature, with ``with_curvature``)."""
-        return risk_gradient(scores, self.offsets, self.click_query, self.click_doc, None, self.weight, n=1,
-                             with_curvature=with_curvature, example_weight=self.cost)
+        return risk_gradient(scores, self.offsets, self.clicks, self.weight, n=1, with_curvature=with_curvature)
 
     def pair_curvature(self, scores: np.ndarray) -> np.ndarray:
         """h(y) = Σ over y's active pairs of lambda'(bound_i) |c_i|, shape (n_docs,)."""
@@ -168,7 +164,7 @@ def propensity_objective(queries: Queries, log: ClickLog, weight, *, hessian: st
     unique, count = np.unique(key, axis=0, return_counts=True)
     unique_doc = unique[:, 0].astype(np.int64)
     unique_query = np.searchsorted(offsets, unique_doc, side="right") - 1
-    return click.rows, PropensityObjective(offsets, unique_query, unique_doc, unique[:, 1] * count, weight,
+    return click.rows, PropensityObjective(offsets, Clicks(unique_query, unique_doc, unique[:, 1] * count), weight,
                                            hessian=hessian)
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from cltr.core import kernels
+from cltr.core.clicks import Clicks
 from cltr.core.objectives import hinge_rank_bound, risk, risk_gradient
 from cltr.core.queries import Dataset
 from cltr.methods import TrainingData, train
@@ -59,32 +60,32 @@ def test_compiled_gradient_risk_and_curvature_equal_numpy(monkeypatch, case):
         scores, offsets, click_query, click_doc = problem(rng, **case)
         n = len(click_doc)
         signed = seed % 2 == 1                  # the affine correction's weights, of either sign
-        cost = rng.normal(size=n) if signed else None
-        propensity = None if signed else rng.uniform(0.05, 1.0, n)
+        clicks = (Clicks(click_query, click_doc, rng.normal(size=n)) if signed
+                  else Clicks.from_propensity(click_query, click_doc, rng.uniform(0.05, 1.0, n)))
         candidate = rng.random(len(scores)) < 0.7 if seed % 4 == 2 else None
         weight = ["dcg", "rbp:0.7", "avgrank"][seed % 3]
 
-        oracle, compiled = both(monkeypatch, risk_gradient, scores, offsets, click_query, click_doc, propensity,
-                                weight, candidate=candidate, with_curvature=True, example_weight=cost)
-        magnitude = risk(scores, offsets, click_query, click_doc, None, weight, candidate=candidate,
-                         example_weight=np.abs(cost) if signed else 1 / propensity)
+        oracle, compiled = both(monkeypatch, risk_gradient, scores, offsets, clicks, weight, candidate=candidate,
+                                with_curvature=True)
+        magnitude = risk(scores, offsets, Clicks(click_query, click_doc, np.abs(clicks.cost)), weight,
+                         candidate=candidate)
         assert_agree(compiled[0], oracle[0], scale=abs(magnitude))
         assert_agree(compiled[1], oracle[1])
         assert_agree(compiled[2], oracle[2])
         assert np.all(compiled[2] >= np.abs(compiled[1]) - TOLERANCE * np.abs(compiled[2]).max(initial=0.0))
-        bounds = both(monkeypatch, hinge_rank_bound, scores, offsets, click_query, click_doc, candidate=candidate)
+        bounds = both(monkeypatch, hinge_rank_bound, scores, offsets, clicks, candidate=candidate)
         assert_agree(bounds[1], bounds[0])
 
 
 def test_kernels_without_examples_or_with_only_empty_candidate_sets(monkeypatch):
     scores, offsets = np.array([0.5, -1.0, 2.0]), np.array([0, 0, 3, 3])
     none = np.zeros(0, dtype=np.int64)
-    oracle, compiled = both(monkeypatch, risk_gradient, scores, offsets, none, none, np.ones(0), "dcg", n=1,
+    oracle, compiled = both(monkeypatch, risk_gradient, scores, offsets, Clicks(none, none, np.ones(0)), "dcg", n=1,
                             with_curvature=True)
     assert compiled[0] == oracle[0] == 0.0 and not compiled[1].any() and not compiled[2].any()
     # the clicked document is no candidate and neither is any other: bound 1, no pair
-    click = np.array([1]), np.array([1])
-    oracle, compiled = both(monkeypatch, risk_gradient, scores, offsets, *click, np.ones(1), "dcg",
+    click = Clicks(np.array([1]), np.array([1]), np.ones(1))
+    oracle, compiled = both(monkeypatch, risk_gradient, scores, offsets, click, "dcg",
                             candidate=np.zeros(3, dtype=bool), with_curvature=True)
     assert compiled[0] == pytest.approx(oracle[0], rel=TOLERANCE) and not compiled[1].any()
 
@@ -96,10 +97,11 @@ def test_no_numba_switch_keeps_the_kernels_out(monkeypatch):
     monkeypatch.setattr(kernels, "hinges", refuse)
     monkeypatch.setenv("CLTR_NO_NUMBA", "1")
     scores, offsets, click_query, click_doc = problem(np.random.default_rng(0))
-    risk_gradient(scores, offsets, click_query, click_doc, np.ones(len(click_doc)), "dcg")
+    clicks = Clicks(click_query, click_doc, np.ones(len(click_doc)))
+    risk_gradient(scores, offsets, clicks, "dcg")
     monkeypatch.setenv("CLTR_NO_NUMBA", "0")
     with pytest.raises(AssertionError, match="compiled kernels ran"):
-        risk_gradient(scores, offsets, click_query, click_doc, np.ones(len(click_doc)), "dcg")
+        risk_gradient(scores, offsets, clicks, "dcg")
 
 
 def test_importing_the_objectives_does_not_import_numba():

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from cltr.core.clicks import Clicks
 from cltr.core.mlp import Adam, MLPScorer, click_batches, init_mlp, loss_and_gradient
 from cltr.core.objectives import click_pairs, risk
 
@@ -14,13 +15,14 @@ def test_gradient_matches_finite_differences_for_every_parameter(activation, met
     net = init_mlp(X.shape[1], hidden=(4, 3), activation=activation, rng=np.random.default_rng(2))
     net = net.with_parameters([p + 0.1 * np.random.default_rng(3).standard_normal(p.shape)
                                for p in net.parameters()])  # non-zero biases too
-    pair_example, pair_doc = click_pairs(offsets, click_query, click_doc)
+    clicks = Clicks.from_propensity(click_query, click_doc, propensity)
+    pair_example, pair_doc = click_pairs(offsets, clicks)
     s = net.scores(X)
     margin = 1 - (s[click_doc[pair_example]] - s[pair_doc])
     assert np.min(np.abs(margin)) > 1e-3, "the check must stay away from hinge kinks"
 
-    value, grads = loss_and_gradient(net, X, offsets, click_query, click_doc, propensity, metric)
-    assert value == pytest.approx(risk(s, offsets, click_query, click_doc, propensity, metric))
+    value, grads = loss_and_gradient(net, X, offsets, clicks, metric)
+    assert value == pytest.approx(risk(s, offsets, clicks, metric))
     step = 1e-6
     for index, parameter in enumerate(net.parameters()):
         numeric = np.zeros_like(parameter)
@@ -29,8 +31,7 @@ def test_gradient_matches_finite_differences_for_every_parameter(activation, met
             for sign in (1, -1):
                 shifted = [p.copy() for p in net.parameters()]
                 shifted[index][position] += sign * step
-                values.append(risk(net.with_parameters(shifted).scores(X), offsets, click_query,
-                                   click_doc, propensity, metric))
+                values.append(risk(net.with_parameters(shifted).scores(X), offsets, clicks, metric))
             numeric[position] = (values[0] - values[1]) / (2 * step)
         np.testing.assert_allclose(grads[index], numeric, rtol=1e-5, atol=1e-8,
                                    err_msg=f"parameter {index} ({activation}, {metric})")
@@ -40,21 +41,19 @@ def test_query_batched_loss_equals_the_clicks_one_at_a_time(tiny_click_problem):
     X, offsets, click_query, click_doc, propensity = tiny_click_problem(4, sizes=(3, 7, 2, 5, 4, 6), n_clicks=14)
     net = init_mlp(X.shape[1], hidden=(5,), rng=np.random.default_rng(0))
     n = len(click_doc)
-    one_at_a_time = sum(risk(net.scores(X), offsets, click_query[i:i + 1], click_doc[i:i + 1],
-                             propensity[i:i + 1], "dcg", n=n) for i in range(n))
-    full_value, full_grads = loss_and_gradient(net, X, offsets, click_query, click_doc, propensity, "dcg")
+    clicks = Clicks.from_propensity(click_query, click_doc, propensity)
+    one_at_a_time = sum(risk(net.scores(X), offsets, clicks.take(slice(i, i + 1)), "dcg", n=n) for i in range(n))
+    full_value, full_grads = loss_and_gradient(net, X, offsets, clicks, "dcg")
     assert full_value == pytest.approx(one_at_a_time, rel=1e-12)
 
-    batches = click_batches(offsets, click_query, click_doc, propensity, batch_docs=8,
-                            rng=np.random.default_rng(5))
+    batches = click_batches(offsets, clicks, batch_docs=8, rng=np.random.default_rng(5))
     assert len(batches) > 1
-    assert sum(len(b.click_doc) for b in batches) == n
+    assert sum(len(b.clicks) for b in batches) == n
     total, grads = 0.0, [np.zeros_like(p) for p in net.parameters()]
     for batch in batches:
         # every candidate of the batch's queries, whole queries only
         assert len(batch.rows) == batch.offsets[-1] and len(np.unique(batch.rows)) == len(batch.rows)
-        value, batch_grads = loss_and_gradient(net, X[batch.rows], batch.offsets, batch.click_query,
-                                               batch.click_doc, batch.propensity, "dcg", n=n)
+        value, batch_grads = loss_and_gradient(net, X[batch.rows], batch.offsets, batch.clicks, "dcg", n=n)
         total += value
         grads = [g + b for g, b in zip(grads, batch_grads, strict=True)]
     assert total == pytest.approx(one_at_a_time, rel=1e-12)
@@ -88,7 +87,7 @@ def test_network_checks_and_storage():
     with pytest.raises(ValueError, match="activation must be one of"):
         init_mlp(3, hidden=(4,), activation="softplus", rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="batch_docs"):
-        click_batches(np.array([0, 2]), np.array([0]), np.array([1]), np.array([1.0]), batch_docs=0, rng=None)
+        click_batches(np.array([0, 2]), Clicks(np.array([0]), np.array([1]), np.array([1.0])), batch_docs=0, rng=None)
 
 
 def test_relu_gradient_matches_finite_differences_with_inactive_units(tiny_click_problem):
@@ -104,11 +103,12 @@ def test_relu_gradient_matches_finite_differences_with_inactive_units(tiny_click
     second = np.maximum(first, 0) @ net.weights[1] + net.biases[1]
     for z in (first, second):
         assert 0.2 < np.mean(z < 0) < 0.8 and np.min(np.abs(z)) > 0.1
-    pair_example, pair_doc = click_pairs(offsets, click_query, click_doc)
+    clicks = Clicks.from_propensity(click_query, click_doc, propensity)
+    pair_example, pair_doc = click_pairs(offsets, clicks)
     s = net.scores(X)
     assert np.min(np.abs(1 - (s[click_doc[pair_example]] - s[pair_doc]))) > 1e-3
 
-    value, grads = loss_and_gradient(net, X, offsets, click_query, click_doc, propensity, "dcg")
+    value, grads = loss_and_gradient(net, X, offsets, clicks, "dcg")
     step = 1e-6
     for index, parameter in enumerate(net.parameters()):
         numeric = np.zeros_like(parameter)
@@ -117,7 +117,6 @@ def test_relu_gradient_matches_finite_differences_with_inactive_units(tiny_click
             for sign in (1, -1):
                 shifted = [p.copy() for p in net.parameters()]
                 shifted[index][position] += sign * step
-                values.append(risk(net.with_parameters(shifted).scores(X), offsets, click_query, click_doc,
-                                   propensity, "dcg"))
+                values.append(risk(net.with_parameters(shifted).scores(X), offsets, clicks, "dcg"))
             numeric[position] = (values[0] - values[1]) / (2 * step)
         np.testing.assert_allclose(grads[index], numeric, rtol=1e-5, atol=1e-8, err_msg=f"parameter {index} (relu)")

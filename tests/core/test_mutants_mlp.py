@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from cltr.core.clicks import Clicks
 from cltr.core.mlp import Adam, MLPScorer, click_batches, init_mlp, loss_and_gradient
 
 
@@ -20,13 +21,15 @@ def test_dtype_is_accepted_as_a_numpy_type_and_checked():
 
 
 def test_networks_and_batches_are_immutable():
-    # kills `@dataclass(frozen=True)` -> False on MLPScorer and Batch
+    # kills `@dataclass(frozen=True)` -> False on MLPScorer, Batch and the batch's Clicks
     net = init_mlp(3, hidden=(2,), rng=np.random.default_rng(0))
     with pytest.raises(dataclasses.FrozenInstanceError):
         net.activation = "relu"
-    batch = click_batches(np.array([0, 2]), np.array([0]), np.array([1]), None, batch_docs=4, rng=None)[0]
+    batch = click_batches(np.array([0, 2]), Clicks(np.array([0]), np.array([1])), batch_docs=4, rng=None)[0]
     with pytest.raises(dataclasses.FrozenInstanceError):
         batch.rows = np.zeros(0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        batch.clicks.cost = np.ones(1)
 
 
 def test_hidden_sizes_and_the_default_network():
@@ -95,9 +98,9 @@ def test_scale_multiplies_the_loss_and_every_gradient(tiny_click_problem):
     # and `value * scale` -> `/`
     X, offsets, click_query, click_doc, propensity = tiny_click_problem()
     net = init_mlp(X.shape[1], hidden=(3,), rng=np.random.default_rng(0))
-    value, grads = loss_and_gradient(net, X, offsets, click_query, click_doc, propensity, "avgrank")
-    doubled, doubled_grads = loss_and_gradient(net, X, offsets, click_query, click_doc, propensity, "avgrank",
-                                               scale=2.0)
+    clicks = Clicks.from_propensity(click_query, click_doc, propensity)
+    value, grads = loss_and_gradient(net, X, offsets, clicks, "avgrank")
+    doubled, doubled_grads = loss_and_gradient(net, X, offsets, clicks, "avgrank", scale=2.0)
     assert doubled == pytest.approx(2 * value, rel=1e-12)
     for g, g2 in zip(grads, doubled_grads, strict=True):
         np.testing.assert_allclose(g2, 2 * g, rtol=1e-12)
@@ -109,19 +112,25 @@ def test_click_batches_cut_at_batch_docs_in_query_order_without_rng():
     # Kills `// batch_docs` -> `*`, `cumsum - sizes` -> `+`, the cut `+ 1` -> `- 1` / `+ 2`,
     # and `rng is not None` -> `is None` (no rng: the queries' own order)
     offsets = np.array([0, 2, 5, 6, 10])
-    batches = click_batches(offsets, np.array([0, 1, 2, 3]), np.array([1, 2, 5, 9]), None, batch_docs=4, rng=None)
+    # the clicks listed out of query order, so that each batch's costs must follow its clicks
+    clicks = Clicks(np.array([2, 0, 3, 1]), np.array([5, 1, 9, 2]), np.array([0.5, 1.0, -2.0, 4.0]))
+    batches = click_batches(offsets, clicks, batch_docs=4, rng=None)
     assert [b.rows.tolist() for b in batches] == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
     assert [b.offsets.tolist() for b in batches] == [[0, 2, 5], [0, 1, 5]]
-    assert [b.click_doc.tolist() for b in batches] == [[1, 2], [0, 4]]
+    assert [b.clicks.query.tolist() for b in batches] == [[0, 1], [0, 1]]
+    assert [b.clicks.doc.tolist() for b in batches] == [[1, 2], [0, 4]]
+    assert [b.clicks.cost.tolist() for b in batches] == [[1.0, 4.0], [0.5, -2.0]]
+    # clicks without costs give batches without them
+    assert all(b.clicks.cost is None for b in click_batches(offsets, Clicks(clicks.query, clicks.doc), batch_docs=4,
+                                                            rng=None))
     # kills `batch_docs < 1` -> `<= 1` / `< 2`: one document per batch is allowed, one query each
-    assert len(click_batches(offsets, np.array([0, 1, 2, 3]), np.array([1, 2, 5, 9]), None, batch_docs=1,
-                             rng=None)) == 4
+    assert len(click_batches(offsets, clicks, batch_docs=1, rng=None)) == 4
 
 
 def test_click_batches_shuffle_queries_with_an_rng():
     offsets = np.array([0, 2, 5, 6, 10])
     order = np.random.default_rng(3).permutation(4)
-    batches = click_batches(offsets, np.array([0, 1, 2, 3]), np.array([1, 2, 5, 9]), None, batch_docs=1,
+    batches = click_batches(offsets, Clicks(np.array([0, 1, 2, 3]), np.array([1, 2, 5, 9])), batch_docs=1,
                             rng=np.random.default_rng(3))
     assert [int(b.rows[0]) for b in batches] == offsets[order].tolist()
 

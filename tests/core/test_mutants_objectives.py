@@ -4,45 +4,44 @@ the mutant it kills); expected values are hand-computed."""
 import numpy as np
 import pytest
 
+from cltr.core.clicks import Clicks
 from cltr.core.objectives import check_signed_weights, hinge_rank_bound, risk, risk_gradient
 
 
 def hand_problem():
-    """One query of three documents, scores 2, 1, 0; one click on the middle one."""
-    return np.array([2.0, 1.0, 0.0]), np.array([0, 3]), np.array([0]), np.array([1])
+    """One query of three documents, scores 2, 1, 0; one click on the middle one, cost 1."""
+    return np.array([2.0, 1.0, 0.0]), np.array([0, 3]), Clicks(np.array([0]), np.array([1]), np.ones(1))
 
 
 def test_pairs_of_unequal_lengths_are_refused():
     # kills the removed raise of _pairs' shape check: without it the unequal arrays reach
     # numpy's indexing, which fails with a shape error that names neither argument
-    scores, offsets, click_query, click_doc = hand_problem()
+    scores, offsets, clicks = hand_problem()
     with pytest.raises(ValueError, match="1-D of one length"):
-        risk(scores, offsets, click_query, click_doc, np.ones(1), "avgrank",
-             pairs=(np.array([0, 0]), np.array([0])))
+        risk(scores, offsets, clicks, "avgrank", pairs=(np.array([0, 0]), np.array([0])))
     with pytest.raises(ValueError, match="1-D of one length"):
-        risk(scores, offsets, click_query, click_doc, np.ones(1), "avgrank",
-             pairs=(np.array([[0, 0]]), np.array([[0, 2]])))
+        risk(scores, offsets, clicks, "avgrank", pairs=(np.array([[0, 0]]), np.array([[0, 2]])))
 
 
-def test_example_weight_of_the_wrong_length_is_refused():
-    # kills the removed raise of the example_weight shape check: a scalar weight would
-    # otherwise broadcast over every example silently
-    scores, offsets, click_query, click_doc = hand_problem()
-    with pytest.raises(ValueError, match="example_weight must have one entry per example"):
-        risk(scores, offsets, click_query, click_doc, None, "avgrank", example_weight=np.array(2.0))
-    with pytest.raises(ValueError, match="example_weight must have one entry per example"):
-        risk_gradient(scores, offsets, click_query, click_doc, None, "avgrank", example_weight=np.ones(2))
+def test_costs_of_the_wrong_length_are_refused():
+    # kills the removed raise of the cost shape check: a scalar cost would otherwise
+    # broadcast over every example silently
+    scores, offsets, clicks = hand_problem()
+    with pytest.raises(ValueError, match="clicks.cost must have one entry per example"):
+        risk(scores, offsets, Clicks(clicks.query, clicks.doc, np.array(2.0)), "avgrank")
+    with pytest.raises(ValueError, match="clicks.cost must have one entry per example"):
+        risk_gradient(scores, offsets, Clicks(clicks.query, clicks.doc, np.ones(2)), "avgrank")
     # and the right length is used as c_i: bound 1 + max(0, 1 - (1 - 2)) + max(0, 1 - (1 - 0)) = 3
-    assert risk(scores, offsets, click_query, click_doc, None, "avgrank", example_weight=np.array([2.0])) == 6.0
+    assert risk(scores, offsets, Clicks(clicks.query, clicks.doc, np.array([2.0])), "avgrank") == 6.0
 
 
 def test_pairs_that_are_not_a_pair_of_arrays_are_refused():
     # kills the removed raise after the failed unpacking of `pairs` (the mutant goes on to an
     # UnboundLocalError)
-    scores, offsets, click_query, click_doc = hand_problem()
+    scores, offsets, clicks = hand_problem()
     for pairs in (np.array([0, 0, 2]), (np.array([0]),) * 3):
         with pytest.raises(ValueError, match="pairs must be a tuple"):
-            risk(scores, offsets, click_query, click_doc, np.ones(1), "avgrank", pairs=pairs)
+            risk(scores, offsets, clicks, "avgrank", pairs=pairs)
 
 
 def test_only_negative_weights_are_refused_under_average_rank():
@@ -69,11 +68,10 @@ def test_a_last_query_without_candidates_bounds_its_examples_at_one(compiled, mo
     scores = np.array([1.0, 0.0, 5.0, -5.0])
     offsets = np.array([0, 2, 4])
     candidate = np.array([True, True, False, False])
-    click_query, click_doc = np.array([0, 1, 1]), np.array([1, 2, 3])
+    clicks = Clicks(np.array([0, 1, 1]), np.array([1, 2, 3]), np.ones(3))
     # example 0 clicks doc 1 (score 0): hinge against doc 0 is 1 - (0 - 1) = 2, bound 3
-    np.testing.assert_array_equal(hinge_rank_bound(scores, offsets, click_query, click_doc, candidate=candidate),
-                                  [3.0, 1.0, 1.0])
-    value, grad = risk_gradient(scores, offsets, click_query, click_doc, np.ones(3), "avgrank", candidate=candidate)
+    np.testing.assert_array_equal(hinge_rank_bound(scores, offsets, clicks, candidate=candidate), [3.0, 1.0, 1.0])
+    value, grad = risk_gradient(scores, offsets, clicks, "avgrank", candidate=candidate)
     # R = (3 + 1 + 1) / 3; dR/df(doc 0) = 1/3 (one active pair), dR/df(doc 1) = -1/3
     assert value == pytest.approx(5 / 3)
     np.testing.assert_allclose(grad, [1 / 3, -1 / 3, 0.0, 0.0], atol=1e-15)

@@ -6,6 +6,7 @@ import pickle
 import numpy as np
 import pytest
 
+from cltr.core.clicks import Clicks
 from cltr.core.objectives import (
     RankWeight,
     average_rank,
@@ -175,20 +176,20 @@ def test_rank_weight_errors_say_what_is_accepted():
 
 def test_hinge_rank_bound_by_hand():
     scores, offsets, click_query, click_doc, _ = hand_problem()
-    assert hinge_rank_bound(scores, offsets, click_query, click_doc).tolist() == HAND_BOUND
+    assert hinge_rank_bound(scores, offsets, Clicks(click_query, click_doc)).tolist() == HAND_BOUND
 
 
 def test_hinge_rank_bound_with_candidate_mask_by_hand():
     scores, offsets, click_query, click_doc, _ = hand_problem()
     candidate = np.ones(7, dtype=bool)
     candidate[3] = False  # drops hinge 2 of example 0 and hinge 4 of example 1
-    bound = hinge_rank_bound(scores, offsets, click_query, click_doc, candidate=candidate)
+    bound = hinge_rank_bound(scores, offsets, Clicks(click_query, click_doc), candidate=candidate)
     assert bound.tolist() == [1.5, 6.5, 1.5]
 
 
 def test_risk_by_hand_for_each_weight():
     scores, offsets, click_query, click_doc, propensity = hand_problem()
-    args = (scores, offsets, click_query, click_doc, propensity)
+    args = (scores, offsets, Clicks.from_propensity(click_query, click_doc, propensity))
     # (1/3) [3.5 / 0.5 + 10.5 / 1 + 1.5 / 0.25]
     assert risk(*args, average_rank()) == pytest.approx((7.0 + 10.5 + 6.0) / 3)
     assert risk(*args, dcg()) == pytest.approx(
@@ -200,7 +201,8 @@ def test_risk_by_hand_for_each_weight():
 
 def test_gradient_by_hand_for_average_rank():
     scores, offsets, click_query, click_doc, propensity = hand_problem()
-    value, grad = risk_gradient(scores, offsets, click_query, click_doc, propensity, "avgrank")
+    value, grad = risk_gradient(scores, offsets, Clicks.from_propensity(click_query, click_doc, propensity),
+                                "avgrank")
     assert value == pytest.approx(23.5 / 3)
     # c_i = 1 / (n q_i) = [2/3, 1/3, 4/3]; each active pair adds c_i to the other document
     # and takes c_i from the clicked one. Active: ex 0 -> docs 1, 3; ex 1 -> docs 0, 1, 3;
@@ -212,7 +214,7 @@ def test_gradient_by_hand_for_average_rank():
 def test_hinge_exactly_at_its_kink_is_inactive():
     # margin f(y_i) - f(y) = 1 exactly: hinge 0, and the subgradient convention gives 0
     scores = np.array([1.0, 0.0])
-    value, grad = risk_gradient(scores, [0, 2], [0], [0], [1.0], "avgrank")
+    value, grad = risk_gradient(scores, [0, 2], Clicks([0], [0], [1.0]), "avgrank")
     assert value == 1.0
     assert grad.tolist() == [0.0, 0.0]
 
@@ -228,13 +230,14 @@ def test_vectorised_bound_and_risk_equal_double_loops(seed):
     if len(click_doc) == 0:
         pytest.skip("no clicks drawn")
     candidate = rng.random(len(scores)) < 0.6
+    clicks = Clicks.from_propensity(click_query, click_doc, propensity)
     for mask in (None, candidate):
-        bound = hinge_rank_bound(scores, offsets, click_query, click_doc, candidate=mask)
+        bound = hinge_rank_bound(scores, offsets, clicks, candidate=mask)
         assert bound == pytest.approx(brute_bound(scores, offsets, click_query, click_doc, mask))
         for spec in TRAINABLE:
             weight = rank_weight(spec)
             expected = brute_risk(scores, offsets, click_query, click_doc, propensity, weight, mask)
-            args = (scores, offsets, click_query, click_doc, propensity, weight)
+            args = (scores, offsets, clicks, weight)
             assert risk(*args, candidate=mask) == pytest.approx(expected)
             value, _ = risk_gradient(*args, candidate=mask)
             assert value == pytest.approx(expected)
@@ -263,13 +266,14 @@ def test_sorted_hinges_equal_the_expanded_pairs(seed, compiled, monkeypatch):
     click_doc = offsets[click_query] + (rng.random(n_examples) * sizes[click_query]).astype(np.int64)
     signed = rng.normal(size=n_examples) if seed % 3 == 0 else rng.random(n_examples) + 0.05
     candidate = rng.random(len(scores)) < 0.6
+    clicks = Clicks(click_query, click_doc, signed)
     for mask in (None, candidate):
-        pairs = click_pairs(offsets, click_query, click_doc, mask)
-        args = (scores, offsets, click_query, click_doc, None, "dcg")
-        assert hinge_rank_bound(*args[:4], candidate=mask) == pytest.approx(
-            hinge_rank_bound(*args[:4], pairs=pairs), rel=1e-13, abs=1e-13)
-        fast = risk_gradient(*args, candidate=mask, with_curvature=True, example_weight=signed)
-        slow = risk_gradient(*args, pairs=pairs, with_curvature=True, example_weight=signed)
+        pairs = click_pairs(offsets, clicks, mask)
+        args = (scores, offsets, clicks, "dcg")
+        assert hinge_rank_bound(*args[:3], candidate=mask) == pytest.approx(
+            hinge_rank_bound(*args[:3], pairs=pairs), rel=1e-13, abs=1e-13)
+        fast = risk_gradient(*args, candidate=mask, with_curvature=True)
+        slow = risk_gradient(*args, pairs=pairs, with_curvature=True)
         assert fast[0] == pytest.approx(slow[0], rel=1e-13, abs=1e-13)
         for a, b in zip(fast[1:], slow[1:], strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
@@ -299,7 +303,7 @@ def test_risk_bounds_the_ips_estimate_of_the_exact_metric(seed):
             ranks = exact_ranks(scores, offsets, click_query, click_doc, mask)
             for weight in weights:
                 ips = np.mean(weight.value(ranks) / propensity)
-                bound = risk(scores, offsets, click_query, click_doc, propensity, weight,
+                bound = risk(scores, offsets, Clicks.from_propensity(click_query, click_doc, propensity), weight,
                              candidate=mask)
                 assert bound >= ips - 1e-12
 
@@ -308,7 +312,7 @@ def test_risk_bounds_the_ips_estimate_of_the_exact_metric(seed):
 
 
 def scores_away_from_kinks(rng, offsets, click_query, click_doc):
-    pairs = click_pairs(offsets, click_query, click_doc)
+    pairs = click_pairs(offsets, Clicks(click_query, click_doc))
     while True:
         scores = rng.normal(0.0, 1.5, int(offsets[-1]))
         margin = scores[click_doc[pairs[0]]] - scores[pairs[1]]
@@ -325,7 +329,7 @@ def test_gradient_matches_central_finite_differences(spec, seed):
         pytest.skip("no clicks drawn")
     scores = scores_away_from_kinks(rng, offsets, click_query, click_doc)
     candidate = rng.random(len(scores)) < 0.7 if seed % 2 else None
-    args = (offsets, click_query, click_doc, propensity, spec)
+    args = (offsets, Clicks.from_propensity(click_query, click_doc, propensity), spec)
     value, grad = risk_gradient(scores, *args, candidate=candidate, n=len(click_doc) + seed)
     assert value == pytest.approx(risk(scores, *args, candidate=candidate, n=len(click_doc) + seed))
     h = 1e-5  # smaller than the 1e-3 distance to every kink
@@ -344,7 +348,7 @@ def test_gradient_of_a_linear_scorer_is_x_transpose_grad():
     _, offsets, click_query, click_doc, propensity = random_problem(rng, n_queries=5)
     X = rng.normal(size=(int(offsets[-1]), 3))
     w = rng.normal(size=3)
-    args = (offsets, click_query, click_doc, propensity, "dcg")
+    args = (offsets, Clicks.from_propensity(click_query, click_doc, propensity), "dcg")
     _, grad = risk_gradient(X @ w, *args)
     h = 1e-6
     numeric = [(risk(X @ (w + h * e), *args) - risk(X @ (w - h * e), *args)) / (2 * h)
@@ -354,7 +358,7 @@ def test_gradient_of_a_linear_scorer_is_x_transpose_grad():
 
 def test_gradient_refuses_step_weights_but_risk_bounds_them():
     scores, offsets, click_query, click_doc, propensity = hand_problem()
-    args = (scores, offsets, click_query, click_doc, propensity, precision_at_k(2))
+    args = (scores, offsets, Clicks.from_propensity(click_query, click_doc, propensity), precision_at_k(2))
     with pytest.raises(ValueError, match="evaluation only"):
         risk_gradient(*args)
     # bounds 3.5, 10.5, 1.5 -> only the last is within the top 2
@@ -375,16 +379,15 @@ def test_permuting_documents_and_examples_changes_nothing(seed):
     new_row = np.empty_like(perm)
     new_row[perm] = np.arange(len(perm))
     order = rng.permutation(len(click_doc))  # and the examples too
+    clicks = Clicks.from_propensity(click_query, click_doc, propensity)
+    moved = Clicks.from_propensity(click_query[order], new_row[click_doc][order], propensity[order])
     for spec in TRAINABLE:
         for mask in (None, candidate):
-            before = risk(scores, offsets, click_query, click_doc, propensity, spec, candidate=mask)
-            after = risk(scores[perm], offsets, click_query[order], new_row[click_doc][order],
-                         propensity[order], spec, candidate=None if mask is None else mask[perm])
+            before = risk(scores, offsets, clicks, spec, candidate=mask)
+            after = risk(scores[perm], offsets, moved, spec, candidate=None if mask is None else mask[perm])
             assert after == pytest.approx(before, rel=1e-12)
-            _, g_before = risk_gradient(scores, offsets, click_query, click_doc, propensity, spec,
-                                        candidate=mask)
-            _, g_after = risk_gradient(scores[perm], offsets, click_query[order],
-                                       new_row[click_doc][order], propensity[order], spec,
+            _, g_before = risk_gradient(scores, offsets, clicks, spec, candidate=mask)
+            _, g_after = risk_gradient(scores[perm], offsets, moved, spec,
                                        candidate=None if mask is None else mask[perm])
             assert g_after == pytest.approx(g_before[perm], rel=1e-12, abs=1e-15)
 
@@ -393,22 +396,23 @@ def test_unit_propensity_average_rank_is_the_mean_bound():
     rng = np.random.default_rng(7)
     scores, offsets, click_query, click_doc, _ = random_problem(rng, n_queries=6)
     ones = np.ones(len(click_doc))
-    bound = hinge_rank_bound(scores, offsets, click_query, click_doc)
-    assert risk(scores, offsets, click_query, click_doc, ones, "avgrank") == pytest.approx(bound.mean())
+    bound = hinge_rank_bound(scores, offsets, Clicks(click_query, click_doc))
+    assert risk(scores, offsets, Clicks.from_propensity(click_query, click_doc, ones), "avgrank") == pytest.approx(
+        bound.mean())
 
 
 def test_minibatches_with_the_full_normaliser_add_up_to_the_full_risk():
     rng = np.random.default_rng(8)
     scores, offsets, click_query, click_doc, propensity = random_problem(rng, n_queries=6)
     n = len(click_doc)
-    full_value, full_grad = risk_gradient(scores, offsets, click_query, click_doc, propensity, "dcg")
+    clicks = Clicks.from_propensity(click_query, click_doc, propensity)
+    full_value, full_grad = risk_gradient(scores, offsets, clicks, "dcg")
     total, grad = 0.0, np.zeros_like(scores)
     for batch in (np.arange(0, 3), np.arange(3, 6)):  # whole queries
         lo, hi = offsets[batch[0]], offsets[batch[-1] + 1]
         take = (click_query >= batch[0]) & (click_query <= batch[-1])
-        value, g = risk_gradient(scores[lo:hi], offsets[batch[0]:batch[-1] + 2] - lo,
-                                 click_query[take] - batch[0], click_doc[take] - lo,
-                                 propensity[take], "dcg", n=n)
+        local = Clicks(click_query[take] - batch[0], click_doc[take] - lo, clicks.cost[take])
+        value, g = risk_gradient(scores[lo:hi], offsets[batch[0]:batch[-1] + 2] - lo, local, "dcg", n=n)
         total += value
         grad[lo:hi] += g
     assert total == pytest.approx(full_value)
@@ -420,22 +424,31 @@ def test_minibatches_with_the_full_normaliser_add_up_to_the_full_risk():
 
 def test_inputs_are_checked_at_the_boundary():
     scores, offsets, click_query, click_doc, propensity = hand_problem()
+    clicks = Clicks.from_propensity(click_query, click_doc, propensity)
     with pytest.raises(ValueError, match="not a row of its query 1"):
-        risk(scores, offsets, click_query, np.array([0, 2, 1]), propensity, "dcg")
+        risk(scores, offsets, Clicks(click_query, np.array([0, 2, 1]), clicks.cost), "dcg")
     with pytest.raises(ValueError, match="example 1: propensity"):
-        risk(scores, offsets, click_query, click_doc, np.array([0.5, 0.0, 1.0]), "dcg")
+        Clicks.from_propensity(click_query, click_doc, np.array([0.5, 0.0, 1.0]))
     with pytest.raises(ValueError, match="one entry per example"):
-        risk(scores, offsets, click_query, click_doc, np.ones(2), "dcg")
+        Clicks.from_propensity(click_query, click_doc, np.ones(2))
+    with pytest.raises(ValueError, match="one entry per example"):
+        risk(scores, offsets, Clicks(click_query, click_doc, np.ones(2)), "dcg")
+    with pytest.raises(ValueError, match="example 2: its cost c_i must be finite"):
+        risk(scores, offsets, Clicks(click_query, click_doc, [1.0, -2.0, np.inf]), "dcg")
+    with pytest.raises(ValueError, match="no costs"):
+        risk_gradient(scores, offsets, Clicks(click_query, click_doc), "dcg")
+    with pytest.raises(ValueError, match="must be a cltr.core.clicks.Clicks"):
+        risk(scores, offsets, (click_query, click_doc, clicks.cost), "dcg")
     with pytest.raises(ValueError, match="offsets"):
-        risk(scores, np.array([0, 4, 6]), click_query, click_doc, propensity, "dcg")
+        risk(scores, np.array([0, 4, 6]), clicks, "dcg")
     with pytest.raises(ValueError, match="outside"):
-        risk(scores, offsets, np.array([0, 0, 2]), click_doc, propensity, "dcg")
+        risk(scores, offsets, Clicks(np.array([0, 0, 2]), click_doc, clicks.cost), "dcg")
     with pytest.raises(ValueError, match="n must be"):
-        risk(scores, offsets, click_query, click_doc, propensity, "dcg", n=0)
+        risk(scores, offsets, clicks, "dcg", n=0)
     with pytest.raises(ValueError, match="RankWeight"):
-        risk(scores, offsets, click_query, click_doc, propensity, lambda r: r)
-    empty = np.array([], dtype=int)
+        risk(scores, offsets, clicks, lambda r: r)
+    empty = Clicks(np.array([], dtype=int), np.array([], dtype=int), np.array([]))
     with pytest.raises(ValueError, match="no examples"):
-        risk(scores, offsets, empty, empty, np.array([]), "dcg")
-    value, grad = risk_gradient(scores, offsets, empty, empty, np.array([]), "dcg", n=5)
+        risk(scores, offsets, empty, "dcg")
+    value, grad = risk_gradient(scores, offsets, empty, "dcg", n=5)
     assert value == 0.0 and grad.tolist() == [0.0] * 7

@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from cltr.core.ccp import ccp_costs, propdcg_ccp
+from cltr.core.clicks import Clicks
 from cltr.core.objectives import click_pairs, hinge_rank_bound, rank_weight, risk, risk_gradient
 from cltr.core.ranking import (
     avg_dcg,
@@ -92,11 +93,11 @@ def test_permuting_documents_changes_no_bound_risk_or_gradient(problem, seed, we
     order = within_query_permutation(offsets, seed)
     new_row = np.empty_like(order)
     new_row[order] = np.arange(len(order))
-    moved = scores[order], offsets, click_query, new_row[click_doc]
-    np.testing.assert_allclose(hinge_rank_bound(*moved), hinge_rank_bound(scores, offsets, click_query, click_doc),
-                               rtol=1e-12)
-    value, grad = risk_gradient(scores, offsets, click_query, click_doc, propensity, weight)
-    moved_value, moved_grad = risk_gradient(*moved, propensity, weight)
+    clicks = Clicks.from_propensity(click_query, click_doc, propensity)
+    moved = scores[order], offsets, Clicks.from_propensity(click_query, new_row[click_doc], propensity)
+    np.testing.assert_allclose(hinge_rank_bound(*moved), hinge_rank_bound(scores, offsets, clicks), rtol=1e-12)
+    value, grad = risk_gradient(scores, offsets, clicks, weight)
+    moved_value, moved_grad = risk_gradient(*moved, weight)
     assert moved_value == pytest.approx(value, rel=1e-12, abs=1e-15)
     np.testing.assert_allclose(moved_grad, grad[order], rtol=1e-10, atol=1e-14)
 
@@ -130,12 +131,13 @@ def test_propensity_one_reduces_every_estimator_to_the_naive_one(problem, weight
     scores, offsets, click_query, click_doc, _ = problem
     n = len(click_doc)
     ones = np.ones(n)
-    bound = hinge_rank_bound(scores, offsets, click_query, click_doc)
+    bound = hinge_rank_bound(scores, offsets, Clicks(click_query, click_doc))
     lam = rank_weight(weight)
     naive_risk = float(np.mean(lam.value(bound)))
-    assert risk(scores, offsets, click_query, click_doc, ones, weight) == pytest.approx(naive_risk, rel=1e-12)
-    value, grad = risk_gradient(scores, offsets, click_query, click_doc, ones, weight)
-    unweighted = risk_gradient(scores, offsets, click_query, click_doc, None, weight, example_weight=ones)
+    unit = Clicks.from_propensity(click_query, click_doc, ones)
+    assert risk(scores, offsets, unit, weight) == pytest.approx(naive_risk, rel=1e-12)
+    value, grad = risk_gradient(scores, offsets, unit, weight)
+    unweighted = risk_gradient(scores, offsets, Clicks(click_query, click_doc, ones), weight)
     assert value == pytest.approx(naive_risk, rel=1e-12)
     np.testing.assert_allclose(grad, unweighted[1], rtol=1e-12, atol=1e-15)
     values = dcg_gain(bound)  # any per-click values
@@ -199,14 +201,12 @@ def test_ccp_objective_never_rises(problem, weight, C, seed, warm):
 def test_sorted_hinges_equal_the_expanded_pairs_on_tied_scores(problem, weight, seed, restrict):
     scores, offsets, click_query, click_doc, propensity = problem
     candidate = np.random.default_rng(seed).random(len(scores)) < 0.6 if restrict else None
-    pairs = click_pairs(offsets, click_query, click_doc, candidate)
-    sorted_bound = hinge_rank_bound(scores, offsets, click_query, click_doc, candidate=candidate)
-    np.testing.assert_allclose(sorted_bound, hinge_rank_bound(scores, offsets, click_query, click_doc, pairs=pairs),
-                               rtol=1e-12)
-    by_sorting = risk_gradient(scores, offsets, click_query, click_doc, propensity, weight, candidate=candidate,
-                               with_curvature=True)
-    by_pairs = risk_gradient(scores, offsets, click_query, click_doc, propensity, weight, pairs=pairs,
-                             with_curvature=True)
+    clicks = Clicks.from_propensity(click_query, click_doc, propensity)
+    pairs = click_pairs(offsets, clicks, candidate)
+    sorted_bound = hinge_rank_bound(scores, offsets, clicks, candidate=candidate)
+    np.testing.assert_allclose(sorted_bound, hinge_rank_bound(scores, offsets, clicks, pairs=pairs), rtol=1e-12)
+    by_sorting = risk_gradient(scores, offsets, clicks, weight, candidate=candidate, with_curvature=True)
+    by_pairs = risk_gradient(scores, offsets, clicks, weight, pairs=pairs, with_curvature=True)
     assert by_sorting[0] == pytest.approx(by_pairs[0], rel=1e-12, abs=1e-15)
     for ours, oracle in zip(by_sorting[1:], by_pairs[1:], strict=True):
         np.testing.assert_allclose(ours, oracle, rtol=1e-10, atol=1e-13)
@@ -235,8 +235,9 @@ def test_metrics_stay_in_their_ranges_and_the_bound_above_the_rank(problem, seed
     assert 1 <= avg_rank(ranks, relevant) <= sizes.max()
     assert all(0 <= ndcg <= 1 + 1e-12 for ndcg in ndcg_averages(ranks, relevant, offsets, k))
     # rank - 1 counts the documents above y_i, a hinge counts each of them (and ties) at least 1
-    bound = hinge_rank_bound(scores, offsets, click_query, click_doc)
+    clicks = Clicks.from_propensity(click_query, click_doc, propensity)
+    bound = hinge_rank_bound(scores, offsets, clicks)
     assert np.all(bound >= ranks[click_doc] - 1e-12)
     for weight in WEIGHTS:
         ips = float(np.mean(rank_weight(weight).value(ranks[click_doc].astype(float)) / propensity))
-        assert risk(scores, offsets, click_query, click_doc, propensity, weight) >= ips - 1e-12
+        assert risk(scores, offsets, clicks, weight) >= ips - 1e-12

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from cltr.clickmodels.trust import TrustSettings, trust_bias
-from cltr.core.clicks import position_propensity
+from cltr.core.clicks import Clicks, position_propensity
 from cltr.core.objectives import check_signed_weights, risk, risk_gradient
 from cltr.core.ranking import dcg_gain
 from cltr.core.trust import (
@@ -118,25 +118,21 @@ def test_signed_example_weights_in_the_risk():
     scores = rng.normal(size=7)
     click_query, click_doc = np.array([0, 0, 1, 1]), np.array([0, 2, 4, 6])
     positive = np.array([2.0, 0.5, 1.0, 4.0])
-    assert risk(scores, offsets, click_query, click_doc, None, "dcg", example_weight=positive) == pytest.approx(
-        risk(scores, offsets, click_query, click_doc, 1.0 / positive, "dcg"))
-    signed = np.array([2.0, -0.5, 1.0, -4.0])
-    value, grad, curvature = risk_gradient(scores, offsets, click_query, click_doc, None, "dcg",
-                                           example_weight=signed, with_curvature=True)
+    assert risk(scores, offsets, Clicks(click_query, click_doc, positive), "dcg") == pytest.approx(
+        risk(scores, offsets, Clicks.from_propensity(click_query, click_doc, 1.0 / positive), "dcg"))
+    signed = Clicks(click_query, click_doc, np.array([2.0, -0.5, 1.0, -4.0]))
+    value, grad, curvature = risk_gradient(scores, offsets, signed, "dcg", with_curvature=True)
     step = 1e-6
-    numeric = [(risk(scores + step * e, offsets, click_query, click_doc, None, "dcg", example_weight=signed)
-                - risk(scores - step * e, offsets, click_query, click_doc, None, "dcg", example_weight=signed))
+    numeric = [(risk(scores + step * e, offsets, signed, "dcg") - risk(scores - step * e, offsets, signed, "dcg"))
                / (2 * step) for e in np.eye(7)]
     assert grad == pytest.approx(numeric, abs=1e-7)
     # the curvature sums the pair terms' sizes: that of the weights' absolute values
-    _, _, absolute = risk_gradient(scores, offsets, click_query, click_doc, None, "dcg",
-                                   example_weight=np.abs(signed), with_curvature=True)
+    _, _, absolute = risk_gradient(scores, offsets, Clicks(click_query, click_doc, np.abs(signed.cost)), "dcg",
+                                   with_curvature=True)
     assert curvature == pytest.approx(absolute) and np.all(curvature >= 0)
-    check_signed_weights(signed, "dcg")
+    check_signed_weights(signed.cost, "dcg")
     with pytest.raises(ValueError, match="bounded rank weight"):
-        check_signed_weights(signed, "avgrank")
-    with pytest.raises(ValueError, match="either propensity or example_weight"):
-        risk(scores, offsets, click_query, click_doc, positive, "dcg", example_weight=positive)
+        check_signed_weights(signed.cost, "avgrank")
 
 
 def _two_ranker_table(seed=0, n_queries=400, size=10, sessions=100):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
+from cltr.core.clicks import Clicks
 from cltr.core.mlp import MLPScorer, click_batches
 from cltr.core.objectives import click_pairs, risk
 from cltr.data.synthetic import make_synthetic
@@ -19,7 +20,7 @@ THRESHOLD = 0.005
 
 def linear_avgrank_optimum(X, offsets, click_query, click_doc, propensity):
     """min_w R(w) for lambda(r) = r, as a linear program over (w, slacks)."""
-    pair_example, pair_doc = click_pairs(offsets, click_query, click_doc)
+    pair_example, pair_doc = click_pairs(offsets, Clicks(click_query, click_doc))
     n, d, m = len(click_doc), X.shape[1], len(pair_doc)
     cost = np.concatenate([np.zeros(d), 1.0 / (n * propensity[pair_example])])
     difference = X[click_doc[pair_example]] - X[pair_doc]
@@ -36,9 +37,9 @@ def test_linear_activation_net_reaches_the_linear_models_risk(tiny_click_problem
     settings = DeepOptions(hidden=(6,), activation="linear", epochs=1500, learning_rates=(3e-2,),
                            schedule=(0, 1.0, 600, 0.1, 1100, 0.01), batch_docs=1000, weight_decay=0.0, decay="l2",
                            metric="avgrank", dtype="float64", patience=None)
-    result = train_deep_propdcg(X, offsets, click_query, click_doc, propensity, settings=settings,
-                                rng=np.random.default_rng(0))
-    reached = risk(result.scorer.scores(X), offsets, click_query, click_doc, propensity, "avgrank")
+    clicks = Clicks.from_propensity(click_query, click_doc, propensity)
+    result = train_deep_propdcg(X, offsets, clicks, settings=settings, rng=np.random.default_rng(0))
+    reached = risk(result.scorer.scores(X), offsets, clicks, "avgrank")
     # the same function class: never below the linear optimum, and within 0.1% of it
     assert optimum - 1e-9 <= reached <= optimum * 1.001 + 1e-9
 
@@ -56,8 +57,8 @@ def test_same_seed_gives_identical_weights_and_the_loss_decreases(synthetic_clic
     settings = deep_settings("default", epochs=6, lr=1e-3, hidden=(16,), patience=None)
 
     def fit(seed):
-        return train_deep_propdcg(train_split.X, train_split.offsets, log.query, log.doc, log.propensity,
-                                  settings=settings, rng=np.random.default_rng(seed))
+        return train_deep_propdcg(train_split.X, train_split.offsets, Clicks.from_log(log), settings=settings,
+                                  rng=np.random.default_rng(seed))
 
     first, again, other = fit(11), fit(11), fit(12)
     for a, b in zip(first.scorer.parameters(), again.scorer.parameters(), strict=True):
@@ -218,15 +219,15 @@ def test_reported_training_loss_estimates_the_risk_whatever_the_batch_size(tiny_
     # factor B it would be R(f) / B.
     X, offsets, click_query, click_doc, propensity = tiny_click_problem(
         2, sizes=(3, 7, 2, 5, 4, 6, 5, 3), n_clicks=16)
+    clicks = Clicks.from_propensity(click_query, click_doc, propensity)
     losses = {}
     for batch_docs in (1000, 5, 1):
         settings = DeepOptions(hidden=(5,), epochs=1, learning_rates=(1e-12,), batch_docs=batch_docs,
                                weight_decay=0.0, decay="l2", metric="dcg", dtype="float64", patience=None)
-        result = train_deep_propdcg(X, offsets, click_query, click_doc, propensity, settings=settings,
-                                    rng=np.random.default_rng(0))
+        result = train_deep_propdcg(X, offsets, clicks, settings=settings, rng=np.random.default_rng(0))
         losses[batch_docs] = result.trace[0].train_loss
-        initial_risk = risk(result.scorer.scores(X), offsets, click_query, click_doc, propensity, "dcg")
-    assert len(click_batches(offsets, click_query, click_doc, propensity, batch_docs=1, rng=None)) >= 6
+        initial_risk = risk(result.scorer.scores(X), offsets, clicks, "dcg")
+    assert len(click_batches(offsets, clicks, batch_docs=1, rng=None)) >= 6
     # the mean over B batches of B · (batch b's share) is the sum of the shares: R(f) exactly
     for batch_docs, loss in losses.items():
         assert loss == pytest.approx(initial_risk, rel=1e-8), (batch_docs, losses)

@@ -5,6 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from cltr.core.clicks import Clicks
 from cltr.core.objectives import risk
 from cltr.core.queries import Dataset
 from cltr.methods import TrainingData, train
@@ -29,13 +30,13 @@ def test_gradient_given_to_lightgbm_is_n_times_finite_differences_of_the_risk(me
     log = toy_log(query, doc, propensity=propensity, n_queries=4)
     rows, objective = propensity_objective(queries, log, metric)
     assert rows.tolist() == list(range(int(offsets[3])))  # queries 0-2; query 3 has no click
-    assert len(objective.click_doc) == len(log) - 1  # the repeated click merged
+    assert len(objective.clicks) == len(log) - 1  # the repeated click merged
     scores = rng.normal(scale=1.5, size=len(rows))
 
     def total_risk(s):
         full = np.zeros(queries.n_docs)
         full[rows] = s
-        return len(log) * risk(full, offsets, log.query, log.doc, log.propensity, metric)
+        return len(log) * risk(full, offsets, Clicks.from_log(log), metric)
 
     # away from kinks: no pair's score difference lies near the hinge's corner at 1
     diff = np.subtract.outer(scores, scores)
@@ -65,8 +66,7 @@ def test_unit_propensities_and_average_rank_give_the_naive_pairwise_hinge_gradie
     # Curvature: each document's active pairs counted on both sides.
     np.testing.assert_allclose(hess, [3.0, 3.0, 2.0, 0.0], atol=1e-6)
     assert objective.gradient(s)[0] == pytest.approx(1 + 1.5 + 3 + 1 + 0.5 + 2.5)  # n·R: sum of bounds
-    constant = PropensityObjective(objective.offsets, objective.click_query, objective.click_doc,
-                                   objective.cost, "avgrank", hessian="constant")
+    constant = PropensityObjective(objective.offsets, objective.clicks, "avgrank", hessian="constant")
     _, flat = constant(s, None)
     # At all-zero scores every pair is active: each click puts 3 on its own document and 1
     # on each other one, 4 + 4 + 2 + 2 = 12 over 4 documents.

@@ -9,6 +9,7 @@ from typing import overload
 
 import numpy as np
 
+from cltr.core.clicks import Clicks
 from cltr.core.objectives import check_example_rows
 
 _WIDE_BLOCK_BYTES = 1 << 22  # float32 rows widened to float64 per block: a 4 MB buffer
@@ -82,7 +83,7 @@ def _check_inputs(X, offsets, click_query, click_doc, candidate):
             raise ValueError(f"{name} must hold integer indices, found dtype {values.dtype}")
     click_query = click_query.astype(np.int64)
     click_doc = click_doc.astype(np.int64)
-    check_example_rows(offsets, click_query, click_doc)
+    check_example_rows(offsets, Clicks(click_query, click_doc))
     if candidate is not None:
         candidate = np.asarray(candidate)
         if candidate.dtype != bool or candidate.shape != (n_docs,):
