@@ -299,8 +299,9 @@ def test_em_data_sums_cells_and_standardises_over_the_tables_documents():
     np.testing.assert_array_equal(data.unit_weight, [6, 6, 5, 3, 7])
     x = X[[0, 1, 2, 1, 3], 0]  # the units' documents; the constant columns are dropped
     np.testing.assert_allclose(data.features, np.c_[np.ones(5), (x - x.mean()) / x.std()], rtol=1e-12)
+    # (rank 1's single impression counts)
     with pytest.raises(ValueError, match="rank 2 has no impressions .*lower max_rank to at most 1"):
-        P._em_data(P._check_table([0, 0], [0, 1], [1, 3], None, [2, 2], [1, 1]), np.eye(2), 3)
+        P._em_data(P._check_table([0, 0], [0, 1], [1, 3], None, [1, 2], [1, 1]), np.eye(2), 3)
     with pytest.raises(ValueError, match="X must be numeric"):
         em_propensities([0], [0], [1], [2], [1], X=np.array([["a"]]), bootstrap=0, rng=0)
 
@@ -632,3 +633,50 @@ def test_a_resample_that_never_shows_a_rank_is_left_out_and_one_replicate_makes_
     assert P._query_resamples(30, 1, 0)[0, 0] > 0  # this one resample shows rank 4
     one = em_propensities(**t, X=X, bootstrap=1, rng=0)
     assert np.all(np.isfinite(one.high)) and np.all(one.low <= one.propensity) and np.all(one.propensity <= one.high)
+
+
+@pytest.mark.parametrize("top,bottom,collapsed", [(1, 12, False), (1, 16, True), (12, 1, False), (16, 1, True)])
+def test_the_collapse_rule_with_a_single_impression_on_one_side(top, bottom, collapsed):
+    # K = 2, every impression at one side clicked and none at the other: with n impressions on
+    # the other side the gap is sqrt(n + 1) standard errors (p = 1 / (n + 1) or n / (n + 1)),
+    # 3.6 at n = 12 and 4.1 at n = 16, either side of FALL_Z; a standard error that counted the
+    # single impression as two would put n = 12 at 4.9
+    clicks = [top, 0] if bottom == 1 else [1, 0]
+    data = _rank_counts(clicks, [top, bottom])
+    assert em_identification(data, np.ones(2), flexible=False)[0]["collapsed"] is collapsed
+
+
+def test_tree_em_with_an_intercept_only_model_converges():
+    # an intercept-only relevance model is EM's saturated case: it converges to the click-rate
+    # ratio within the iterations, and says so
+    _, _, data = _em_problem()
+
+    def intercept(features, label, weight):
+        rate = np.clip(np.sum(label * weight) / np.sum(weight), 1e-6, 1 - 1e-6)
+        return np.full(len(label), np.log(rate / (1.0 - rate)))
+
+    theta, _, iterations, converged, _ = P.em._em_fit_trees(data, intercept, iterations=200, tol=1e-8)
+    assert converged and iterations < 200
+    rate = (np.bincount(data.cell_rank0, weights=data.cell_clicks)
+            / np.bincount(data.cell_rank0, weights=data.cell_impressions))
+    np.testing.assert_allclose(theta / theta[0], rate / rate[0], rtol=1e-5)
+
+
+def test_the_one_step_band_is_one_newton_step_per_resample():
+    # phi_b = phi_hat - H^-1 sum_q m_bq s_q on the free coordinates (Hu and Kalbfleisch), solved
+    # here directly: its percentile band is the estimate's
+    t, X, data = _em_problem()
+    est = em_propensities(**t, X=X, bootstrap=40, level=0.8, rng=3, band="one-step", tol=1e-10)
+    theta, coef = np.array(est.info["examination"]), np.array(est.info["relevance_coefficients"])
+    pen = P._penalty(data.features.shape[1], 1.0)
+    _, grad, hess, scores = P._em_derivatives(data, np.log(theta), coef, pen, per_query=True)
+    counts = P._query_resamples(data.n_queries, 40, 3)
+    g = counts @ scores
+    g[:, 5:] -= pen * coef
+    free = P.em._em_free(np.log(theta), grad)
+    steps = np.zeros_like(g)
+    steps[:, free] = np.linalg.solve(-hess[np.ix_(free, free)], g[:, free].T).T
+    log_theta = np.log(theta) + steps[:, :5]
+    low, high = P._percentile_band(np.exp(log_theta - log_theta[:, :1]), est.propensity, 0.8)
+    np.testing.assert_allclose(est.low, low, rtol=1e-6)
+    np.testing.assert_allclose(est.high, high, rtol=1e-6)
