@@ -152,7 +152,16 @@ def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _percentile_band(replicates: np.ndarray, estimate: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile interval per column of ``replicates`` (shape (B, K); nan = unusable replicate)."""
+    """Percentile interval per column of ``replicates`` (shape (B, K); nan = unusable replicate).
+
+    The bounds are the (B + 1) alpha-th and (B + 1)(1 - alpha)-th order statistics of the B
+    usable replicates (interpolated between them; ``method="weibull"``), alpha = (1 - level) / 2,
+    as Davison and Hinkley (1997, Sec. 5.2) take them: B replicates and one more exchangeable draw
+    split the line into B + 1 equally likely gaps, so that draw falls between these two order
+    statistics with probability ``level``. numpy's default (linear) quantile sits at position
+    (B - 1) alpha instead, inside by about one replicate at each end: a band of B = 100 covers such
+    a draw 88.4% of the time at level 0.9, of B = 20 82%
+    (``tests/core/test_mutants_propensity.py::test_percentile_band_covers_an_exchangeable_draw_at_its_level``)."""
     alpha = (1.0 - level) / 2.0
     usable = np.isfinite(replicates)
     low = np.full(estimate.shape, np.nan)
@@ -160,8 +169,8 @@ def _percentile_band(replicates: np.ndarray, estimate: np.ndarray, level: float)
     ok = usable.sum(axis=0) > 0
     if np.any(ok):
         with np.errstate(all="ignore"):
-            low[ok] = np.nanquantile(replicates[:, ok], alpha, axis=0)
-            high[ok] = np.nanquantile(replicates[:, ok], 1.0 - alpha, axis=0)
+            low[ok] = np.nanquantile(replicates[:, ok], alpha, axis=0, method="weibull")
+            high[ok] = np.nanquantile(replicates[:, ok], 1.0 - alpha, axis=0, method="weibull")
     low[ok] = np.minimum(low[ok], estimate[ok])
     high[ok] = np.maximum(high[ok], estimate[ok])
     return low, high
