@@ -22,7 +22,8 @@ MQ2008 mode (``--workdir`` or ``--mq2008``):
 
     python bench/propensity_coverage.py --workdir ../ws-prop [--mq2008 ../shared/data/letor4/MQ2008]
         [--fold 1] [--logs 200] [--eta 1] [--passes 100] [--max-rank 10] [--bootstrap 100]
-        [--query-sample resample|fixed] [--estimators harvest,em logistic,swap,randomize,em trees]
+        [--query-sample resample|fixed] [--log-queries N]
+        [--estimators harvest,em logistic,em classes,swap,randomize,em trees]
         [--trees-logs N] [--tree-bootstrap 20]
 
 draws ``--logs`` sets of logs on Fold K's training split, as ``bench/propensity_mq2008.py``
@@ -30,9 +31,9 @@ makes them (the production ranker of seed 0, a second ranker by the same recipe,
 clicks with eps- 0.1), each set with its own queries (``resample``: drawn with replacement, each
 copy a query of its own; ``fixed``: the split's queries, only the clicks drawn afresh), and runs
 every estimator through ``cltr.estimators.estimate`` (what ``cltr propensities estimate`` runs)
-with its band: harvest on the two rankers' log, em (logistic; trees with ``--trees-logs``, on
-``fixed`` queries only) on the production ranker's log, swap on a swap-k log and on a
-randomize-top-K log. Per estimator and rank it prints the coverage, the mean width, the spread
+with its band: harvest on the two rankers' log, em (logistic; latent classes; trees with
+``--trees-logs``, on ``fixed`` queries only) on the production ranker's log, swap on a swap-k
+log and on a randomize-top-K log. Per estimator and rank it prints the coverage, the mean width, the spread
 (sd) of the estimates over the logs and the width over 2 z sd (about 1 where the band measures
 what varies between logs), and CPU seconds per estimate, band included.
 """
@@ -110,7 +111,7 @@ def summarise(name, estimates, truth, seconds):
 
 # -- MQ2008 Fold K: the production rankers' logs, clicks and queries drawn afresh per log --------
 
-MQ_ESTIMATORS = ("harvest", "em logistic", "em trees", "swap", "randomize")
+MQ_ESTIMATORS = ("harvest", "em logistic", "em classes", "em trees", "swap", "randomize")
 
 
 def mq2008_setup(args):
@@ -149,7 +150,7 @@ def _table(doc, rank, ranker, impressions, clicks, *, query_of):
                          for a in (query_of[np.asarray(doc)], doc, rank, ranker, impressions, clicks)))
 
 
-def mq2008_logs(setup, *, eta, passes, depth, rng, resample):
+def mq2008_logs(setup, *, eta, passes, depth, rng, resample, n_drawn=None):
     """One draw of every log the estimators read, on as many queries as the split holds, drawn with
     replacement from it (``resample``; each copy of a query a query of its own, its documents
     documents of their own: the population the query bootstrap's band is for) or the split's
@@ -158,12 +159,13 @@ def mq2008_logs(setup, *, eta, passes, depth, rng, resample):
     clicks as ``cltr simulate`` draws them (p_r = (1/r)^eta, eps+ 1, eps- 0.1), aggregated
     to the impression table (a binomial per (document, rank) cell: the sum of its sessions'
     Bernoulli clicks). Only ranks <= depth are kept: every estimator here reads ranks 1..K.
+    ``n_drawn``: with ``resample``, that many queries drawn (default: as many as the split holds).
     Returns (the features of the drawn documents, {log: Impressions})."""
     from cltr.core.interventions import intervene
 
     X, relevant, offsets, ranks = setup
     n_queries = len(offsets) - 1
-    drawn = rng.integers(0, n_queries, n_queries) if resample else np.arange(n_queries)
+    drawn = rng.integers(0, n_queries, n_drawn or n_queries) if resample else np.arange(n_queries)
     sizes = np.diff(offsets)[drawn]
     new_offsets = np.r_[0, np.cumsum(sizes)]
     source = np.concatenate([np.arange(offsets[q], offsets[q + 1]) for q in drawn])  # new doc -> split row
@@ -187,13 +189,13 @@ def mq2008_logs(setup, *, eta, passes, depth, rng, resample):
         clicks = rng.binomial(impressions, examination[k0 + 1] * click_rate[doc])
         return table(doc, k0 + 1, np.zeros(len(doc)), impressions, clicks)
 
-    table = partial(_table, query_of=np.repeat(np.arange(n_queries), sizes))
+    table = partial(_table, query_of=np.repeat(np.arange(len(drawn)), sizes))
     single = table(*deterministic(ranks[0][source], passes))
     first = deterministic(ranks[0][source], passes // 2)
     second = deterministic(ranks[1][source], passes - passes // 2, 1)
     two = table(*(np.concatenate([a, b]) for a, b in zip(first, second, strict=True)))
-    logs = {"harvest": two, "em logistic": single, "em trees": single, "swap": intervened("swap-k"),
-            "randomize": intervened("randomize-top-k")}
+    logs = {"harvest": two, "em logistic": single, "em classes": single, "em trees": single,
+            "swap": intervened("swap-k"), "randomize": intervened("randomize-top-k")}
     return X[source], logs
 
 
@@ -201,7 +203,8 @@ def mq2008(args):
     from cltr import estimators
 
     setup = mq2008_setup(args)
-    methods = {"harvest": ("harvest", {}), "em logistic": ("em", {}), "em trees": ("em", {"relevance_model": "trees"}),
+    methods = {"harvest": ("harvest", {}), "em logistic": ("em", {}),
+               "em classes": ("em", {"relevance_model": "classes"}), "em trees": ("em", {"relevance_model": "trees"}),
                "swap": ("swap", {}), "randomize": ("swap", {})}
     wanted = [e for e in MQ_ESTIMATORS if e in args.estimators]
     truth = (1.0 / np.arange(1, args.max_rank + 1)) ** args.eta
@@ -214,7 +217,7 @@ def mq2008(args):
             rng = np.random.default_rng([24, round(args.eta * 100), log])
             start = time.process_time()
             X, logs = mq2008_logs(setup, eta=args.eta, passes=args.passes, depth=args.max_rank, rng=rng,
-                                  resample=args.query_sample == "resample")
+                                  resample=args.query_sample == "resample", n_drawn=args.log_queries)
             simulate_seconds += time.process_time() - start
             for name in wanted:
                 if name == "em trees" and log >= args.trees_logs:
@@ -227,10 +230,12 @@ def mq2008(args):
                 seconds[name] += time.process_time() - start
             if args.progress and (log + 1) % args.progress == 0:
                 print(f"  {log + 1} logs, {time.perf_counter() - wall:.0f} s wall", flush=True)
+    per_log = f", {args.log_queries} per log" if args.log_queries else ""
     print(f"MQ2008 Fold {args.fold} training split, eta {args.eta:g}, {args.logs} logs of {args.passes} passes "
-          f"(queries: {args.query_sample}), ranks 1..{args.max_rank}; {args.level:.0%} bands from {args.bootstrap} "
-          f"query resamples ({args.tree_bootstrap} for em trees); {simulate_seconds / args.logs:.2f} CPU s per "
-          f"simulated set of logs; {time.perf_counter() - wall:.0f} s wall")
+          f"(queries: {args.query_sample}{per_log}), ranks 1..{args.max_rank}; {args.level:.0%} bands from "
+          f"{args.bootstrap} query resamples ({args.tree_bootstrap} for em trees); "
+          f"{simulate_seconds / args.logs:.2f} CPU s per simulated set of logs; "
+          f"{time.perf_counter() - wall:.0f} s wall")
     for name in wanted:
         if results[name]:
             bootstrap = args.tree_bootstrap if name == "em trees" else args.bootstrap
@@ -259,6 +264,8 @@ def main():
     parser.add_argument("--query-sample", choices=("resample", "fixed"), default="resample",
                         help="MQ2008 mode: each log's queries drawn with replacement from the split (what the "
                         "query bootstrap's band is for) or the split's own queries every time (clicks alone vary)")
+    parser.add_argument("--log-queries", type=int, help="MQ2008 mode, --query-sample resample: queries drawn per "
+                        "log (default: as many as the split holds); smaller logs are cheaper to bootstrap")
     parser.add_argument("--tree-bootstrap", type=int, default=20, help="MQ2008 mode: query resamples of em trees' band")
     parser.add_argument("--estimators", default=",".join(MQ_ESTIMATORS),
                         help=f"MQ2008 mode: comma-separated subset of {', '.join(MQ_ESTIMATORS)}")
@@ -274,6 +281,8 @@ def main():
             # documents' own clicks, and EM collapses
             parser.error("em trees needs --query-sample fixed: the copies of a resampled query fall in different "
                          "cross-fitting folds, which fit each document's own clicks")
+        if args.log_queries is not None and (args.log_queries < 1 or args.query_sample != "resample"):
+            parser.error("--log-queries needs --query-sample resample and a count >= 1")
         mq2008(args)
         return
     truth = (1.0 / np.arange(1, args.docs + 1)) ** args.eta

@@ -138,3 +138,70 @@ def test_a_log_without_repeated_impressions_is_warned_about():
     table, X = label_log(n_queries=60)
     est = em_propensities(*table, X, relevance_model="classes", iterations=20, bootstrap=0, rng=0)
     assert est.info["repeated_share"] == 1.0 and not est.info["warnings"]
+
+
+def test_a_bootstrap_copy_is_the_query_shown_again_not_its_counts_doubled():
+    # Oracle: the table with each query written out as often as it is drawn, each copy a query
+    # of its own with documents of their own, prepared by _em_data from scratch.
+    data = small_data(4)
+    counts = np.array([2.0, 0.0, 1.0, 3.0])
+    query, doc, rank, n, c, X_rows = [], [], [], [], [], []
+    for cell in range(len(data.cell_unit)):
+        u = int(data.cell_unit[cell])
+        for copy in range(int(counts[data.unit_query[u]])):
+            query.append(int(data.unit_query[u]) * 10 + copy)
+            doc.append(len(X_rows))
+            X_rows.append(data.features[u, 1:])
+            rank.append(int(data.cell_rank0[cell]) + 1)
+            n.append(int(data.cell_impressions[cell]))
+            c.append(int(data.cell_clicks[cell]))
+    # one row of X per (copy, cell): the same (query, document) copy must have one doc id
+    key = {}
+    doc = [key.setdefault((q, tuple(x)), i) for q, x, i in zip(query, X_rows, doc, strict=True)]
+    t = P._check_table(np.array(query), np.array(doc), np.array(rank), None, np.array(n), np.array(c))
+    written = P._em_data(t, np.array(X_rows), data.max_rank)
+    copies = P.em._em_resample_copies(data, counts)
+    assert len(copies.unit_weight) == len(written.unit_weight) == int(counts[data.unit_query].sum())
+    rng = np.random.default_rng(5)
+    theta, levels = rng.uniform(0.2, 0.9, size=data.max_rank), np.array([0.15, 0.8])
+    # the prior's features are standardised afresh by _em_data; compare the class likelihoods,
+    # which depend on the cells alone, unit by unit in a canonical order
+    def per_unit(d):
+        ll = C.class_logliks(d, theta, levels)
+        return ll[np.lexsort(ll.T)]
+    np.testing.assert_allclose(per_unit(copies), per_unit(written), rtol=1e-12)
+    # doubling the counts instead is a different likelihood for the mixture (not for one class)
+    scaled, _ = P.em._em_resample(data, counts)
+    mixture = lambda d: np.sum(np.logaddexp.reduce(C.class_logliks(d, theta, levels) + np.log(0.5), axis=1))  # noqa: E731
+    assert mixture(copies) != pytest.approx(mixture(scaled), rel=1e-6)
+    assert np.sum(C.class_logliks(copies, theta, levels)[:, 0]) == pytest.approx(
+        np.sum(C.class_logliks(scaled, theta, levels)[:, 0]), rel=1e-12)
+
+
+def test_the_band_re_runs_the_whole_estimate_on_copies_of_the_drawn_queries():
+    # Each replicate is the estimate itself (logistic EM's start and every start of
+    # classes_starts, the likeliest fixed point kept) on the resampled queries, each drawn query
+    # as many copies of its documents as it was drawn: the band is the percentile band of those.
+    # A warm start at the full-data fit, or counts multiplied instead of copied, gives other
+    # replicates (checked below, so that this test can fail).
+    table, X = label_log(n_queries=20, n_docs=4, sessions=30, seed=6)
+    est = em_propensities(*table, X, relevance_model="classes", iterations=8, bootstrap=3, level=0.8, rng=9)
+    data = P._em_data(P._check_table(*table[:3], None, *table[3:]), X, 4)
+    counts = P._query_resamples(data.n_queries, 3, 9)
+    replicates, warm, scaled = [], [], []
+    full = C.classes_fit(data, classes=2, iterations=8, tol=1e-6, l2=1.0,
+                         logistic_theta=P.em._em_fit(data, iterations=100, tol=1e-6, l2=1.0, newton_steps=1)[0])
+    for b in range(3):
+        for out, d, start in ((replicates, P.em._em_resample_copies(data, counts[b]), None),
+                              (warm, P.em._em_resample_copies(data, counts[b]), full[:3]),
+                              (scaled, P.em._em_resample(data, counts[b])[0], None)):
+            logistic = None if start else P.em._em_fit(d, iterations=100, tol=1e-6, l2=1.0, newton_steps=1)[0]
+            theta = C.classes_fit(d, classes=2, iterations=8, tol=1e-6, l2=1.0, start=start,
+                                  logistic_theta=logistic)[0]
+            out.append(theta / theta[0])
+    np.testing.assert_allclose(full[0] / full[0][0], est.propensity, rtol=1e-12)
+    low, high = P._percentile_band(np.array(replicates), est.propensity, 0.8)
+    np.testing.assert_allclose(est.low, low, rtol=1e-10)
+    np.testing.assert_allclose(est.high, high, rtol=1e-10)
+    for other in (warm, scaled):
+        assert np.max(np.abs(np.array(other) - np.array(replicates))) > 1e-3

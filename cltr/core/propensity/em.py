@@ -332,6 +332,36 @@ def _em_resample(data: _EMData, query_count: np.ndarray) -> tuple[_EMData, np.nd
     return resampled, kept_units
 
 
+def _em_resample_copies(data: _EMData, query_count: np.ndarray) -> _EMData:
+    """The data of a bootstrap replicate with a query drawn m times as m copies of its units,
+    each with the query's own counts (``_em_resample`` multiplies the counts instead).
+
+    The two are one likelihood where a unit's log-likelihood is linear in its counts (logistic
+    relevance: one sum over cells). The latent-class likelihood of a unit is
+    log sum_j pi_j prod_cells Bin(c | n, theta_k g_j), not linear: a unit with its counts
+    doubled tells its class apart as if it had been shown twice as often (its class posterior
+    is sharper), so a replicate with doubled counts is a log with more sessions than the one
+    resampled and its band is too narrow. Copies keep n per unit as the log has it."""
+    unit_count = query_count[data.unit_query].astype(np.int64)
+    starts = np.r_[0, np.cumsum(unit_count)[:-1]]                   # first copy's index per unit
+    cell_count = unit_count[data.cell_unit]
+    cell_rep = np.repeat(np.arange(len(data.cell_unit)), cell_count)
+    first = np.r_[0, np.cumsum(cell_count)[:-1]]
+    copy = np.arange(len(cell_rep)) - np.repeat(first, cell_count)  # which copy of its unit a row is
+    unit_rep = np.repeat(np.arange(len(unit_count)), unit_count)
+    return _EMData(
+        n_queries=data.n_queries,
+        max_rank=data.max_rank,
+        cell_unit=starts[data.cell_unit[cell_rep]] + copy,
+        cell_rank0=data.cell_rank0[cell_rep],
+        cell_impressions=data.cell_impressions[cell_rep],
+        cell_clicks=data.cell_clicks[cell_rep],
+        unit_query=data.unit_query[unit_rep],
+        unit_weight=data.unit_weight[unit_rep],
+        features=data.features[unit_rep],
+    )
+
+
 def _em_derivatives(data: _EMData, log_theta: np.ndarray, coef: np.ndarray, pen: np.ndarray,
                     *, per_query: bool = False):
     """The penalised marginal log-likelihood in phi = (log theta_1..log theta_K, coef), its
@@ -590,9 +620,11 @@ def em_propensities(
         ``relevance_model="classes"`` only: the number of relevance levels m >= 2 (default 2).
     band : {"refit", "one-step"}, default "refit"
         ``"refit"``: each bootstrap replicate re-runs the whole EM (relevance model included)
-        on the resampled queries, warm-started at the full-data estimate, so the band holds the
-        relevance model's variance too. ``"one-step"`` (logistic only): the estimating-function
-        bootstrap of the Notes, about ``bootstrap`` times cheaper.
+        on the resampled queries, warm-started at the full-data estimate (the latent classes:
+        from every start, as the estimate itself, each query drawn m times as m copies of its
+        documents), so the band holds the relevance model's variance too. ``"one-step"``
+        (logistic only): the estimating-function bootstrap of the Notes, about ``bootstrap``
+        times cheaper.
     bootstrap : int, default 200
         Resamples of the queries for the band; 0 gives nan bands.
     level : float, default 0.95
@@ -710,7 +742,9 @@ def em_propensities(
         counts = _query_resamples(data.n_queries, int(bootstrap), rng)
         replicates = np.full((int(bootstrap), k_max), np.nan)
         for b in range(int(bootstrap)):
-            resampled, kept = _em_resample(data, counts[b])
+            # the latent-class likelihood is not linear in a unit's counts: a query drawn twice
+            # is two copies of its units, not one unit with doubled counts (``_em_resample_copies``)
+            resampled, kept = (_em_resample_copies(data, counts[b]), None) if latent else _em_resample(data, counts[b])
             shown = np.bincount(resampled.cell_rank0, weights=resampled.cell_impressions, minlength=k_max) > 0
             if not shown.all() or resampled.cell_clicks.sum() <= 0:
                 continue  # a rank the resample never shows: its theta is not identified there
@@ -718,7 +752,12 @@ def em_propensities(
                 # the queries drawn all fall in one fold (few queries): nothing to cross-fit from
                 one_fold += 1
                 continue
-            rep = fit(resampled, (theta, *coef) if latent else (theta, eta[kept] if trees else coef))
+            # the latent classes: the whole estimate again, every start of ``classes_starts``
+            # (logistic EM's fit on the replicate included), not a warm start at the full-data
+            # fit: each rank's theta_k has fixed points of its own, and a replicate started there
+            # stays in the full data's basin where the estimate, re-run, would pick another
+            # (at rank 10 on MQ2008 logs, by up to a quarter of p_10)
+            rep = fit(resampled, None if latent else (theta, eta[kept] if trees else coef))
             replicates[b] = rep[0] / rep[0][0]
             unconverged += int(not rep[4])
         low, high = _percentile_band(replicates, propensity, level)
