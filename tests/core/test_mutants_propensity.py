@@ -211,6 +211,8 @@ def test_query_weighted_totals_are_sums_of_each_querys_statistics_under_the_whol
     stats = P._harvest_statistics(t, 4, design=design)
     whole = P._harvest_statistics(t, 4)
     np.testing.assert_allclose(stats.totals()[1], whole.totals()[1], rtol=1e-12)
+    np.testing.assert_array_equal(stats.rankers, whole.rankers)
+    np.testing.assert_array_equal(stats.sessions, whole.sessions)
     counts = np.random.default_rng(0).integers(0, 4, size=(3, stats.n_queries)).astype(float)
     rep_c, rep_n = stats.replicate_totals(counts)
     queries = np.unique(t.query[(t.rank <= 4) & (t.impressions > 0)])
@@ -230,8 +232,11 @@ def test_a_chunk_without_kept_rows_or_interventions_has_empty_statistics():
     below = P._rows(t, t.rank > 4)
     empty = P._harvest_statistics(below, 4, design=design)
     assert empty.n_queries == 0 and empty.entry_query.size == 0 and empty.n_intervention_docs == 0
+    assert empty.entry_clicks.size == 0 and empty.entry_impressions.size == 0
     np.testing.assert_array_equal(empty.sessions, design[1])
+    np.testing.assert_array_equal(empty.rankers, design[0])
     assert empty.totals()[1].shape == (4, 4) and not empty.totals()[1].any()
+    assert not empty.replicate_totals(np.ones((2, 0)))[0].any()
     one_rank = P._rows(t, (t.query == 0) & (t.ranker == 0))  # one ranker: every document at one rank
     stats = P._harvest_statistics(one_rank, 4, design=design)
     assert stats.n_queries == 1 and stats.n_intervention_docs == 0 and stats.entry_query.size == 0
@@ -701,3 +706,16 @@ def test_the_one_step_band_is_one_newton_step_per_resample():
     low, high = P._percentile_band(np.exp(log_theta - log_theta[:, :1]), est.propensity, 0.8)
     np.testing.assert_allclose(est.low, low, rtol=1e-6)
     np.testing.assert_allclose(est.high, high, rtol=1e-6)
+
+
+def test_harvest_statistics_where_only_the_first_document_has_the_longest_run():
+    # Three rankers order A, B, C as ABC, BAC and CBA: A (the first (query, document)) is shown
+    # at ranks 1, 2, 3, B and C at two ranks each, so only A's run of cells pairs ranks 1 and 3.
+    order = {0: "ABC", 1: "BAC", 2: "CBA"}
+    rows = [(0, "ABC".index(d), k, r, 10, 4 - k) for r, o in order.items() for k, d in enumerate(o, start=1)]
+    table = {name: np.array([row[i] for row in rows]) for i, name in enumerate(COLUMNS)}
+    _, clicks, shown = _brute_force_allpairs(table, {0: 10.0, 1: 10.0, 2: 10.0}, K=3)
+    got_clicks, got_shown = P._harvest_statistics(P._check_table(**table), 3).totals()
+    np.testing.assert_allclose(got_clicks, clicks, rtol=1e-12)
+    np.testing.assert_allclose(got_shown, shown, rtol=1e-12)
+    assert got_shown[0, 2] > 0
