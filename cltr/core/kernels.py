@@ -32,10 +32,11 @@ tests' oracle) keep each pair's slack and slope in arrays of pair length and str
 per pass: memory-bound, about 3-4 ms per million pairs here. The kernels (``_CompiledPairs``)
 compute slack 1 - (s_d - s_y) and slope Δs_d - Δs_y from the per-row scores and their change
 along the ray, which stay in cache, so a pass reads one index per pair: 2.5-4x faster for scan,
-advance and the hinge sums, level for the breakpoints (``python bench/solver.py`` measures the
-solver). The slacks are the numpy version's up to rounding (its are updated by k·slope in place,
-these recomputed from the moved scores), so sums and a breakpoint lying exactly on a bracket's end
-may differ in the last digits; ``tests/core/test_kernels.py`` compares the two.
+advance and the hinge sums, level for the breakpoints (``python bench/pair_passes.py`` times
+each pass both ways; docs/results/benchmarks.md has its figures). The slacks are the numpy
+version's up to rounding (its are updated by k·slope in place, these recomputed from the moved
+scores), so sums and a breakpoint lying exactly on a bracket's end may differ in the last digits;
+``tests/core/test_kernels.py`` compares the two.
 
 When they run. numba is imported, and the kernels compiled (``cache=True``: numba keeps the
 machine code beside this file, so only the first start on a machine pays the compilation of a
@@ -83,7 +84,8 @@ def _compiled():
             _KERNELS = SimpleNamespace(hinges=jit(_hinges_kernel), spread=jit(_spread_kernel),
                                        pairs_scan=jit(_pairs_scan_kernel),
                                        pairs_breaks=jit(_pairs_breaks_kernel),
-                                       pairs_advance=jit(_pairs_advance_kernel), hinge_sums=jit(_hinge_sums_kernel))
+                                       pairs_advance=jit(_pairs_advance_kernel),
+                                       hinge_sums=jit(_hinge_sums_kernel))
     return _KERNELS
 
 
@@ -342,6 +344,7 @@ def _pairs_advance_kernel(scores, change, k, cut, negative, run_row, count, run_
         coef[run_row[r]] += weight * active
         offset += weight * active
     return offset, coef
+
 
 def _hinge_sums_kernel(scores, negative, run_row, count):
     sums = np.zeros(len(count), dtype=np.float64)

@@ -209,7 +209,7 @@ def _tree_sets(X: np.ndarray, *, label: np.ndarray, group: np.ndarray | None, va
         return replace(_SETS[key], valid_X=valid_X)
     sets = _built_sets(X, label=label, group=group, valid_X=valid_X, threads=threads, weight=weight,
                        position=position)
-    _SETS[key] = sets
+    _SETS[key] = replace(sets, valid_X=None)  # the binned Datasets only: the cache holds no caller's array
     while len(_SETS) > _SETS_KEPT:
         _SETS.popitem(last=False)
     return sets

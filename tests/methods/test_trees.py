@@ -71,3 +71,4 @@ def test_binned_datasets_are_shared_by_equal_matrices_and_only_those(monkeypatch
     other_threads = trees._tree_sets(X, label=label, group=None, valid_X=vali, threads=2)
     assert len({id(s.train) for s in (first, other_rows, other_label, other_threads)}) == 4
     assert len(trees._SETS) == trees._SETS_KEPT
+    assert all(kept.valid_X is None for kept in trees._SETS.values())  # no caller's rows kept alive

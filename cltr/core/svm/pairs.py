@@ -26,6 +26,16 @@ def _active_slope(slack, slope, weight, work) -> float:
     return float(np.einsum("i,i->", product, slope))
 
 
+def _weighted_runs(problem, doc_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The runs of a solve, those of positive weight with at least one pair: their pair counts,
+    their pairs' other rows, their own rows and their weights."""
+    keep = (doc_weight > 0) & (problem.count > 0)
+    negative = problem.negative
+    if not keep[problem.count > 0].all():
+        negative = negative[np.repeat(keep, problem.count)]
+    return problem.count[keep], negative, problem.run_row[keep], doc_weight[keep]
+
+
 class _Pairs:
     """The pairs of positive weight of a ``PairwiseProblem`` for one solve, with their slack
     1 - w_b.d_p at the best point w_b.
@@ -38,14 +48,9 @@ class _Pairs:
     """
 
     def __init__(self, problem, doc_weight: np.ndarray):  # problem: a PairwiseProblem (cltr.core.svm.ocas)
-        keep = (doc_weight > 0) & (problem.count > 0)
-        self.count = problem.count[keep]
-        self.negative = problem.negative
-        if not keep[problem.count > 0].all():
-            self.negative = self.negative[np.repeat(keep, problem.count)]
-        self.run_row = problem.run_row[keep]
+        self.count, self.negative, self.run_row, run_weight = _weighted_runs(problem, doc_weight)
         self.run_start = np.cumsum(self.count) - self.count
-        self.weight = np.repeat(doc_weight[keep], self.count)
+        self.weight = np.repeat(run_weight, self.count)
         self.X = problem.X_used
         self.n_pairs = n = len(self.negative)
         self.slack = np.ones(n)
@@ -204,13 +209,8 @@ class _CompiledPairs(_Pairs):
     stream four arrays of pair length (a pass is memory-bound either way)."""
 
     def __init__(self, problem, doc_weight: np.ndarray):
-        keep = (doc_weight > 0) & (problem.count > 0)
-        self.count = problem.count[keep]
-        self.negative = problem.negative
-        if not keep[problem.count > 0].all():
-            self.negative = self.negative[np.repeat(keep, problem.count)]
-        self.run_row = problem.run_row[keep]
-        self.run_weight = np.ascontiguousarray(doc_weight[keep], dtype=np.float64)
+        self.count, self.negative, self.run_row, run_weight = _weighted_runs(problem, doc_weight)
+        self.run_weight = np.ascontiguousarray(run_weight, dtype=np.float64)
         self.X = problem.X_used
         self.n_pairs = n = len(self.negative)
         # the scores at the best point (where every slack is 1 at first) and their change along the ray
