@@ -89,6 +89,22 @@ def _options(options_type, options, changes: dict, where: str):
     return type(base).from_dict({**base.to_dict(), **changes}, where=where) if changes else base
 
 
+def train_options(training: TrainOptions | dict | None, changes: dict) -> TrainOptions:
+    """``Session.train``'s ``TrainOptions``: ``training`` with ``changes`` on top, where the
+    clipping may also be given as the API has always taken it, None for no clipping or a
+    number for TAU (the options hold the command line's text: "none", "0.1")."""
+    def as_text(clip):
+        if clip is None:
+            return "none"
+        return repr(float(clip)) if isinstance(clip, (int, float)) and not isinstance(clip, bool) else clip
+
+    if isinstance(training, dict) and "clip" in training:
+        training = {**training, "clip": as_text(training["clip"])}
+    if "clip" in changes:
+        changes = {**changes, "clip": as_text(changes["clip"])}
+    return _options(TrainOptions, training, changes, "train")
+
+
 class SessionError(ValueError):
     """An artifact or dataset a request needs is missing or does not match (exit status 1)."""
 
@@ -355,7 +371,7 @@ class Session:
         ``options``: the method's own; ``training``: how it is told the clicks, its
         ``TrainOptions`` (or their mapping; default: the defaults), ``changes``: those options
         by name on top (``clip="none"``, ``correction="cascade"``)."""
-        told = _options(TrainOptions, training, changes, "train")
+        told = train_options(training, changes)
         dataset, _ = self.dataset(dataset_name)
         clicks = self.clicks(dataset_name, clicks_key)
         propensity = self.propensities(dataset_name, clicks, told.propensities)

@@ -97,3 +97,19 @@ def test_the_api_session_stores_what_the_commands_store(tmp_path, invoke):
     model, _ = session.train("s", "svm-rank", options)
     commands = Session(tmp_path / "cli").workspace.current("s")
     assert not reused and (clicks.key, model.key) == (commands["clicks"], commands["models"])
+
+
+def test_train_takes_the_clipping_as_text_none_or_a_number():
+    """Session.train's clip: the command line's text, or as the API took it before the
+    options held text, None (no clipping) and a number (TAU); a bad one is named."""
+    from cltr.pipeline.session import train_options
+
+    assert train_options(None, {}).clip == "auto"
+    assert train_options(None, {"clip": None}).clip == "none"
+    assert train_options({"clip": 0.1}, {}).clip == "0.1"
+    assert train_options(None, {"clip": 1}).clip == "1.0"
+    assert train_options(None, {"clip": "0.03"}).clip == "0.03"
+    with pytest.raises(ValueError, match="clip"):
+        train_options(None, {"clip": -0.5})
+    with pytest.raises(ValueError, match="clip"):
+        train_options(None, {"clip": True})
