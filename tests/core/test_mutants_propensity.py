@@ -12,6 +12,8 @@ import pytest
 
 from cltr.core import propensity as P
 from cltr.core.propensity import PropensityEstimate, em_identification, em_propensities, harvest_propensities
+from cltr.core.propensity import em as EM  # (from-imports: a mutated sibling's run re-imports the package)
+from cltr.core.propensity import harvest as H
 from tests.core.test_propensity import (
     COLUMNS,
     _brute_force_allpairs,
@@ -336,7 +338,7 @@ def test_weighted_gram_in_chunks_and_the_em_start():
     data, _ = _hand_em_data()
     rng = np.random.default_rng(2)
     f, w = rng.normal(size=(7, 3)), rng.uniform(size=7)
-    np.testing.assert_allclose(P.em._weighted_gram(f, w, chunk=3), f.T @ np.diag(w) @ f, rtol=1e-12)
+    np.testing.assert_allclose(EM._weighted_gram(f, w, chunk=3), f.T @ np.diag(w) @ f, rtol=1e-12)
     theta, coef = P._em_start(data)
     rate = 9.0 / 27.0 / 0.5  # clicks / impressions over theta = 1/2
     np.testing.assert_allclose(theta, [0.5, 0.5, 0.5])
@@ -347,7 +349,7 @@ def test_weighted_gram_in_chunks_and_the_em_start():
 def test_a_resample_is_the_data_with_each_query_repeated():
     # Query 0 drawn twice and query 1 not: its counts double and query 1's units go.
     data, _ = _hand_em_data()
-    resampled, kept = P.em._em_resample(data, np.array([2.0, 0.0]))
+    resampled, kept = EM._em_resample(data, np.array([2.0, 0.0]))
     np.testing.assert_array_equal(kept, [0, 1, 2])
     np.testing.assert_array_equal(resampled.cell_unit, [0, 1, 2])
     np.testing.assert_array_equal(resampled.cell_rank0, [0, 1, 2])
@@ -357,7 +359,7 @@ def test_a_resample_is_the_data_with_each_query_repeated():
     np.testing.assert_array_equal(resampled.unit_query, [0, 0, 0])
     np.testing.assert_array_equal(resampled.features, data.features[:3])
     assert resampled.n_queries == 2 and resampled.max_rank == 3
-    resampled, kept = P.em._em_resample(data, np.array([0.0, 3.0]))
+    resampled, kept = EM._em_resample(data, np.array([0.0, 3.0]))
     np.testing.assert_array_equal(kept, [3, 4])
     np.testing.assert_array_equal(resampled.cell_unit, [0, 1])
     np.testing.assert_array_equal(resampled.cell_clicks, [9, 6])
@@ -365,13 +367,13 @@ def test_a_resample_is_the_data_with_each_query_repeated():
 
 def test_a_theta_at_one_pushed_beyond_is_held_and_newton_needs_a_negative_definite_hessian():
     grad = np.array([2.0, 1.0, -1.0, 0.5])
-    np.testing.assert_array_equal(P.em._em_free(np.array([0.0, -0.5, 0.0]), grad), [False, True, True, True])
-    np.testing.assert_array_equal(P.em._em_free(np.array([-1e-10, -0.5, 0.0]), grad), [False, True, True, True])
-    np.testing.assert_array_equal(P.em._em_free(np.array([-1e-8, -0.5, 0.0]), grad), [True, True, True, True])
+    np.testing.assert_array_equal(EM._em_free(np.array([0.0, -0.5, 0.0]), grad), [False, True, True, True])
+    np.testing.assert_array_equal(EM._em_free(np.array([-1e-10, -0.5, 0.0]), grad), [False, True, True, True])
+    np.testing.assert_array_equal(EM._em_free(np.array([-1e-8, -0.5, 0.0]), grad), [True, True, True, True])
     hess = -np.diag([1.0, 2.0, 4.0, 5.0])
-    step = P.em._em_newton_direction(np.array([0.0, -0.5, 0.0]), grad, hess)
+    step = EM._em_newton_direction(np.array([0.0, -0.5, 0.0]), grad, hess)
     np.testing.assert_allclose(step, [0.0, 0.5, -0.25, 0.1])
-    assert P.em._em_newton_direction(np.array([-1.0, -0.5, -0.2]), grad, -hess) is None
+    assert EM._em_newton_direction(np.array([-1.0, -0.5, -0.2]), grad, -hess) is None
 
 
 @pytest.mark.parametrize("name,value,message", [
@@ -422,7 +424,7 @@ def _rank_counts(clicks, impressions, moved=0):
         cells += [(k, 0, moved // 2, 0), (k, 1, moved - moved // 2, 0)]
     unit, rank0, n, c = (np.array(v) for v in zip(*cells, strict=True))
     units = unit.max() + 1
-    return P.em._EMData(n_queries=units, max_rank=k, cell_unit=unit, cell_rank0=rank0,
+    return EM._EMData(n_queries=units, max_rank=k, cell_unit=unit, cell_rank0=rank0,
                         cell_impressions=n.astype(float), cell_clicks=c.astype(float),
                         unit_query=np.arange(units), unit_weight=np.bincount(unit, weights=n).astype(float),
                         features=np.ones((units, 1)))
@@ -553,9 +555,9 @@ def test_a_rank_clicked_where_rank_1_never_is_goes_to_the_upper_bound():
 def test_allpairs_fit_stopped_by_its_iteration_cap_is_not_converged():
     table, _ = _tiny_log(0)
     clicks, shown = P._harvest_statistics(P._check_table(**table), 4).totals()
-    capped = P.harvest._allpairs_fit(clicks, shown, max_iter=1)
+    capped = H._allpairs_fit(clicks, shown, max_iter=1)
     assert capped.iterations == 1 and not capped.converged
-    full = P.harvest._allpairs_fit(clicks, shown)
+    full = H._allpairs_fit(clicks, shown)
     assert full.converged and 1 < full.iterations < 50
     assert full.loglik > capped.loglik
 
@@ -624,7 +626,7 @@ def test_the_e_step_keeps_theta_inside_zero_one():
     # (the likelihood's log(1 - theta gamma) and the Newton step's log theta stay finite)
     data = _rank_counts([10, 3, 0], [10, 10, 10])
     # and rank 3, never clicked and believed never examined, at 1e-12 rather than 0
-    theta, _ = P.em._posteriors(data, np.array([0.9, 0.5, 0.0]), np.zeros(3))
+    theta, _ = EM._posteriors(data, np.array([0.9, 0.5, 0.0]), np.zeros(3))
     assert theta[0] == 1.0 - 1e-12 and 0.0 < theta[1] < 1.0 and theta[2] == 1e-12
 
 
@@ -638,9 +640,9 @@ def test_tree_em_starts_where_logistic_em_does():
         seen.append(label.copy())
         return np.zeros(len(label))
 
-    P.em._em_fit_trees(data, record, iterations=1, tol=1e-6)
+    EM._em_fit_trees(data, record, iterations=1, tol=1e-6)
     theta, coef = P._em_start(data)
-    _, positives = P.em._posteriors(data, theta, np.full(len(data.unit_weight), coef[0]))
+    _, positives = EM._posteriors(data, theta, np.full(len(data.unit_weight), coef[0]))
     np.testing.assert_allclose(seen[0], np.clip(positives / data.unit_weight, 0.0, 1.0), rtol=1e-12)
 
 
@@ -681,7 +683,7 @@ def test_tree_em_with_an_intercept_only_model_converges():
         rate = np.clip(np.sum(label * weight) / np.sum(weight), 1e-6, 1 - 1e-6)
         return np.full(len(label), np.log(rate / (1.0 - rate)))
 
-    theta, _, iterations, converged, _ = P.em._em_fit_trees(data, intercept, iterations=200, tol=1e-8)
+    theta, _, iterations, converged, _ = EM._em_fit_trees(data, intercept, iterations=200, tol=1e-8)
     assert converged and iterations < 200
     rate = (np.bincount(data.cell_rank0, weights=data.cell_clicks)
             / np.bincount(data.cell_rank0, weights=data.cell_impressions))
@@ -699,7 +701,7 @@ def test_the_one_step_band_is_one_newton_step_per_resample():
     counts = P._query_resamples(data.n_queries, 40, 3)
     g = counts @ scores
     g[:, 5:] -= pen * coef
-    free = P.em._em_free(np.log(theta), grad)
+    free = EM._em_free(np.log(theta), grad)
     steps = np.zeros_like(g)
     steps[:, free] = np.linalg.solve(-hess[np.ix_(free, free)], g[:, free].T).T
     log_theta = np.log(theta) + steps[:, :5]
