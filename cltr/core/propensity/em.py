@@ -340,8 +340,11 @@ def _em_resample_copies(data: _EMData, query_count: np.ndarray) -> _EMData:
     relevance: one sum over cells). The latent-class likelihood of a unit is
     log sum_j pi_j prod_cells Bin(c | n, theta_k g_j), not linear: a unit with its counts
     doubled tells its class apart as if it had been shown twice as often (its class posterior
-    is sharper), so a replicate with doubled counts is a log with more sessions than the one
-    resampled and its band is too narrow. Copies keep n per unit as the log has it."""
+    is sharper), so a replicate with doubled counts is a log with more sessions per document
+    than the one resampled, not a draw like it: over 24 MQ2008 logs at eta 1.5 such replicates
+    sat 21% of p_10 below the estimate on average and spread 1.6-1.7 times as widely as the
+    estimates did at ranks 7, 8 and 10 (copies: within 0.3% and 0.96-1.14 times). Copies keep
+    n per unit as the log has it."""
     unit_count = query_count[data.unit_query].astype(np.int64)
     starts = np.r_[0, np.cumsum(unit_count)[:-1]]                   # first copy's index per unit
     cell_count = unit_count[data.cell_unit]
