@@ -721,3 +721,11 @@ def test_harvest_statistics_where_only_the_first_document_has_the_longest_run():
     np.testing.assert_allclose(got_clicks, clicks, rtol=1e-12)
     np.testing.assert_allclose(got_shown, shown, rtol=1e-12)
     assert got_shown[0, 2] > 0
+
+
+def test_the_em_start_clips_a_click_rate_above_one_half():
+    # 15 clicks in 20 impressions over theta = 1/2 is a relevance of 1.5: clipped to 1 - 1e-6,
+    # so the start's logit is finite
+    theta, coef = P._em_start(_rank_counts([8, 7], [10, 10]))
+    np.testing.assert_allclose(theta, [0.5, 0.5])
+    assert coef[0] == pytest.approx(np.log((1.0 - 1e-6) / 1e-6), rel=1e-12)
