@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import importlib
 import importlib.abc
 import importlib.util
 import json
@@ -333,6 +334,12 @@ class ForkRunner:
         if not self._uses_numba:
             self._warm_kernels()
         self.dropped = self._dependents()
+        # dropped packages whose other submodules stay loaded: a package imported afresh has as
+        # attributes only the submodules its __init__ imports, so `package.sibling` (a test
+        # reading cltr.core.propensity.harvest while em.py is mutated) would fail in every child
+        self.kept_children = {package: [name for name in sys.modules
+                                        if name.rpartition(".")[0] == package and name not in self.dropped]
+                              for package in self.dropped if hasattr(sys.modules.get(package), "__path__")}
 
     def _warm_kernels(self) -> None:
         """Load the compiled risk-gradient kernels once, here, rather than in every child."""
@@ -384,6 +391,10 @@ class ForkRunner:
                     if package in sys.modules and package not in self.dropped:
                         sys.modules[package].__dict__.pop(leaf, None)
                 sys.meta_path.insert(0, _MutantFinder(self.name_of, _MutantLoader(source, str(ROOT / self.module))))
+                for package, children in self.kept_children.items():
+                    fresh = importlib.import_module(package)  # a mutant that breaks the import fails here
+                    for name in children:
+                        fresh.__dict__.setdefault(name.rpartition(".")[2], sys.modules[name])
                 status = int(self._pytest.main([*_PYTEST, *self.tests]))
             except BaseException:
                 status = 3
