@@ -343,7 +343,7 @@ def _em_resample_copies(data: _EMData, query_count: np.ndarray) -> _EMData:
     is sharper), so a replicate with doubled counts is a log with more sessions per document
     than the one resampled, not a draw like it: over 24 MQ2008 logs at eta 1.5 such replicates
     sat 21% of p_10 below the estimate on average and spread 1.6-1.7 times as widely as the
-    estimates did at ranks 7, 8 and 10 (copies: within 0.3% and 0.96-1.14 times). Copies keep
+    estimates did at ranks 7, 8 and 10 (copies: within 0.3% and 0.95-1.14 times). Copies keep
     n per unit as the log has it."""
     unit_count = query_count[data.unit_query].astype(np.int64)
     starts = np.r_[0, np.cumsum(unit_count)[:-1]]                   # first copy's index per unit
