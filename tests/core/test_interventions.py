@@ -81,7 +81,7 @@ def test_swap_band_covers_the_truth_at_its_level(kind):
     # 40 small logs; pooled over ranks 2-6 (200 correlated events) the 90% band must cover
     # (1/k) at a rate in [0.78, 0.97]: for a near-normal estimate a band half as wide covers
     # about 60%, one twice as wide nearly 100%. bench/propensity_coverage.py measures every
-    # rank over 200 MQ2008 logs (86-88% there).
+    # rank over 200 MQ2008 logs (88.7-90.2% there for swap and randomize, docs/how-to/propensities.md).
     covered = np.zeros(6)
     truth = 1.0 / np.arange(1, 7)
     for rep in range(40):
