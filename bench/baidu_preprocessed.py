@@ -31,8 +31,7 @@ def main() -> None:
     for seed in range(args.seeds):
         with tempfile.TemporaryDirectory() as folder:
             truth = write_preprocessed(folder, n_queries=args.queries, sessions_per_query=args.sessions, seed=seed)
-            data = load_baidu_ultr(f"{folder}/part-1_split-*.feather", truth.annotations, f"{folder}/logs",
-                                   seed=seed)
+            data = load_baidu_ultr(f"{folder}/part-1_split-*.feather", truth.annotations, f"{folder}/logs", seed=seed)
             log = api.read_click_log(data.meta["click_logs"]["train"], data.train)
             estimate = api.estimate_propensities(log, data.train, method="harvest", bootstrap=0, max_rank=10)
         found = np.array([row["propensity"] for row in estimate.to_rows()])

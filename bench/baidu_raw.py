@@ -46,8 +46,9 @@ def main() -> None:
     import pyarrow.csv  # noqa: F401  (imported once, outside the timings)
 
     with tempfile.TemporaryDirectory() as directory:
-        truth = write_raw_partitions(directory, n_queries=args.queries, sessions_per_query=args.sessions,
-                                     partitions=args.partitions, seed=0)
+        truth = write_raw_partitions(
+            directory, n_queries=args.queries, sessions_per_query=args.sessions, partitions=args.partitions, seed=0
+        )
         paths = truth.paths
         fast = [baidu.read_raw_partition(path) for path in paths]
         line_reader = baidu._read_with_arrow
@@ -59,8 +60,9 @@ def main() -> None:
             baidu._read_with_arrow = line_reader
         for a, b in zip(fast, slow, strict=True):
             for name in ("session", "qid", "url", "rank", "click", "dwell", "first_click", "last_click"):
-                assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=name in (
-                    "dwell", "first_click", "last_click")), name
+                assert np.array_equal(
+                    getattr(a, name), getattr(b, name), equal_nan=name in ("dwell", "first_click", "last_click")
+                ), name
         fast_seconds = best(baidu.read_raw_partition, paths, args.repeat)
         gunzip = best(lambda path: gzip.open(path).read(), paths, args.repeat)
         jobs = best(lambda _: list(baidu.read_raw_partitions(paths, n_jobs=args.jobs)), [None], args.repeat)
@@ -69,8 +71,12 @@ def main() -> None:
         text = sum(len(gzip.open(path).read()) for path in paths) / 1e6
         print(f"{len(paths)} partitions, {size:.0f} MB gzip ({text:.0f} MB text), {lines:,} document lines")
         print(f"{'reader':>16} {'seconds':>8} {'lines/s':>11}")
-        for name, seconds in (("pyarrow", fast_seconds), (f"pyarrow, {args.jobs} jobs", jobs),
-                              ("line-by-line", slow_seconds), ("gunzip only", gunzip)):
+        for name, seconds in (
+            ("pyarrow", fast_seconds),
+            (f"pyarrow, {args.jobs} jobs", jobs),
+            ("line-by-line", slow_seconds),
+            ("gunzip only", gunzip),
+        ):
             print(f"{name:>16} {seconds:>8.2f} {lines / seconds:>11,.0f}")
 
 

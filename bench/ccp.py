@@ -43,12 +43,16 @@ def main():
     parser.add_argument("--fold", type=int, default=1)
     parser.add_argument("--passes", type=int, default=100)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--compare-numpy", action="store_true",
-                        help="time the whole grid with compiled and with numpy pair passes, alternating")
+    parser.add_argument(
+        "--compare-numpy",
+        action="store_true",
+        help="time the whole grid with compiled and with numpy pair passes, alternating",
+    )
     parser.add_argument("--repeats", type=int, default=2, help="alternations of --compare-numpy")
     args = parser.parse_args()
     if args.default:
         from cltr import api
+
         dataset, name = api.load_dataset("synthetic"), "embedded default"
     else:
         dataset, name = load_letor(args.mq2008, fold=args.fold), f"MQ2008 Fold{args.fold}"
@@ -56,8 +60,10 @@ def main():
     train = dataset.train
     log = simulated_logs(dataset, production, passes=args.passes, seed=0)["train"]
     print(f"{name}: {len(log)} training clicks, {args.passes} passes, {args.threads} BLAS thread(s)")
-    print(f"{'C':>8} {'CCP steps':>9} {'converged':>9} {'inner it (1st / warm)':>22} "
-          f"{'s (1st / warm mean)':>20} {'total s':>8}")
+    print(
+        f"{'C':>8} {'CCP steps':>9} {'converged':>9} {'inner it (1st / warm)':>22} "
+        f"{'s (1st / warm mean)':>20} {'total s':>8}"
+    )
     grand = 0.0
     with threadpool_limits(args.threads):
         for C in DEFAULT_C_GRID:
@@ -68,9 +74,11 @@ def main():
             trace = result.trace
             warm_it = np.mean([s.inner_iterations for s in trace[1:]]) if len(trace) > 1 else float("nan")
             warm_s = np.mean([s.seconds for s in trace[1:]]) if len(trace) > 1 else float("nan")
-            print(f"{C:8g} {len(trace):9d} {str(result.converged):>9} "
-                  f"{trace[0].inner_iterations:>10d} / {warm_it:9.1f} {trace[0].seconds:9.3f} / {warm_s:8.3f} "
-                  f"{total:8.2f}")
+            print(
+                f"{C:8g} {len(trace):9d} {str(result.converged):>9} "
+                f"{trace[0].inner_iterations:>10d} / {warm_it:9.1f} {trace[0].seconds:9.3f} / {warm_s:8.3f} "
+                f"{total:8.2f}"
+            )
         print(f"whole grid: {grand:.2f} s")
         if args.compare_numpy:
             before = os.environ.get("CLTR_NO_NUMBA")

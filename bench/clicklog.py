@@ -51,8 +51,9 @@ def make_queries(n_queries: int, n_docs: int, *, seed: int, features: bool = Tru
     offsets = np.arange(0, n_queries * n_docs + 1, n_docs, dtype=np.int64)
     total = n_queries * n_docs
     if not features:  # what the reader needs: qids and offsets (X untouched zeros, never resident)
-        return Queries(X=np.zeros((total, N_FEATURES)), labels=np.zeros(total, np.int64), qid=qid.astype(np.int64),
-                       offsets=offsets)
+        return Queries(
+            X=np.zeros((total, N_FEATURES)), labels=np.zeros(total, np.int64), qid=qid.astype(np.int64), offsets=offsets
+        )
     X = rng.standard_normal((total, N_FEATURES))
     # labels 0-4 from a linear function of the features plus noise, so that a feature-based
     # relevance model (regression EM) can learn them
@@ -67,8 +68,14 @@ def make_log(queries, *, passes: int, rankers: int, seed: int, string_sessions: 
     n_queries, n_docs = queries.n_queries, int(np.diff(queries.offsets)[0])
     relevant = (queries.labels >= 3).reshape(n_queries, n_docs)
     # each ranker's order of each query's documents: labels plus its own noise
-    orders = [np.argsort(-(queries.labels.reshape(n_queries, n_docs) + 1.5 * rng.standard_normal((n_queries, n_docs))),
-                         axis=1, kind="stable") for _ in range(rankers)]
+    orders = [
+        np.argsort(
+            -(queries.labels.reshape(n_queries, n_docs) + 1.5 * rng.standard_normal((n_queries, n_docs))),
+            axis=1,
+            kind="stable",
+        )
+        for _ in range(rankers)
+    ]
     rank = np.arange(1, n_docs + 1)
     columns = {name: [] for name in ("session", "qid", "doc", "rank", "click", "propensity", "ranker")}
     for p in range(passes):
@@ -112,6 +119,7 @@ def write(columns: dict[str, np.ndarray], directory: Path) -> list[Path]:
 
 # -- the measured child ------------------------------------------------------------------
 
+
 def child(args) -> None:
     """Read the log once in this fresh process; print seconds, rows, RSS before reading."""
     from cltr.data.clicklog import read_click_log
@@ -128,17 +136,35 @@ def child(args) -> None:
         profile = cProfile.Profile()
         profile.runcall(read_click_log, args.child, queries)
         pstats.Stats(profile, stream=sys.stderr).sort_stats("cumulative").print_stats(25)
-    print(json.dumps({"seconds": seconds, "rows": int(len(rows.doc)), "clicks": int(rows.click.sum()),
-                      "rss_before_kib": before}))
+    print(
+        json.dumps(
+            {"seconds": seconds, "rows": int(len(rows.doc)), "clicks": int(rows.click.sum()), "rss_before_kib": before}
+        )
+    )
 
 
-WRAPPER = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True); "
-           "print('maxrss', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, flush=True)")
+WRAPPER = (
+    "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True); "
+    "print('maxrss', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, flush=True)"
+)
 
 
 def measure_import(path: Path, args) -> dict:
-    command = [sys.executable, "-c", WRAPPER, sys.executable, __file__, "--child", str(path),
-               "--queries", str(args.queries), "--docs", str(args.docs), "--seed", str(args.seed)]
+    command = [
+        sys.executable,
+        "-c",
+        WRAPPER,
+        sys.executable,
+        __file__,
+        "--child",
+        str(path),
+        "--queries",
+        str(args.queries),
+        "--docs",
+        str(args.docs),
+        "--seed",
+        str(args.seed),
+    ]
     if args.profile:
         command.append("--profile")
     done = subprocess.run(command, check=True, capture_output=True, text=True)
@@ -172,24 +198,31 @@ def main():
         directory.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
         queries = make_queries(args.queries, args.docs, seed=args.seed)
-        columns = make_log(queries, passes=args.passes, rankers=args.rankers, seed=args.seed,
-                           string_sessions=args.string_sessions)
+        columns = make_log(
+            queries, passes=args.passes, rankers=args.rankers, seed=args.seed, string_sessions=args.string_sessions
+        )
         n_rows = len(columns["doc"])
         paths = write(columns, directory)
         del columns
-        print(f"log: {args.queries} queries x {args.docs} documents x {args.passes} passes, {args.rankers} rankers "
-              f"= {n_rows:,} impression rows ({'string' if args.string_sessions else 'integer'} session ids), "
-              f"made and written in {time.perf_counter() - start:.1f} s")
+        print(
+            f"log: {args.queries} queries x {args.docs} documents x {args.passes} passes, {args.rankers} rankers "
+            f"= {n_rows:,} impression rows ({'string' if args.string_sessions else 'integer'} session ids), "
+            f"made and written in {time.perf_counter() - start:.1f} s"
+        )
         rows = []
         for path in paths:
             result = measure_import(path, args)
             rate = result["rows"] / result["seconds"]
-            rows.append({"step": f"read_click_log {path.suffix[1:]}",
-                         "file MB": f"{os.path.getsize(path) / 1e6:.0f}", "seconds": f"{result['seconds']:.2f}",
-                         "M rows/s": f"{rate / 1e6:.2f}",
-                         "peak MB (before read)":
-                             f"{result['peak_kib'] / 1024:.0f} ({result['rss_before_kib'] / 1024:.0f})",
-                         "target": "ok" if rate >= IMPORT_TARGET else "BELOW 2 M rows/s"})
+            rows.append(
+                {
+                    "step": f"read_click_log {path.suffix[1:]}",
+                    "file MB": f"{os.path.getsize(path) / 1e6:.0f}",
+                    "seconds": f"{result['seconds']:.2f}",
+                    "M rows/s": f"{rate / 1e6:.2f}",
+                    "peak MB (before read)": f"{result['peak_kib'] / 1024:.0f} ({result['rss_before_kib'] / 1024:.0f})",
+                    "target": "ok" if rate >= IMPORT_TARGET else "BELOW 2 M rows/s",
+                }
+            )
 
         if not args.no_estimators:
             if importlib.util.find_spec("cltr.core.propensity") is None:
@@ -201,17 +234,28 @@ def main():
                 logged = read_click_log(paths[0], queries)
                 start = time.perf_counter()
                 table = logged.impressions()
-                rows.append({"step": "aggregate impressions", "seconds": f"{time.perf_counter() - start:.2f}",
-                             "note": f"{len(table.doc):,} (document, rank, ranker) rows"})
+                rows.append(
+                    {
+                        "step": "aggregate impressions",
+                        "seconds": f"{time.perf_counter() - start:.2f}",
+                        "note": f"{len(table.doc):,} (document, rank, ranker) rows",
+                    }
+                )
                 for method in ("harvest", "em"):
                     start = time.perf_counter()
-                    estimate = estimate_propensities(table, queries.X, method=method, bootstrap=args.bootstrap,
-                                                     seed=args.seed)
+                    estimate = estimate_propensities(
+                        table, queries.X, method=method, bootstrap=args.bootstrap, seed=args.seed
+                    )
                     seconds = time.perf_counter() - start
                     shown = ", ".join(f"{p:.3f}" for p in np.asarray(estimate.propensity)[:5])
-                    rows.append({"step": f"estimate {method} (bootstrap {args.bootstrap})",
-                                 "seconds": f"{seconds:.2f}", "note": f"p_1..5 = {shown} (truth 1/r)",
-                                 "target": "ok" if seconds < ESTIMATE_TARGET else "ABOVE 30 s"})
+                    rows.append(
+                        {
+                            "step": f"estimate {method} (bootstrap {args.bootstrap})",
+                            "seconds": f"{seconds:.2f}",
+                            "note": f"p_1..5 = {shown} (truth 1/r)",
+                            "target": "ok" if seconds < ESTIMATE_TARGET else "ABOVE 30 s",
+                        }
+                    )
         columns_shown = ["step", "file MB", "seconds", "M rows/s", "peak MB (before read)", "target", "note"]
         widths = [max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in columns_shown]
         print("  ".join(c.ljust(w) for c, w in zip(columns_shown, widths, strict=True)))

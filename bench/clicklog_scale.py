@@ -64,8 +64,9 @@ def write_log(path: Path, queries, n_rows: int, *, seed: int) -> int:
     n_queries, n_docs = queries.n_queries, int(np.diff(queries.offsets)[0])
     labels = queries.labels.reshape(n_queries, n_docs)
     relevant = labels >= 3
-    orders = [np.argsort(-(labels + 1.5 * rng.standard_normal((n_queries, n_docs))), axis=1, kind="stable")
-              for _ in range(2)]
+    orders = [
+        np.argsort(-(labels + 1.5 * rng.standard_normal((n_queries, n_docs))), axis=1, kind="stable") for _ in range(2)
+    ]
     rank = np.arange(1, n_docs + 1)
     passes = max(1, round(n_rows / (n_queries * n_docs)))
     writer = None
@@ -74,18 +75,29 @@ def write_log(path: Path, queries, n_rows: int, *, seed: int) -> int:
         for p in range(passes):
             doc = orders[p % 2]
             observed = rng.random((n_queries, n_docs)) < 1.0 / rank
-            click = observed & np.where(np.take_along_axis(relevant, doc, axis=1), True,
-                                        rng.random((n_queries, n_docs)) < 0.1)
+            click = observed & np.where(
+                np.take_along_axis(relevant, doc, axis=1), True, rng.random((n_queries, n_docs)) < 0.1
+            )
             session = p * n_queries + np.repeat(np.arange(n_queries), n_docs)
-            table = pa.table({"session": pa.array(np.char.add("s", session.astype(str))),
-                              "qid": np.repeat(queries.qid, n_docs), "doc": doc.ravel(),
-                              "rank": np.tile(rank, n_queries), "click": click.ravel().astype(np.int8),
-                              "propensity": np.tile(1.0 / rank, n_queries),
-                              "ranker": np.full(n_queries * n_docs, p % 2, dtype=np.int8)})
+            table = pa.table(
+                {
+                    "session": pa.array(np.char.add("s", session.astype(str))),
+                    "qid": np.repeat(queries.qid, n_docs),
+                    "doc": doc.ravel(),
+                    "rank": np.tile(rank, n_queries),
+                    "click": click.ravel().astype(np.int8),
+                    "propensity": np.tile(1.0 / rank, n_queries),
+                    "ranker": np.full(n_queries * n_docs, p % 2, dtype=np.int8),
+                }
+            )
             if writer is None:
-                writer = (pq.ParquetWriter(path, table.schema) if path.suffix == ".parquet" else
-                          pacsv.CSVWriter(path, table.schema, write_options=pacsv.WriteOptions(
-                              delimiter="\t", quoting_style="none")))
+                writer = (
+                    pq.ParquetWriter(path, table.schema)
+                    if path.suffix == ".parquet"
+                    else pacsv.CSVWriter(
+                        path, table.schema, write_options=pacsv.WriteOptions(delimiter="\t", quoting_style="none")
+                    )
+                )
             writer.write_table(table)
             written += table.num_rows
     finally:
@@ -108,8 +120,13 @@ def child(args) -> None:
         counts = read_click_log_aggregated(args.child, queries, chunk_rows=args.chunk_rows)
         n_rows, cells = counts.rows, len(counts.doc)
     seconds = time.perf_counter() - start
-    found = {"seconds": seconds, "rows": n_rows, "cells": cells, "rss_before_kib": before,
-             "peak_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
+    found = {
+        "seconds": seconds,
+        "rows": n_rows,
+        "cells": cells,
+        "rss_before_kib": before,
+        "peak_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    }
     if args.harvest and args.mode == "chunks":
         from cltr.pipeline.stages import estimate_propensities
 
@@ -123,17 +140,24 @@ def child(args) -> None:
         X = make_queries(args.queries, args.docs, seed=SEED, features=True).X
         table = counts.impressions_table()
         runs, plain = [], None
-        for label, options in (("in process", {}),
-                               (f"local engine, {args.em_chunks} chunks", {"chunks": args.em_chunks}),
-                               (f"dask LocalCluster, {args.em_chunks} chunks",
-                                {"backend": "dask", "chunks": args.em_chunks})):
+        for label, options in (
+            ("in process", {}),
+            (f"local engine, {args.em_chunks} chunks", {"chunks": args.em_chunks}),
+            (f"dask LocalCluster, {args.em_chunks} chunks", {"backend": "dask", "chunks": args.em_chunks}),
+        ):
             start = time.perf_counter()
             estimate = estimate_propensities(table, X, method="em", bootstrap=0, **options)
             seconds = time.perf_counter() - start
             plain = estimate.propensity if plain is None else plain
-            runs.append({"run": label, "seconds": seconds, "iterations": estimate.info["iterations"],
-                         "max_diff": float(np.max(np.abs(estimate.propensity - plain))),
-                         "propensity": [round(float(v), 3) for v in estimate.propensity[:5]]})
+            runs.append(
+                {
+                    "run": label,
+                    "seconds": seconds,
+                    "iterations": estimate.info["iterations"],
+                    "max_diff": float(np.max(np.abs(estimate.propensity - plain))),
+                    "propensity": [round(float(v), 3) for v in estimate.propensity[:5]],
+                }
+            )
         found["em"] = runs
         found["em_cells"], found["em_units"] = len(table.doc), estimate.info["documents"]
     print(json.dumps(found))
@@ -154,12 +178,22 @@ def on_disk_child(args) -> None:
         from cltr.data.clicklog import read_click_log
 
         t = read_click_log(args.child, queries).impressions()
-        estimate = chunked_harvest_propensities(t.query, t.doc, t.rank, t.ranker, t.impressions, t.clicks,
-                                                chunks=args.on_disk_chunks, mapper=LocalMapper(), **options)
+        estimate = chunked_harvest_propensities(
+            t.query,
+            t.doc,
+            t.rank,
+            t.ranker,
+            t.impressions,
+            t.clicks,
+            chunks=args.on_disk_chunks,
+            mapper=LocalMapper(),
+            **options,
+        )
         found["rows"] = int(t.impressions.sum())
     elif args.mode == "on-disk-local":
-        estimate = harvest_parquet_log(args.child, SplitIds.of(queries), chunks=args.on_disk_chunks,
-                                       mapper=LocalMapper(), **options)
+        estimate = harvest_parquet_log(
+            args.child, SplitIds.of(queries), chunks=args.on_disk_chunks, mapper=LocalMapper(), **options
+        )
     else:
         from cltr.distributed import EngineOptions, engine
 
@@ -167,17 +201,35 @@ def on_disk_child(args) -> None:
             estimate = harvest_parquet_log(args.child, SplitIds.of(queries), chunks=chunks, mapper=mapper, **options)
             peaks = mapper.client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
             found["worker_peak_kib"] = sorted(peaks.values())
-    found.update(seconds=time.perf_counter() - start, rss_before_kib=before,
-                 peak_kib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-                 propensity=[float(v) for v in estimate.propensity],
-                 rows=found.get("rows", estimate.info.get("rows")),
-                 row_groups=estimate.info.get("row_groups"), row_groups_read=estimate.info.get("row_groups_read"))
+    found.update(
+        seconds=time.perf_counter() - start,
+        rss_before_kib=before,
+        peak_kib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        propensity=[float(v) for v in estimate.propensity],
+        rows=found.get("rows", estimate.info.get("rows")),
+        row_groups=estimate.info.get("row_groups"),
+        row_groups_read=estimate.info.get("row_groups_read"),
+    )
     print(json.dumps(found))
 
 
 def measure(path: Path, mode: str, args) -> dict:
-    command = [sys.executable, __file__, "--child", str(path), "--mode", mode, "--queries", str(args.queries),
-               "--docs", str(args.docs), "--chunk-rows", str(args.chunk_rows), "--em-chunks", str(args.em_chunks)]
+    command = [
+        sys.executable,
+        __file__,
+        "--child",
+        str(path),
+        "--mode",
+        mode,
+        "--queries",
+        str(args.queries),
+        "--docs",
+        str(args.docs),
+        "--chunk-rows",
+        str(args.chunk_rows),
+        "--em-chunks",
+        str(args.em_chunks),
+    ]
     command += (["--harvest"] if args.harvest else []) + (["--em"] if args.em else [])
     command += ["--on-disk-chunks", str(args.on_disk_chunks)] + (["--on-disk"] if args.on_disk else [])
     done = subprocess.run(command, check=True, capture_output=True, text=True)
@@ -192,19 +244,32 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=25)
     parser.add_argument("--chunk-rows", type=int, default=1 << 20)
     parser.add_argument("--format", choices=["tsv", "parquet"], default="tsv")
-    parser.add_argument("--harvest", action="store_true",
-                        help="Also time intervention harvesting (no bootstrap) on the chunked import's counts.")
-    parser.add_argument("--em", action="store_true",
-                        help="Also time regression EM (no bootstrap) on the chunked import's counts: in process, on "
-                             "the local engine in --em-chunks chunks and on a dask LocalCluster.")
+    parser.add_argument(
+        "--harvest",
+        action="store_true",
+        help="Also time intervention harvesting (no bootstrap) on the chunked import's counts.",
+    )
+    parser.add_argument(
+        "--em",
+        action="store_true",
+        help="Also time regression EM (no bootstrap) on the chunked import's counts: in process, on "
+        "the local engine in --em-chunks chunks and on a dask LocalCluster.",
+    )
     parser.add_argument("--em-chunks", type=int, default=4, help="Chunks of whole queries of the chunked EM runs.")
-    parser.add_argument("--on-disk", action="store_true",
-                        help="Instead of importing, harvest (no bootstrap) each Parquet log in memory and on disk "
-                             "(each chunk read from the file where it is computed), on the local engine and on a "
-                             "dask LocalCluster, and report the client's peak memory.")
+    parser.add_argument(
+        "--on-disk",
+        action="store_true",
+        help="Instead of importing, harvest (no bootstrap) each Parquet log in memory and on disk "
+        "(each chunk read from the file where it is computed), on the local engine and on a "
+        "dask LocalCluster, and report the client's peak memory.",
+    )
     parser.add_argument("--on-disk-chunks", type=int, default=4, help="Chunks of whole queries of the --on-disk runs.")
-    parser.add_argument("--dir", type=Path, default=None, help="Where the logs are written [default: a temporary "
-                                                                "directory, removed afterwards].")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="Where the logs are written [default: a temporary directory, removed afterwards].",
+    )
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--mode", choices=["whole", "chunks", *ON_DISK_MODES], help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -220,8 +285,10 @@ def main() -> None:
     queries = make_queries(args.queries, args.docs, seed=SEED, features=True)
     with tempfile.TemporaryDirectory(dir=args.dir) as directory:
         print(f"{args.queries} queries x {args.docs} documents, {args.format}, chunks of {args.chunk_rows} rows")
-        print(f"{'rows':>11} {'MB on disk':>10} {'import':>7} {'seconds':>8} {'rows/s':>10} {'peak MB':>8} "
-              f"{'before MB':>9} {'added MB':>8} {'cells':>9}")
+        print(
+            f"{'rows':>11} {'MB on disk':>10} {'import':>7} {'seconds':>8} {'rows/s':>10} {'peak MB':>8} "
+            f"{'before MB':>9} {'added MB':>8} {'cells':>9}"
+        )
         for size in sizes:
             path = Path(directory) / f"log-{size}.{args.format}"
             n_rows = write_log(path, queries, size, seed=SEED)
@@ -229,16 +296,25 @@ def main() -> None:
             for mode in modes:
                 found = measure(path, mode, args)
                 peak, before = found["peak_kib"] / 1024, found["rss_before_kib"] / 1024
-                print(f"{n_rows:>11,} {path.stat().st_size / 1e6:>10.0f} {mode:>7} {found['seconds']:>8.1f} "
-                      f"{n_rows / found['seconds']:>10,.0f} {peak:>8.0f} {before:>9.0f} {peak - before:>8.0f} "
-                      f"{found['cells']:>9,}", flush=True)
+                print(
+                    f"{n_rows:>11,} {path.stat().st_size / 1e6:>10.0f} {mode:>7} {found['seconds']:>8.1f} "
+                    f"{n_rows / found['seconds']:>10,.0f} {peak:>8.0f} {before:>9.0f} {peak - before:>8.0f} "
+                    f"{found['cells']:>9,}",
+                    flush=True,
+                )
                 if "harvest_seconds" in found:
-                    print(f"{'':>11} harvest on the counts: {found['harvest_seconds']:.1f} s, propensity at ranks "
-                          f"1-5 {found['harvest']} (true 1/rank)", flush=True)
+                    print(
+                        f"{'':>11} harvest on the counts: {found['harvest_seconds']:.1f} s, propensity at ranks "
+                        f"1-5 {found['harvest']} (true 1/rank)",
+                        flush=True,
+                    )
                 for run in found.get("em", []):
-                    print(f"{'':>11} em ({found['em_cells']:,} cells, {found['em_units']:,} documents), {run['run']}: "
-                          f"{run['seconds']:.1f} s, {run['iterations']} iterations, max |p - p_in_process| "
-                          f"{run['max_diff']:.1e}, propensity at ranks 1-5 {run['propensity']}", flush=True)
+                    print(
+                        f"{'':>11} em ({found['em_cells']:,} cells, {found['em_units']:,} documents), {run['run']}: "
+                        f"{run['seconds']:.1f} s, {run['iterations']} iterations, max |p - p_in_process| "
+                        f"{run['max_diff']:.1e}, propensity at ranks 1-5 {run['propensity']}",
+                        flush=True,
+                    )
             path.unlink()
 
 
@@ -246,29 +322,47 @@ def on_disk(args) -> None:
     sizes = [int(float(size)) for size in args.rows.split(",")]
     queries = make_queries(args.queries, args.docs, seed=SEED, features=False)
     with tempfile.TemporaryDirectory(dir=args.dir) as directory:
-        print(f"{args.queries} queries x {args.docs} documents, parquet written pass by pass, harvest (no bootstrap) "
-              f"in {args.on_disk_chunks} chunks")
-        print(f"{'rows':>11} {'MB on disk':>10} {'path':>28} {'seconds':>8} {'peak MB':>8} {'before MB':>9} "
-              f"{'added MB':>8} {'max |p - p_mem|':>15}  row groups read")
+        print(
+            f"{args.queries} queries x {args.docs} documents, parquet written pass by pass, harvest (no bootstrap) "
+            f"in {args.on_disk_chunks} chunks"
+        )
+        print(
+            f"{'rows':>11} {'MB on disk':>10} {'path':>28} {'seconds':>8} {'peak MB':>8} {'before MB':>9} "
+            f"{'added MB':>8} {'max |p - p_mem|':>15}  row groups read"
+        )
         for size in sizes:
             path = Path(directory) / f"log-{size}.parquet"
             n_rows = write_log(path, queries, size, seed=SEED)
             reference = None
-            for mode, label in zip(ON_DISK_MODES, ("in memory, local engine", "on disk, local engine",
-                                                   "on disk, dask LocalCluster"), strict=True):
+            for mode, label in zip(
+                ON_DISK_MODES,
+                ("in memory, local engine", "on disk, local engine", "on disk, dask LocalCluster"),
+                strict=True,
+            ):
                 found = measure(path, mode, args)
                 p = np.array(found["propensity"])
                 reference = p if reference is None else reference
                 peak, before = found["peak_kib"] / 1024, found["rss_before_kib"] / 1024
-                groups = (f"{found['row_groups_read']} of {found['row_groups']} x {args.on_disk_chunks} chunks"
-                          if found.get("row_groups") else "")
-                workers = (" workers' peaks " + ", ".join(f"{k / 1024:.0f}" for k in found["worker_peak_kib"])
-                           + " MB" if "worker_peak_kib" in found else "")
-                print(f"{n_rows:>11,} {path.stat().st_size / 1e6:>10.0f} {label:>28} {found['seconds']:>8.1f} "
-                      f"{peak:>8.0f} {before:>9.0f} {peak - before:>8.0f} "
-                      f"{float(np.max(np.abs(p - reference))):>15.1e}  {groups}{workers}", flush=True)
-            print(f"{'':>11} propensity at ranks 1-5 {[round(float(v), 3) for v in reference[:5]]} (true 1/rank)",
-                  flush=True)
+                groups = (
+                    f"{found['row_groups_read']} of {found['row_groups']} x {args.on_disk_chunks} chunks"
+                    if found.get("row_groups")
+                    else ""
+                )
+                workers = (
+                    " workers' peaks " + ", ".join(f"{k / 1024:.0f}" for k in found["worker_peak_kib"]) + " MB"
+                    if "worker_peak_kib" in found
+                    else ""
+                )
+                print(
+                    f"{n_rows:>11,} {path.stat().st_size / 1e6:>10.0f} {label:>28} {found['seconds']:>8.1f} "
+                    f"{peak:>8.0f} {before:>9.0f} {peak - before:>8.0f} "
+                    f"{float(np.max(np.abs(p - reference))):>15.1e}  {groups}{workers}",
+                    flush=True,
+                )
+            print(
+                f"{'':>11} propensity at ranks 1-5 {[round(float(v), 3) for v in reference[:5]]} (true 1/rank)",
+                flush=True,
+            )
             path.unlink()
 
 

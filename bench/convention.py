@@ -46,8 +46,7 @@ def one_run(mq2008, fold, rep, relevant_from):
     production, _ = produce(dataset, seed=rep)
     logs = simulated_logs(dataset, production, passes=100, seed=rep)
     data = TrainingData(dataset, logs["train"], logs["vali"], rep)
-    scorers = {"random": _Scores(np.zeros(dataset.test.n_docs)),
-               "ideal": _Scores(dataset.test.labels >= relevant_from)}
+    scorers = {"random": _Scores(np.zeros(dataset.test.n_docs)), "ideal": _Scores(dataset.test.labels >= relevant_from)}
     for method in METHODS:
         scorers[method], _ = train(method, data, {})
     values = {}
@@ -56,10 +55,10 @@ def one_run(mq2008, fold, rep, relevant_from):
             continue
         relevant = dataset.test.relevant(threshold)
         for row, scorer in scorers.items():
-            values[(name, row)] = evaluate(scorer, dataset.test, relevant, rng=stream(rep, "evaluate"),
-                                           dcg_base=base)["avg_dcg"]
-    return {"fold": fold, "rep": rep, "relevant_from": relevant_from, "clicks": len(logs["train"]),
-            "values": values}
+            values[(name, row)] = evaluate(scorer, dataset.test, relevant, rng=stream(rep, "evaluate"), dcg_base=base)[
+                "avg_dcg"
+            ]
+    return {"fold": fold, "rep": rep, "relevant_from": relevant_from, "clicks": len(logs["train"]), "values": values}
 
 
 def parse_folds(text):
@@ -78,8 +77,12 @@ def main():
     args = parser.parse_args()
     folds = parse_folds(args.folds)
     start = time.perf_counter()
-    runs = Parallel(n_jobs=args.jobs)(delayed(one_run)(args.mq2008, fold, rep, threshold)
-                                      for fold in folds for rep in range(args.reps) for threshold in (1, 2))
+    runs = Parallel(n_jobs=args.jobs)(
+        delayed(one_run)(args.mq2008, fold, rep, threshold)
+        for fold in folds
+        for rep in range(args.reps)
+        for threshold in (1, 2)
+    )
     print(f"{len(folds)} fold(s) x {args.reps} repetitions, {time.perf_counter() - start:.0f} s")
     print(f"{'definition (mean over all runs)':34s}" + "".join(f"{row:>14s}" for row in ROWS))
     for name, threshold, _ in DEFINITIONS:
@@ -93,8 +96,10 @@ def main():
         print(f"  {row:14s} {np.mean(values):.4f} ± {np.std(values, ddof=1) if len(values) > 1 else 0:.4f}{paper}")
     for threshold in (1, 2):
         clicks = [r["clicks"] for r in runs if r["relevant_from"] == threshold]
-        print(f"training clicks at relevance label >= {threshold}: {np.mean(clicks):.0f} on average "
-              f"(paper Table 1: 25,870)")
+        print(
+            f"training clicks at relevance label >= {threshold}: {np.mean(clicks):.0f} on average "
+            f"(paper Table 1: 25,870)"
+        )
 
 
 if __name__ == "__main__":

@@ -45,17 +45,23 @@ def main():
     log, _ = click_logs(session.clicks(name))
     split = dataset.train
     cost = log.cost
-    print(f"{name}: {len(log)} training clicks, {split.n_queries} queries, {split.n_docs} documents x "
-          f"{split.n_features} features; C = {args.C:g}, tol = {args.tol:g}, {args.chunks} chunks")
-    header = (f"{'run':>20} {'setup s':>8} {'iterations':>10} {'solve s':>8} {'ms/iter':>8} {'objective':>12} "
-              f"{'gap':>9} {'max|dw|':>9}")
+    print(
+        f"{name}: {len(log)} training clicks, {split.n_queries} queries, {split.n_docs} documents x "
+        f"{split.n_features} features; C = {args.C:g}, tol = {args.tol:g}, {args.chunks} chunks"
+    )
+    header = (
+        f"{'run':>20} {'setup s':>8} {'iterations':>10} {'solve s':>8} {'ms/iter':>8} {'objective':>12} "
+        f"{'gap':>9} {'max|dw|':>9}"
+    )
     print(header)
 
     def row(label, setup, result, reference):
         dw = "" if reference is None else f"{np.abs(result.w - reference).max():9.1e}"
-        print(f"{label:>20} {setup:8.2f} {result.iterations:10d} {result.seconds:8.2f} "
-              f"{1000 * result.seconds / max(result.iterations, 1):8.1f} {result.objective:12.4f} "
-              f"{result.gap:9.2e} {dw:>9}")
+        print(
+            f"{label:>20} {setup:8.2f} {result.iterations:10d} {result.seconds:8.2f} "
+            f"{1000 * result.seconds / max(result.iterations, 1):8.1f} {result.objective:12.4f} "
+            f"{result.gap:9.2e} {dw:>9}"
+        )
 
     with threadpool_limits(1):  # as the workers: one BLAS thread each
         start = time.perf_counter()
@@ -77,8 +83,10 @@ def main():
 
     for workers in args.workers:
         start = time.perf_counter()
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster) as client:
+        with (
+            LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+            Client(cluster) as client,
+        ):
             print(f"{'':>20} (cluster of {workers} started in {time.perf_counter() - start:.2f} s)")
             chunked(f"dask, {workers} worker{'s' if workers > 1 else ''}", DaskMapper(client), local.w)
 

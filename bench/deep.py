@@ -58,14 +58,17 @@ def clicks_on(dataset, seed, passes=100):
 
 def time_epochs(name, X, offsets, clicks: Clicks, *, epochs, threads):
     settings = deep_settings("default")
-    settings = deep_settings("default", epochs=epochs, patience=None,
-                             lr=sorted(settings.learning_rates)[len(settings.learning_rates) // 2])
+    settings = deep_settings(
+        "default", epochs=epochs, patience=None, lr=sorted(settings.learning_rates)[len(settings.learning_rates) // 2]
+    )
     clicked = np.unique(clicks.query)
     docs = int(np.sum(offsets[clicked + 1] - offsets[clicked]))
-    print(f"{name}: {len(offsets) - 1:,} queries, {offsets[-1]:,} documents x {X.shape[1]} features "
-          f"({X.dtype.name}), {len(clicks):,} clicks on {len(clicked):,} queries "
-          f"({docs:,} documents scored per epoch); network {settings.hidden} {settings.activation} "
-          f"{settings.dtype}, ~{settings.batch_docs} documents a batch")
+    print(
+        f"{name}: {len(offsets) - 1:,} queries, {offsets[-1]:,} documents x {X.shape[1]} features "
+        f"({X.dtype.name}), {len(clicks):,} clicks on {len(clicked):,} queries "
+        f"({docs:,} documents scored per epoch); network {settings.hidden} {settings.activation} "
+        f"{settings.dtype}, ~{settings.batch_docs} documents a batch"
+    )
     print(f"{'threads':>7} {'s/epoch':>9} {'docs/s':>11} {'first epoch s':>13} {'train loss':>22}")
     for count in threads:
         with threadpool_limits(limits=count, user_api="blas"):
@@ -81,17 +84,30 @@ def speed_mq2008(path, epochs, threads):
     dataset = load_letor(path, fold=1)
     logs, _ = clicks_on(dataset, 0)
     log = logs["train"]
-    time_epochs("MQ2008 Fold1, 100 passes", dataset.train.X, dataset.train.offsets, Clicks.from_log(log),
-                epochs=epochs, threads=threads)
+    time_epochs(
+        "MQ2008 Fold1, 100 passes",
+        dataset.train.X,
+        dataset.train.offsets,
+        Clicks.from_log(log),
+        epochs=epochs,
+        threads=threads,
+    )
 
 
 def speed_yahoo(epochs, threads):
     start = time.perf_counter()
-    problem = make_click_problem(20000, 24, 700, passes=10, dtype=np.float32, relevant_share=0.1, noise=1.0,
-                                 eta=1.0, eps_neg=0.1, seed=0)
+    problem = make_click_problem(
+        20000, 24, 700, passes=10, dtype=np.float32, relevant_share=0.1, noise=1.0, eta=1.0, eps_neg=0.1, seed=0
+    )
     print(f"generated in {time.perf_counter() - start:.1f} s")
-    time_epochs("Yahoo-shaped, 10 passes", problem["X"], problem["offsets"],
-                Clicks(problem["click_query"], problem["click_doc"], problem["cost"]), epochs=epochs, threads=threads)
+    time_epochs(
+        "Yahoo-shaped, 10 passes",
+        problem["X"],
+        problem["offsets"],
+        Clicks(problem["click_query"], problem["click_doc"], problem["cost"]),
+        epochs=epochs,
+        threads=threads,
+    )
 
 
 def compare(name, dataset, seeds):
@@ -103,21 +119,30 @@ def compare(name, dataset, seeds):
         for method in ("svm-propdcg", "deep-propdcg"):
             start = time.perf_counter()
             scorer, info = train(method, data, {})
-            row[method] = evaluate(scorer, dataset.test, relevant["test"], rng=stream(seed, "evaluate"),
-                                   dcg_base=dataset.dcg_base)["avg_dcg"]
+            row[method] = evaluate(
+                scorer, dataset.test, relevant["test"], rng=stream(seed, "evaluate"), dcg_base=dataset.dcg_base
+            )["avg_dcg"]
             row[f"{method} s"] = time.perf_counter() - start
             row[f"{method} chosen"] = info["chosen"]
         rows.append(row)
-        print(f"  seed {seed}: {len(logs['train']):,} clicks; " + "  ".join(
-            f"{m} {row[m]:.4f} ({row[m + ' chosen']}, {row[m + ' s']:.0f} s)"
-            for m in ("svm-propdcg", "deep-propdcg")), flush=True)
+        print(
+            f"  seed {seed}: {len(logs['train']):,} clicks; "
+            + "  ".join(
+                f"{m} {row[m]:.4f} ({row[m + ' chosen']}, {row[m + ' s']:.0f} s)"
+                for m in ("svm-propdcg", "deep-propdcg")
+            ),
+            flush=True,
+        )
     print(f"{name}, {seeds} seeds: test Avg DCG mean +- std (ddof 1)")
     for method in ("svm-propdcg", "deep-propdcg"):
         values = [r[method] for r in rows]
         print(f"  {method:>13}  {np.mean(values):.4f} +- {np.std(values, ddof=1):.4f}")
     gains = [r["deep-propdcg"] - r["svm-propdcg"] for r in rows]
-    print(f"  {'deep - svm':>13}  {np.mean(gains):+.4f} +- {np.std(gains, ddof=1):.4f}; "
-          f"deep better on {sum(g > 0 for g in gains)} of {seeds} seeds", flush=True)
+    print(
+        f"  {'deep - svm':>13}  {np.mean(gains):+.4f} +- {np.std(gains, ddof=1):.4f}; "
+        f"deep better on {sum(g > 0 for g in gains)} of {seeds} seeds",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -128,8 +153,12 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=6)
     parser.add_argument("--skip-mq2008", action="store_true")
     parser.add_argument("--skip-synthetic", action="store_true")
-    parser.add_argument("--synthetic-queries", type=int, default=None,
-                        help="queries of the synthetic dataset (default: the embedded one's 300)")
+    parser.add_argument(
+        "--synthetic-queries",
+        type=int,
+        default=None,
+        help="queries of the synthetic dataset (default: the embedded one's 300)",
+    )
     parser.add_argument("--epochs", type=int, help="epochs timed (default 5, yahoo 2)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="BLAS threads (default 1 2)")
     args = parser.parse_args()

@@ -26,8 +26,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-SPEC_LINE = re.compile(r"^(?P<tasks>\d+) tasks \((?P<computed>\d+) computed, (?P<reused>\d+) reused\) in "
-                       r"(?P<seconds>[\d.]+) s$")
+SPEC_LINE = re.compile(
+    r"^(?P<tasks>\d+) tasks \((?P<computed>\d+) computed, (?P<reused>\d+) reused\) in "
+    r"(?P<seconds>[\d.]+) s$"
+)
 HEADER = re.compile(r"^(?P<spec>[\w.-]+) \(.*\) on '")
 
 
@@ -57,8 +59,9 @@ def spec_rows(lines: list[str]) -> list[dict]:
         if (header := HEADER.match(line)) is not None:
             current = header["spec"]
         elif (found := SPEC_LINE.match(line.strip())) is not None and current is not None:
-            rows.append({"spec": current, **{k: float(v) if k == "seconds" else int(v)
-                                             for k, v in found.groupdict().items()}})
+            rows.append(
+                {"spec": current, **{k: float(v) if k == "seconds" else int(v) for k, v in found.groupdict().items()}}
+            )
     return rows
 
 
@@ -75,9 +78,16 @@ def main(argv=None) -> None:
 
     temporary = tempfile.TemporaryDirectory(prefix="cltr-bench-figures-") if args.workdir is None else None
     workdir = Path(temporary.name) if temporary else args.workdir
-    extra = ["--n-jobs", str(args.n_jobs), "--out", str(workdir / "results"),
-             *(["--quick"] if args.quick else []), *(["--select", args.select] if args.select else []),
-             *(["--tune", args.tune] if args.tune else []), *(["--dataset", args.dataset] if args.dataset else [])]
+    extra = [
+        "--n-jobs",
+        str(args.n_jobs),
+        "--out",
+        str(workdir / "results"),
+        *(["--quick"] if args.quick else []),
+        *(["--select", args.select] if args.select else []),
+        *(["--tune", args.tune] if args.tune else []),
+        *(["--dataset", args.dataset] if args.dataset else []),
+    ]
     before = set(model_manifests(workdir))
     base = [sys.executable, "-m", "cltr", "--workdir", str(workdir), "figures"]
     names = ["all"] if args.specs == "all" else args.specs.split(",")
@@ -105,14 +115,18 @@ def main(argv=None) -> None:
     print(f"{'spec':<16}{'tasks':>7}{'computed':>10}{'reused':>8}{'seconds':>10}")
     for row in rows:
         print(f"{row['spec']:<16}{row['tasks']:>7}{row['computed']:>10}{row['reused']:>8}{row['seconds']:>10.1f}")
-    print(f"total wall: {total:.1f} s ({total / 60:.1f} min); CPU of the commands and their workers: {used:.1f} s "
-          f"({used / max(total, 1e-9):.2f} cores busy on average)")
+    print(
+        f"total wall: {total:.1f} s ({total / 60:.1f} min); CPU of the commands and their workers: {used:.1f} s "
+        f"({used / max(total, 1e-9):.2f} cores busy on average)"
+    )
     spent = sum(cpu.values())
     print(f"\n{len(models)} models trained, {spent:.1f} s of training CPU (evaluation and simulation not included)")
     print(f"{'method':<22}{'models':>7}{'CPU s':>10}{'share':>8}{'wall s':>10}")
     for method in sorted(cpu, key=cpu.get, reverse=True):
-        print(f"{method:<22}{count[method]:>7}{cpu[method]:>10.1f}{cpu[method] / max(spent, 1e-9):>8.1%}"
-              f"{wall[method]:>10.1f}")
+        print(
+            f"{method:<22}{count[method]:>7}{cpu[method]:>10.1f}{cpu[method] / max(spent, 1e-9):>8.1%}"
+            f"{wall[method]:>10.1f}"
+        )
     if temporary is not None:
         temporary.cleanup()
 

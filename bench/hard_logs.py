@@ -60,10 +60,16 @@ def run(workspace: Workspace, name: str, dataset, fingerprint: str, logs, seeds,
     rows = []
     for eta, eps in logs:
         for seed in seeds:
-            clicks, _ = clicks_stage(workspace, name, dataset, production, {"eta": eta, "eps_neg": eps}, passes=100,
-                                     seed=seed)
-            row = {"eta": eta, "eps_neg": eps, "seed": seed, "production": production.info["test"]["avg_dcg"],
-                   "train_clicks": clicks.info["train"]["clicks"]}
+            clicks, _ = clicks_stage(
+                workspace, name, dataset, production, {"eta": eta, "eps_neg": eps}, passes=100, seed=seed
+            )
+            row = {
+                "eta": eta,
+                "eps_neg": eps,
+                "seed": seed,
+                "production": production.info["test"]["avg_dcg"],
+                "train_clicks": clicks.info["train"]["clicks"],
+            }
             for method in method_names:
                 start = time.perf_counter()
                 model, reused = model_stage(workspace, name, dataset, clicks, *method_options(method), seed=seed)
@@ -73,8 +79,11 @@ def run(workspace: Workspace, name: str, dataset, fingerprint: str, logs, seeds,
                 row[f"{method} seconds"] = float("nan") if reused else seconds
                 row[f"{method} chosen"] = " ".join(f"{k}={v}" for k, v in model.info.get("chosen", {}).items())
             rows.append(row)
-            print(f"eta {eta:g} eps- {eps:g} seed {seed}: production {row['production']:.4f}  "
-                  + "  ".join(f"{m} {row[m]:.4f}" for m in method_names), flush=True)
+            print(
+                f"eta {eta:g} eps- {eps:g} seed {seed}: production {row['production']:.4f}  "
+                + "  ".join(f"{m} {row[m]:.4f}" for m in method_names),
+                flush=True,
+            )
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", newline="") as stream:
         writer = csv.DictWriter(stream, fieldnames=list(rows[0]))
@@ -87,27 +96,38 @@ def report(rows, logs, method_names) -> None:
     for eta, eps in logs:
         mine = [r for r in rows if r["eta"] == eta and r["eps_neg"] == eps]
         production = np.array([r["production"] for r in mine])
-        print(f"\neta {eta:g}, eps- {eps:g}: {len(mine)} click seeds, "
-              f"{np.mean([r['train_clicks'] for r in mine]):.0f} training clicks on average; "
-              f"production {production[0]:.4f}")
-        print(f"{'method':>20}  {'test Avg DCG':>16}  {'vs production':>14}  {'p (t)':>8}  {'wins':>5}  "
-              f"{'train s':>8}  chosen (seed 0)")
+        print(
+            f"\neta {eta:g}, eps- {eps:g}: {len(mine)} click seeds, "
+            f"{np.mean([r['train_clicks'] for r in mine]):.0f} training clicks on average; "
+            f"production {production[0]:.4f}"
+        )
+        print(
+            f"{'method':>20}  {'test Avg DCG':>16}  {'vs production':>14}  {'p (t)':>8}  {'wins':>5}  "
+            f"{'train s':>8}  chosen (seed 0)"
+        )
         for method in method_names:
             values = np.array([r[method] for r in mine])
             test = paired_tests(production, values)
-            seconds = np.nanmean([r[f"{method} seconds"] for r in mine]) if any(
-                np.isfinite(r[f"{method} seconds"]) for r in mine) else float("nan")
-            print(f"{method:>20}  {values.mean():.4f} ± {values.std(ddof=1) if len(values) > 1 else 0:.4f}  "
-                  f"{values.mean() - production.mean():+14.4f}  {test['p_t']:8.2g}  "
-                  f"{int(np.sum(values > production)):>2}/{len(values)}  {seconds:8.1f}  {mine[0][method + ' chosen']}")
+            seconds = (
+                np.nanmean([r[f"{method} seconds"] for r in mine])
+                if any(np.isfinite(r[f"{method} seconds"]) for r in mine)
+                else float("nan")
+            )
+            print(
+                f"{method:>20}  {values.mean():.4f} ± {values.std(ddof=1) if len(values) > 1 else 0:.4f}  "
+                f"{values.mean() - production.mean():+14.4f}  {test['p_t']:8.2g}  "
+                f"{int(np.sum(values > production)):>2}/{len(values)}  {seconds:8.1f}  {mine[0][method + ' chosen']}"
+            )
         for variant in method_names:
             base = variant.split("@")[0]
             if variant != base and base in method_names:
                 a, b = np.array([r[base] for r in mine]), np.array([r[variant] for r in mine])
                 test = paired_tests(a, b)
-                print(f"{variant} vs {base}: {b.mean() - a.mean():+.4f} (paired t p {test['p_t']:.2g}, Wilcoxon p "
-                      f"{test['p_wilcoxon']:.2g}, {int(np.sum(b > a))}/{len(a)} seeds better, "
-                      f"{int(np.sum(b == a))} equal)")
+                print(
+                    f"{variant} vs {base}: {b.mean() - a.mean():+.4f} (paired t p {test['p_t']:.2g}, Wilcoxon p "
+                    f"{test['p_wilcoxon']:.2g}, {int(np.sum(b > a))}/{len(a)} seeds better, "
+                    f"{int(np.sum(b == a))} equal)"
+                )
         own = [m for m in method_names if m.split("@")[0] not in NOT_COUNTERFACTUAL]
         libraries = [m for m in method_names if m.split("@")[0] in LIBRARY]
         if not own or not libraries:
@@ -117,8 +137,10 @@ def report(rows, logs, method_names) -> None:
             a = np.array([r[library] for r in mine])
             b = np.array([r[best] for r in mine])
             test = paired_tests(a, b)
-            print(f"best own {best} vs {library}: {b.mean() - a.mean():+.4f} (paired t p {test['p_t']:.2g}, "
-                  f"Wilcoxon p {test['p_wilcoxon']:.2g}, {int(np.sum(b > a))}/{len(a)} seeds better)")
+            print(
+                f"best own {best} vs {library}: {b.mean() - a.mean():+.4f} (paired t p {test['p_t']:.2g}, "
+                f"Wilcoxon p {test['p_wilcoxon']:.2g}, {int(np.sum(b > a))}/{len(a)} seeds better)"
+            )
 
 
 def main() -> None:
@@ -128,11 +150,18 @@ def main() -> None:
     source.add_argument("--synthetic", action="store_true")
     parser.add_argument("--fold", type=int, default=1)
     parser.add_argument("--seeds", type=int, default=6)
-    parser.add_argument("--first-seed", type=int, default=0, help="run seeds FIRST .. FIRST + SEEDS - 1 (to split a "
-                                                                    "run over processes sharing one --workdir)")
+    parser.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="run seeds FIRST .. FIRST + SEEDS - 1 (to split a run over processes sharing one --workdir)",
+    )
     parser.add_argument("--logs", default="1:0.1,2:0.3", help="eta:eps_neg pairs, comma-separated")
-    parser.add_argument("--methods", default=None, help="comma-separated, each METHOD or METHOD@name=value@... "
-                                                        "[default: every registered method at its defaults]")
+    parser.add_argument(
+        "--methods",
+        default=None,
+        help="comma-separated, each METHOD or METHOD@name=value@... [default: every registered method at its defaults]",
+    )
     parser.add_argument("--workdir", type=Path, default=Path("cltr-bench-hard-logs"))
     parser.add_argument("--out", type=Path, default=Path("results/hard_logs.csv"))
     args = parser.parse_args()

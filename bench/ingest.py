@@ -46,8 +46,9 @@ def _feature_template() -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer("".join(pieces).encode(), dtype=np.uint8), np.array(digits)
 
 
-def write_yahoo_like(path: Path, megabytes: float, *, seed: int = 0, compression: str = "none",
-                     chunk_queries: int = 250) -> dict:
+def write_yahoo_like(
+    path: Path, megabytes: float, *, seed: int = 0, compression: str = "none", chunk_queries: int = 250
+) -> dict:
     """Write whole queries until about ``megabytes`` MB of (uncompressed) text; return counts."""
     rng = np.random.default_rng(seed)
     template, digit_at = _feature_template()
@@ -56,25 +57,32 @@ def write_yahoo_like(path: Path, megabytes: float, *, seed: int = 0, compression
     with _OPENERS[compression](path, "wb") as stream:
         while written < target:
             n = chunk_queries * DOCS
-            values = rng.integers(0, 10 ** DECIMALS, size=(n, FEATURES))
+            values = rng.integers(0, 10**DECIMALS, size=(n, FEATURES))
             matrix = np.tile(template, (n, 1))
             matrix[:, digit_at] = (48 + (values[:, :, None] // powers) % 10).reshape(n, -1)
             features = matrix.tobytes()
             width = template.size
             labels = rng.integers(0, 5, size=n).tolist()
-            serial = rng.integers(0, 10 ** 7, size=n).tolist()
+            serial = rng.integers(0, 10**7, size=n).tolist()
             lines = []
             for row in range(n):
                 query = n_queries + row // DOCS + 1
-                lines.append(b"%d qid:%d%s #docid = GX%03d-%02d-%07d\n" % (
-                    labels[row], query, features[row * width:(row + 1) * width], query % 1000,
-                    row % DOCS, serial[row]))
+                lines.append(
+                    b"%d qid:%d%s #docid = GX%03d-%02d-%07d\n"
+                    % (
+                        labels[row],
+                        query,
+                        features[row * width : (row + 1) * width],
+                        query % 1000,
+                        row % DOCS,
+                        serial[row],
+                    )
+                )
             block = b"".join(lines)
             stream.write(block)
             written += len(block)
             n_queries += chunk_queries
-    return {"queries": n_queries, "rows": n_queries * DOCS, "bytes": written,
-            "file_bytes": path.stat().st_size}
+    return {"queries": n_queries, "rows": n_queries * DOCS, "bytes": written, "file_bytes": path.stat().st_size}
 
 
 _CHILD = """
@@ -118,15 +126,15 @@ def main() -> None:
     parser.add_argument("--sizes", type=float, nargs="+", default=[150, 300, 585], help="File sizes in MB.")
     parser.add_argument("--out", type=Path, default=None, help="Directory for the files [a temporary one].")
     parser.add_argument("--dtype", choices=["float32", "float64"], default="float32")
-    parser.add_argument("--features", type=int, default=FEATURES,
-                        help="n_features passed to the loader (0: the largest index).")
+    parser.add_argument(
+        "--features", type=int, default=FEATURES, help="n_features passed to the loader (0: the largest index)."
+    )
     parser.add_argument("--compression", choices=sorted(_OPENERS), default="none")
     parser.add_argument("--keep", action="store_true", help="Keep the generated files.")
     parser.add_argument("--write", nargs=2, metavar=("PATH", "MB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.write:
-        print(json.dumps(write_yahoo_like(Path(args.write[0]), float(args.write[1]),
-                                          compression=args.compression)))
+        print(json.dumps(write_yahoo_like(Path(args.write[0]), float(args.write[1]), compression=args.compression)))
         return
     temporary = None
     if args.out is None:
@@ -135,27 +143,37 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     suffix = "" if args.compression == "none" else f".{args.compression}"
     baseline = measure("-", args.dtype, args.features, args.out)["peak"]
-    print(f"Yahoo-shaped files: {DOCS} docs a query, {FEATURES} features a line, docid comments; "
-          f"dtype {args.dtype}, compression {args.compression}, {os.cpu_count()} CPUs; "
-          f"baseline peak (imports only) {baseline / 1e6:.0f} MB")
-    print(f"{'size MB':>8} {'rows':>9} {'wall s':>7} {'cpu s':>7} {'MB/s':>6} {'peak MB':>8} {'VmHWM MB':>9} "
-          f"{'final MB':>9} {'peak/final':>10} {'(peak-base)/final':>18}")
+    print(
+        f"Yahoo-shaped files: {DOCS} docs a query, {FEATURES} features a line, docid comments; "
+        f"dtype {args.dtype}, compression {args.compression}, {os.cpu_count()} CPUs; "
+        f"baseline peak (imports only) {baseline / 1e6:.0f} MB"
+    )
+    print(
+        f"{'size MB':>8} {'rows':>9} {'wall s':>7} {'cpu s':>7} {'MB/s':>6} {'peak MB':>8} {'VmHWM MB':>9} "
+        f"{'final MB':>9} {'peak/final':>10} {'(peak-base)/final':>18}"
+    )
     for size in args.sizes:
         path = args.out / f"yahoo-like-{size:g}MB.txt{suffix}"
         start = time.perf_counter()
         # in a child: a fork starts with its parent's resident pages, which would count in
         # the peak of the next child if this process had grown while writing the file
-        generator = subprocess.run([sys.executable, __file__, "--write", str(path), str(size),
-                                    "--compression", args.compression], check=True, capture_output=True)
+        generator = subprocess.run(
+            [sys.executable, __file__, "--write", str(path), str(size), "--compression", args.compression],
+            check=True,
+            capture_output=True,
+        )
         written = json.loads(generator.stdout)
         generated = time.perf_counter() - start
         result = measure(str(path), args.dtype, args.features, args.out)
         megabytes = written["bytes"] / 1e6
-        print(f"{megabytes:8.0f} {result['rows']:9d} {result['wall']:7.2f} {result['cpu']:7.2f} "
-              f"{megabytes / result['wall']:6.1f} {result['peak'] / 1e6:8.0f} {result['hwm'] / 1e6:9.0f} "
-              f"{result['final'] / 1e6:9.0f} "
-              f"{result['peak'] / result['final']:10.2f} {(result['peak'] - baseline) / result['final']:18.2f}"
-              f"   (written in {generated:.0f} s)", flush=True)
+        print(
+            f"{megabytes:8.0f} {result['rows']:9d} {result['wall']:7.2f} {result['cpu']:7.2f} "
+            f"{megabytes / result['wall']:6.1f} {result['peak'] / 1e6:8.0f} {result['hwm'] / 1e6:9.0f} "
+            f"{result['final'] / 1e6:9.0f} "
+            f"{result['peak'] / result['final']:10.2f} {(result['peak'] - baseline) / result['final']:18.2f}"
+            f"   (written in {generated:.0f} s)",
+            flush=True,
+        )
         if not args.keep:
             path.unlink()
     if temporary is not None and not args.keep:

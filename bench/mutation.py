@@ -61,14 +61,55 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-_BINARY = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.FloorDiv: ast.Mult,
-           ast.Pow: ast.Mult, ast.BitAnd: ast.BitOr, ast.BitOr: ast.BitAnd, ast.Mod: ast.FloorDiv}
-_COMPARE = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
-            ast.NotEq: ast.Eq, ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn, ast.NotIn: ast.In}
-_SYMBOL = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Pow: "**",
-           ast.BitAnd: "&", ast.BitOr: "|", ast.Mod: "%", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
-           ast.Eq: "==", ast.NotEq: "!=", ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in",
-           ast.And: "and", ast.Or: "or", ast.Not: "not", ast.USub: "-", ast.Invert: "~"}
+_BINARY = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.Div,
+    ast.Div: ast.Mult,
+    ast.FloorDiv: ast.Mult,
+    ast.Pow: ast.Mult,
+    ast.BitAnd: ast.BitOr,
+    ast.BitOr: ast.BitAnd,
+    ast.Mod: ast.FloorDiv,
+}
+_COMPARE = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+}
+_SYMBOL = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Pow: "**",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.Mod: "%",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.In: "in",
+    ast.NotIn: "not in",
+    ast.And: "and",
+    ast.Or: "or",
+    ast.Not: "not",
+    ast.USub: "-",
+    ast.Invert: "~",
+}
 
 
 @dataclass(frozen=True)
@@ -95,14 +136,24 @@ def _skipped_nodes(tree: ast.Module, source_lines: list[str], functions: list[st
 
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
-                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             skip_all(body[0])
         if isinstance(node, ast.JoinedStr):
             skip_all(node)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for argument in [*node.args.args, *node.args.kwonlyargs, *node.args.posonlyargs,
-                             node.args.vararg, node.args.kwarg]:
+            for argument in [
+                *node.args.args,
+                *node.args.kwonlyargs,
+                *node.args.posonlyargs,
+                node.args.vararg,
+                node.args.kwarg,
+            ]:
                 if argument is not None and argument.annotation is not None:
                     skip_all(argument.annotation)
             if node.returns is not None:
@@ -243,8 +294,13 @@ class SubprocessRunner:
         env = {**os.environ, **_ENVIRONMENT, "PYTHONPATH": str(self.work)}
         start = time.perf_counter()
         try:
-            done = subprocess.run([sys.executable, "-m", "pytest", *_PYTEST, *self.tests],
-                                  cwd=self.work, env=env, capture_output=True, timeout=timeout)
+            done = subprocess.run(
+                [sys.executable, "-m", "pytest", *_PYTEST, *self.tests],
+                cwd=self.work,
+                env=env,
+                capture_output=True,
+                timeout=timeout,
+            )
         except subprocess.TimeoutExpired:
             return "timeout", time.perf_counter() - start
         return ("passed" if done.returncode == 0 else "failed"), time.perf_counter() - start
@@ -264,7 +320,7 @@ def _imported_names(path: Path, package: str) -> set[str]:
             base = node.module or ""
             if node.level:
                 parts = package.split(".")
-                parent = ".".join(parts[:len(parts) - node.level + 1])
+                parent = ".".join(parts[: len(parts) - node.level + 1])
                 base = f"{parent}.{base}" if base else parent
             names.add(base)
             names.update(f"{base}.{alias.name}" for alias in node.names)
@@ -337,9 +393,11 @@ class ForkRunner:
         # dropped packages whose other submodules stay loaded: a package imported afresh has as
         # attributes only the submodules its __init__ imports, so `package.sibling` (a test
         # reading cltr.core.propensity.harvest while em.py is mutated) would fail in every child
-        self.kept_children = {package: [name for name in sys.modules
-                                        if name.rpartition(".")[0] == package and name not in self.dropped]
-                              for package in self.dropped if hasattr(sys.modules.get(package), "__path__")}
+        self.kept_children = {
+            package: [name for name in sys.modules if name.rpartition(".")[0] == package and name not in self.dropped]
+            for package in self.dropped
+            if hasattr(sys.modules.get(package), "__path__")
+        }
 
     def _warm_kernels(self) -> None:
         """Load the compiled risk-gradient kernels once, here, rather than in every child."""
@@ -348,16 +406,22 @@ class ForkRunner:
             return
         import numpy as np
 
-        order, start, first, own, _, _ = kernels.hinges(np.array([0.5, 1.0]), np.array([0, 2]), np.array([0]),
-                                                        np.array([0]), None)
+        order, start, first, own, _, _ = kernels.hinges(
+            np.array([0.5, 1.0]), np.array([0, 2]), np.array([0]), np.array([0]), None
+        )
         kernels.spread(np.ones(1), order, start, first, own, np.array([0]), np.array([0]), 2)
 
     def _dependents(self) -> list[str]:
         """The mutated module and every loaded cltr/tests module that imports it, transitively."""
-        local = {name: Path(module.__file__) for name, module in list(sys.modules.items())
-                 if name.split(".")[0] in ("cltr", "tests") and getattr(module, "__file__", None)}
-        imports = {name: _imported_names(path, name if path.name == "__init__.py" else name.rpartition(".")[0])
-                   for name, path in local.items()}
+        local = {
+            name: Path(module.__file__)
+            for name, module in list(sys.modules.items())
+            if name.split(".")[0] in ("cltr", "tests") and getattr(module, "__file__", None)
+        }
+        imports = {
+            name: _imported_names(path, name if path.name == "__init__.py" else name.rpartition(".")[0])
+            for name, path in local.items()
+        }
         dropped, frontier = {self.name_of}, [self.name_of]
         while frontier:
             target = frontier.pop()
@@ -372,7 +436,7 @@ class ForkRunner:
         cache = tempfile.mkdtemp(prefix="cltr-mutation-numba-") if self._uses_numba else None
         start = time.perf_counter()
         pid = os.fork()
-        if pid == 0:                                              # the child: never returns
+        if pid == 0:  # the child: never returns
             status = 3
             try:
                 os.setpgid(0, 0)
@@ -432,11 +496,16 @@ def main(argv=None) -> int:
     parser.add_argument("--sample", type=int, default=None, help="run a seeded random sample of this many mutants")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--list", action="store_true", help="list the mutants and run nothing")
-    parser.add_argument("--lines", default=None,
-                        help="only the mutants on these source lines, comma-separated (to re-check survivors)")
-    parser.add_argument("--runner", choices=sorted(RUNNERS), default="fork",
-                        help="fork: each mutant's tests in a child of a warm interpreter (the default, "
-                             "several times faster); subprocess: a fresh pytest per mutant on a copy of the tree")
+    parser.add_argument(
+        "--lines", default=None, help="only the mutants on these source lines, comma-separated (to re-check survivors)"
+    )
+    parser.add_argument(
+        "--runner",
+        choices=sorted(RUNNERS),
+        default="fork",
+        help="fork: each mutant's tests in a child of a warm interpreter (the default, "
+        "several times faster); subprocess: a fresh pytest per mutant on a copy of the tree",
+    )
     parser.add_argument("--json", default=None, help="write every mutant's outcome to this file")
     args = parser.parse_args(argv)
     config = tomllib.loads(Path(args.config).read_text())
@@ -447,7 +516,7 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     for module in args.modules:
         entry = config["modules"][module]
-        source = (ROOT / module).read_text()        # one snapshot: others may edit the file meanwhile
+        source = (ROOT / module).read_text()  # one snapshot: others may edit the file meanwhile
         mutants = find_mutants(module, entry.get("functions"), source)
         if args.lines is not None:
             lines = {int(line) for line in args.lines.split(",")}
@@ -468,21 +537,33 @@ def main(argv=None) -> int:
                 continue
             least = config.get("min_timeout_fork", 5.0) if runner.name == "fork" else config.get("min_timeout", 20.0)
             timeout = max(least, config.get("timeout_factor", 4.0) * seconds)
-            print(f"{module}: {len(mutants)} mutants; tests {' '.join(entry['tests'])} take {seconds:.1f} s "
-                  f"unmutated (timeout {timeout:.0f} s, {runner.name} runner)", flush=True)
+            print(
+                f"{module}: {len(mutants)} mutants; tests {' '.join(entry['tests'])} take {seconds:.1f} s "
+                f"unmutated (timeout {timeout:.0f} s, {runner.name} runner)",
+                flush=True,
+            )
             source_lines = source.splitlines()
             equivalent = {(e["code"].strip(), e["mutation"]): e["reason"] for e in entry.get("equivalent", [])}
             for number, mutant in enumerate(mutants, 1):
                 outcome, seconds = runner.run(mutated_source(mutant, source), timeout)
                 code = source_lines[mutant.line - 1].strip() if mutant.line else ""
                 reason = equivalent.get((code, mutant.description)) if outcome == "passed" else None
-                results.append({**asdict(mutant), "outcome": outcome, "seconds": round(seconds, 2),
-                                "code": code, "equivalent": reason})
+                results.append(
+                    {
+                        **asdict(mutant),
+                        "outcome": outcome,
+                        "seconds": round(seconds, 2),
+                        "code": code,
+                        "equivalent": reason,
+                    }
+                )
                 mark = {"failed": "killed", "timeout": "killed (timeout)", "passed": "SURVIVED"}[outcome]
                 if reason is not None:
                     mark = "survived, equivalent"
-                print(f"  [{number}/{len(mutants)}] line {mutant.line}: {mutant.description}: {mark} "
-                      f"({seconds:.1f} s)", flush=True)
+                print(
+                    f"  [{number}/{len(mutants)}] line {mutant.line}: {mutant.description}: {mark} ({seconds:.1f} s)",
+                    flush=True,
+                )
         finally:
             runner.close()
     if args.list:
@@ -490,13 +571,17 @@ def main(argv=None) -> int:
     if results:
         elapsed = time.perf_counter() - started
         killed = sum(r["outcome"] != "passed" for r in results)
-        print(f"\nkilled {killed} of {len(results)} mutants ({100.0 * killed / len(results):.1f}%); "
-              f"{sum(r['outcome'] == 'timeout' for r in results)} of them by the timeout; "
-              f"{elapsed:.0f} s in all, {len(results) / elapsed:.2f} mutants/s")
+        print(
+            f"\nkilled {killed} of {len(results)} mutants ({100.0 * killed / len(results):.1f}%); "
+            f"{sum(r['outcome'] == 'timeout' for r in results)} of them by the timeout; "
+            f"{elapsed:.0f} s in all, {len(results) / elapsed:.2f} mutants/s"
+        )
         argued = [r for r in results if r["outcome"] == "passed" and r["equivalent"] is not None]
         if argued:
-            print(f"killed {killed} of the {len(results) - len(argued)} non-equivalent mutants "
-                  f"({100.0 * killed / max(1, len(results) - len(argued)):.1f}%); equivalent (bench/mutation.toml):")
+            print(
+                f"killed {killed} of the {len(results) - len(argued)} non-equivalent mutants "
+                f"({100.0 * killed / max(1, len(results) - len(argued)):.1f}%); equivalent (bench/mutation.toml):"
+            )
             for r in argued:
                 print(f"  {r['module']}:{r['line']}: {r['description']}    {r['code']}    -- {r['equivalent']}")
         survivors = [r for r in results if r["outcome"] == "passed" and r["equivalent"] is None]

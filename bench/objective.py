@@ -66,6 +66,7 @@ def interleaved(calls, repeats):
 
 def with_numba(on: bool, call):
     """``call`` with the compiled kernels switched on or off (``CLTR_NO_NUMBA``, read at every call)."""
+
     def switched():
         before = os.environ.get("CLTR_NO_NUMBA")
         os.environ["CLTR_NO_NUMBA"] = "0" if on else "1"
@@ -76,6 +77,7 @@ def with_numba(on: bool, call):
                 del os.environ["CLTR_NO_NUMBA"]
             else:
                 os.environ["CLTR_NO_NUMBA"] = before
+
     return switched
 
 
@@ -90,8 +92,10 @@ def main() -> None:
     logs = simulated_logs(dataset, production, passes=args.passes, seed=0)
     _, objective = propensity_objective(dataset.train, logs["train"], "dcg")
     pairs = click_pairs(objective.offsets, objective.clicks)
-    print(f"embedded default: {len(logs['train']):,} training clicks -> {len(objective.clicks):,} examples on "
-          f"{len(objective.offsets) - 1:,} queries, {objective.n_docs:,} documents, {len(pairs[0]):,} pairs")
+    print(
+        f"embedded default: {len(logs['train']):,} training clicks -> {len(objective.clicks):,} examples on "
+        f"{len(objective.offsets) - 1:,} queries, {objective.n_docs:,} documents, {len(pairs[0]):,} pairs"
+    )
     scores = np.random.default_rng(0).normal(size=objective.n_docs)
     common = (scores, objective.offsets, objective.clicks, objective.weight)
     options = {"n": 1, "with_curvature": True}
@@ -102,19 +106,24 @@ def main() -> None:
     def expanded():
         return risk_gradient(*common, pairs=pairs, **options)
 
-    calls = {"sorted, numba": with_numba(True, sorted_), "sorted, numpy": with_numba(False, sorted_),
-             "expanded pairs": expanded}
+    calls = {
+        "sorted, numba": with_numba(True, sorted_),
+        "sorted, numpy": with_numba(False, sorted_),
+        "expanded pairs": expanded,
+    }
     if not kernels.enabled():
         print("numba is not installed (or CLTR_NO_NUMBA is set): timing the numpy computations only")
         del calls["sorted, numba"]
     start = time.process_time()
-    results = {name: call() for name, call in calls.items()}      # the first call compiles (or loads the cache)
+    results = {name: call() for name, call in calls.items()}  # the first call compiles (or loads the cache)
     print(f"first calls (compilation or numba's cache included): {time.process_time() - start:.2f} s CPU")
     oracle = results["expanded pairs"]
     for name, result in results.items():
         gap = max(float(np.max(np.abs(x - y)) / np.max(np.abs(y))) for x, y in zip(result[1:], oracle[1:], strict=True))
-        print(f"{name:>16}: risk {result[0]:.9f}, largest |difference| of gradient and curvature from the "
-              f"expanded pairs {gap:.1e} (relative to the largest entry)")
+        print(
+            f"{name:>16}: risk {result[0]:.9f}, largest |difference| of gradient and curvature from the "
+            f"expanded pairs {gap:.1e} (relative to the largest entry)"
+        )
     times = interleaved(calls, args.repeats)
     print(f"{'computation':>16} {'best ms':>9} {'median ms':>10}   (CPU time per call, interleaved)")
     for name, (best, median) in times.items():

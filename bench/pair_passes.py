@@ -34,7 +34,8 @@ def main(argv=None) -> None:
     X = rng.standard_normal((args.queries * args.docs, 46)).astype(np.float32)
     click_query = np.repeat(np.arange(args.queries), args.clicked)
     click_doc = click_query * args.docs + np.concatenate(
-        [rng.choice(args.docs, args.clicked, replace=False) for _ in range(args.queries)])
+        [rng.choice(args.docs, args.clicked, replace=False) for _ in range(args.queries)]
+    )
     problem = PairwiseProblem(X, offsets, click_query, click_doc)
     weight = problem.doc_weight(np.ones(len(click_doc)), 10.0)
     scores = _products(problem.X_used, rng.standard_normal(46) * 0.1)[0].astype(np.float64)
@@ -45,17 +46,23 @@ def main(argv=None) -> None:
             pairs.reset(scores)
             pairs.scan(change)
             timings = {}
-            for name, method, arguments in (("slacks", pairs.reset, (scores,)), ("scan", pairs.scan, (change,)),
-                                            ("breakpoints", pairs.breaks, (0.5, 2.0)),
-                                            ("plane", pairs.advance, (0.0, 0.1))):
+            for name, method, arguments in (
+                ("slacks", pairs.reset, (scores,)),
+                ("scan", pairs.scan, (change,)),
+                ("breakpoints", pairs.breaks, (0.5, 2.0)),
+                ("plane", pairs.advance, (0.0, 0.1)),
+            ):
                 with np.errstate(divide="ignore", invalid="ignore"):
                     method(*arguments)
                     start = time.process_time()
                     for _ in range(args.calls):
                         method(*arguments)
                 timings[name] = (time.process_time() - start) / args.calls * 1e3
-            print(f"{kind.__name__:>15} ({pairs.n_pairs:,} pairs): "
-                  + ", ".join(f"{name} {ms:.2f} ms" for name, ms in timings.items()), flush=True)
+            print(
+                f"{kind.__name__:>15} ({pairs.n_pairs:,} pairs): "
+                + ", ".join(f"{name} {ms:.2f} ms" for name, ms in timings.items()),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -40,8 +40,16 @@ def make_table(n_queries, n_docs, *, eta, sessions, n_features, rng, n_rankers=2
         np.put_along_axis(rank, np.argsort(-score, axis=1), np.arange(1, n_docs + 1)[None, :], axis=1)
         rank = rank.ravel()
         clicks = rng.binomial(sessions, (1.0 / rank) ** eta * relevance)
-        parts.append((np.repeat(np.arange(n_queries), n_docs), np.arange(n), rank, np.full(n, ranker),
-                      np.full(n, sessions), clicks))
+        parts.append(
+            (
+                np.repeat(np.arange(n_queries), n_docs),
+                np.arange(n),
+                rank,
+                np.full(n, ranker),
+                np.full(n, sessions),
+                clicks,
+            )
+        )
     names = ("query", "doc", "rank", "ranker", "impressions", "clicks")
     return {name: np.concatenate([p[i] for p in parts]) for i, name in enumerate(names)}, X, relevance
 
@@ -54,9 +62,11 @@ def one_ranker(table, ranker=0):
 def report(name, estimate, seconds, eta):
     truth = (1.0 / estimate.rank) ** eta
     rel = np.abs(estimate.propensity / truth - 1.0)
-    print(f"{name}: {seconds:.2f} s, {estimate.info['iterations']} iterations, converged "
-          f"{estimate.info['converged']}; max relative error ranks 2-10 {rel[1:10].max():.3f}, "
-          f"all ranks {rel.max():.3f}")
+    print(
+        f"{name}: {seconds:.2f} s, {estimate.info['iterations']} iterations, converged "
+        f"{estimate.info['converged']}; max relative error ranks 2-10 {rel[1:10].max():.3f}, "
+        f"all ranks {rel.max():.3f}"
+    )
     print("  rank  truth   estimate  band")
     for k, t, p, lo, hi in zip(estimate.rank, truth, estimate.propensity, estimate.low, estimate.high, strict=True):
         print(f"  {k:4d}  {t:.4f}  {p:.4f}    [{lo:.4f}, {hi:.4f}]")
@@ -74,8 +84,10 @@ def coverage(reps, eta, bootstrap, level=0.9):
         covered["em"] += (e.low <= truth) & (truth <= e.high)
     # A binomial(reps, level) count lies in level +- 2 sd about 95% of the time.
     sd = np.sqrt(level * (1 - level) / reps)
-    print(f"coverage of the {level:.0%} band over {reps} simulations (300 queries x 10 docs, 20 sessions; "
-          f"expected {level:.2f} +- {2 * sd:.2f}):")
+    print(
+        f"coverage of the {level:.0%} band over {reps} simulations (300 queries x 10 docs, 20 sessions; "
+        f"expected {level:.2f} +- {2 * sd:.2f}):"
+    )
     for name, count in covered.items():
         print(f"  {name:8s}" + " ".join(f"{c / reps:.2f}" for c in count))
 
@@ -89,8 +101,9 @@ def main() -> None:
     parser.add_argument("--eta", type=float, default=1.0)
     parser.add_argument("--bootstrap", type=int, default=200)
     parser.add_argument("--coverage-reps", type=int, default=40)
-    parser.add_argument("--blas-threads", type=int, default=None,
-                        help="limit BLAS threads (default: the library's own setting)")
+    parser.add_argument(
+        "--blas-threads", type=int, default=None, help="limit BLAS threads (default: the library's own setting)"
+    )
     args = parser.parse_args()
     with threadpool_limits(limits=args.blas_threads, user_api="blas"):
         run(args)
@@ -99,21 +112,27 @@ def main() -> None:
 def run(args) -> None:
     rng = np.random.default_rng(2019)
     start = time.perf_counter()
-    table, X, _ = make_table(args.queries, args.docs, eta=args.eta, sessions=args.passes,
-                             n_features=args.features, rng=rng)
-    print(f"{args.queries} queries x {args.docs} docs x 2 rankers, {args.passes} sessions per query and "
-          f"ranker, {args.features} features: {len(table['query']):,} rows, "
-          f"{table['clicks'].sum():,} clicks (generated in {time.perf_counter() - start:.1f} s)")
+    table, X, _ = make_table(
+        args.queries, args.docs, eta=args.eta, sessions=args.passes, n_features=args.features, rng=rng
+    )
+    print(
+        f"{args.queries} queries x {args.docs} docs x 2 rankers, {args.passes} sessions per query and "
+        f"ranker, {args.features} features: {len(table['query']):,} rows, "
+        f"{table['clicks'].sum():,} clicks (generated in {time.perf_counter() - start:.1f} s)"
+    )
 
     start = time.perf_counter()
     h = harvest_propensities(**table, bootstrap=args.bootstrap, rng=np.random.default_rng(1))
-    report(f"harvest (AllPairs, both rankers, bootstrap {args.bootstrap})", h, time.perf_counter() - start,
-           args.eta)
+    report(f"harvest (AllPairs, both rankers, bootstrap {args.bootstrap})", h, time.perf_counter() - start, args.eta)
     single = one_ranker(table)
     start = time.perf_counter()
     e = em_propensities(**single, X=X, bootstrap=args.bootstrap, rng=np.random.default_rng(2))
-    report(f"regression EM (ranker 0 alone, {len(single['query']):,} rows, bootstrap {args.bootstrap})", e,
-           time.perf_counter() - start, args.eta)
+    report(
+        f"regression EM (ranker 0 alone, {len(single['query']):,} rows, bootstrap {args.bootstrap})",
+        e,
+        time.perf_counter() - start,
+        args.eta,
+    )
     if args.coverage_reps > 0:
         start = time.perf_counter()
         coverage(args.coverage_reps, args.eta, bootstrap=min(args.bootstrap, 200))

@@ -75,18 +75,19 @@ def main():
     sd = P.std(axis=0, ddof=1)
     sd[0] = np.nan  # p_1 = 1 always
     np.set_printoptions(precision=3, suppress=True, linewidth=160)
-    print(f"eta {args.eta:g}, logs {args.first}..{args.first + args.logs - 1}, {args.bootstrap} resamples; "
-          f"ranks 2..10")
+    print(f"eta {args.eta:g}, logs {args.first}..{args.first + args.logs - 1}, {args.bootstrap} resamples; ranks 2..10")
     print("estimate - truth, mean over logs (relative)  ", (P / truth - 1.0).mean(axis=0)[1:])
     for k in ("scaled", "copies"):
         R = np.array(reps[k])
         print(f"{k:7s} replicates' mean - estimate (relative)", ((np.nanmean(R, axis=1) - P) / truth).mean(axis=0)[1:])
         print(f"{k:7s} replicates' sd / sd over logs       ", (np.nanstd(R, axis=1, ddof=1).mean(axis=0) / sd)[1:])
-    cold, warm = np.array(reps["cold"])[:, :args.cold], np.array(reps["copies"])[:, :args.cold]
+    cold, warm = np.array(reps["cold"])[:, : args.cold], np.array(reps["copies"])[:, : args.cold]
     gap = np.max(np.abs(cold - warm) / truth, axis=2)
-    print(f"cold re-run against warm start, {gap.size} resamples: {np.sum(gap > 0.01)} differ by > 1% of the truth at "
-          f"some rank, {np.sum(gap > 0.05)} by > 5% (largest {gap.max():.1%}); per rank the largest",
-          np.max(np.abs(cold - warm) / truth, axis=(0, 1))[1:])
+    print(
+        f"cold re-run against warm start, {gap.size} resamples: {np.sum(gap > 0.01)} differ by > 1% of the truth at "
+        f"some rank, {np.sum(gap > 0.05)} by > 5% (largest {gap.max():.1%}); per rank the largest",
+        np.max(np.abs(cold - warm) / truth, axis=(0, 1))[1:],
+    )
 
 
 if __name__ == "__main__":

@@ -65,8 +65,13 @@ def single_ranker_log(n_queries, n_docs, *, eta, sessions, rng, nonlinear=False)
     rank = np.empty(base.shape, dtype=np.int64)
     np.put_along_axis(rank, np.argsort(-base, axis=1), np.arange(1, n_docs + 1)[None, :], axis=1)
     rank = rank.ravel()
-    table = {"query": np.repeat(np.arange(n_queries), n_docs), "doc": np.arange(n), "rank": rank,
-             "impressions": np.full(n, sessions), "clicks": rng.binomial(sessions, (1.0 / rank) ** eta * relevance)}
+    table = {
+        "query": np.repeat(np.arange(n_queries), n_docs),
+        "doc": np.arange(n),
+        "rank": rank,
+        "impressions": np.full(n, sessions),
+        "clicks": rng.binomial(sessions, (1.0 / rank) ** eta * relevance),
+    }
     return table, X, relevance
 
 
@@ -79,10 +84,13 @@ def swap_log(table, relevance, *, eta, sessions, rng):
     for _ in range(sessions):
         shown = intervene(table["rank"], offsets, kind="swap-k", depth=int(sizes.max()), rng=rng)
         parts.append((shown, rng.random(n_docs_total) < (1.0 / shown) ** eta * relevance))
-    return {"query": np.tile(table["query"], sessions), "doc": np.tile(table["doc"], sessions),
-            "rank": np.concatenate([p[0] for p in parts]).astype(np.int64),
-            "impressions": np.ones(n_docs_total * sessions, dtype=np.int64),
-            "clicks": np.concatenate([p[1] for p in parts]).astype(np.int64)}
+    return {
+        "query": np.tile(table["query"], sessions),
+        "doc": np.tile(table["doc"], sessions),
+        "rank": np.concatenate([p[0] for p in parts]).astype(np.int64),
+        "impressions": np.ones(n_docs_total * sessions, dtype=np.int64),
+        "clicks": np.concatenate([p[1] for p in parts]).astype(np.int64),
+    }
 
 
 def summarise(name, estimates, truth, seconds):
@@ -92,9 +100,11 @@ def summarise(name, estimates, truth, seconds):
     covered = ((low <= truth) & (truth <= high)).mean(axis=0)
     width = (high - low).mean(axis=0)
     error = point[:, 1:] / truth[1:] - 1.0
-    print(f"\n{name}: {len(estimates)} logs, {seconds / len(estimates):.2f} CPU s per estimate; "
-          f"MAPE ranks 2..K {np.mean(np.abs(error)):.1%}, "
-          f"mean signed {np.mean(error):+.1%}; coverage pooled over ranks 2..K {covered[1:].mean():.1%}")
+    print(
+        f"\n{name}: {len(estimates)} logs, {seconds / len(estimates):.2f} CPU s per estimate; "
+        f"MAPE ranks 2..K {np.mean(np.abs(error)):.1%}, "
+        f"mean signed {np.mean(error):+.1%}; coverage pooled over ranks 2..K {covered[1:].mean():.1%}"
+    )
     print("rank      " + " ".join(f"{k:>6d}" for k in range(1, len(truth) + 1)))
     print("coverage  " + " ".join(f"{c:6.1%}" for c in covered))
     print("width     " + " ".join(f"{w:6.3f}" for w in width))
@@ -129,25 +139,45 @@ def mq2008_setup(args):
     if not workspace.has_dataset(name):  # as `cltr prepare letor` prepares it
         if args.mq2008 is None:
             raise SystemExit(f"{args.workdir} holds no prepared {name}; give --mq2008 DIR")
-        cli.main(["--workdir", str(args.workdir), "-q", "prepare", "letor", "--mq2008", str(args.mq2008), "--fold",
-                  str(args.fold), "--name", name], standalone_mode=False)
+        cli.main(
+            [
+                "--workdir",
+                str(args.workdir),
+                "-q",
+                "prepare",
+                "letor",
+                "--mq2008",
+                str(args.mq2008),
+                "--fold",
+                str(args.fold),
+                "--name",
+                name,
+            ],
+            standalone_mode=False,
+        )
     dataset, record = workspace.load_dataset(name)
     production, _ = production_stage(workspace, name, dataset, record["fingerprint"], seed=0)
     rankers = logging_rankers(workspace, name, dataset, record["fingerprint"], production, 2)
     train = dataset.train
     offsets = np.asarray(train.offsets, dtype=np.int64)
     # the deterministic rankings clicks_stage shows (its presentation streams, click seed 0)
-    ranks = [rank_documents(scorer_from_arrays(r.arrays).scores(train.X), offsets,
-                            stream(0, "presentation", "train", *(() if k == 0 else (k,))))
-             for k, r in enumerate(rankers)]
+    ranks = [
+        rank_documents(
+            scorer_from_arrays(r.arrays).scores(train.X),
+            offsets,
+            stream(0, "presentation", "train", *(() if k == 0 else (k,))),
+        )
+        for k, r in enumerate(rankers)
+    ]
     return train.X, train.relevant(dataset.relevant_from), offsets, ranks
 
 
 def _table(doc, rank, ranker, impressions, clicks, *, query_of):
     from cltr.core.clicks import Impressions
 
-    return Impressions(*(np.asarray(a, dtype=np.int64)
-                         for a in (query_of[np.asarray(doc)], doc, rank, ranker, impressions, clicks)))
+    return Impressions(
+        *(np.asarray(a, dtype=np.int64) for a in (query_of[np.asarray(doc)], doc, rank, ranker, impressions, clicks))
+    )
 
 
 def mq2008_logs(setup, *, eta, passes, depth, rng, resample, n_drawn=None):
@@ -194,8 +224,14 @@ def mq2008_logs(setup, *, eta, passes, depth, rng, resample, n_drawn=None):
     first = deterministic(ranks[0][source], passes // 2)
     second = deterministic(ranks[1][source], passes - passes // 2, 1)
     two = table(*(np.concatenate([a, b]) for a, b in zip(first, second, strict=True)))
-    logs = {"harvest": two, "em logistic": single, "em classes": single, "em trees": single,
-            "swap": intervened("swap-k"), "randomize": intervened("randomize-top-k")}
+    logs = {
+        "harvest": two,
+        "em logistic": single,
+        "em classes": single,
+        "em trees": single,
+        "swap": intervened("swap-k"),
+        "randomize": intervened("randomize-top-k"),
+    }
     return X[source], logs
 
 
@@ -203,9 +239,14 @@ def mq2008(args):
     from cltr import estimators
 
     setup = mq2008_setup(args)
-    methods = {"harvest": ("harvest", {}), "em logistic": ("em", {}),
-               "em classes": ("em", {"relevance_model": "classes"}), "em trees": ("em", {"relevance_model": "trees"}),
-               "swap": ("swap", {}), "randomize": ("swap", {})}
+    methods = {
+        "harvest": ("harvest", {}),
+        "em logistic": ("em", {}),
+        "em classes": ("em", {"relevance_model": "classes"}),
+        "em trees": ("em", {"relevance_model": "trees"}),
+        "swap": ("swap", {}),
+        "randomize": ("swap", {}),
+    }
     wanted = [e for e in MQ_ESTIMATORS if e in args.estimators]
     truth = (1.0 / np.arange(1, args.max_rank + 1)) ** args.eta
     results = {name: [] for name in wanted}
@@ -216,8 +257,15 @@ def mq2008(args):
         for log in range(args.logs):
             rng = np.random.default_rng([24, round(args.eta * 100), log])
             start = time.process_time()
-            X, logs = mq2008_logs(setup, eta=args.eta, passes=args.passes, depth=args.max_rank, rng=rng,
-                                  resample=args.query_sample == "resample", n_drawn=args.log_queries)
+            X, logs = mq2008_logs(
+                setup,
+                eta=args.eta,
+                passes=args.passes,
+                depth=args.max_rank,
+                rng=rng,
+                resample=args.query_sample == "resample",
+                n_drawn=args.log_queries,
+            )
             simulate_seconds += time.process_time() - start
             for name in wanted:
                 if name == "em trees" and log >= args.trees_logs:
@@ -225,17 +273,29 @@ def mq2008(args):
                 method, options = methods[name]
                 bootstrap = args.tree_bootstrap if name == "em trees" else args.bootstrap
                 start = time.process_time()
-                results[name].append(estimators.estimate(method, logs[name], X, options, max_rank=args.max_rank,
-                                                         bootstrap=bootstrap, level=args.level, seed=log))
+                results[name].append(
+                    estimators.estimate(
+                        method,
+                        logs[name],
+                        X,
+                        options,
+                        max_rank=args.max_rank,
+                        bootstrap=bootstrap,
+                        level=args.level,
+                        seed=log,
+                    )
+                )
                 seconds[name] += time.process_time() - start
             if args.progress and (log + 1) % args.progress == 0:
                 print(f"  {log + 1} logs, {time.perf_counter() - wall:.0f} s wall", flush=True)
     per_log = f", {args.log_queries} per log" if args.log_queries else ""
-    print(f"MQ2008 Fold {args.fold} training split, eta {args.eta:g}, {args.logs} logs of {args.passes} passes "
-          f"(queries: {args.query_sample}{per_log}), ranks 1..{args.max_rank}; {args.level:.0%} bands from "
-          f"{args.bootstrap} query resamples ({args.tree_bootstrap} for em trees); "
-          f"{simulate_seconds / args.logs:.2f} CPU s per simulated set of logs; "
-          f"{time.perf_counter() - wall:.0f} s wall")
+    print(
+        f"MQ2008 Fold {args.fold} training split, eta {args.eta:g}, {args.logs} logs of {args.passes} passes "
+        f"(queries: {args.query_sample}{per_log}), ranks 1..{args.max_rank}; {args.level:.0%} bands from "
+        f"{args.bootstrap} query resamples ({args.tree_bootstrap} for em trees); "
+        f"{simulate_seconds / args.logs:.2f} CPU s per simulated set of logs; "
+        f"{time.perf_counter() - wall:.0f} s wall"
+    )
     for name in wanted:
         if results[name]:
             bootstrap = args.tree_bootstrap if name == "em trees" else args.bootstrap
@@ -249,26 +309,45 @@ def main():
     parser.add_argument("--docs", type=int, default=6, help="synthetic mode: documents per query (= ranks)")
     parser.add_argument("--sessions", type=int, default=30, help="synthetic mode: sessions per query")
     parser.add_argument("--eta", type=float, default=1.0, help="the true propensity is (1/rank)^eta")
-    parser.add_argument("--bootstrap", type=int, default=50, help="query resamples per band (em trees: "
-                        "--tree-bootstrap in MQ2008 mode)")
+    parser.add_argument(
+        "--bootstrap", type=int, default=50, help="query resamples per band (em trees: --tree-bootstrap in MQ2008 mode)"
+    )
     parser.add_argument("--level", type=float, default=0.9, help="the bands' confidence level")
     parser.add_argument("--trees-logs", type=int, default=0, help="EM with trees on the first N logs only (slow)")
-    parser.add_argument("--mq2008", type=Path, help="MQ2008 mode: the LETOR 4.0 MQ2008 folder (Fold1..Fold5); "
-                        "needed unless --workdir holds the prepared fold")
-    parser.add_argument("--workdir", type=Path, help="MQ2008 mode: the workspace of the prepared fold and its "
-                        "production rankers (made there if absent)")
+    parser.add_argument(
+        "--mq2008",
+        type=Path,
+        help="MQ2008 mode: the LETOR 4.0 MQ2008 folder (Fold1..Fold5); needed unless --workdir holds the prepared fold",
+    )
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        help="MQ2008 mode: the workspace of the prepared fold and its production rankers (made there if absent)",
+    )
     parser.add_argument("--fold", type=int, default=1, help="MQ2008 mode: the fold")
     parser.add_argument("--passes", type=int, default=100, help="MQ2008 mode: sessions per query and log")
-    parser.add_argument("--max-rank", type=int, default=10, help="MQ2008 mode: K, ranks 1..K estimated; also the "
-                        "intervention depth")
-    parser.add_argument("--query-sample", choices=("resample", "fixed"), default="resample",
-                        help="MQ2008 mode: each log's queries drawn with replacement from the split (what the "
-                        "query bootstrap's band is for) or the split's own queries every time (clicks alone vary)")
-    parser.add_argument("--log-queries", type=int, help="MQ2008 mode, --query-sample resample: queries drawn per "
-                        "log (default: as many as the split holds); smaller logs are cheaper to bootstrap")
+    parser.add_argument(
+        "--max-rank", type=int, default=10, help="MQ2008 mode: K, ranks 1..K estimated; also the intervention depth"
+    )
+    parser.add_argument(
+        "--query-sample",
+        choices=("resample", "fixed"),
+        default="resample",
+        help="MQ2008 mode: each log's queries drawn with replacement from the split (what the "
+        "query bootstrap's band is for) or the split's own queries every time (clicks alone vary)",
+    )
+    parser.add_argument(
+        "--log-queries",
+        type=int,
+        help="MQ2008 mode, --query-sample resample: queries drawn per "
+        "log (default: as many as the split holds); smaller logs are cheaper to bootstrap",
+    )
     parser.add_argument("--tree-bootstrap", type=int, default=20, help="MQ2008 mode: query resamples of em trees' band")
-    parser.add_argument("--estimators", default=",".join(MQ_ESTIMATORS),
-                        help=f"MQ2008 mode: comma-separated subset of {', '.join(MQ_ESTIMATORS)}")
+    parser.add_argument(
+        "--estimators",
+        default=",".join(MQ_ESTIMATORS),
+        help=f"MQ2008 mode: comma-separated subset of {', '.join(MQ_ESTIMATORS)}",
+    )
     parser.add_argument("--progress", type=int, default=0, help="MQ2008 mode: print the wall time every N logs")
     args = parser.parse_args()
     if args.mq2008 is not None or args.workdir is not None:
@@ -279,8 +358,10 @@ def main():
         if "em trees" in args.estimators and args.trees_logs > 0 and args.query_sample == "resample":
             # a query drawn twice sits in two cross-fitting folds: the trees then fit its
             # documents' own clicks, and EM collapses
-            parser.error("em trees needs --query-sample fixed: the copies of a resampled query fall in different "
-                         "cross-fitting folds, which fit each document's own clicks")
+            parser.error(
+                "em trees needs --query-sample fixed: the copies of a resampled query fall in different "
+                "cross-fitting folds, which fit each document's own clicks"
+            )
         if args.log_queries is not None and (args.log_queries < 1 or args.query_sample != "resample"):
             parser.error("--log-queries needs --query-sample resample and a count >= 1")
         mq2008(args)
@@ -292,8 +373,9 @@ def main():
     with threadpool_limits(1):
         for log in range(args.logs):
             rng = np.random.default_rng([24, log])
-            table, X, relevance = single_ranker_log(args.queries, args.docs, eta=args.eta, sessions=args.sessions,
-                                                    rng=rng)
+            table, X, relevance = single_ranker_log(
+                args.queries, args.docs, eta=args.eta, sessions=args.sessions, rng=rng
+            )
             for name, band in (("em refit", "refit"), ("em one-step", "one-step")):
                 start = time.process_time()
                 results[name].append(em_propensities(**table, X=X, band=band, rng=[log, 1], **common))
@@ -305,16 +387,23 @@ def main():
             if log < args.trees_logs:
                 from cltr.methods.trees import soft_label_trees
 
-                table, X, _ = single_ranker_log(args.queries, args.docs, eta=args.eta, sessions=args.sessions,
-                                                rng=rng, nonlinear=True)
-                fitter = partial(soft_label_trees, n_estimators=30, num_leaves=7, min_data_in_leaf=20,
-                                 learning_rate=0.3)
+                table, X, _ = single_ranker_log(
+                    args.queries, args.docs, eta=args.eta, sessions=args.sessions, rng=rng, nonlinear=True
+                )
+                fitter = partial(
+                    soft_label_trees, n_estimators=30, num_leaves=7, min_data_in_leaf=20, learning_rate=0.3
+                )
                 start = time.process_time()
-                results["em trees refit"].append(em_propensities(**table, X=X, relevance_model=fitter, tol=1e-3,
-                                                                 iterations=30, rng=[log, 3], **common))
+                results["em trees refit"].append(
+                    em_propensities(
+                        **table, X=X, relevance_model=fitter, tol=1e-3, iterations=30, rng=[log, 3], **common
+                    )
+                )
                 seconds["em trees refit"] += time.process_time() - start
-    print(f"{args.logs} logs of {args.queries} queries x {args.docs} documents, {args.sessions} sessions, "
-          f"eta {args.eta}; {args.level:.0%} bands from {args.bootstrap} query resamples")
+    print(
+        f"{args.logs} logs of {args.queries} queries x {args.docs} documents, {args.sessions} sessions, "
+        f"eta {args.eta}; {args.level:.0%} bands from {args.bootstrap} query resamples"
+    )
     for name, estimates in results.items():
         if estimates:
             summarise(name, estimates, truth, seconds[name])

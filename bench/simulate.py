@@ -34,15 +34,20 @@ def main() -> None:
         rank = rank_documents(scores, offsets, np.random.default_rng(repeat))
         middle = time.perf_counter()
         probability, propensity = position_based_model(rank, relevant, PBMSettings(eta=1.0, eps_neg=0.1))
-        log = simulate_clicks(rank, probability, propensity, offsets, passes=args.passes,
-                              rng=np.random.default_rng(repeat))
+        log = simulate_clicks(
+            rank, probability, propensity, offsets, passes=args.passes, rng=np.random.default_rng(repeat)
+        )
         end = time.perf_counter()
         best_rank, best_clicks = min(best_rank, middle - start), min(best_clicks, end - middle)
-    print(f"{args.queries} queries x {args.docs} docs x {args.passes} passes = {impressions:,} impressions, "
-          f"{len(log):,} clicks")
+    print(
+        f"{args.queries} queries x {args.docs} docs x {args.passes} passes = {impressions:,} impressions, "
+        f"{len(log):,} clicks"
+    )
     print(f"ranking {best_rank:.3f} s, clicks {best_clicks:.3f} s (best of {args.repeats})")
-    print(f"throughput: {impressions / (best_rank + best_clicks) / 1e6:.1f} M impressions/s "
-          f"(clicks alone {impressions / best_clicks / 1e6:.1f} M/s)")
+    print(
+        f"throughput: {impressions / (best_rank + best_clicks) / 1e6:.1f} M impressions/s "
+        f"(clicks alone {impressions / best_clicks / 1e6:.1f} M/s)"
+    )
 
 
 if __name__ == "__main__":

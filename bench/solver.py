@@ -34,9 +34,19 @@ from threadpoolctl import threadpool_limits
 from cltr.core.svm import pairwise_objective, solve_pairwise_svm
 
 
-def make_click_problem(n_queries: int, n_docs: int, n_features: int, *, passes: int, dtype,
-                       relevant_share: float, noise: float, eta: float, eps_neg: float,
-                       seed: int) -> dict:
+def make_click_problem(
+    n_queries: int,
+    n_docs: int,
+    n_features: int,
+    *,
+    passes: int,
+    dtype,
+    relevant_share: float,
+    noise: float,
+    eta: float,
+    eps_neg: float,
+    seed: int,
+) -> dict:
     """A seeded click problem with every query of ``n_docs`` documents (X built in blocks)."""
     rng = np.random.default_rng(seed)
     total = n_queries * n_docs
@@ -136,8 +146,7 @@ def linear_svc_seconds(problem: dict, C: float, objective: float, tolerances: li
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--yahoo", action="store_true",
-                        help="20,000 queries x 24 docs x 700 features, 10 passes")
+    parser.add_argument("--yahoo", action="store_true", help="20,000 queries x 24 docs x 700 features, 10 passes")
     parser.add_argument("--queries", type=int, help="queries (default 1500, yahoo 20000)")
     parser.add_argument("--docs", type=int, help="documents per query (default 40, yahoo 24)")
     parser.add_argument("--features", type=int, help="features (default 46, yahoo 700)")
@@ -147,10 +156,16 @@ def main() -> None:
     parser.add_argument("--threads", type=int, nargs="+", default=[1], help="BLAS threads (default 1)")
     parser.add_argument("--repeats", type=int, help="solves per C, median reported (default 5, yahoo 3)")
     parser.add_argument("--tol", type=float, default=1e-3)
-    parser.add_argument("--no-svc", dest="svc", action="store_false",
-                        help="skip LinearSVC (always skipped with --yahoo)")
-    parser.add_argument("--svc-tol", type=float, nargs="+", default=[1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6],
-                        help="LinearSVC tolerances tried in turn")
+    parser.add_argument(
+        "--no-svc", dest="svc", action="store_false", help="skip LinearSVC (always skipped with --yahoo)"
+    )
+    parser.add_argument(
+        "--svc-tol",
+        type=float,
+        nargs="+",
+        default=[1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6],
+        help="LinearSVC tolerances tried in turn",
+    )
     parser.add_argument("--relevant", type=float, default=0.1, help="share of relevant documents")
     parser.add_argument("--noise", type=float, default=1.0, help="production ranker's score noise")
     parser.add_argument("--eta", type=float, default=1.0)
@@ -169,21 +184,36 @@ def main() -> None:
     dtype = np.dtype(args.dtype)
 
     start = time.perf_counter()
-    problem = make_click_problem(queries, docs, features, passes=passes, dtype=dtype,
-                                 relevant_share=args.relevant, noise=args.noise, eta=args.eta,
-                                 eps_neg=args.eps_neg, seed=args.seed)
+    problem = make_click_problem(
+        queries,
+        docs,
+        features,
+        passes=passes,
+        dtype=dtype,
+        relevant_share=args.relevant,
+        noise=args.noise,
+        eta=args.eta,
+        eps_neg=args.eps_neg,
+        seed=args.seed,
+    )
     made = time.perf_counter() - start
     X = problem["X"]
     n = len(problem["click_doc"])
     distinct = len(np.unique(problem["click_doc"]))
-    print(f"{queries} queries x {docs} docs x {features} features ({dtype.name}), "
-          f"{passes} pass(es): {n:,} clicks ({distinct:,} distinct clicked documents), "
-          f"{n * (docs - 1):,} pairs ({distinct * (docs - 1):,} after merging); generated in {made:.1f} s")
-    print(f"tol = {args.tol:g} (relative duality gap); median of {repeats} solves; floor: best of "
-          f"{floor_repeats} X @ w + X.T @ g")
+    print(
+        f"{queries} queries x {docs} docs x {features} features ({dtype.name}), "
+        f"{passes} pass(es): {n:,} clicks ({distinct:,} distinct clicked documents), "
+        f"{n * (docs - 1):,} pairs ({distinct * (docs - 1):,} after merging); generated in {made:.1f} s"
+    )
+    print(
+        f"tol = {args.tol:g} (relative duality gap); median of {repeats} solves; floor: best of "
+        f"{floor_repeats} X @ w + X.T @ g"
+    )
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    header = (f"{'C':>6} {'thr':>3} {'seconds':>8} {'iters':>5} {'objective':>12} {'gap':>9} "
-              f"{'s/iter':>9} {'floor':>9} {'ratio':>6}")
+    header = (
+        f"{'C':>6} {'thr':>3} {'seconds':>8} {'iters':>5} {'objective':>12} {'gap':>9} "
+        f"{'s/iter':>9} {'floor':>9} {'ratio':>6}"
+    )
     print(header + (f" {'LinearSVC':>9} {'svc tol':>7} {'speed-up':>8}" if svc else ""))
     floors = {}
     for count in args.threads:
@@ -195,24 +225,36 @@ def main() -> None:
                 results = []
                 for _ in range(repeats):
                     floors[count] = min(floors[count], floor_seconds(X, floor_repeats // repeats))
-                    results.append(solve_pairwise_svm(X, problem["offsets"], problem["click_query"],
-                                                      problem["click_doc"], problem["cost"], C, tol=args.tol))
+                    results.append(
+                        solve_pairwise_svm(
+                            X,
+                            problem["offsets"],
+                            problem["click_query"],
+                            problem["click_doc"],
+                            problem["cost"],
+                            C,
+                            tol=args.tol,
+                        )
+                    )
                 seconds = float(np.median([r.seconds for r in results]))
                 result = results[-1]
                 per_iteration = seconds / result.iterations
-                line = (f"{C:6g} {count:3d} {seconds:8.4f} {result.iterations:5d} {result.objective:12.6g} "
-                        f"{result.gap:9.2e} {per_iteration:9.2e} {floors[count]:9.2e} "
-                        f"{per_iteration / floors[count]:6.2f}")
+                line = (
+                    f"{C:6g} {count:3d} {seconds:8.4f} {result.iterations:5d} {result.objective:12.6g} "
+                    f"{result.gap:9.2e} {per_iteration:9.2e} {floors[count]:9.2e} "
+                    f"{per_iteration / floors[count]:6.2f}"
+                )
                 if svc:
-                    svc_seconds, svc_tol = linear_svc_seconds(problem, C, result.objective, args.svc_tol,
-                                                              repeats=3)
+                    svc_seconds, svc_tol = linear_svc_seconds(problem, C, result.objective, args.svc_tol, repeats=3)
                     line += f" {svc_seconds:9.3f} {svc_tol or float('nan'):7.0e} {svc_seconds / seconds:8.1f}"
             print(line)
             sys.stdout.flush()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # kilobytes on Linux
     size = X.nbytes / 2**30
-    print(f"peak resident memory (ru_maxrss): {peak:.3f} GiB = {peak / size:.2f} x X ({size:.3f} GiB); "
-          f"{before:.3f} GiB before the first solve")
+    print(
+        f"peak resident memory (ru_maxrss): {peak:.3f} GiB = {peak / size:.2f} x X ({size:.3f} GiB); "
+        f"{before:.3f} GiB before the first solve"
+    )
 
 
 if __name__ == "__main__":

@@ -35,8 +35,9 @@ def cltr(code: Path, workdir: Path, *args: str) -> tuple[float, float]:
     env = {**os.environ, "PYTHONPATH": str(code)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "cltr", "--workdir", str(workdir), *args], env=env, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "cltr", "--workdir", str(workdir), *args], env=env, check=True, stdout=subprocess.DEVNULL
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
@@ -63,16 +64,20 @@ def main(argv=None) -> None:
                     shutil.rmtree(models)  # train afresh, not from the cache
                 cpu, wall = cltr(code, space, "train", method)
                 results.setdefault((method, code), []).append((cpu, wall))
-                print(f"{method:<16} {str(code):<40} repeat {repeat + 1}: {cpu:7.1f} s CPU, {wall:7.1f} s wall",
-                      flush=True)
+                print(
+                    f"{method:<16} {str(code):<40} repeat {repeat + 1}: {cpu:7.1f} s CPU, {wall:7.1f} s wall",
+                    flush=True,
+                )
     print()
     for method in args.methods.split(","):
         first = statistics.median(c for c, _ in results[(method, codes[0])])
         for code in codes:
             cpu = statistics.median(c for c, _ in results[(method, code)])
             wall = statistics.median(w for _, w in results[(method, code)])
-            print(f"{method:<16} {str(code):<40} median {cpu:7.1f} s CPU ({cpu / first:.2f} of the first), "
-                  f"{wall:7.1f} s wall")
+            print(
+                f"{method:<16} {str(code):<40} median {cpu:7.1f} s CPU ({cpu / first:.2f} of the first), "
+                f"{wall:7.1f} s wall"
+            )
     if args.workdir is None:
         shutil.rmtree(root)
 

@@ -53,10 +53,30 @@ from cltr.pipeline.stages import EstimateOptions, ProductionOptions, SimulationO
 from cltr.pipeline.stages import estimate_propensities as _estimate
 from cltr.pipeline.workspace import Workspace
 
-__all__ = ["Estimator", "SVMRank", "PropRank", "PropDCG", "DeepPropDCG", "LambdaRank", "TreePropDCG", "Skyline",
-           "read_click_log", "write_click_log", "estimate_propensities", "evaluate", "load_letor",
-           "load_yahoo", "make_synthetic", "load_dataset", "load_prepared", "Session", "ProductionOptions",
-           "SimulationOptions", "EstimateOptions", "RunOptions"]
+__all__ = [
+    "Estimator",
+    "SVMRank",
+    "PropRank",
+    "PropDCG",
+    "DeepPropDCG",
+    "LambdaRank",
+    "TreePropDCG",
+    "Skyline",
+    "read_click_log",
+    "write_click_log",
+    "estimate_propensities",
+    "evaluate",
+    "load_letor",
+    "load_yahoo",
+    "make_synthetic",
+    "load_dataset",
+    "load_prepared",
+    "Session",
+    "ProductionOptions",
+    "SimulationOptions",
+    "EstimateOptions",
+    "RunOptions",
+]
 
 
 def _queries(data, offsets=None) -> Queries:
@@ -85,9 +105,15 @@ def _click_log(clicks, queries: Queries, *, click_query=None, click_doc=None, pr
     if click_query is None:
         click_query = queries.doc_query[click_doc]
     ranks = np.zeros(len(click_doc), dtype=np.int64)
-    return ClickLog(query=np.asarray(click_query, dtype=np.int64), doc=click_doc, rank=ranks,
-                    propensity=np.ones(len(click_doc)) if propensity is None else np.asarray(propensity, float),
-                    pass_index=np.zeros(len(click_doc), dtype=np.int64), n_passes=1, n_queries=queries.n_queries)
+    return ClickLog(
+        query=np.asarray(click_query, dtype=np.int64),
+        doc=click_doc,
+        rank=ranks,
+        propensity=np.ones(len(click_doc)) if propensity is None else np.asarray(propensity, float),
+        pass_index=np.zeros(len(click_doc), dtype=np.int64),
+        n_passes=1,
+        n_queries=queries.n_queries,
+    )
 
 
 def _defaults(method: str) -> dict[str, Any]:
@@ -136,8 +162,10 @@ class Estimator(BaseEstimator):
             return
         # the signature scikit-learn reads (get_params, clone, repr) is the options type's fields
         parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-        parameters += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
-                       for name, default in _defaults(cls.method).items()]
+        parameters += [
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
+            for name, default in _defaults(cls.method).items()
+        ]
 
         def __init__(self, **params):
             Estimator.__init__(self, **params)
@@ -160,10 +188,15 @@ class Estimator(BaseEstimator):
         names = [f.name for f in options_type.option_fields()]  # declaration order
         unknown = sorted(set(params) - set(names))
         if unknown:
-            hints = [f"{name!r}" + (f" (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(
-                name, names, n=1)) else "") for name in unknown]
-            raise ValueError(f"{type(self).__name__}: unknown option{'s' if len(unknown) > 1 else ''} "
-                             f"{', '.join(hints)}; valid: {', '.join(names)}")
+            hints = [
+                f"{name!r}"
+                + (f" (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(name, names, n=1)) else "")
+                for name in unknown
+            ]
+            raise ValueError(
+                f"{type(self).__name__}: unknown option{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(hints)}; valid: {', '.join(names)}"
+            )
 
     def set_params(self, **params) -> Estimator:
         self._refuse_unknown(params)
@@ -178,13 +211,29 @@ class Estimator(BaseEstimator):
         another preset's)."""
         method = methods.get(self.method)
         defaults = _defaults(self.method)
-        given = {name: value for name, value in self.get_params(deep=False).items()
-                 if not (name in defaults and _same(value, defaults[name]))}
+        given = {
+            name: value
+            for name, value in self.get_params(deep=False).items()
+            if not (name in defaults and _same(value, defaults[name]))
+        }
         return method.parse_options(given, where=type(self).__name__)
 
-    def fit(self, X, clicks=None, *, offsets=None, click_query=None, click_doc=None, propensity=None, vali=None,
-            propensities=None, clip: str | float | None = "auto", relevant_from: int | None = None, seed: int = 0,
-            progress=None) -> Estimator:
+    def fit(
+        self,
+        X,
+        clicks=None,
+        *,
+        offsets=None,
+        click_query=None,
+        click_doc=None,
+        propensity=None,
+        vali=None,
+        propensities=None,
+        clip: str | float | None = "auto",
+        relevant_from: int | None = None,
+        seed: int = 0,
+        progress=None,
+    ) -> Estimator:
         """Train on ``clicks`` logged on the training split ``X``.
 
         Parameters
@@ -213,15 +262,25 @@ class Estimator(BaseEstimator):
         options = self._options()
         dataset = X if isinstance(X, Dataset) else None
         if dataset is not None and relevant_from is not None and relevant_from != dataset.relevant_from:
-            raise ValueError(f"relevant_from = {relevant_from} contradicts the dataset's {dataset.relevant_from}; "
-                             "give one")
+            raise ValueError(
+                f"relevant_from = {relevant_from} contradicts the dataset's {dataset.relevant_from}; give one"
+            )
         if dataset is None and self.method == "skyline" and relevant_from is None:
-            raise ValueError("the skyline learns from labels: give the Dataset (its relevance threshold), or "
-                             "relevant_from")
-        if dataset is None and np.ndim(X) == 2 and offsets is None and clicks is not None \
-                and np.ndim(clicks) == 1 and not isinstance(clicks, tuple):
-            raise ValueError("a ranking estimator learns from query groups and clicks, not from fit(X, y): give "
-                             "X with its query offsets and the click log")
+            raise ValueError(
+                "the skyline learns from labels: give the Dataset (its relevance threshold), or relevant_from"
+            )
+        if (
+            dataset is None
+            and np.ndim(X) == 2
+            and offsets is None
+            and clicks is not None
+            and np.ndim(clicks) == 1
+            and not isinstance(clicks, tuple)
+        ):
+            raise ValueError(
+                "a ranking estimator learns from query groups and clicks, not from fit(X, y): give "
+                "X with its query offsets and the click log"
+            )
         train = dataset.train if dataset is not None else _queries(X, offsets)
         train_log = _click_log(clicks, train, click_query=click_query, click_doc=click_doc, propensity=propensity)
         if vali is None:
@@ -237,11 +296,20 @@ class Estimator(BaseEstimator):
         logs = [as_told(log, propensities) for log in (train_log, vali_log)]
         # relevant_from serves the skyline only (refused above when missing); the DCG base only
         # scales the reported validation estimate, never the chosen model
-        training = Dataset(name="api", train=train, vali=vali_split, test=vali_split,
-                           relevant_from=relevant_from if relevant_from is not None else 1) if dataset is None \
+        training = (
+            Dataset(
+                name="api",
+                train=train,
+                vali=vali_split,
+                test=vali_split,
+                relevant_from=relevant_from if relevant_from is not None else 1,
+            )
+            if dataset is None
             else dataclasses.replace(dataset, train=train, vali=vali_split, test=vali_split)
-        self.scorer_, self.info_ = methods.train(self.method, TrainingData(training, logs[0], logs[1], seed),
-                                                 options, progress=progress, clip=clip)
+        )
+        self.scorer_, self.info_ = methods.train(
+            self.method, TrainingData(training, logs[0], logs[1], seed), options, progress=progress, clip=clip
+        )
         return self
 
     def predict(self, X) -> np.ndarray:
@@ -257,16 +325,19 @@ if Estimator.__doc__:
 
 class SVMRank(Estimator):
     """Naive Ranking SVM on clicks (every click weighted 1)."""
+
     method = "svm-rank"
 
 
 class PropRank(Estimator):
     """SVM PropRank: the propensity-weighted Ranking SVM."""
+
     method = "svm-proprank"
 
 
 class PropDCG(Estimator):
     """SVM PropDCG: the DCG bound by the convex-concave procedure."""
+
     method = "svm-propdcg"
 
 
@@ -276,26 +347,31 @@ class DeepPropDCG(Estimator):
     ``preset="paper"`` starts from the paper's settings (``cltr.methods.deep_propdcg.PRESETS``);
     a setting left at None is the chosen preset's, one given overrides it.
     """
+
     method = "deep-propdcg"
 
 
 class LambdaRank(Estimator):
     """LightGBM LambdaRank on click labels."""
+
     method = "lambdarank"
 
 
 class TreePropDCG(Estimator):
     """LightGBM on the propensity-weighted DCG bound."""
+
     method = "tree-propdcg"
 
 
 class Skyline(Estimator):
     """Ranking SVM on the labelled training split (``X.labels``), C on validation labels."""
+
     method = "skyline"
 
 
-def estimate_propensities(log: LoggedRows, queries: Queries, settings: EstimateOptions | dict | None = None, *,
-                          seed: int = 0, **options):
+def estimate_propensities(
+    log: LoggedRows, queries: Queries, settings: EstimateOptions | dict | None = None, *, seed: int = 0, **options
+):
     """Propensity per rank from a logged click table, as ``cltr propensities estimate``.
 
     Parameters
@@ -348,8 +424,10 @@ def evaluate(model, data: Dataset, *, split: str = "test", seed: int = 0) -> dic
         relevant document, as trec_eval) and ``ndcg@10_relevant_queries``.
     """
     if not isinstance(data, Dataset):
-        raise ValueError("evaluate takes the Dataset (api.evaluate(model, data)), whose relevance threshold and DCG "
-                         f"log base are the convention; found {type(data).__name__}")
+        raise ValueError(
+            "evaluate takes the Dataset (api.evaluate(model, data)), whose relevance threshold and DCG "
+            f"log base are the convention; found {type(data).__name__}"
+        )
     splits = data.splits()
     if split not in splits:
         raise ValueError(f"split must be one of {', '.join(splits)}, found {split!r}")
@@ -357,8 +435,9 @@ def evaluate(model, data: Dataset, *, split: str = "test", seed: int = 0) -> dic
     if scorer is None:
         raise NotFittedError(f"{type(model).__name__} is not fitted yet; call fit first")
     queries = splits[split]
-    return _evaluate(scorer, queries, queries.relevant(data.relevant_from), rng=stream(seed, "evaluate"),
-                     dcg_base=data.dcg_base)
+    return _evaluate(
+        scorer, queries, queries.relevant(data.relevant_from), rng=stream(seed, "evaluate"), dcg_base=data.dcg_base
+    )
 
 
 def load_dataset(loader: str, *, name: str | None = None, dcg_log: str = "e", **options) -> Dataset:

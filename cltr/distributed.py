@@ -38,12 +38,23 @@ class EngineOptions(Options):
     """Where a job's per-chunk work runs (the linear SVMs' risk and subgradient, harvest's counts,
     regression EM's E-step and sums)."""
 
-    backend: str = option("local", "Run the per-chunk work here (local) or on a dask.distributed cluster (dask; pip "
-                                   "install 'cltr[dask]'); both give the same result to rounding.", choices=BACKENDS)
-    scheduler: str | None = option(None, "dask scheduler address, e.g. tcp://host:8786 [default: a local cluster of "
-                                         "one worker process per core]; --backend dask only.")
-    chunks: int | None = option(None, "Cut the job into this many chunks of whole queries [default: unchunked with "
-                                      "--backend local, one per worker with dask].", low=1)
+    backend: str = option(
+        "local",
+        "Run the per-chunk work here (local) or on a dask.distributed cluster (dask; pip "
+        "install 'cltr[dask]'); both give the same result to rounding.",
+        choices=BACKENDS,
+    )
+    scheduler: str | None = option(
+        None,
+        "dask scheduler address, e.g. tcp://host:8786 [default: a local cluster of "
+        "one worker process per core]; --backend dask only.",
+    )
+    chunks: int | None = option(
+        None,
+        "Cut the job into this many chunks of whole queries [default: unchunked with "
+        "--backend local, one per worker with dask].",
+        low=1,
+    )
 
     @property
     def chunked(self) -> bool:
@@ -105,8 +116,9 @@ def engine(options: EngineOptions, *, workers: int | None = None) -> Iterator[tu
         raise ValueError("--backend dask needs dask.distributed: pip install 'cltr[dask]'") from None
     cluster = None
     if options.scheduler is None:
-        cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
+        cluster = LocalCluster(
+            n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True, dashboard_address=None
+        )
     try:
         client = Client(options.scheduler or cluster)
     except (OSError, ValueError) as error:  # unreachable, or an address dask cannot read ("missing port")

@@ -53,12 +53,23 @@ from typing import Any
 __all__ = ["option", "Options", "OptionSpec"]
 
 
-def option(default: Any, help: str | Callable[[], str], *,
-           choices: tuple[str, ...] | Callable[[], Iterable[str]] | None = None,
-           low: float | None = None, high: float | None = None, low_open: bool = False,
-           high_open: bool = False, parse: Callable[[str], Any] | None = None,
-           flag: str | None = None, metavar: str | None = None, path: str | None = None,
-           required: bool = False, negatable: bool = True, repeat: bool = False) -> Any:
+def option(
+    default: Any,
+    help: str | Callable[[], str],
+    *,
+    choices: tuple[str, ...] | Callable[[], Iterable[str]] | None = None,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    parse: Callable[[str], Any] | None = None,
+    flag: str | None = None,
+    metavar: str | None = None,
+    path: str | None = None,
+    required: bool = False,
+    negatable: bool = True,
+    repeat: bool = False,
+) -> Any:
     """Declare one option of an ``Options`` dataclass.
 
     Parameters
@@ -97,9 +108,21 @@ def option(default: Any, help: str | Callable[[], str], *,
     """
     if path not in (None, "file", "dir"):
         raise ValueError(f"path must be 'file' or 'dir', found {path!r}")
-    spec = OptionSpec(help=help, choices=choices, low=low, high=high, low_open=low_open, high_open=high_open,
-                      parse=parse, flag=flag, metavar=metavar, path=path, required=required,
-                      negatable=negatable, repeat=repeat)
+    spec = OptionSpec(
+        help=help,
+        choices=choices,
+        low=low,
+        high=high,
+        low_open=low_open,
+        high_open=high_open,
+        parse=parse,
+        flag=flag,
+        metavar=metavar,
+        path=path,
+        required=required,
+        negatable=negatable,
+        repeat=repeat,
+    )
     return dataclasses.field(default=default, metadata={"cltr": spec})
 
 
@@ -116,10 +139,10 @@ class OptionSpec:
     parse: Callable[[str], Any] | None = None
     flag: str | None = None
     metavar: str | None = None
-    path: str | None = None       # "file" or "dir": a str naming an existing one
+    path: str | None = None  # "file" or "dir": a str naming an existing one
     required: bool = False
-    negatable: bool = True        # a bool's --no-NAME form on the command line
-    repeat: bool = False          # a sequence given by repeating the flag
+    negatable: bool = True  # a bool's --no-NAME form on the command line
+    repeat: bool = False  # a sequence given by repeating the flag
 
     def text(self) -> str:
         """The help, read now when declared as a callable."""
@@ -135,9 +158,9 @@ class Field:
     """One option as the command line and the validators see it."""
 
     name: str
-    base: type            # bool, int, float or str
-    sequence: bool        # a tuple of ``base``
-    optional: bool        # None allowed
+    base: type  # bool, int, float or str
+    sequence: bool  # a tuple of ``base``
+    optional: bool  # None allowed
     default: Any
     spec: OptionSpec
 
@@ -211,8 +234,10 @@ class Options:
             for name in unknown:
                 close = difflib.get_close_matches(name, fields, n=1)
                 hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-            raise ValueError(f"{where}: unknown option{'s' if len(unknown) > 1 else ''} {', '.join(hints)}; "
-                             f"valid: {', '.join(fields)}")
+            raise ValueError(
+                f"{where}: unknown option{'s' if len(unknown) > 1 else ''} {', '.join(hints)}; "
+                f"valid: {', '.join(fields)}"
+            )
         missing = [name for name, f in fields.items() if f.spec.required and values.get(name) is None]
         if missing:
             raise ValueError(f"{where}: {', '.join(missing)} must be given")
@@ -220,8 +245,9 @@ class Options:
 
     def to_dict(self) -> dict:
         """Every option's value, JSON-able (tuples become lists)."""
-        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
-                for f in dataclasses.fields(self)}
+        return {
+            f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v for f in dataclasses.fields(self)
+        }
 
     def replace(self, **changes):
         """A copy with ``changes`` applied and validated."""

@@ -46,8 +46,12 @@ def by_name(found: Iterable[tuple[ModuleType, T]]) -> dict[str, T]:
     return {value.name: value for value in sorted((value for _, value in found), key=lambda value: value.name)}
 
 
-def registered(package: str, attribute: str, kind: type[T],
-               order: Callable[[Iterable[tuple[ModuleType, T]]], dict[str, T]] = by_order) -> dict[str, T]:
+def registered(
+    package: str,
+    attribute: str,
+    kind: type[T],
+    order: Callable[[Iterable[tuple[ModuleType, T]]], dict[str, T]] = by_order,
+) -> dict[str, T]:
     """The registry of ``package``: its modules' ``attribute`` values (``discover``), ordered
     by ``order``, found on the first call and kept in the package's ``_REGISTRY``. The same
     dict on every call, so that a test may add to it, or set ``_REGISTRY`` to None to have the

@@ -47,6 +47,7 @@ LETOR4 = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "letor
 
 # -- the command line ---------------------------------------------------------------------
 
+
 def _invoke(*args, workdir: Path | str | None = None, expect: int | None = 0) -> Result:
     """Run ``cltr [--workdir WORKDIR] ARGS...`` in-process and return click's Result.
 
@@ -70,6 +71,7 @@ def invoke():
 
 # -- real data ------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="session")
 def letor4() -> Path:
     """../shared/data/letor4 (MANIFEST.md there), or skip."""
@@ -89,6 +91,7 @@ def mq2008(letor4) -> Path:
 
 # -- synthetic data and clicks -------------------------------------------------------------
 
+
 def _make_training_data(dataset, *, seed: int = 0, passes: int = 20, fraction: float = 0.01, **click_settings):
     """``(production, TrainingData, test_relevant)``: the production ranker (Ranking SVM
     on ``fraction`` of the training queries) and position-based-model clicks on train
@@ -98,8 +101,11 @@ def _make_training_data(dataset, *, seed: int = 0, passes: int = 20, fraction: f
 
     production, _ = produce(dataset, seed=seed, fraction=fraction)
     logs = simulated_logs(dataset, production, passes=passes, seed=seed, model="pbm", settings=click_settings)
-    return production, TrainingData(dataset, logs["train"], logs["vali"], seed), \
-        dataset.test.relevant(dataset.relevant_from)
+    return (
+        production,
+        TrainingData(dataset, logs["train"], logs["vali"], seed),
+        dataset.test.relevant(dataset.relevant_from),
+    )
 
 
 @pytest.fixture(scope="session")
@@ -109,8 +115,17 @@ def make_training_data():
     return _make_training_data
 
 
-def _shuffled_sessions(*, n_queries: int = 40, docs: int = 8, passes: int = 200, eta: float = 1.0,
-                       eps_pos: float = 1.0, eps_neg: float = 0.1, noise: float | None = None, seed: int = 0):
+def _shuffled_sessions(
+    *,
+    n_queries: int = 40,
+    docs: int = 8,
+    passes: int = 200,
+    eta: float = 1.0,
+    eps_pos: float = 1.0,
+    eps_neg: float = 0.1,
+    noise: float | None = None,
+    seed: int = 0,
+):
     """``(TrainingData, examination)``: position-based-model clicks (p_k = (1/k)^eta) on
     sessions that each show their query's documents in a fresh order, with every
     displayed document (``TrainingData.displayed``). Features are 3 normal columns, a
@@ -127,8 +142,11 @@ def _shuffled_sessions(*, n_queries: int = 40, docs: int = 8, passes: int = 200,
     relevant = score > 0.3
     queries = type(queries)(X=queries.X, labels=relevant.astype(np.int64), qid=queries.qid, offsets=queries.offsets)
     sessions = passes * n_queries
-    key = rng.random((sessions, docs)) if noise is None else \
-        -(np.tile(score.reshape(n_queries, docs), (passes, 1)) + noise * rng.gumbel(size=(sessions, docs)))
+    key = (
+        rng.random((sessions, docs))
+        if noise is None
+        else -(np.tile(score.reshape(n_queries, docs), (passes, 1)) + noise * rng.gumbel(size=(sessions, docs)))
+    )
     rank = np.argsort(np.argsort(key, axis=1), axis=1).ravel() + 1
     query = np.repeat(np.tile(np.arange(n_queries), passes), docs)
     doc = query * docs + np.tile(np.arange(docs), sessions)
@@ -136,12 +154,25 @@ def _shuffled_sessions(*, n_queries: int = 40, docs: int = 8, passes: int = 200,
     attraction = np.where(relevant[doc], eps_pos, eps_neg)
     click = rng.random(len(doc)) < examination[rank - 1] * attraction
     session = np.repeat(np.arange(sessions), docs)
-    rows = Displayed.from_columns(session=session, query=query, doc=doc, rank=rank, click=click,
-                                  propensity=examination[rank - 1], ranker=np.zeros(len(doc)))
+    rows = Displayed.from_columns(
+        session=session,
+        query=query,
+        doc=doc,
+        rank=rank,
+        click=click,
+        propensity=examination[rank - 1],
+        ranker=np.zeros(len(doc)),
+    )
     clicked = rows.click == 1
-    log = ClickLog(query=rows.query[clicked], doc=rows.doc[clicked], rank=rows.rank[clicked],
-                   propensity=rows.propensity[clicked], pass_index=rows.session[clicked] // n_queries,
-                   n_passes=passes, n_queries=n_queries)
+    log = ClickLog(
+        query=rows.query[clicked],
+        doc=rows.doc[clicked],
+        rank=rows.rank[clicked],
+        propensity=rows.propensity[clicked],
+        pass_index=rows.session[clicked] // n_queries,
+        n_passes=passes,
+        n_queries=n_queries,
+    )
     dataset = Dataset("shuffled", queries, queries, queries, relevant_from=1)
     return TrainingData(dataset, log, log, seed, rows=lambda split: rows), examination
 
@@ -168,8 +199,9 @@ def synthetic_dataset():
 def noise_free_clicks(synthetic_dataset):
     """20 passes of clicks without noise (eps_neg 0) on a production ranker trained on 5%
     of the queries: ``(dataset, production, TrainingData, test_relevant)``."""
-    production, data, test_relevant = _make_training_data(synthetic_dataset, seed=0, passes=20, fraction=0.05,
-                                                          eps_neg=0.0)
+    production, data, test_relevant = _make_training_data(
+        synthetic_dataset, seed=0, passes=20, fraction=0.05, eps_neg=0.0
+    )
     return synthetic_dataset, production, data, test_relevant
 
 
@@ -177,8 +209,7 @@ def noise_free_clicks(synthetic_dataset):
 def biased_clicks(synthetic_dataset):
     """20 passes of position-biased, noisy clicks (eta 1, eps_neg 0.1) on the default
     production ranker: ``(dataset, production, TrainingData, test_relevant)``."""
-    production, data, test_relevant = _make_training_data(synthetic_dataset, seed=0, passes=20, eta=1.0,
-                                                          eps_neg=0.1)
+    production, data, test_relevant = _make_training_data(synthetic_dataset, seed=0, passes=20, eta=1.0, eps_neg=0.1)
     return synthetic_dataset, production, data, test_relevant
 
 
@@ -189,13 +220,15 @@ def avg_dcg_of():
     from cltr.core.seeds import stream
 
     def dcg(scorer, dataset, relevant, seed=0):
-        return evaluate(scorer, dataset.test, relevant, rng=stream(seed, "evaluate"),
-                        dcg_base=dataset.dcg_base)["avg_dcg"]
+        return evaluate(scorer, dataset.test, relevant, rng=stream(seed, "evaluate"), dcg_base=dataset.dcg_base)[
+            "avg_dcg"
+        ]
 
     return dcg
 
 
 # -- hand-made problems and containers -----------------------------------------------------
+
 
 def _tiny_click_problem(seed=0, *, sizes=(4, 5, 3, 6), n_features=3, n_clicks=9):
     """``(X, offsets, click_query, click_doc, propensity)``: random features, clicks sorted
@@ -228,8 +261,9 @@ def _toy_queries(sizes, *, n_features: int = 2, seed: int | None = None, labels=
     else:
         X = np.random.default_rng(seed).normal(size=(n_docs, n_features))
     labels = np.zeros(n_docs, dtype=np.int64) if labels is None else np.asarray(labels, dtype=np.int64)
-    return Queries(X=X, labels=labels, qid=np.arange(qid_start, qid_start + len(sizes), dtype=np.int64),
-                   offsets=offsets)
+    return Queries(
+        X=X, labels=labels, qid=np.arange(qid_start, qid_start + len(sizes), dtype=np.int64), offsets=offsets
+    )
 
 
 def _toy_log(query, doc, *, n_queries: int, propensity=None, pass_index=None, n_passes: int = 1):
@@ -237,12 +271,15 @@ def _toy_log(query, doc, *, n_queries: int, propensity=None, pass_index=None, n_
     from cltr.core.clicks import ClickLog
 
     n = len(doc)
-    return ClickLog(query=np.array(query, dtype=np.int64), doc=np.array(doc, dtype=np.int64),
-                    rank=np.ones(n, dtype=np.int64),
-                    propensity=np.ones(n) if propensity is None else np.array(propensity, dtype=np.float64),
-                    pass_index=np.zeros(n, dtype=np.int64) if pass_index is None
-                    else np.array(pass_index, dtype=np.int64),
-                    n_passes=n_passes, n_queries=n_queries)
+    return ClickLog(
+        query=np.array(query, dtype=np.int64),
+        doc=np.array(doc, dtype=np.int64),
+        rank=np.ones(n, dtype=np.int64),
+        propensity=np.ones(n) if propensity is None else np.array(propensity, dtype=np.float64),
+        pass_index=np.zeros(n, dtype=np.int64) if pass_index is None else np.array(pass_index, dtype=np.int64),
+        n_passes=n_passes,
+        n_queries=n_queries,
+    )
 
 
 @pytest.fixture

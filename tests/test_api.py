@@ -41,8 +41,9 @@ def logged(tmp_path_factory, invoke):
     clicks = current(work, "clicks")
     dataset = load_dataset(Workspace(work).dataset_path(DATASET))
     train_log, vali_log = click_logs(clicks)
-    return SimpleNamespace(work=work, clicks=clicks, dataset=dataset, train_log=train_log, vali_log=vali_log,
-                           invoke=invoke)
+    return SimpleNamespace(
+        work=work, clicks=clicks, dataset=dataset, train_log=train_log, vali_log=vali_log, invoke=invoke
+    )
 
 
 def cli_model(logged, method: str, *options):
@@ -51,12 +52,16 @@ def cli_model(logged, method: str, *options):
     return scorer_from_arrays(model.arrays).w, model.info
 
 
-@pytest.mark.parametrize("estimator, method, options", [
-    (api.PropRank, "svm-proprank", {"C": 1.0}),
-    (api.PropDCG, "svm-propdcg", {"C": 0.1}),
-    (api.PropRank, "svm-proprank", {}),
-    (api.PropDCG, "svm-propdcg", {}),
-], ids=["proprank-C1", "propdcg-C0.1", "proprank-grid", "propdcg-grid"])
+@pytest.mark.parametrize(
+    "estimator, method, options",
+    [
+        (api.PropRank, "svm-proprank", {"C": 1.0}),
+        (api.PropDCG, "svm-propdcg", {"C": 0.1}),
+        (api.PropRank, "svm-proprank", {}),
+        (api.PropDCG, "svm-propdcg", {}),
+    ],
+    ids=["proprank-C1", "propdcg-C0.1", "proprank-grid", "propdcg-grid"],
+)
 def test_api_and_cli_train_the_same_model(estimator, method, options, logged):
     flags = [x for C in options.values() for x in ("-C", C)]
     w, info = cli_model(logged, method, *flags)
@@ -88,8 +93,11 @@ def test_fit_takes_click_arrays(logged):
     reference = api.PropDCG(C=0.1).fit(data.train, log, vali=vali).scorer_.w
     as_tuple = api.PropDCG(C=0.1).fit(data.train, (log.query, log.doc, log.propensity), vali=vali).scorer_.w
     # click_query is implied by the documents; X as a matrix with its query offsets
-    as_keywords = api.PropDCG(C=0.1).fit(data.train.X, offsets=data.train.offsets, click_doc=log.doc,
-                                         propensity=log.propensity, vali=vali).scorer_.w
+    as_keywords = (
+        api.PropDCG(C=0.1)
+        .fit(data.train.X, offsets=data.train.offsets, click_doc=log.doc, propensity=log.propensity, vali=vali)
+        .scorer_.w
+    )
     assert np.array_equal(as_tuple, reference)
     assert np.array_equal(as_keywords, reference)
     # the propensities matter: unit propensities give another model
@@ -173,10 +181,19 @@ def test_every_estimator_clones_with_its_parameters(estimator):
 
 # check_estimator's checks that do not fit on (X, y): they must hold (the class docstring
 # says why the others cannot)
-MUST_HOLD = {"check_estimator_cloneable", "check_estimator_repr", "check_no_attributes_set_in_init",
-             "check_do_not_raise_errors_in_init_or_set_params", "check_parameters_default_constructible",
-             "check_get_params_invariance", "check_set_params", "check_estimators_unfitted", "check_mixin_order",
-             "check_valid_tag_types", "check_estimator_tags_renamed"}
+MUST_HOLD = {
+    "check_estimator_cloneable",
+    "check_estimator_repr",
+    "check_no_attributes_set_in_init",
+    "check_do_not_raise_errors_in_init_or_set_params",
+    "check_parameters_default_constructible",
+    "check_get_params_invariance",
+    "check_set_params",
+    "check_estimators_unfitted",
+    "check_mixin_order",
+    "check_valid_tag_types",
+    "check_estimator_tags_renamed",
+}
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: e.__name__)
@@ -189,8 +206,9 @@ def test_scikit_learn_check_estimator_where_it_applies(estimator):
         warnings.simplefilter("ignore")
         results = check_estimator(estimator(), on_fail=None, on_skip=None)
     status = {r["check_name"]: r["status"] for r in results}
-    failed = {name: str(r["exception"]) for r in results if (name := r["check_name"]) in MUST_HOLD
-              and r["status"] != "passed"}
+    failed = {
+        name: str(r["exception"]) for r in results if (name := r["check_name"]) in MUST_HOLD and r["status"] != "passed"
+    }
     assert MUST_HOLD <= set(status) and not failed, failed
     assert "fit(X, y)" in estimator.__doc__  # the docstring says why the fitting checks cannot hold
 
@@ -220,6 +238,7 @@ def test_api_evaluate_is_cli_evaluate_on_the_same_workspace(tmp_path, invoke):
     assert "a query without a relevant document scoring 0" in out  # the convention is printed
     # the convention is the dataset's: another one gives other numbers, and Queries alone are refused
     import dataclasses
+
     other = api.evaluate(scorer_from_arrays(model.arrays), dataclasses.replace(data, relevant_from=1))
     assert other["avg_dcg"] != metrics["avg_dcg"]
     with pytest.raises(ValueError, match="evaluate takes the Dataset"):

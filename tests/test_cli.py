@@ -21,6 +21,7 @@ def _squeeze(text: str) -> str:
 
 # -- the pipeline ---------------------------------------------------------------------------
 
+
 def test_whole_path_on_tiny_synthetic(tmp_path, invoke):
     out = invoke("prepare", "synthetic", "--queries", "60", "--seed", "1", workdir=tmp_path).output
     assert "train" in out and "vali" in out and "test" in out
@@ -107,11 +108,11 @@ def test_whole_path_on_mq2008_proprank_beats_production(tmp_path, invoke, mq2008
 
 # -- every method's command -------------------------------------------------------------------
 
+
 def test_svm_propdcg_prints_ccp_trace_and_rejects_bad_metric(tmp_path, invoke):
     invoke("prepare", "synthetic", "--queries", "60", workdir=tmp_path)
     invoke("simulate", "--passes", "20", workdir=tmp_path)
-    out = invoke("train", "svm-propdcg", "-C", "1", "--metric", "rbp:0.8", "--trace-estimate",
-                 workdir=tmp_path).output
+    out = invoke("train", "svm-propdcg", "-C", "1", "--metric", "rbp:0.8", "--trace-estimate", workdir=tmp_path).output
     assert "CCP trace at C = 1" in out and "train_snips_avg_dcg" in out
     result = invoke("train", "svm-propdcg", "--metric", "ndcg", workdir=tmp_path, expect=2)
     assert "unknown rank weight 'ndcg'" in result.output and "'avgrank', 'dcg', 'rbp:<p>'" in result.output
@@ -122,17 +123,50 @@ def test_svm_propdcg_prints_ccp_trace_and_rejects_bad_metric(tmp_path, invoke):
 def test_cli_trains_and_evaluates_deep_propdcg(tmp_path, invoke):
     invoke("prepare", "synthetic", "--queries", "60", workdir=tmp_path)
     invoke("simulate", "--passes", "20", workdir=tmp_path)
-    out = invoke("train", "deep-propdcg", "--epochs", "3", "--hidden", "8,4", "--lr", "1e-3", "--activation", "tanh",
-                 "--dtype", "float64", "--batch-docs", "300", workdir=tmp_path).output
+    out = invoke(
+        "train",
+        "deep-propdcg",
+        "--epochs",
+        "3",
+        "--hidden",
+        "8,4",
+        "--lr",
+        "1e-3",
+        "--activation",
+        "tanh",
+        "--dtype",
+        "float64",
+        "--batch-docs",
+        "300",
+        workdir=tmp_path,
+    ).output
     assert "deep-propdcg, lr = 0.001, epoch = " in out and "validation SNIPS Avg DCG" in out
     out = invoke("evaluate", workdir=tmp_path).output
     assert "deep-propdcg" in out and "test Avg DCG" in out
     # "8,4" is the hidden sizes (8, 4); the same options again reuse the model
-    assert "(reused)" in invoke("train", "deep-propdcg", "--epochs", "3", "--hidden", "8,4", "--lr", "1e-3",
-                                "--activation", "tanh", "--dtype", "float64", "--batch-docs", "300",
-                                workdir=tmp_path).output
-    out = invoke("train", "deep-propdcg", "--preset", "paper", "--epochs", "2", "--hidden", "4",
-                 workdir=tmp_path).output
+    assert (
+        "(reused)"
+        in invoke(
+            "train",
+            "deep-propdcg",
+            "--epochs",
+            "3",
+            "--hidden",
+            "8,4",
+            "--lr",
+            "1e-3",
+            "--activation",
+            "tanh",
+            "--dtype",
+            "float64",
+            "--batch-docs",
+            "300",
+            workdir=tmp_path,
+        ).output
+    )
+    out = invoke(
+        "train", "deep-propdcg", "--preset", "paper", "--epochs", "2", "--hidden", "4", workdir=tmp_path
+    ).output
     assert "lr = 1e-06" in out
     result = invoke("train", "deep-propdcg", "--hidden", "a", workdir=tmp_path, expect=2)
     assert "hidden" in result.output and "'a'" in result.output
@@ -143,12 +177,34 @@ def test_cli_trains_and_evaluates_deep_propdcg(tmp_path, invoke):
 def test_cli_trains_and_evaluates_lambdarank_and_skyline(tmp_path, invoke):
     invoke("prepare", "synthetic", "--queries", "60", workdir=tmp_path)
     invoke("simulate", "--passes", "10", workdir=tmp_path)
-    out = invoke("train", "lambdarank", "--learning-rate", "0.1", "--num-leaves", "4", "--max-rounds", "20",
-                 "--eval-every", "5", workdir=tmp_path).output
+    out = invoke(
+        "train",
+        "lambdarank",
+        "--learning-rate",
+        "0.1",
+        "--num-leaves",
+        "4",
+        "--max-rounds",
+        "20",
+        "--eval-every",
+        "5",
+        workdir=tmp_path,
+    ).output
     assert "lambdarank, learning_rate = 0.1, num_leaves = 4, n_estimators = " in out
     assert "test Avg DCG" in invoke("evaluate", workdir=tmp_path).output
-    out = invoke("train", "lambdarank", "--num-leaves", "2", "--learning-rate", "0.1", "--n-estimators", "5",
-                 "--labels", "sessions", workdir=tmp_path).output
+    out = invoke(
+        "train",
+        "lambdarank",
+        "--num-leaves",
+        "2",
+        "--learning-rate",
+        "0.1",
+        "--n-estimators",
+        "5",
+        "--labels",
+        "sessions",
+        workdir=tmp_path,
+    ).output
     assert "n_estimators = 5" in out
     out = invoke("train", "skyline", "--grid", "0.1,1", workdir=tmp_path).output
     assert "skyline, C = " in out and "validation_label_avg_dcg" in out
@@ -162,12 +218,36 @@ def test_cli_trains_and_evaluates_lambdarank_and_skyline(tmp_path, invoke):
 def test_cli_trains_and_evaluates_tree_propdcg(tmp_path, invoke):
     invoke("prepare", "synthetic", "--queries", "60", workdir=tmp_path)
     invoke("simulate", "--passes", "10", workdir=tmp_path)
-    out = invoke("train", "tree-propdcg", "--learning-rate", "0.1", "--num-leaves", "4", "--max-rounds", "20",
-                 "--eval-every", "5", workdir=tmp_path).output
+    out = invoke(
+        "train",
+        "tree-propdcg",
+        "--learning-rate",
+        "0.1",
+        "--num-leaves",
+        "4",
+        "--max-rounds",
+        "20",
+        "--eval-every",
+        "5",
+        workdir=tmp_path,
+    ).output
     assert "tree-propdcg, learning_rate = 0.1, num_leaves = 4, n_estimators = " in out
     assert "test Avg DCG" in invoke("evaluate", workdir=tmp_path).output
-    out = invoke("train", "tree-propdcg", "--learning-rate", "0.1", "--num-leaves", "2", "--n-estimators", "5",
-                 "--metric", "rbp:0.8", "--hessian", "constant", workdir=tmp_path).output
+    out = invoke(
+        "train",
+        "tree-propdcg",
+        "--learning-rate",
+        "0.1",
+        "--num-leaves",
+        "2",
+        "--n-estimators",
+        "5",
+        "--metric",
+        "rbp:0.8",
+        "--hessian",
+        "constant",
+        workdir=tmp_path,
+    ).output
     assert "n_estimators = 5" in out
     result = invoke("train", "tree-propdcg", "--metric", "ndcg", workdir=tmp_path, expect=2)
     assert "unknown rank weight 'ndcg'" in result.output
@@ -176,6 +256,7 @@ def test_cli_trains_and_evaluates_tree_propdcg(tmp_path, invoke):
 
 
 # -- options generated from the options types ---------------------------------------------------
+
 
 @pytest.mark.parametrize("name", list(methods.methods()))
 def test_every_method_has_a_command_whose_help_lists_every_option(name, invoke):
@@ -193,8 +274,11 @@ def test_every_method_has_a_command_whose_help_lists_every_option(name, invoke):
 def test_figures_help_lists_every_spec(invoke):
     from cltr.pipeline.experiments import spec_names
 
-    listed = {line.split()[0] for line in invoke("figures", "--help").output.splitlines()
-              if line.startswith("  ") and len(line.split()) > 1}
+    listed = {
+        line.split()[0]
+        for line in invoke("figures", "--help").output.splitlines()
+        if line.startswith("  ") and len(line.split()) > 1
+    }
     assert set(spec_names()) <= listed, sorted(set(spec_names()) - listed)
 
 
@@ -207,28 +291,34 @@ def test_simulate_help_lists_every_click_model_setting(invoke):
             assert field.cli_name in result.output and _squeeze(field.spec.help) in text, field.name
 
 
-@pytest.mark.parametrize("args, message", [
-    (["train", "svm-propdcg", "--max-ccp-iter", "0"], "Invalid value for '--max-ccp-iter': 0 is not in the range x>=1"),
-    (["train", "svm-rank", "-C", "nan"], "Invalid value for '-C': 'nan' is not a finite number"),
-    (["train", "svm-proprank", "-C", "0"], "Invalid value for '-C': 0 is not > 0"),
-    (["train", "svm-propdcg", "--ccp-tol", "inf"], "Invalid value for '--ccp-tol': 'inf' is not a finite number"),
-    (["train", "deep-propdcg", "--activation", "softplus"], "Invalid value for '--activation'"),
-    (["train", "svm-rank", "--tols", "1"], "No such option '--tols'. Did you mean '--tol'?"),
-    (["simulate", "--eta", "nan"], "Invalid value for '--eta': 'nan' is not a finite number"),
-    (["simulate", "--eps-neg", "2"], "Invalid value for '--eps-neg': 2 is not >= 0 and <= 1"),
-    (["simulate", "--eps-pos", "-0.5"], "Invalid value for '--eps-pos': -0.5 is not >= 0 and <= 1"),
-    (["simulate", "--eta-model", "nan"], "Invalid value for '--eta-model': 'nan' is not a finite number"),
-    (["simulate", "--eps-neg", "nan"], "Invalid value for '--eps-neg': 'nan' is not a finite number"),
-    (["train", "svm-proprank", "-C", "inf"], "Invalid value for '-C': 'inf' is not a finite number"),
-    (["train", "svm-propdcg", "--tol", "nan"], "Invalid value for '--tol': 'nan' is not a finite number"),
-    # hand-written options, not generated from an options type
-    (["produce", "--fraction", "nan"], "Invalid value for '--fraction': 'nan' is not a finite number"),
-    (["produce", "-C", "inf"], "Invalid value for '-C': 'inf' is not a finite number"),
-    (["produce", "--seed", "-1"], "Invalid value for '--seed': -1 is not in the range x>=0"),
-    (["evaluate", "--seed", "-1"], "Invalid value for '--seed': -1 is not in the range x>=0"),
-    (["prepare", "synthetic", "--seed", "-1"], "Invalid value for '--seed': -1 is not in the range x>=0"),
-    (["propensities", "estimate", "--level", "nan"], "Invalid value for '--level': 'nan' is not a finite number"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["train", "svm-propdcg", "--max-ccp-iter", "0"],
+            "Invalid value for '--max-ccp-iter': 0 is not in the range x>=1",
+        ),
+        (["train", "svm-rank", "-C", "nan"], "Invalid value for '-C': 'nan' is not a finite number"),
+        (["train", "svm-proprank", "-C", "0"], "Invalid value for '-C': 0 is not > 0"),
+        (["train", "svm-propdcg", "--ccp-tol", "inf"], "Invalid value for '--ccp-tol': 'inf' is not a finite number"),
+        (["train", "deep-propdcg", "--activation", "softplus"], "Invalid value for '--activation'"),
+        (["train", "svm-rank", "--tols", "1"], "No such option '--tols'. Did you mean '--tol'?"),
+        (["simulate", "--eta", "nan"], "Invalid value for '--eta': 'nan' is not a finite number"),
+        (["simulate", "--eps-neg", "2"], "Invalid value for '--eps-neg': 2 is not >= 0 and <= 1"),
+        (["simulate", "--eps-pos", "-0.5"], "Invalid value for '--eps-pos': -0.5 is not >= 0 and <= 1"),
+        (["simulate", "--eta-model", "nan"], "Invalid value for '--eta-model': 'nan' is not a finite number"),
+        (["simulate", "--eps-neg", "nan"], "Invalid value for '--eps-neg': 'nan' is not a finite number"),
+        (["train", "svm-proprank", "-C", "inf"], "Invalid value for '-C': 'inf' is not a finite number"),
+        (["train", "svm-propdcg", "--tol", "nan"], "Invalid value for '--tol': 'nan' is not a finite number"),
+        # hand-written options, not generated from an options type
+        (["produce", "--fraction", "nan"], "Invalid value for '--fraction': 'nan' is not a finite number"),
+        (["produce", "-C", "inf"], "Invalid value for '-C': 'inf' is not a finite number"),
+        (["produce", "--seed", "-1"], "Invalid value for '--seed': -1 is not in the range x>=0"),
+        (["evaluate", "--seed", "-1"], "Invalid value for '--seed': -1 is not in the range x>=0"),
+        (["prepare", "synthetic", "--seed", "-1"], "Invalid value for '--seed': -1 is not in the range x>=0"),
+        (["propensities", "estimate", "--level", "nan"], "Invalid value for '--level': 'nan' is not a finite number"),
+    ],
+)
 def test_bad_option_values_are_usage_errors_before_any_work(tmp_path, invoke, args, message):
     workdir = tmp_path / "work"
     result = invoke(*args, workdir=workdir, expect=2)
@@ -238,13 +328,17 @@ def test_bad_option_values_are_usage_errors_before_any_work(tmp_path, invoke, ar
 
 # -- cltr figures: --check, --folds -----------------------------------------------------------
 
+
 def _table_spec(specs, text: str, paper: str) -> None:
     """``t.toml``: the tiny spec as a table, with made-up paper values."""
     specs.mkdir(exist_ok=True)
-    (specs / "t.toml").write_text(text.replace('name = "tiny"', 'name = "t"')
-                                  .replace('kind = "curve"', 'kind = "table"')
-                                  .replace('x = "passes"\nvalues = [2, 4, 8]\nplot_x = "train_clicks"\n', "")
-                                  .replace("[clicks]", "[clicks]\npasses = 4") + paper)
+    (specs / "t.toml").write_text(
+        text.replace('name = "tiny"', 'name = "t"')
+        .replace('kind = "curve"', 'kind = "table"')
+        .replace('x = "passes"\nvalues = [2, 4, 8]\nplot_x = "train_clicks"\n', "")
+        .replace("[clicks]", "[clicks]\npasses = 4")
+        + paper
+    )
 
 
 def test_check_compares_with_the_paper_and_fails_beyond_the_tolerance(tmp_path, invoke, tiny_spec_text):
@@ -273,14 +367,16 @@ def test_parse_folds():
             parse_folds(bad)
 
 
-def test_folds_prepares_every_fold_like_the_first_and_reports_each(tmp_path, invoke, tiny_spec_text,
-                                                                     make_letor_tree):
+def test_folds_prepares_every_fold_like_the_first_and_reports_each(tmp_path, invoke, tiny_spec_text, make_letor_tree):
     root = tmp_path / "MQ2008"
     for fold in (1, 2):
         make_letor_tree(root, fold=fold, seed=fold)
     specs = tmp_path / "specs"
-    _table_spec(specs, tiny_spec_text.replace('dataset = "tiny"', 'dataset = "letor"')
-                .replace("[synthetic]\nn_queries = 40\n", ""), "")
+    _table_spec(
+        specs,
+        tiny_spec_text.replace('dataset = "tiny"', 'dataset = "letor"').replace("[synthetic]\nn_queries = 40\n", ""),
+        "",
+    )
     args = ("figures", "t", "--specs", specs, "--out", tmp_path / "out", "--dataset", "letor")
     assert "not prepared" in invoke(*args, "--folds", "1-2", workdir=tmp_path, expect=1).output
     invoke("prepare", "letor", "--mq2008", root, "--relevant-from", "1", "--dcg-log", "2", workdir=tmp_path)
@@ -317,8 +413,9 @@ def test_evaluate_prints_avg_dcg_in_the_prepared_log_base(tmp_path, invoke):
     space = Workspace(tmp_path)
     dataset, _ = space.load_dataset("synthetic")
     test = dataset.test
-    scores = scorer_from_arrays(space.load("synthetic", "models", space.current("synthetic")["models"]).arrays
-                                ).scores(test.X)
+    scores = scorer_from_arrays(space.load("synthetic", "models", space.current("synthetic")["models"]).arrays).scores(
+        test.X
+    )
     relevant = test.relevant(dataset.relevant_from)
     gains = []
     for start, end in pairwise(test.offsets):
@@ -347,6 +444,7 @@ def test_train_clip_option_prints_the_clipping_and_the_guard(tmp_path, invoke):
 
 
 # -- every numeric option, every command (issue 21) ------------------------------------------
+
 
 def _commands(group, path=()):
     """``(path, command)`` of every leaf command under ``group``."""
@@ -388,8 +486,9 @@ def test_every_float_option_refuses_nan_and_inf_before_any_work(tmp_path, invoke
     assert not workdir.exists()
 
 
-@pytest.mark.parametrize("args", [["--workdir", "", "simulate"], ["simulate", "--workdir", ""],
-                                  ["--workdir", " ", "evaluate"]])
+@pytest.mark.parametrize(
+    "args", [["--workdir", "", "simulate"], ["simulate", "--workdir", ""], ["--workdir", " ", "evaluate"]]
+)
 def test_an_empty_workdir_is_an_error_not_the_current_directory(tmp_path, monkeypatch, args):
     from click.testing import CliRunner
 
@@ -418,9 +517,12 @@ def test_simulate_refuses_passes_whose_log_cannot_fit_before_any_work(tmp_path, 
     invoke("prepare", "synthetic", "--queries", "40", workdir=tmp_path)
     monkeypatch.setattr(resources, "physical_memory", lambda: 1 << 30)
     out = invoke("simulate", "--passes", "10000000", workdir=tmp_path, expect=2).output
-    assert re.search(r"--passes 10,000,000: a log of about [\d,]+ clicks \(about [\d,]+ a pass on train and vali, "
-                     r"counted on a pilot of 2 passes\) would need about [\d.]+ GiB, more than this machine's 1 GiB "
-                     r"of memory; simulate fewer passes", _squeeze_spaces(out)), out
+    assert re.search(
+        r"--passes 10,000,000: a log of about [\d,]+ clicks \(about [\d,]+ a pass on train and vali, "
+        r"counted on a pilot of 2 passes\) would need about [\d.]+ GiB, more than this machine's 1 GiB "
+        r"of memory; simulate fewer passes",
+        _squeeze_spaces(out),
+    ), out
     assert not list(tmp_path.rglob("production")) and not list(tmp_path.rglob("clicks"))
     invoke("simulate", "--passes", "3", workdir=tmp_path)  # a log that fits: no pilot, no refusal
 
@@ -446,11 +548,15 @@ def test_svm_propdcg_warns_naming_the_ccp_steps_whose_inner_solve_missed_its_gap
     out = invoke("train", "svm-propdcg", "-C", "1", "--init", "zero", workdir=tmp_path).output
     assert "inner_tol" in out and "ran out of cutting planes" not in out
     solve = PairwiseProblem.solve
-    monkeypatch.setattr(PairwiseProblem, "solve", lambda self, *args, **kwargs: solve(self, *args, **kwargs,
-                                                                                     max_iter=2))
+    monkeypatch.setattr(
+        PairwiseProblem, "solve", lambda self, *args, **kwargs: solve(self, *args, **kwargs, max_iter=2)
+    )
     out = invoke("train", "svm-propdcg", "-C", "1", "--init", "zero", "--tol", "0.0005", workdir=tmp_path).output
-    found = re.search(r"warning: the inner SVM solve of CCP steps? ((\d+) \(gap ([\d.e-]+) > ([\d.e-]+)\)(, )?)+ "
-                      r"ran out of cutting planes", out)
+    found = re.search(
+        r"warning: the inner SVM solve of CCP steps? ((\d+) \(gap ([\d.e-]+) > ([\d.e-]+)\)(, )?)+ "
+        r"ran out of cutting planes",
+        out,
+    )
     assert found, out
     model = Workspace(tmp_path).load("synthetic", "models", Workspace(tmp_path).current("synthetic")["models"])
     misses = model.info["ccp_inner_misses"]

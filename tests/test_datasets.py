@@ -28,13 +28,14 @@ def fingerprint(dataset) -> str:
 
 
 def test_load_dataset_is_what_prepare_stores(invoke, tmp_path, make_letor_tree):
-    invoke("prepare", "synthetic", "--queries", "20", "--seed", "4", "--dcg-log", "2", "--name", "s",
-           workdir=tmp_path)
+    invoke("prepare", "synthetic", "--queries", "20", "--seed", "4", "--dcg-log", "2", "--name", "s", workdir=tmp_path)
     root = make_letor_tree(tmp_path / "MQ2008", fold=2)
     invoke("prepare", "letor", "--mq2008", root, "--fold", "2", "--relevant-from", "1", workdir=tmp_path)
     space = Workspace(tmp_path)
-    for name, told in (("s", api.load_dataset("synthetic", n_queries=20, seed=4, name="s", dcg_log="2")),
-                       ("letor", api.load_dataset("letor", mq2008=root, fold=2, relevant_from=1))):
+    for name, told in (
+        ("s", api.load_dataset("synthetic", n_queries=20, seed=4, name="s", dcg_log="2")),
+        ("letor", api.load_dataset("letor", mq2008=root, fold=2, relevant_from=1)),
+    ):
         stored, record = space.load_dataset(name)
         assert fingerprint(told) == record["fingerprint"] == fingerprint(stored)
         assert (told.relevant_from, told.dcg_base) == (record["relevant_from"], record["dcg_base"])
@@ -53,8 +54,9 @@ def test_options_name_what_is_wrong(tmp_path):
     (tmp_path / "a.txt").write_text("0 qid:1 1:1\n")
     with pytest.raises(ValueError, match="train must be the path of an existing file, found '.*'"):
         api.load_dataset("svmlight", train=tmp_path, vali=tmp_path / "a.txt", test=tmp_path / "a.txt")
-    with pytest.raises(ValueError,
-                       match="unknown dataset loader 'lettor'; known: baidu-ultr, letor, svmlight, synthetic, yahoo"):
+    with pytest.raises(
+        ValueError, match="unknown dataset loader 'lettor'; known: baidu-ultr, letor, svmlight, synthetic, yahoo"
+    ):
         api.load_dataset("lettor")
     with pytest.raises(ValueError, match="dcg_log must be one of e, 2, found '10'"):
         api.load_dataset("synthetic", n_queries=10, dcg_log="10")
@@ -80,7 +82,8 @@ def test_path_and_required_options():
     hooks = importlib.util.module_from_spec(hooks_spec)
     hooks_spec.loader.exec_module(hooks)
     assert hooks.options_table(Toy).splitlines()[2] == (
-        "| `where` | `--where` | the path of an existing directory | `required` | A directory. |")
+        "| `where` | `--where` | the path of an existing directory | `required` | A directory. |"
+    )
     assert fields["size"].spec.path is None and not fields["size"].spec.required
     # the reference page lists every loader with every option
     page = hooks.expand((DOCS / "reference" / "datasets.md").read_text(encoding="utf-8"))

@@ -29,6 +29,7 @@ MODEL_KEY = re.compile(r"^model ([0-9a-f]{16})\b", re.MULTILINE)
 
 # -- the tutorials' commands ----------------------------------------------------------------
 
+
 def fenced_blocks(markdown: str) -> list[tuple[str, str, list[str]]]:
     """``(language, the line before the opening fence, body lines)`` of every fenced block."""
     blocks = []
@@ -40,7 +41,7 @@ def fenced_blocks(markdown: str) -> list[tuple[str, str, list[str]]]:
             end = next((i for i in range(number + 1, len(lines)) if lines[i].strip() == "```"), None)
             if end is None:
                 raise ValueError(f"a code block opened on line {number + 1} is not closed")
-            blocks.append((line[3:].strip(), lines[number - 1].strip() if number else "", lines[number + 1:end]))
+            blocks.append((line[3:].strip(), lines[number - 1].strip() if number else "", lines[number + 1 : end]))
             number = end
         number += 1
     return blocks
@@ -70,16 +71,20 @@ def shell_commands(markdown: str, where: str = "page") -> list[list[str]]:
                     groups[-1].append(word)
             for arguments in groups:
                 if not arguments or arguments[0] != "cltr":
-                    raise ValueError(f"{where}: {line!r} is not a cltr command; mark its block "
-                                     "<!-- not-run: reason --> or show it as text")
+                    raise ValueError(
+                        f"{where}: {line!r} is not a cltr command; mark its block "
+                        "<!-- not-run: reason --> or show it as text"
+                    )
                 commands.append(arguments[1:])
     return commands
 
 
 def test_commands_are_read_from_bash_blocks_not_marked_not_run():
-    markdown = ("Text.\n\n```bash\ncltr prepare synthetic\ncltr produce && cltr simulate --eta 2  # why\n```\n\n"
-                "```python\ncltr = 1\n```\n\n<!-- not-run: slow -->\n```bash\ncltr figures all\n```\n"
-                "```\ncltr not a command block\n```\n")
+    markdown = (
+        "Text.\n\n```bash\ncltr prepare synthetic\ncltr produce && cltr simulate --eta 2  # why\n```\n\n"
+        "```python\ncltr = 1\n```\n\n<!-- not-run: slow -->\n```bash\ncltr figures all\n```\n"
+        "```\ncltr not a command block\n```\n"
+    )
     assert shell_commands(markdown) == [["prepare", "synthetic"], ["produce"], ["simulate", "--eta", "2"]]
     with pytest.raises(ValueError, match="pip install"):
         shell_commands("```bash\npip install .\n```\n")
@@ -131,8 +136,9 @@ def test_every_tutorial_command_runs_on_small_data(tutorial, tmp_path, monkeypat
             assert key is not None, f"{tutorial.name}: `cltr {shlex.join(arguments)}` uses KEY before any cltr train"
             arguments = [key if a == "KEY" else a for a in arguments]
         result = invoke(*arguments, expect=None)
-        assert result.exit_code == 0, f"{tutorial.name}: `cltr {shlex.join(arguments)}` exited " \
-                                      f"{result.exit_code}:\n{result.output}"
+        assert result.exit_code == 0, (
+            f"{tutorial.name}: `cltr {shlex.join(arguments)}` exited {result.exit_code}:\n{result.output}"
+        )
         if arguments[0] == "train":
             found = MODEL_KEY.findall(result.output)
             assert found, f"{tutorial.name}: `cltr {shlex.join(arguments)}` printed no model key"
@@ -143,6 +149,7 @@ def test_every_tutorial_command_runs_on_small_data(tutorial, tmp_path, monkeypat
 
 
 # -- the generated reference pages ----------------------------------------------------------
+
 
 def _hooks():
     spec = importlib.util.spec_from_file_location("cltr_docs_hooks", DOCS / "hooks" / "registries.py")
@@ -221,6 +228,7 @@ def test_generated_tables_show_defaults_and_ranges_as_the_options_declare_them()
 
 # -- the site builds with warnings as errors ------------------------------------------------
 
+
 def _build(config_file: Path, site: Path) -> None:
     """``mkdocs build --strict`` in-process (the cltr modules the reference pages read are
     already imported): raises ``mkdocs.exceptions.Abort`` on any warning."""
@@ -252,8 +260,12 @@ def test_the_docs_build_with_warnings_as_errors(tmp_path):
     site = tmp_path / "site"
     _build(ROOT / "mkdocs.yml", site)
     pages = {path.relative_to(site).as_posix() for path in site.rglob("index.html")}
-    for expected in ("reference/cli/index.html", "reference/api/index.html", "reference/methods/index.html",
-                     "tutorials/default/index.html"):
+    for expected in (
+        "reference/cli/index.html",
+        "reference/api/index.html",
+        "reference/methods/index.html",
+        "tutorials/default/index.html",
+    ):
         assert expected in pages
     cli = (site / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
     assert "cltr train svm-propdcg" in cli and "--eps-neg" in cli

@@ -17,15 +17,19 @@ def _with_closed_stdout(*arguments: str) -> tuple[int, str]:
     """Exit status and stderr of ``python -m cltr ARGUMENTS`` writing into a pipe whose
     reader has gone before cltr writes (``| head`` after its lines, made certain: a reader
     that has read its line may otherwise still be there when a short output is written)."""
-    child = subprocess.Popen([sys.executable, "-m", "cltr", *arguments], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "cltr", *arguments], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     child.stdout.close()
     error = child.stderr.read()
     return child.wait(timeout=120), error
 
 
-@pytest.mark.parametrize("arguments", [("--help",), ("prepare", "synthetic", "--queries", "40")],
-                         ids=["click's own output", "a command's output"])
+@pytest.mark.parametrize(
+    "arguments",
+    [("--help",), ("prepare", "synthetic", "--queries", "40")],
+    ids=["click's own output", "a command's output"],
+)
 def test_a_closed_stdout_ends_quietly_with_status_141(tmp_path, arguments):
     status, error = _with_closed_stdout("--workdir", str(tmp_path), *arguments)
     assert (status, error) == (CLOSED_OUTPUT_STATUS, "")
@@ -43,16 +47,18 @@ def test_a_broken_pipe_that_is_not_stdout_is_an_error(tmp_path, invoke, monkeypa
 def test_ctrl_c_while_the_command_line_is_still_importing_is_one_line_and_status_130():
     # Ctrl-C during the imports (the first second or two) arrives before click handles it:
     # an import of cltr.cli that raises KeyboardInterrupt stands for it
-    code = ("import builtins, sys\n"
-            "real = builtins.__import__\n"
-            "def interrupted(name, *args, **kwargs):\n"
-            "    if name == 'cltr.cli':\n"
-            "        raise KeyboardInterrupt\n"
-            "    return real(name, *args, **kwargs)\n"
-            "builtins.__import__ = interrupted\n"
-            "from cltr.__main__ import run\n"
-            "sys.argv = ['cltr', '--help']\n"
-            "run()\n")
+    code = (
+        "import builtins, sys\n"
+        "real = builtins.__import__\n"
+        "def interrupted(name, *args, **kwargs):\n"
+        "    if name == 'cltr.cli':\n"
+        "        raise KeyboardInterrupt\n"
+        "    return real(name, *args, **kwargs)\n"
+        "builtins.__import__ = interrupted\n"
+        "from cltr.__main__ import run\n"
+        "sys.argv = ['cltr', '--help']\n"
+        "run()\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 130, done
     assert "Traceback" not in done.stderr and done.stderr.strip().count("\n") == 0

@@ -41,8 +41,11 @@ def key_of(output: str, kind: str) -> str:
 
 def example(marker: str) -> str:
     """The one Python block of extend.md that defines ``marker``."""
-    found = ["\n".join(body) for lang, _, body in fenced_blocks(EXTEND.read_text(encoding="utf-8"))
-             if lang == "python" and any(line.startswith(marker) for line in body)]
+    found = [
+        "\n".join(body)
+        for lang, _, body in fenced_blocks(EXTEND.read_text(encoding="utf-8"))
+        if lang == "python" and any(line.startswith(marker) for line in body)
+    ]
     assert len(found) == 1, f"extend.md should show one example defining {marker}"
     return found[0] + "\n"
 
@@ -82,16 +85,28 @@ def test_a_new_estimator_file_is_a_method_of_propensities_estimate(plug_in, invo
 
     invoke("prepare", "synthetic", "--queries", "30", workdir=tmp_path)
     invoke("simulate", "--passes", "5", workdir=tmp_path)
-    out = invoke("propensities", "estimate", "--method", "ctr", "--floor", "0.2", "--max-rank", "5",
-                 "--bootstrap", "0", workdir=tmp_path).output
+    out = invoke(
+        "propensities",
+        "estimate",
+        "--method",
+        "ctr",
+        "--floor",
+        "0.2",
+        "--max-rank",
+        "5",
+        "--bootstrap",
+        "0",
+        workdir=tmp_path,
+    ).output
     artifact = Workspace(tmp_path).load("synthetic", "propensities", key_of(out, "propensities"))
     assert artifact.config["method"] == "ctr" and artifact.config["floor"] == 0.2
     propensity = artifact.arrays["propensity"]
     assert propensity[0] == 1.0 and len(propensity) == 5 and np.all(propensity >= 0.2)
     # an option at its default stays out of the key: the default given or left out is one estimate
     first = invoke("propensities", "estimate", "--method", "ctr", "--bootstrap", "0", workdir=tmp_path).output
-    again = invoke("propensities", "estimate", "--method", "ctr", "--floor", "0.001", "--bootstrap", "0",
-                   workdir=tmp_path).output
+    again = invoke(
+        "propensities", "estimate", "--method", "ctr", "--floor", "0.001", "--bootstrap", "0", workdir=tmp_path
+    ).output
     assert "floor" not in Workspace(tmp_path).load("synthetic", "propensities", key_of(first, "propensities")).config
     assert key_of(first, "propensities") == key_of(again, "propensities") and "(reused)" in again
     # another estimator's option is ignored by the shipped ones, as before
@@ -111,8 +126,9 @@ def test_a_new_correction_file_is_a_correction_of_train(plug_in, invoke, tmp_pat
     invoke("prepare", "synthetic", "--queries", "30", workdir=tmp_path)
     keys = {}
     for correction in ("ips", "unweighted"):
-        out = invoke("train", "svm-proprank", "-C", "1", "--clip", "none", "--correction", correction,
-                     workdir=tmp_path).output
+        out = invoke(
+            "train", "svm-proprank", "-C", "1", "--clip", "none", "--correction", correction, workdir=tmp_path
+        ).output
         keys[correction] = key_of(out, "model")
     space = Workspace(tmp_path)
     assert "correction" not in space.load("synthetic", "models", keys["ips"]).config
@@ -161,8 +177,11 @@ def test_a_new_scorer_kind_file_stores_and_reads_a_new_methods_models(plug_in, i
     # read back through its kind: cltr score checks the file's width against the kind's width
     dataset, _ = Workspace(tmp_path).load_dataset("synthetic")
     test, width = dataset.test, len(model.arrays["scorer/centre"])
-    rows = [f"{test.labels[i]} qid:{test.qid[test.doc_query[i]]} "
-            + " ".join(f"{j + 1}:{test.X[i, j]:.6g}" for j in range(width)) for i in range(6)]
+    rows = [
+        f"{test.labels[i]} qid:{test.qid[test.doc_query[i]]} "
+        + " ".join(f"{j + 1}:{test.X[i, j]:.6g}" for j in range(width))
+        for i in range(6)
+    ]
     (tmp_path / "six.txt").write_text("\n".join(rows) + "\n")
     scores = [float(s) for s in invoke("score", tmp_path / "six.txt", "--model", key, workdir=tmp_path).output.split()]
     centre = model.arrays["scorer/centre"]
@@ -174,8 +193,9 @@ def test_a_new_scorer_kind_file_stores_and_reads_a_new_methods_models(plug_in, i
     assert "test" in invoke("evaluate", "--model", key, workdir=tmp_path).output.lower()
     # a method whose models are not of the kind it names is refused, not stored as the wrong kind
     monkeypatch.setitem(methods.methods(), "centroid", replace(methods.get("centroid"), scorer="linear"))
-    with pytest.raises(TypeError, match="declares scorer kind 'linear' \\(Method.scorer\\) but trained a model of "
-                                        "kind 'centroid'"):
+    with pytest.raises(
+        TypeError, match="declares scorer kind 'linear' \\(Method.scorer\\) but trained a model of kind 'centroid'"
+    ):
         invoke("train", "centroid", "--seed", "1", workdir=tmp_path)
 
 
@@ -184,11 +204,14 @@ def test_a_new_figure_kind_file_is_a_kind_of_spec(plug_in, invoke, tmp_path):
     assert list(cltr.pipeline.figure_kinds.kinds()) == [*SHIPPED_FIGURE_KINDS, "clicks-per-rank"]
     specs = tmp_path / "specs"
     specs.mkdir()
-    spec = ('name = "ranks"\nkind = "clicks-per-rank"\ndataset = "tiny"\nreps = 2\nseed = 5\n'
-            '[synthetic]\nn_queries = 20\n[clicks]\npasses = 3\n')
+    spec = (
+        'name = "ranks"\nkind = "clicks-per-rank"\ndataset = "tiny"\nreps = 2\nseed = 5\n'
+        "[synthetic]\nn_queries = 20\n[clicks]\npasses = 3\n"
+    )
     (specs / "ranks.toml").write_text(spec)
-    out = invoke("figures", "ranks", "--specs", specs, "--out", tmp_path / "out", "--n-jobs", "1",
-                 workdir=tmp_path).output
+    out = invoke(
+        "figures", "ranks", "--specs", specs, "--out", tmp_path / "out", "--n-jobs", "1", workdir=tmp_path
+    ).output
     assert "2 tasks (2 computed, 0 reused)" in out and "clicks (mean over runs)" in out
     frame = pd.read_csv(tmp_path / "out" / "ranks.csv")
     # its columns in its declared order, after the task's
@@ -200,8 +223,12 @@ def test_a_new_figure_kind_file_is_a_kind_of_spec(plug_in, invoke, tmp_path):
     assert "| rank | clicks (mean over runs) | range |" in (tmp_path / "out" / "ranks.md").read_text()
     for suffix in ("tex", "png", "pdf"):
         assert (tmp_path / "out" / f"ranks.{suffix}").stat().st_size > 0
-    assert "2 tasks (0 computed, 2 reused)" in invoke("figures", "ranks", "--specs", specs, "--out", tmp_path / "out",
-                                                      "--n-jobs", "1", workdir=tmp_path).output
+    assert (
+        "2 tasks (0 computed, 2 reused)"
+        in invoke(
+            "figures", "ranks", "--specs", specs, "--out", tmp_path / "out", "--n-jobs", "1", workdir=tmp_path
+        ).output
+    )
     # a key the kind does not take is an error naming the kinds that take it
     (specs / "bad.toml").write_text('methods = ["svm-rank"]\n' + spec.replace('"ranks"', '"bad"'))
     result = invoke("figures", "bad", "--specs", specs, workdir=tmp_path, expect=1)
@@ -210,8 +237,14 @@ def test_a_new_figure_kind_file_is_a_kind_of_spec(plug_in, invoke, tmp_path):
 
 def test_the_registries_are_as_shipped_after_a_plug_in():
     # runs after the tests above in file order: their temporary entries are gone
-    for package in (cltr.estimators, cltr.pipeline.corrections, cltr.datasets, cltr.scorers,
-                    cltr.pipeline.figure_kinds, methods):
+    for package in (
+        cltr.estimators,
+        cltr.pipeline.corrections,
+        cltr.datasets,
+        cltr.scorers,
+        cltr.pipeline.figure_kinds,
+        methods,
+    ):
         package._REGISTRY = None
     assert list(cltr.estimators.estimators()) == SHIPPED_ESTIMATORS
     assert list(cltr.pipeline.corrections.corrections()) == SHIPPED_CORRECTIONS
@@ -241,8 +274,10 @@ def test_em_classes_is_keyed_by_its_levels_and_refused_elsewhere():
     from cltr.estimators import key_options
 
     assert key_options("em", {"relevance_model": "classes"}) == {"relevance_model": "classes"}
-    assert key_options("em", {"relevance_model": "classes", "classes": 3}) == {"relevance_model": "classes",
-                                                                                "classes": 3}
+    assert key_options("em", {"relevance_model": "classes", "classes": 3}) == {
+        "relevance_model": "classes",
+        "classes": 3,
+    }
     # a number of levels the logistic model would ignore must not enter the estimate's key
     with pytest.raises(ValueError, match=r"classes \(--classes\) = 3 applies to relevance_model 'classes' only"):
         key_options("em", {"classes": 3})

@@ -57,7 +57,7 @@ def imports_of(path: Path, root: Path) -> list[tuple[int, str]]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
-                base = base[:len(base) - (node.level - 1)]
+                base = base[: len(base) - (node.level - 1)]
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module
@@ -66,8 +66,9 @@ def imports_of(path: Path, root: Path) -> list[tuple[int, str]]:
             directory = root.parent / Path(*module.split("."))
             for alias in node.names:
                 submodule = directory / alias.name
-                if _top(module) == root.name and (submodule.with_suffix(".py").exists()
-                                                  or (submodule / "__init__.py").exists()):
+                if _top(module) == root.name and (
+                    submodule.with_suffix(".py").exists() or (submodule / "__init__.py").exists()
+                ):
                     found.append((node.lineno, f"{module}.{alias.name}"))
                 else:
                     found.append((node.lineno, module))
@@ -96,11 +97,16 @@ def violations(root: Path) -> list[str]:
         for line, module in imports_of(path, root):
             top = _top(module)
             if _within(here, f"{name}.core"):
-                if not (top in STANDARD_LIBRARY or top in ("numpy", "scipy") or _within(module, f"{name}.core")
-                        or (top == "numba" and path.name == "kernels.py")):
+                if not (
+                    top in STANDARD_LIBRARY
+                    or top in ("numpy", "scipy")
+                    or _within(module, f"{name}.core")
+                    or (top == "numba" and path.name == "kernels.py")
+                ):
                     bad(line, module, f"the core imports only numpy, scipy, the standard library and {name}.core")
-            if any(_within(here, f"{name}.{plugins}")
-                   for plugins in ("methods", "clickmodels", "estimators", "scorers")):
+            if any(
+                _within(here, f"{name}.{plugins}") for plugins in ("methods", "clickmodels", "estimators", "scorers")
+            ):
                 for floor in ("pipeline", "data", "cli"):
                     if _within(module, f"{name}.{floor}"):
                         bad(line, module, f"plug-ins do not import {name}.{floor}")
@@ -116,8 +122,11 @@ def violations(root: Path) -> list[str]:
                 bad(line, module, "options imports only the standard library")
             if top in ("click", "tqdm") and not _within(here, f"{name}.cli"):
                 bad(line, module, f"only {name}.cli imports click and tqdm")
-            if top == "matplotlib" and not _within(here, f"{name}.pipeline.report") \
-                    and not _within(here, f"{name}.pipeline.figure_kinds"):
+            if (
+                top == "matplotlib"
+                and not _within(here, f"{name}.pipeline.report")
+                and not _within(here, f"{name}.pipeline.figure_kinds")
+            ):
                 bad(line, module, f"only {name}/pipeline/report/ and {name}/pipeline/figure_kinds/ import matplotlib")
             if top == "lightgbm" and here != f"{name}.methods.trees":
                 bad(line, module, f"only {name}/methods/trees.py imports lightgbm")
@@ -131,9 +140,10 @@ def import_loops(root: Path) -> list[list[str]]:
     length (function-level imports included): the strongly connected components of the import
     graph with more than one module, each sorted, found by Tarjan's algorithm."""
     paths = {module_name(path, root): path for path in root.rglob("*.py")}
-    graph = {module: sorted({imported for _, imported in imports_of(path, root)
-                             if imported in paths and imported != module})
-             for module, path in paths.items()}
+    graph = {
+        module: sorted({imported for _, imported in imports_of(path, root) if imported in paths and imported != module})
+        for module, path in paths.items()
+    }
     index: dict[str, int] = {}
     lowest: dict[str, int] = {}
     stack: list[str] = []
@@ -149,8 +159,8 @@ def import_loops(root: Path) -> list[list[str]]:
             elif imported in stack:
                 lowest[module] = min(lowest[module], index[imported])
         if lowest[module] == index[module]:
-            component = stack[stack.index(module):]
-            del stack[stack.index(module):]
+            component = stack[stack.index(module) :]
+            del stack[stack.index(module) :]
             if len(component) > 1:
                 loops.append(sorted(component))
 
@@ -170,9 +180,19 @@ def test_no_modules_import_each_other():
 
 def test_every_module_is_seen():
     modules = {module_name(p, PACKAGE) for p in PACKAGE.rglob("*.py")}
-    assert {"cltr.cli", "cltr.cli.train", "cltr.options", "cltr.core.svm", "cltr.methods.trees", "cltr.pipeline.report",
-            "cltr.clickmodels.pbm", "cltr.data.loaders", "cltr.estimators.em", "cltr.pipeline.corrections.dr",
-            "cltr.datasets.letor"} <= modules
+    assert {
+        "cltr.cli",
+        "cltr.cli.train",
+        "cltr.options",
+        "cltr.core.svm",
+        "cltr.methods.trees",
+        "cltr.pipeline.report",
+        "cltr.clickmodels.pbm",
+        "cltr.data.loaders",
+        "cltr.estimators.em",
+        "cltr.pipeline.corrections.dr",
+        "cltr.datasets.letor",
+    } <= modules
     assert "cltr.core.svm" in {module for _, module in imports_of(PACKAGE / "core" / "ccp.py", PACKAGE)}
 
 
@@ -186,7 +206,7 @@ FAKE = {
     "api.py": "from fake import cli\n",
     "core/__init__.py": "",
     "core/maths.py": "import numpy as np\nfrom scipy import sparse\nimport json\nfrom . import other\n"
-                     "import pandas\nfrom fake.pipeline import stages\nfrom ..methods import linear\n",
+    "import pandas\nfrom fake.pipeline import stages\nfrom ..methods import linear\n",
     "core/other.py": "def f():\n    import sklearn\n",
     "methods/__init__.py": "",
     "methods/linear.py": "from fake.core import maths\nfrom fake.data import loaders\nimport lightgbm\n",
@@ -198,7 +218,7 @@ FAKE = {
     "data/__init__.py": "",
     "data/loaders.py": "from fake.core.maths import f\n",
     "data/store.py": "from fake.data import loaders\nfrom ..pipeline.workspace import atomic_write\n"
-                     "def save():\n    from fake.cli import main\n",
+    "def save():\n    from fake.cli import main\n",
     "datasets/__init__.py": "",
     "datasets/toy.py": "from fake.data import loaders\nfrom fake.pipeline.stages import x\n",
     "pipeline/__init__.py": "",
@@ -219,8 +239,7 @@ def test_the_checker_finds_every_kind_of_violation(tmp_path):
         "fake/clickmodels/pbm.py:1: imports fake.pipeline.stages (plug-ins do not import fake.pipeline)",
         "fake/clickmodels/pbm.py:2: imports matplotlib.pyplot (only fake/pipeline/report/ and "
         "fake/pipeline/figure_kinds/ import matplotlib)",
-        "fake/core/maths.py:5: imports pandas (the core imports only numpy, scipy, the standard library "
-        "and fake.core)",
+        "fake/core/maths.py:5: imports pandas (the core imports only numpy, scipy, the standard library and fake.core)",
         "fake/core/maths.py:6: imports fake.pipeline.stages (the core imports only numpy, scipy, the standard "
         "library and fake.core)",
         "fake/core/maths.py:7: imports fake.methods.linear (the core imports only numpy, scipy, the standard "
@@ -241,5 +260,7 @@ def test_the_checker_finds_every_kind_of_violation(tmp_path):
     assert sorted(found) == sorted(expected)
     # core.maths imports methods.linear, which imports data.loaders, which imports core.maths;
     # data.store imports pipeline.workspace, which imports it back inside a function
-    assert import_loops(root) == [["fake.core.maths", "fake.data.loaders", "fake.methods.linear"],
-                                  ["fake.data.store", "fake.pipeline.workspace"]]
+    assert import_loops(root) == [
+        ["fake.core.maths", "fake.data.loaders", "fake.methods.linear"],
+        ["fake.data.store", "fake.pipeline.workspace"],
+    ]

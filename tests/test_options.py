@@ -16,8 +16,9 @@ class Example(Options):
     rate: float = option(0.5, "A rate in [0, 1).", low=0, high=1, high_open=True)
     scale: float | None = option(None, "A positive scale, or none.", low=0, low_open=True)
     kind: str = option("a", "One of a, b.", choices=("a", "b"))
-    sizes: tuple[int, ...] = option((2, 4), "Sizes, 'a,b'.", low=1,
-                                    parse=lambda text: [int(p) for p in text.split(",")])
+    sizes: tuple[int, ...] = option(
+        (2, 4), "Sizes, 'a,b'.", low=1, parse=lambda text: [int(p) for p in text.split(",")]
+    )
     weights: tuple[float, ...] | None = option(None, "Weights.")
 
 
@@ -25,8 +26,15 @@ def test_defaults_and_round_trip():
     default = Example.from_dict({})
     assert default == Example() and default.sizes == (2, 4)
     record = default.to_dict()
-    assert record == {"flag": False, "count": 3, "rate": 0.5, "scale": None, "kind": "a", "sizes": [2, 4],
-                      "weights": None}
+    assert record == {
+        "flag": False,
+        "count": 3,
+        "rate": 0.5,
+        "scale": None,
+        "kind": "a",
+        "sizes": [2, 4],
+        "weights": None,
+    }
     assert Example.from_dict(record) == default  # JSON-able and back
     changed = default.replace(count=7, sizes=[1])
     assert changed.count == 7 and changed.sizes == (1,) and default.count == 3
@@ -35,41 +43,48 @@ def test_defaults_and_round_trip():
 
 
 def test_values_are_converted_as_declared():
-    values = Example.from_dict({"flag": True, "count": 5.0, "rate": 0, "scale": 2, "kind": "b", "sizes": "3,5",
-                                "weights": [1, 0.5]})
+    values = Example.from_dict(
+        {"flag": True, "count": 5.0, "rate": 0, "scale": 2, "kind": "b", "sizes": "3,5", "weights": [1, 0.5]}
+    )
     assert values.count == 5 and isinstance(values.count, int)
     assert values.rate == 0.0 and isinstance(values.rate, float) and values.scale == 2.0
     assert values.sizes == (3, 5) and values.weights == (1.0, 0.5)
 
 
-@pytest.mark.parametrize("name, value, message", [
-    ("flag", 1, r"flag must be true or false, found 1"),
-    ("count", 2.5, r"count must be an integer >= 1, found 2.5"),
-    ("count", "3", r"count must be an integer >= 1, found '3'"),
-    ("count", True, r"count must be an integer >= 1, found True"),
-    ("count", 0, r"count must be an integer >= 1, found 0"),
-    ("count", None, r"count must be an integer >= 1, found None"),
-    ("rate", 1.0, r"rate must be a finite number >= 0 and < 1, found 1.0"),
-    ("rate", -0.1, r"rate must be a finite number >= 0 and < 1, found -0.1"),
-    ("rate", math.nan, r"rate must be a finite number >= 0 and < 1, found nan"),
-    ("rate", math.inf, r"rate must be a finite number >= 0 and < 1, found inf"),
-    ("scale", 0, r"scale must be a finite number > 0 \(or none\), found 0"),
-    ("kind", "c", r"kind must be one of a, b, found 'c'"),
-    ("kind", 1, r"kind must be one of a, b, found 1"),
-    ("sizes", 3, r"sizes must be a list of integers >= 1, found 3"),
-    ("sizes", [1, 0], r"sizes must be a list of integers >= 1, found \[1, 0\]"),
-    ("sizes", "1,x", r"sizes: invalid literal for int\(\)"),
-    ("weights", ["a"], r"weights must be a list of finite numbers \(or none\), found \['a'\]"),
-    ("weights", [math.nan], r"weights must be a list of finite numbers \(or none\), found \[nan\]"),
-])
+@pytest.mark.parametrize(
+    "name, value, message",
+    [
+        ("flag", 1, r"flag must be true or false, found 1"),
+        ("count", 2.5, r"count must be an integer >= 1, found 2.5"),
+        ("count", "3", r"count must be an integer >= 1, found '3'"),
+        ("count", True, r"count must be an integer >= 1, found True"),
+        ("count", 0, r"count must be an integer >= 1, found 0"),
+        ("count", None, r"count must be an integer >= 1, found None"),
+        ("rate", 1.0, r"rate must be a finite number >= 0 and < 1, found 1.0"),
+        ("rate", -0.1, r"rate must be a finite number >= 0 and < 1, found -0.1"),
+        ("rate", math.nan, r"rate must be a finite number >= 0 and < 1, found nan"),
+        ("rate", math.inf, r"rate must be a finite number >= 0 and < 1, found inf"),
+        ("scale", 0, r"scale must be a finite number > 0 \(or none\), found 0"),
+        ("kind", "c", r"kind must be one of a, b, found 'c'"),
+        ("kind", 1, r"kind must be one of a, b, found 1"),
+        ("sizes", 3, r"sizes must be a list of integers >= 1, found 3"),
+        ("sizes", [1, 0], r"sizes must be a list of integers >= 1, found \[1, 0\]"),
+        ("sizes", "1,x", r"sizes: invalid literal for int\(\)"),
+        ("weights", ["a"], r"weights must be a list of finite numbers \(or none\), found \['a'\]"),
+        ("weights", [math.nan], r"weights must be a list of finite numbers \(or none\), found \[nan\]"),
+    ],
+)
 def test_type_and_range_errors_say_what_must_hold_and_what_was_found(name, value, message):
     with pytest.raises(ValueError, match=r"^my options: " + message):
         Example.from_dict({name: value}, where="my options")
 
 
 def test_unknown_names_are_refused_with_the_valid_ones():
-    with pytest.raises(ValueError, match=r"unknown option 'cuont' \(did you mean 'count'\?\); "
-                                         r"valid: flag, count, rate, scale, kind, sizes, weights"):
+    with pytest.raises(
+        ValueError,
+        match=r"unknown option 'cuont' \(did you mean 'count'\?\); "
+        r"valid: flag, count, rate, scale, kind, sizes, weights",
+    ):
         Example.from_dict({"cuont": 3})
     with pytest.raises(ValueError, match=r"unknown options 'colour', 'cuont' \(did you mean 'count'\?\)"):
         Example.from_dict({"cuont": 3, "colour": "red"})

@@ -19,16 +19,18 @@ def test_log_on_disk_gives_the_estimate_of_the_imported_log(tmp_path, invoke):
     flags = ["--bootstrap", "10", "--max-rank", "5"]
     invoke("propensities", "estimate", *flags, workdir=tmp_path)
     want = workspace.load("synthetic", "propensities", workspace.current("synthetic")["propensities"])
-    out = invoke("propensities", "estimate", *flags, "--log", str(tmp_path / "train.parquet"), "--chunks", "3",
-                 workdir=tmp_path).output
+    out = invoke(
+        "propensities", "estimate", *flags, "--log", str(tmp_path / "train.parquet"), "--chunks", "3", workdir=tmp_path
+    ).output
     key = out.split()[1].rstrip(":")
     got = workspace.load("synthetic", "propensities", key)
     assert got.info["chunks"] == 3 and got.config["clicks"] is None and "--propensities " + key in out
     assert workspace.current("synthetic")["propensities"] == want.key  # not made current
     for name in ("propensity", "low", "high"):
         np.testing.assert_allclose(got.arrays[name], want.arrays[name], rtol=0, atol=1e-8)
-    again = invoke("propensities", "estimate", *flags, "--log", str(tmp_path / "train.parquet"), "--chunks", "3",
-                   workdir=tmp_path).output
+    again = invoke(
+        "propensities", "estimate", *flags, "--log", str(tmp_path / "train.parquet"), "--chunks", "3", workdir=tmp_path
+    ).output
     assert f"{key} (reused)" in again
 
 

@@ -22,18 +22,27 @@ PATH = re.compile(r"(?<![\w./~-])((?:cltr|tests|bench|experiments|docs|\.ci)/[\w
 
 def named_paths(text: str) -> list[tuple[int, str]]:
     """``(line number, path)`` of every repository path in ``text``."""
-    return [(number, match.group(1)) for number, line in enumerate(text.splitlines(), start=1)
-            for match in PATH.finditer(line)]
+    return [
+        (number, match.group(1))
+        for number, line in enumerate(text.splitlines(), start=1)
+        for match in PATH.finditer(line)
+    ]
 
 
 def test_the_pattern_finds_paths_and_only_paths():
-    text = ("see `cltr/core/ranking.py` and tests/core/test_ranking.py;\n"
-            "run python bench/deep.py --compare, spec experiments/table2.toml\n"
-            "data in ../shared/data/letor4/MQ2008/Fold1/test.txt, workspace ~/cltr-work/x.py, cltr/ alone\n"
-            "[the tutorial](docs/tutorials/default.md), a page's [link](../reference/cli.md)\n")
-    assert [p for _, p in named_paths(text)] == ["cltr/core/ranking.py", "tests/core/test_ranking.py",
-                                                   "bench/deep.py", "experiments/table2.toml",
-                                                   "docs/tutorials/default.md"]
+    text = (
+        "see `cltr/core/ranking.py` and tests/core/test_ranking.py;\n"
+        "run python bench/deep.py --compare, spec experiments/table2.toml\n"
+        "data in ../shared/data/letor4/MQ2008/Fold1/test.txt, workspace ~/cltr-work/x.py, cltr/ alone\n"
+        "[the tutorial](docs/tutorials/default.md), a page's [link](../reference/cli.md)\n"
+    )
+    assert [p for _, p in named_paths(text)] == [
+        "cltr/core/ranking.py",
+        "tests/core/test_ranking.py",
+        "bench/deep.py",
+        "experiments/table2.toml",
+        "docs/tutorials/default.md",
+    ]
 
 
 def test_every_file_the_readme_names_exists():
@@ -45,11 +54,11 @@ def test_every_file_the_readme_names_exists():
 
 def test_every_file_the_docs_name_exists():
     assert len(PAGES) > 10  # the docs tree is there
-    named = [(page, number, path) for page in PAGES
-             for number, path in named_paths(page.read_text(encoding="utf-8"))]
+    named = [(page, number, path) for page in PAGES for number, path in named_paths(page.read_text(encoding="utf-8"))]
     assert len(named) > 40  # the pages do name many files: the pattern still finds them
-    missing = [f"{page.relative_to(ROOT)} line {number}: {path}" for page, number, path in named
-               if not (ROOT / path).exists()]
+    missing = [
+        f"{page.relative_to(ROOT)} line {number}: {path}" for page, number, path in named if not (ROOT / path).exists()
+    ]
     assert not missing, "\n".join(missing)
 
 
@@ -58,5 +67,5 @@ def test_the_readme_fits_on_two_screens_and_opens_with_the_two_commands():
     assert len(lines) <= 150, f"README.md has {len(lines)} lines: move detail into docs/"
     commands = [line.split("#")[0].strip() for line in lines[:5] if line.startswith("    ")]
     # the first installs and runs the main job; the second installs and runs the tests (.ci/run runs it)
-    assert commands == ['pip install . && cltr run', 'pip install ".[test]" && python -m pytest -q']
+    assert commands == ["pip install . && cltr run", 'pip install ".[test]" && python -m pytest -q']
     assert "python -m pytest -q" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")

@@ -34,8 +34,11 @@ def _one_line_error(result, *needles) -> str:
 
 def _files(root: Path) -> dict:
     """Every file under root with what a write would change (inode, size, mtime)."""
-    return {path: (path.stat().st_ino, path.stat().st_size, path.stat().st_mtime_ns)
-            for path in sorted(root.rglob("*")) if path.is_file()}
+    return {
+        path: (path.stat().st_ino, path.stat().st_size, path.stat().st_mtime_ns)
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -61,9 +64,11 @@ def _read_only_file_system(monkeypatch):
 
 # -- 1. stale results ---------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("killed_at", [1, 2])
-def test_prepare_killed_between_its_writes_never_leaves_a_stale_record(tmp_path, invoke, make_letor_tree, monkeypatch,
-                                                                         killed_at):
+def test_prepare_killed_between_its_writes_never_leaves_a_stale_record(
+    tmp_path, invoke, make_letor_tree, monkeypatch, killed_at
+):
     """A prepare of Fold 2 killed at its first or second rename, on a workspace holding Fold 1:
     the next command either uses Fold 1 whole, or names the damage; never Fold 2's arrays
     under Fold 1's record (which reused Fold 1's production ranker)."""
@@ -107,8 +112,9 @@ def test_a_first_prepare_killed_between_its_writes_is_no_dataset(tmp_path, invok
     invoke("prepare", "letor", "--mq2008", root, "--relevant-from", "1", workdir=tmp_path, expect=130)
     monkeypatch.setattr(os, "replace", real_replace)
     result = invoke("produce", "--dataset", "letor", workdir=tmp_path, expect=1)
-    _one_line_error(result, "dataset 'letor' is not prepared", "an interrupted `cltr prepare` left",
-                    "--name letor` first")
+    _one_line_error(
+        result, "dataset 'letor' is not prepared", "an interrupted `cltr prepare` left", "--name letor` first"
+    )
 
 
 def test_a_fingerprint_is_the_content_not_the_spelling_of_its_path(tmp_path, invoke, make_letor_tree, monkeypatch):
@@ -122,6 +128,7 @@ def test_a_fingerprint_is_the_content_not_the_spelling_of_its_path(tmp_path, inv
 
 
 # -- 2. filesystem errors -----------------------------------------------------------------------
+
 
 def test_a_finished_workspace_is_used_without_writing_to_it(finished, invoke):
     before = _files(finished)
@@ -176,8 +183,10 @@ def _run_obeying_permissions(*commands: list) -> list:
     except (OSError, subprocess.SubprocessError) as error:
         pytest.skip(f"cannot start a child process without root's permission overrides: {error}")
     if not refused:
-        pytest.skip("a child process here writes to a file without write permission (root's overrides could "
-                    "not be dropped), so a read-only workspace cannot be made")
+        pytest.skip(
+            "a child process here writes to a file without write permission (root's overrides could "
+            "not be dropped), so a read-only workspace cannot be made"
+        )
     child = [sys.executable, "-c", _COMMANDS_IN_A_CHILD, json.dumps([list(map(str, c)) for c in commands])]
     done = subprocess.run(child, preexec_fn=preexec, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -192,10 +201,14 @@ def test_a_read_only_workspace_works_until_something_must_be_written(finished):
         path.chmod(stat.S_IMODE(modes[path]) & ~0o222)
     try:
         (ran, ran_output), (trained, trained_output) = _run_obeying_permissions(
-            ["--workdir", finished, "run"], ["--workdir", finished, "train", "svm-rank", "-C", "0.5"])
+            ["--workdir", finished, "run"], ["--workdir", finished, "train", "svm-rank", "-C", "0.5"]
+        )
         assert ran == 0, ran_output
-        _one_line_error(SimpleNamespace(exit_code=trained, output=trained_output),
-                        finished / "synthetic" / "models", "permission denied")
+        _one_line_error(
+            SimpleNamespace(exit_code=trained, output=trained_output),
+            finished / "synthetic" / "models",
+            "permission denied",
+        )
     finally:
         for path, mode in modes.items():
             path.chmod(stat.S_IMODE(mode))
@@ -222,12 +235,18 @@ def test_a_file_size_limit_is_one_line_naming_the_file(tmp_path):
     def limited():
         resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
 
-    result = subprocess.run([sys.executable, "-m", "cltr", "--workdir", str(tmp_path), *SMALL], capture_output=True,
-                            text=True, preexec_fn=limited, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "cltr", "--workdir", str(tmp_path), *SMALL],
+        capture_output=True,
+        text=True,
+        preexec_fn=limited,
+        timeout=120,
+    )
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     assert result.stderr.strip().splitlines() == [
         f"Error: {tmp_path / 'datasets' / 'synthetic.npz'}: file too large for the file-size limit in force "
-        "(ulimit -f); raise the limit"]
+        "(ulimit -f); raise the limit"
+    ]
     assert not list(tmp_path.rglob("*.tmp"))
 
 
@@ -245,6 +264,7 @@ def test_figures_checks_out_before_computing(tmp_path, invoke, tiny_specs, monke
 
 
 # -- 3. damaged artifacts -----------------------------------------------------------------------
+
 
 def test_a_truncated_model_is_named_when_asked_for_and_recomputed_by_its_stage(tmp_path, invoke):
     invoke(*SMALL, workdir=tmp_path)
@@ -264,11 +284,13 @@ def test_a_malformed_current_json_is_named(tmp_path, invoke):
     invoke("produce", workdir=tmp_path)
     pointers = tmp_path / "synthetic" / "current.json"
     pointers.write_text('{\n"production":\n')
-    _one_line_error(invoke("evaluate", "--production", workdir=tmp_path, expect=1), pointers, "not valid JSON",
-                    "delete it")
+    _one_line_error(
+        invoke("evaluate", "--production", workdir=tmp_path, expect=1), pointers, "not valid JSON", "delete it"
+    )
 
 
 # -- 4. permissions -----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600)])
 def test_files_honour_the_umask(tmp_path, invoke, umask, mode):
@@ -284,12 +306,27 @@ def test_files_honour_the_umask(tmp_path, invoke, umask, mode):
 
 # -- 6. meaningless results -----------------------------------------------------------------------
 
+
 def test_prepare_refuses_a_split_without_relevant_documents(tmp_path, invoke, write_file):
-    text = {split: "".join(f"{label} qid:{qid} 1:{label}.5 2:0.25\n" for qid in qids for label in labels)
-            for split, qids, labels in (("train", (1, 2), (0, 2)), ("vali", (3,), (0, 2)), ("test", (4, 5), (0, 1)))}
+    text = {
+        split: "".join(f"{label} qid:{qid} 1:{label}.5 2:0.25\n" for qid in qids for label in labels)
+        for split, qids, labels in (("train", (1, 2), (0, 2)), ("vali", (3,), (0, 2)), ("test", (4, 5), (0, 1)))
+    }
     paths = [write_file(tmp_path / f"{split}.txt", text[split]) for split in ("train", "vali", "test")]
-    result = invoke("prepare", "svmlight", "--train", paths[0], "--vali", paths[1], "--test", paths[2],
-                    "--relevant-from", "2", workdir=tmp_path / "work", expect=1)
+    result = invoke(
+        "prepare",
+        "svmlight",
+        "--train",
+        paths[0],
+        "--vali",
+        paths[1],
+        "--test",
+        paths[2],
+        "--relevant-from",
+        "2",
+        workdir=tmp_path / "work",
+        expect=1,
+    )
     _one_line_error(result, "the test split of 'svmlight' has no relevant document at relevant_from = 2")
     assert not (tmp_path / "work" / "datasets").exists()
 
@@ -305,11 +342,14 @@ def test_nan_metrics_are_said_not_just_printed(tmp_path, invoke):
     result = invoke("evaluate", "--production", workdir=tmp_path)
     # nDCG@10 over all queries is 0 there (trec_eval's), over the queries with a relevant document undefined
     assert "warning: nan in test Avg DCG, test Avg Rank, test nDCG@10 relevant queries: undefined" in result.stderr
-    assert "warning: nan in avg_dcg, avg_rank, ndcg@10_relevant_queries: undefined" in \
-        invoke("produce", workdir=tmp_path).stderr
+    assert (
+        "warning: nan in avg_dcg, avg_rank, ndcg@10_relevant_queries: undefined"
+        in invoke("produce", workdir=tmp_path).stderr
+    )
 
 
 # -- 7. progress ----------------------------------------------------------------------------------
+
 
 def test_progress_in_a_log_is_a_line_per_interval_with_the_time_left(tmp_path, invoke, monkeypatch):
     from cltr.cli import Progress
@@ -323,10 +363,14 @@ def test_progress_in_a_log_is_a_line_per_interval_with_the_time_left(tmp_path, i
     assert lines[-1].startswith("deep-propdcg: epoch 4/4 (100%)")
     quiet = invoke("-q", *deep, "--seed", "1", workdir=tmp_path)
     assert "deep-propdcg: epoch" not in quiet.stderr and "validation SNIPS Avg DCG" in quiet.output
-    assert f"computed {tmp_path / 'synthetic' / 'clicks'}" in invoke("-v", "simulate", "--passes", "5",
-                                                                     workdir=tmp_path).stderr
-    assert f"reused {tmp_path / 'synthetic' / 'clicks'}" in invoke("-v", "simulate", "--passes", "5",
-                                                                   workdir=tmp_path).stderr
+    assert (
+        f"computed {tmp_path / 'synthetic' / 'clicks'}"
+        in invoke("-v", "simulate", "--passes", "5", workdir=tmp_path).stderr
+    )
+    assert (
+        f"reused {tmp_path / 'synthetic' / 'clicks'}"
+        in invoke("-v", "simulate", "--passes", "5", workdir=tmp_path).stderr
+    )
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
@@ -343,6 +387,7 @@ def test_experiment_progress_moves_within_a_task(tmp_path, invoke, tiny_specs, n
 
 
 # -- 8. smaller things ------------------------------------------------------------------------------
+
 
 def test_workdir_is_accepted_after_the_command(tmp_path, invoke):
     invoke(*SMALL, "--workdir", tmp_path / "after")

@@ -25,15 +25,36 @@ from cltr.pipeline.stages import (
     TrainOptions,
 )
 
-SETTINGS = {("produce",): ProductionOptions, ("simulate",): SimulationOptions, ("clicks", "import"): ImportOptions,
-            ("clicks", "export"): ExportOptions, ("clicks", "fit"): FitOptions,
-            ("propensities", "estimate"): EstimateOptions, ("evaluate",): EvaluateOptions, ("score",): ScoreOptions,
-            ("figures",): FiguresOptions, ("run",): RunOptions}
+SETTINGS = {
+    ("produce",): ProductionOptions,
+    ("simulate",): SimulationOptions,
+    ("clicks", "import"): ImportOptions,
+    ("clicks", "export"): ExportOptions,
+    ("clicks", "fit"): FitOptions,
+    ("propensities", "estimate"): EstimateOptions,
+    ("evaluate",): EvaluateOptions,
+    ("score",): ScoreOptions,
+    ("figures",): FiguresOptions,
+    ("run",): RunOptions,
+}
 
 # the parameters cltr.options' docstring names as the command line's own (output paths, which
 # artifact to read, the shared --dataset and --seed)
-COMMAND_LINE_OWN = {"workdir", "quiet", "verbose", "version", "help", "dataset", "seed", "clicks_key", "model_key",
-                    "production_key", "click_model_key", "out", "trec"}
+COMMAND_LINE_OWN = {
+    "workdir",
+    "quiet",
+    "verbose",
+    "version",
+    "help",
+    "dataset",
+    "seed",
+    "clicks_key",
+    "model_key",
+    "production_key",
+    "click_model_key",
+    "out",
+    "trec",
+}
 
 
 def _squeeze(text: str) -> str:
@@ -49,18 +70,26 @@ def _commands(group, path=()):
 
 
 def _declared_names() -> set[str]:
-    types = [*SETTINGS.values(), *(m.options for m in methods.methods().values()),
-             *(m.settings for m in clickmodels.models().values()),
-             *(e.options for e in estimators.estimators().values()),
-             *(loader.options for loader in datasets.loaders().values()), TrainOptions, PrepareOptions]
+    types = [
+        *SETTINGS.values(),
+        *(m.options for m in methods.methods().values()),
+        *(m.settings for m in clickmodels.models().values()),
+        *(e.options for e in estimators.estimators().values()),
+        *(loader.options for loader in datasets.loaders().values()),
+        TrainOptions,
+        PrepareOptions,
+    ]
     return {f.name for options_type in types for f in options_type.option_fields()}
 
 
 def test_every_option_of_every_command_is_declared_by_an_options_type_or_the_command_lines_own():
     declared = _declared_names()
-    loose = [f"cltr {' '.join(path)} {param.opts[0]}" for path, command in _commands(main)
-             for param in command.params
-             if isinstance(param, click.Option) and param.name not in declared | COMMAND_LINE_OWN]
+    loose = [
+        f"cltr {' '.join(path)} {param.opts[0]}"
+        for path, command in _commands(main)
+        for param in command.params
+        if isinstance(param, click.Option) and param.name not in declared | COMMAND_LINE_OWN
+    ]
     assert not loose, f"hand-written options an options type could declare: {loose}"
 
 
@@ -94,12 +123,18 @@ def test_train_takes_its_propensities_clip_and_the_corrections_that_apply_from_t
         assert "Invalid value for '--correction'" in invoke("train", method, "--correction", name, expect=2).output
 
 
-@pytest.mark.parametrize("args, told", [
-    ((), TrainOptions()),
-    (("--clip", "none", "--propensities", "estimated", "--correction", "ips"),
-     TrainOptions(propensities="estimated", clip="none")),
-    (("--clip", "0.1", "--propensities", "p-123"), TrainOptions(propensities="p-123", clip="0.1")),
-], ids=["defaults", "none-estimated", "tau-key"])
+@pytest.mark.parametrize(
+    "args, told",
+    [
+        ((), TrainOptions()),
+        (
+            ("--clip", "none", "--propensities", "estimated", "--correction", "ips"),
+            TrainOptions(propensities="estimated", clip="none"),
+        ),
+        (("--clip", "0.1", "--propensities", "p-123"), TrainOptions(propensities="p-123", clip="0.1")),
+    ],
+    ids=["defaults", "none-estimated", "tau-key"],
+)
 def test_train_hands_the_session_the_train_options_of_its_flags(args, told, invoke, monkeypatch, tmp_path):
     seen = {}
 
@@ -113,8 +148,10 @@ def test_train_hands_the_session_the_train_options_of_its_flags(args, told, invo
 
 
 def test_bad_train_options_are_usage_errors_and_the_session_checks_them_by_name(tmp_path, invoke):
-    assert "Invalid value for --clip: clip must be 'auto', 'none' or a threshold TAU in (0, 1], found '2'" in \
-        invoke("train", "svm-proprank", "--clip", "2", expect=2).output
+    assert (
+        "Invalid value for --clip: clip must be 'auto', 'none' or a threshold TAU in (0, 1], found '2'"
+        in invoke("train", "svm-proprank", "--clip", "2", expect=2).output
+    )
     assert "Invalid value for '--correction'" in invoke("train", "svm-proprank", "--correction", "x", expect=2).output
     with pytest.raises(ValueError, match="train: clip: clip must be 'auto'"):
         Session(tmp_path).train("s", "svm-proprank", {}, clip="1.5")
@@ -143,8 +180,9 @@ def test_prepare_name_and_dcg_log_reach_the_stored_dataset(tmp_path, invoke):
 
 
 def test_bad_settings_are_usage_errors_naming_the_flag(invoke):
-    assert "Invalid value for '--fraction': 0 is not > 0 and <= 1" in invoke("produce", "--fraction", "0",
-                                                                                    expect=2).output
+    assert (
+        "Invalid value for '--fraction': 0 is not > 0 and <= 1" in invoke("produce", "--fraction", "0", expect=2).output
+    )
     assert "Invalid value for '--click-model'" in invoke("simulate", "--click-model", "nope", expect=2).output
     assert "Invalid value for '--method'" in invoke("run", "--method", "nope", expect=2).output
     assert "Invalid value for --folds" in invoke("figures", "smoke", "--folds", "2-1", expect=2).output

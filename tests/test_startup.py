@@ -13,13 +13,23 @@ from cltr.lazy import lazy_import
 
 # scipy alone (scipy.special through its array-API layer, scipy.sparse, scipy.linalg) took half of
 # `cltr --help`; threadpoolctl and socket are smaller but needed by no flag either
-HEAVY = ("pandas", "pyarrow", "matplotlib", "lightgbm", "sklearn", "scipy", "dask", "xgboost", "joblib",
-         "threadpoolctl", "socket")
+HEAVY = (
+    "pandas",
+    "pyarrow",
+    "matplotlib",
+    "lightgbm",
+    "sklearn",
+    "scipy",
+    "dask",
+    "xgboost",
+    "joblib",
+    "threadpoolctl",
+    "socket",
+)
 
 
 def test_the_cli_starts_without_the_heavy_libraries():
-    code = ("import sys; import cltr.cli; "
-            f"print(' '.join(name for name in {HEAVY!r} if name in sys.modules))")
+    code = f"import sys; import cltr.cli; print(' '.join(name for name in {HEAVY!r} if name in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.split() == []
 

@@ -36,10 +36,31 @@ from cltr.cli.session import Session
 from cltr.cli.train import _train_command, evaluate_command, score_command, train_group
 from cltr.pipeline.workspace import Workspace
 
-__all__ = ["main", "Session", "Progress", "echo_table", "warn", "FiniteFloat", "finite_float", "SharedOption",
-           "dataset_option", "seed_option", "clicks_option", "option_params", "registry_params", "prepare",
-           "prepare_command", "simulate", "train_group", "run_command", "clicks_group", "propensities_group",
-           "estimate_command", "parse_folds", "_train_command"]
+__all__ = [
+    "main",
+    "Session",
+    "Progress",
+    "echo_table",
+    "warn",
+    "FiniteFloat",
+    "finite_float",
+    "SharedOption",
+    "dataset_option",
+    "seed_option",
+    "clicks_option",
+    "option_params",
+    "registry_params",
+    "prepare",
+    "prepare_command",
+    "simulate",
+    "train_group",
+    "run_command",
+    "clicks_group",
+    "propensities_group",
+    "estimate_command",
+    "parse_folds",
+    "_train_command",
+]
 
 
 class _Interruptible(click.Group):
@@ -50,15 +71,20 @@ class _Interruptible(click.Group):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
-            click.echo("\ninterrupted: what finished is kept in the workspace; the same command goes on from there",
-                       err=True)
+            click.echo(
+                "\ninterrupted: what finished is kept in the workspace; the same command goes on from there", err=True
+            )
             raise click.exceptions.Exit(130) from None
 
 
 @click.group(cls=_Interruptible, context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
-@click.option("--workdir", type=WorkdirPath(), envvar="CLTR_WORKDIR",
-              default="cltr-work", help="Workspace directory holding every artifact ($CLTR_WORKDIR); also "
-                                        "accepted after the command.")
+@click.option(
+    "--workdir",
+    type=WorkdirPath(),
+    envvar="CLTR_WORKDIR",
+    default="cltr-work",
+    help="Workspace directory holding every artifact ($CLTR_WORKDIR); also accepted after the command.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr (warnings and errors still).")
 @click.option("-v", "--verbose", is_flag=True, help="Also say which artifact each stage computed or reused.")
 @click.version_option(__version__, prog_name="cltr")
@@ -113,14 +139,31 @@ def _accept_workdir_after_commands(group: click.Group) -> None:
         if isinstance(command, click.Group):
             _accept_workdir_after_commands(command)
         else:
-            command.params.append(click.Option(
-                ["--workdir"], type=WorkdirPath(), default=None, expose_value=False,
-                is_eager=True, callback=_workdir_after_command,
-                help="Workspace directory (the same as `cltr --workdir DIR COMMAND`)."))
+            command.params.append(
+                click.Option(
+                    ["--workdir"],
+                    type=WorkdirPath(),
+                    default=None,
+                    expose_value=False,
+                    is_eager=True,
+                    callback=_workdir_after_command,
+                    help="Workspace directory (the same as `cltr --workdir DIR COMMAND`).",
+                )
+            )
 
 
-for _command in (prepare, produce_command, simulate, train_group, evaluate_command, score_command, run_command,
-                 clicks_group, propensities_group, figures_command):
+for _command in (
+    prepare,
+    produce_command,
+    simulate,
+    train_group,
+    evaluate_command,
+    score_command,
+    run_command,
+    clicks_group,
+    propensities_group,
+    figures_command,
+):
     main.add_command(_command)
 
 _accept_workdir_after_commands(main)

@@ -28,9 +28,11 @@ def clicks_group() -> None:
 
 def _settings(options_type):
     """A command's decorator adding the flags of ``options_type`` (``settings_params``)."""
+
     def add(command: click.Command) -> click.Command:
         command.params.extend(settings_params(options_type))
         return command
+
     return add
 
 
@@ -38,8 +40,12 @@ def _settings(options_type):
 @clicks_group.command("import")
 @click.argument("log", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @dataset_option
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="With --format baidu-raw: the click table to write (.parquet, .tsv or .csv).")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="With --format baidu-raw: the click table to write (.parquet, .tsv or .csv).",
+)
 @click.pass_obj
 @errors_as_usage
 def clicks_import(session: Session, log, dataset, out, **values) -> None:
@@ -52,8 +58,12 @@ def clicks_import(session: Session, log, dataset, out, **values) -> None:
     from cltr.pipeline.stages import CLICKED_ONLY, import_stage, imported_clicks_stage
 
     options = settings_from(ImportOptions, values, what="cltr clicks import")
-    split, log_format, harvest_ranks, chunk_rows = options.split, options.log_format, options.harvest_ranks, \
-        options.chunk_rows
+    split, log_format, harvest_ranks, chunk_rows = (
+        options.split,
+        options.log_format,
+        options.harvest_ranks,
+        options.chunk_rows,
+    )
     if log_format == "baidu-raw":
         if chunk_rows is not None:
             raise click.UsageError("--chunk-rows goes with --format table (baidu-raw partitions are streamed already)")
@@ -65,36 +75,53 @@ def clicks_import(session: Session, log, dataset, out, **values) -> None:
         raise click.UsageError(f"--format table reads one LOG; found {len(log)}")
     log = log[0]
     dataset_obj, fingerprint = session.dataset(dataset)
-    part, reused = import_stage(session.workspace, dataset, dataset_obj, fingerprint, log, split=split,
-                                ignore_extra_columns=options.ignore_extra_columns, chunk_rows=chunk_rows)
+    part, reused = import_stage(
+        session.workspace,
+        dataset,
+        dataset_obj,
+        fingerprint,
+        log,
+        split=split,
+        ignore_extra_columns=options.ignore_extra_columns,
+        chunk_rows=chunk_rows,
+    )
     session.workspace.set_current(dataset, f"imports/{split}", part.key)
     info = part.info
-    click.echo(f"imported {log} as the {split} log {part.key}{' (reused)' if reused else ''}: {info['rows']} "
-               f"impressions, {info['sessions']} sessions, {info['clicks']} clicks, {info['rankers']} ranker(s), "
-               f"{'with' if info['has_propensity'] else 'without'} propensities"
-               + (" (kept as counts per document and rank)" if info.get("aggregated") else ""))
+    click.echo(
+        f"imported {log} as the {split} log {part.key}{' (reused)' if reused else ''}: {info['rows']} "
+        f"impressions, {info['sessions']} sessions, {info['clicks']} clicks, {info['rankers']} ranker(s), "
+        f"{'with' if info['has_propensity'] else 'without'} propensities"
+        + (" (kept as counts per document and rank)" if info.get("aggregated") else "")
+    )
     if info.get("ignored_columns"):
-        click.echo(f"ignored column{'s' if len(info['ignored_columns']) > 1 else ''} "
-                   f"{', '.join(map(repr, info['ignored_columns']))} (--ignore-extra-columns)")
+        click.echo(
+            f"ignored column{'s' if len(info['ignored_columns']) > 1 else ''} "
+            f"{', '.join(map(repr, info['ignored_columns']))} (--ignore-extra-columns)"
+        )
     if info.get("clicked_only"):
         warn(f"the {split} log {log}: {CLICKED_ONLY}")
     if info["clicks"] == 0:
-        warn(f"the {split} log {log} has no clicks (no row has click 1): there is nothing to train on"
-             + (" or to select models with" if split == "vali" else ""))
+        warn(
+            f"the {split} log {log} has no clicks (no row has click 1): there is nothing to train on"
+            + (" or to select models with" if split == "vali" else "")
+        )
     other = "vali" if split == "train" else "train"
     other_key = session.workspace.current(dataset).get(f"imports/{other}")
     other_part = session.workspace.load(dataset, "imports", other_key) if other_key else None
     if other_part is None:
-        click.echo(f"import the {other} split's log too to train on it: "
-                   f"`cltr clicks import LOG --dataset {dataset} --split {other}`")
+        click.echo(
+            f"import the {other} split's log too to train on it: "
+            f"`cltr clicks import LOG --dataset {dataset} --split {other}`"
+        )
         return
     parts = {split: part, other: other_part}
     clicks, _ = imported_clicks_stage(session.workspace, dataset, parts["train"], parts["vali"])
     session.workspace.set_current(dataset, "clicks", clicks.key)
-    click.echo(f"click log {clicks.key}: train {parts['train'].key} + vali {parts['vali'].key}; "
-               f"train with `cltr train METHOD --dataset {dataset}`"
-               + ("" if info["has_propensity"] else f" after `cltr propensities estimate --dataset {dataset}`"))
-
+    click.echo(
+        f"click log {clicks.key}: train {parts['train'].key} + vali {parts['vali'].key}; "
+        f"train with `cltr train METHOD --dataset {dataset}`"
+        + ("" if info["has_propensity"] else f" after `cltr propensities estimate --dataset {dataset}`")
+    )
 
 
 def _import_baidu_raw(paths, out: Path | None, harvest_ranks: int | None, *, jobs: int = 1) -> None:
@@ -105,20 +132,37 @@ def _import_baidu_raw(paths, out: Path | None, harvest_ranks: int | None, *, job
     if out is None:
         raise click.UsageError("--format baidu-raw needs --out TABLE (.parquet, .tsv or .csv)")
     started = time.perf_counter()
-    counts, table = import_raw_partitions(paths, out, n_jobs=jobs, progress=lambda rows, done: click.echo(
-        f"read partition {done}/{len(paths)}: {rows.n_lines} lines, {rows.n_sessions} sessions", err=True))
+    counts, table = import_raw_partitions(
+        paths,
+        out,
+        n_jobs=jobs,
+        progress=lambda rows, done: click.echo(
+            f"read partition {done}/{len(paths)}: {rows.n_lines} lines, {rows.n_sessions} sessions", err=True
+        ),
+    )
     seconds = time.perf_counter() - started
-    click.echo(f"wrote {out}: {counts['rows']} displayed documents of {counts['sessions']} sessions, "
-               f"{counts['clicks']} clicks, {counts['orderings']} distinct (query, ordering)s, from "
-               f"{counts['partitions']} partition(s) of {counts['lines']} lines "
-               f"({counts['lines'] / max(seconds, 1e-9):,.0f} lines/s)")
+    click.echo(
+        f"wrote {out}: {counts['rows']} displayed documents of {counts['sessions']} sessions, "
+        f"{counts['clicks']} clicks, {counts['orderings']} distinct (query, ordering)s, from "
+        f"{counts['partitions']} partition(s) of {counts['lines']} lines "
+        f"({counts['lines'] / max(seconds, 1e-9):,.0f} lines/s)"
+    )
     if harvest_ranks is not None:
         _, doc = np.unique(table["docid"], return_inverse=True)
-        impressions = aggregate_impressions(table["qid"], doc.reshape(-1), table["rank"], table["ranker"],
-                                            table["click"])
-        estimate = harvest_propensities(impressions.query, impressions.doc, impressions.rank, impressions.ranker,
-                                        impressions.impressions, impressions.clicks, max_rank=harvest_ranks,
-                                        bootstrap=0, rng=0)
+        impressions = aggregate_impressions(
+            table["qid"], doc.reshape(-1), table["rank"], table["ranker"], table["click"]
+        )
+        estimate = harvest_propensities(
+            impressions.query,
+            impressions.doc,
+            impressions.rank,
+            impressions.ranker,
+            impressions.impressions,
+            impressions.clicks,
+            max_rank=harvest_ranks,
+            bootstrap=0,
+            rng=0,
+        )
         click.echo("position bias by intervention harvesting (global all-pairs over displayed orderings):")
         echo_table([{"rank": row["rank"], "propensity": row["propensity"]} for row in estimate.to_rows()])
 
@@ -138,8 +182,12 @@ def clicks_fit(session: Session, dataset, clicks_key, seed, **values) -> None:
     from cltr.core.click_models_fit import evaluate_click_model, fit_click_model, session_grid
 
     options = settings_from(FitOptions, values, what="cltr clicks fit")
-    model_name, max_rank, held_out, iterations = options.model_name, options.max_rank, options.held_out, \
-        options.iterations
+    model_name, max_rank, held_out, iterations = (
+        options.model_name,
+        options.max_rank,
+        options.held_out,
+        options.iterations,
+    )
     log_path = None if options.log_path is None else Path(options.log_path)
 
     if log_path is not None:
@@ -154,9 +202,13 @@ def clicks_fit(session: Session, dataset, clicks_key, seed, **values) -> None:
         clicks = session.clicks(dataset, clicks_key)
         columns = export_rows(clicks, "train", dataset_obj)
         keep = columns["rank"] <= max_rank
-        rows = {"session": columns["session"][keep], "query": np.asarray(columns["qid"])[keep],
-                "doc": np.asarray(columns["doc"])[keep], "rank": columns["rank"][keep],
-                "click": columns["click"][keep]}
+        rows = {
+            "session": columns["session"][keep],
+            "query": np.asarray(columns["qid"])[keep],
+            "doc": np.asarray(columns["doc"])[keep],
+            "rank": columns["rank"][keep],
+            "click": columns["click"][keep],
+        }
         source = f"the training split of click log {clicks.key}"
     sessions = np.unique(rows["session"])
     rng = np.random.default_rng(seed)
@@ -167,17 +219,23 @@ def clicks_fit(session: Session, dataset, clicks_key, seed, **values) -> None:
     train = {name: values[~is_test] for name, values in rows.items()}
     test = {name: values[is_test] for name, values in rows.items()}
     depth = int(rows["rank"].max())
-    grid, pair_query, pair_doc = session_grid(*(train[name] for name in ("session", "query", "doc", "rank", "click")),
-                                              max_rank=depth)
+    grid, pair_query, pair_doc = session_grid(
+        *(train[name] for name in ("session", "query", "doc", "rank", "click")), max_rank=depth
+    )
     model = fit_click_model(model_name, grid, pair_query, pair_doc, iterations=iterations)
-    held, _, _ = session_grid(*(test[name] for name in ("session", "query", "doc", "rank", "click")),
-                              max_rank=depth, pairs=(pair_query, pair_doc))
+    held, _, _ = session_grid(
+        *(test[name] for name in ("session", "query", "doc", "rank", "click")),
+        max_rank=depth,
+        pairs=(pair_query, pair_doc),
+    )
     scores = evaluate_click_model(model, held)
     info = model.info
-    click.echo(f"{model_name} fitted on {grid.pair.shape[0]} sessions of {source} ({grid.n_pairs} (query, document)s, "
-               f"ranks 1..{depth}): {info['iterations']} EM iteration(s)"
-               f"{'' if info['converged'] else ' (not converged: raise --iterations)'}; "
-               f"mean attractiveness {model.attractiveness[-1]:.4f}")
+    click.echo(
+        f"{model_name} fitted on {grid.pair.shape[0]} sessions of {source} ({grid.n_pairs} (query, document)s, "
+        f"ranks 1..{depth}): {info['iterations']} EM iteration(s)"
+        f"{'' if info['converged'] else ' (not converged: raise --iterations)'}; "
+        f"mean attractiveness {model.attractiveness[-1]:.4f}"
+    )
     per_rank: list[dict[str, float]] = [{"rank": r + 1} for r in range(depth)]
     # each model's fit sets its own parameters (cltr.core.click_models_fit.ClickModel)
     examination, continuation, satisfaction = model.examination, model.continuation, model.satisfaction
@@ -200,20 +258,41 @@ def clicks_fit(session: Session, dataset, clicks_key, seed, **values) -> None:
         click.echo(f"continuation gamma {continuation[0]:.4f}; mean satisfaction {satisfaction[-1]:.4f}")
     for row, value in zip(per_rank, scores.perplexity_by_rank, strict=True):
         row["held_out_perplexity"] = value
-    click.echo(f"held out: {scores.sessions} sessions, log-likelihood {scores.log_likelihood:.4f} per session, "
-               f"perplexity {scores.perplexity:.4f}")
+    click.echo(
+        f"held out: {scores.sessions} sessions, log-likelihood {scores.log_likelihood:.4f} per session, "
+        f"perplexity {scores.perplexity:.4f}"
+    )
     echo_table(per_rank)
     if log_path is None:  # stored, for `cltr evaluate` to judge on the vali split's sessions
         from cltr.pipeline.click_prediction import STAGE, model_to_arrays
 
-        config = {"clicks": clicks.key, "model": model_name, "max_rank": max_rank, "held_out": held_out,
-                  "iterations": iterations, "seed": seed}
-        stored, _ = session.workspace.cached(dataset, STAGE, config, lambda: (model_to_arrays(model), {
-            "max_rank": depth, "iterations": int(info["iterations"]), "converged": bool(info["converged"]),
-            "sessions": int(grid.pair.shape[0])}))
+        config = {
+            "clicks": clicks.key,
+            "model": model_name,
+            "max_rank": max_rank,
+            "held_out": held_out,
+            "iterations": iterations,
+            "seed": seed,
+        }
+        stored, _ = session.workspace.cached(
+            dataset,
+            STAGE,
+            config,
+            lambda: (
+                model_to_arrays(model),
+                {
+                    "max_rank": depth,
+                    "iterations": int(info["iterations"]),
+                    "converged": bool(info["converged"]),
+                    "sessions": int(grid.pair.shape[0]),
+                },
+            ),
+        )
         session.workspace.set_current(dataset, STAGE, stored.key)
-        click.echo(f"stored as click model {stored.key}; `cltr evaluate --dataset {dataset}` judges it on the vali "
-                   f"split's sessions")
+        click.echo(
+            f"stored as click model {stored.key}; `cltr evaluate --dataset {dataset}` judges it on the vali "
+            f"split's sessions"
+        )
 
 
 @_settings(ExportOptions)
@@ -239,5 +318,7 @@ def clicks_export(session: Session, out, dataset, clicks_key, **values) -> None:
 
         columns.update(feature_columns(columns, getattr(dataset_obj, split)))
     write_click_log(out, columns)
-    click.echo(f"wrote {len(columns['doc'])} impressions ({int(np.sum(columns['click']))} clicks) of the {split} "
-               f"log {clicks.key} to {out}")
+    click.echo(
+        f"wrote {len(columns['doc'])} impressions ({int(np.sum(columns['click']))} clicks) of the {split} "
+        f"log {clicks.key} to {out}"
+    )

@@ -18,8 +18,12 @@ __all__ = ["figures_command", "parse_folds"]
 
 @click.command("figures")
 @click.argument("name")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default="results",
-              help="Directory for NAME.csv, NAME.md, NAME.tex, NAME.png and NAME.pdf.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default="results",
+    help="Directory for NAME.csv, NAME.md, NAME.tex, NAME.png and NAME.pdf.",
+)
 @click.pass_obj
 @errors_as_usage
 def figures_command(session: Session, name, out, **values) -> None:
@@ -52,13 +56,22 @@ def figures_command(session: Session, name, out, **values) -> None:
     from cltr.pipeline.report import check_out_directory, stated_rows, table_rows, training_data, write_outputs
 
     options = settings_from(FiguresOptions, values, what="cltr figures")
-    dataset, reps, quick, select, tune, folds = (options.dataset, options.reps, options.quick, options.select,
-                                                 options.tune, options.folds)
+    dataset, reps, quick, select, tune, folds = (
+        options.dataset,
+        options.reps,
+        options.quick,
+        options.select,
+        options.tune,
+        options.folds,
+    )
     backend, scheduler, tolerance = options.backend, options.scheduler, options.tolerance
     directory = Path(options.specs) if options.specs else SPEC_DIR
     n_jobs = options.n_jobs or os.cpu_count() or 1
-    names = [n for n in spec_names(directory) if n != "smoke" and load_spec(n, directory).in_all] \
-        if name == "all" else [name]
+    names = (
+        [n for n in spec_names(directory) if n != "smoke" and load_spec(n, directory).in_all]
+        if name == "all"
+        else [name]
+    )
     failures = []
 
     def resolved(loaded, fold_name=None):
@@ -77,14 +90,24 @@ def figures_command(session: Session, name, out, **values) -> None:
                 session.ensure_dataset(together[-1])
         check_out_directory(out)
         on = ", ".join(repr(name) for name in sorted({spec.dataset for spec in together}))
-        click.echo(f"all ({len(names)} specs: {', '.join(names)}) on {on}: "
-                   f"the tuning tasks and the specs that tune nothing, then the tuned tasks")
+        click.echo(
+            f"all ({len(names)} specs: {', '.join(names)}) on {on}: "
+            f"the tuning tasks and the specs that tune nothing, then the tuned tasks"
+        )
         start = time.perf_counter()
         with Progress("all", unit="step") as bar:
-            counts = run_together(together, session.workspace.root, n_jobs=n_jobs, backend=backend,
-                                  scheduler=scheduler, progress=_experiment_progress(bar))
-        click.echo(f"{counts['tasks']} tasks ({counts['computed']} computed, {counts['reused']} reused) in "
-                   f"{time.perf_counter() - start:.1f} s")
+            counts = run_together(
+                together,
+                session.workspace.root,
+                n_jobs=n_jobs,
+                backend=backend,
+                scheduler=scheduler,
+                progress=_experiment_progress(bar),
+            )
+        click.echo(
+            f"{counts['tasks']} tasks ({counts['computed']} computed, {counts['reused']} reused) in "
+            f"{time.perf_counter() - start:.1f} s"
+        )
     for spec_name in names:
         loaded = load_spec(spec_name, directory)
         report_spec = resolved(loaded)
@@ -94,16 +117,26 @@ def figures_command(session: Session, name, out, **values) -> None:
             session.ensure_dataset(spec)
             records[fold_name] = dataset_record(session.workspace, fold_name)
             train = training_data([fold_name], records)
-            click.echo(f"{spec.name} ({spec.artifact}) on {spec.dataset!r}{f' ({train})' if train else ''}: "
-                       f"{spec.reps} repetition(s){'; QUICK RUN (--quick): the reduced spec' if spec.quick else ''}")
+            click.echo(
+                f"{spec.name} ({spec.artifact}) on {spec.dataset!r}{f' ({train})' if train else ''}: "
+                f"{spec.reps} repetition(s){'; QUICK RUN (--quick): the reduced spec' if spec.quick else ''}"
+            )
             check_out_directory(out)  # now, not after the computing
             start = time.perf_counter()
             with Progress(spec.name, unit="step") as bar:
-                frame, counts = run_experiment(spec, session.workspace.root, n_jobs=n_jobs, backend=backend,
-                                               scheduler=scheduler, progress=_experiment_progress(bar))
+                frame, counts = run_experiment(
+                    spec,
+                    session.workspace.root,
+                    n_jobs=n_jobs,
+                    backend=backend,
+                    scheduler=scheduler,
+                    progress=_experiment_progress(bar),
+                )
             frames.append(frame)
-            click.echo(f"{counts['tasks']} tasks ({counts['computed']} computed, {counts['reused']} reused) in "
-                       f"{time.perf_counter() - start:.1f} s")
+            click.echo(
+                f"{counts['tasks']} tasks ({counts['computed']} computed, {counts['reused']} reused) in "
+                f"{time.perf_counter() - start:.1f} s"
+            )
         frame = pd.concat(frames, ignore_index=True)
         paths = write_outputs(frame, report_spec, out, records=records)
         click.echo(f"wrote {', '.join(str(p) for p in paths.values())}")
@@ -115,8 +148,10 @@ def figures_command(session: Session, name, out, **values) -> None:
         if options.check_paper:
             failures += _check_against_paper(frame, report_spec, tolerance)
     if failures:
-        raise click.ClickException(f"{len(failures)} value(s) more than {tolerance:g} of the paper's standard "
-                                   f"deviations from the paper: {'; '.join(failures)}")
+        raise click.ClickException(
+            f"{len(failures)} value(s) more than {tolerance:g} of the paper's standard "
+            f"deviations from the paper: {'; '.join(failures)}"
+        )
 
 
 def _check_against_paper(frame, spec, tolerance: float) -> list[str]:
@@ -125,8 +160,10 @@ def _check_against_paper(frame, spec, tolerance: float) -> list[str]:
 
     rows = check(frame, spec, tolerance=tolerance)
     if not rows:
-        click.echo(f"--check: the spec {spec.name!r} gives no paper values for {spec.dataset!r} ([paper.PREFIX]); "
-                   f"nothing to check")
+        click.echo(
+            f"--check: the spec {spec.name!r} gives no paper values for {spec.dataset!r} ([paper.PREFIX]); "
+            f"nothing to check"
+        )
         return []
     click.echo(f"--check: {spec.name} against the paper; tolerance {tolerance:g} of the paper's standard deviations")
     echo_table([{**row, "within": {True: "yes", False: "NO", None: "not run"}[row["within"]]} for row in rows])
@@ -139,8 +176,12 @@ def _experiment_progress(bar: Progress):
     finished = [None]
 
     def show(state) -> None:
-        bar.update(state.steps_done, state.steps, postfix={"tasks": f"{state.tasks_done}/{state.tasks}"},
-                   task_done=state.tasks_done != finished[0])
+        bar.update(
+            state.steps_done,
+            state.steps,
+            postfix={"tasks": f"{state.tasks_done}/{state.tasks}"},
+            task_done=state.tasks_done != finished[0],
+        )
         finished[0] = state.tasks_done
 
     return show

@@ -37,8 +37,10 @@ def warn_if_undefined(rows: list[dict], columns: list[str]) -> None:
     """A NaN printed is said to be one: which columns, and what it means."""
     undefined = [c for c in columns if any(isinstance(row.get(c), float) and math.isnan(row[c]) for row in rows)]
     if undefined:
-        warn(f"nan in {', '.join(undefined)}: undefined, an average over nothing (no relevant document, or no "
-             "click, to average over)")
+        warn(
+            f"nan in {', '.join(undefined)}: undefined, an average over nothing (no relevant document, or no "
+            "click, to average over)"
+        )
 
 
 def warn(message: str) -> None:
@@ -125,8 +127,9 @@ def reading_progress() -> Callable[[str, int, int], None]:
     shown: dict[str, Progress] = {}
 
     def show(path: str, done: int, total: int) -> None:
-        bar = shown.get(path) or shown.setdefault(path, Progress(f"reading {Path(path).name}", round(total / 1e6, 1),
-                                                                 "MB"))
+        bar = shown.get(path) or shown.setdefault(
+            path, Progress(f"reading {Path(path).name}", round(total / 1e6, 1), "MB")
+        )
         bar.update(round(done / 1e6, 1), task_done=done == total)
         if done == total:
             bar.close()

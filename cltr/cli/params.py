@@ -30,17 +30,27 @@ class FiniteFloat(click.ParamType):
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number", param, ctx)
         s = self.field.spec
-        if (s.low is not None and (number < s.low or (s.low_open and number == s.low))) or \
-                (s.high is not None and (number > s.high or (s.high_open and number == s.high))):
+        if (s.low is not None and (number < s.low or (s.low_open and number == s.low))) or (
+            s.high is not None and (number > s.high or (s.high_open and number == s.high))
+        ):
             self.fail(f"{value} is not {self.field.range_text()}", param, ctx)
         return number
 
 
-def finite_float(low: float | None = None, high: float | None = None, *, low_open: bool = False,
-                 high_open: bool = False) -> FiniteFloat:
+def finite_float(
+    low: float | None = None, high: float | None = None, *, low_open: bool = False, high_open: bool = False
+) -> FiniteFloat:
     """The type of a hand-written float option (generated ones take their field's range)."""
-    return FiniteFloat(Field("value", float, sequence=False, optional=False, default=None,
-                             spec=OptionSpec(help="", low=low, high=high, low_open=low_open, high_open=high_open)))
+    return FiniteFloat(
+        Field(
+            "value",
+            float,
+            sequence=False,
+            optional=False,
+            default=None,
+            spec=OptionSpec(help="", low=low, high=high, low_open=low_open, high_open=high_open),
+        )
+    )
 
 
 class WorkdirPath(click.Path):
@@ -76,8 +86,11 @@ def _resolve_dataset(ctx: click.Context, param, value: str | None) -> str:
     session = ctx.find_object(Session)
     last = session.workspace.last_dataset() if session is not None else None
     if session is not None and last is not None and len(session.workspace.datasets()) > 1 and session.verbosity >= 0:
-        click.echo(f"dataset {last!r} (the last prepared; --dataset NAME for another: "
-                   f"{', '.join(session.workspace.datasets())})", err=True)
+        click.echo(
+            f"dataset {last!r} (the last prepared; --dataset NAME for another: "
+            f"{', '.join(session.workspace.datasets())})",
+            err=True,
+        )
     return last or DEFAULT_DATASET
 
 
@@ -97,30 +110,38 @@ class SharedOption:
 
 
 dataset_option = SharedOption(
-    "--dataset", type=NameType(), default=None, callback=_resolve_dataset, show_default=False,
+    "--dataset",
+    type=NameType(),
+    default=None,
+    callback=_resolve_dataset,
+    show_default=False,
     help="Name of a prepared dataset in the workspace [default: the last prepared, or the embedded synthetic one "
-         "in a workspace with none].")
+    "in a workspace with none].",
+)
 
 
 """--dataset, of every command that works on one prepared dataset."""
 
 
-seed_option = SharedOption("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-                           help="Seed of every random draw of this stage.")
+seed_option = SharedOption(
+    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of every random draw of this stage."
+)
 
 
 """--seed, of every stage that draws."""
 
 
-clicks_option = SharedOption("--clicks", "clicks_key", default=None,
-                             help="Key of the click log [default: the current one].")
+clicks_option = SharedOption(
+    "--clicks", "clicks_key", default=None, help="Key of the click log [default: the current one]."
+)
 
 
 """--clicks, of every command that reads a click log."""
 
 
-production_option = SharedOption("--production", "production_key", default=None,
-                                 help="Key of the production ranker [default: the last produced].")
+production_option = SharedOption(
+    "--production", "production_key", default=None, help="Key of the production ranker [default: the last produced]."
+)
 
 
 """--production KEY, of every command that reads a production ranker."""
@@ -133,8 +154,11 @@ model_option = SharedOption("--model", "model_key", default=None, help="Key of t
 
 
 click_model_option = SharedOption(
-    "--click-model", "click_model_key", default=None,
-    help="Key of a click model stored by `cltr clicks fit` [default: the dataset's last fitted one, if any].")
+    "--click-model",
+    "click_model_key",
+    default=None,
+    help="Key of a click model stored by `cltr clicks fit` [default: the dataset's last fitted one, if any].",
+)
 
 
 """--click-model KEY, of every command that reads a click model fitted by `cltr clicks fit`."""
@@ -147,8 +171,11 @@ def option_params(options_type, *, only_for: str | None = None) -> list[click.Op
     for field in options_type.option_fields():
         s = field.spec
         default = field.default
-        shown = ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in default) \
-            if isinstance(default, tuple) else (f"{default:g}" if isinstance(default, float) else default)
+        shown = (
+            ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in default)
+            if isinstance(default, tuple)
+            else (f"{default:g}" if isinstance(default, float) else default)
+        )
         help_text = s.text() + (f" [default: {shown}]" if default is not None and "[default" not in s.text() else "")
         if only_for:
             help_text += f" ({only_for})"
@@ -163,14 +190,16 @@ def option_params(options_type, *, only_for: str | None = None) -> list[click.Op
         elif field.base is float:
             kind = FiniteFloat(field)
         elif field.base is int:
-            kind = click.IntRange(min=None if s.low is None else int(s.low),
-                                  max=None if s.high is None else int(s.high))
+            kind = click.IntRange(
+                min=None if s.low is None else int(s.low), max=None if s.high is None else int(s.high)
+            )
         elif s.allowed():
             kind = click.Choice(list(s.allowed() or ()))
         else:
             kind = click.STRING
-        params.append(click.Option(declarations, type=kind, default=None, help=help_text, metavar=s.metavar,
-                                   show_default=False))
+        params.append(
+            click.Option(declarations, type=kind, default=None, help=help_text, metavar=s.metavar, show_default=False)
+        )
     return params
 
 
@@ -187,11 +216,17 @@ def settings_params(options_type) -> list[click.Option]:
         declarations = [field.cli_name, field.name] if s.flag else [field.cli_name]
         if field.base is bool and not field.sequence:
             if not s.negatable:
-                params.append(click.Option([field.cli_name, field.name], is_flag=True, default=bool(field.default),
-                                           help=s.text()))
+                params.append(
+                    click.Option([field.cli_name, field.name], is_flag=True, default=bool(field.default), help=s.text())
+                )
             else:
-                params.append(click.Option([f"{field.cli_name}/--no-{field.cli_name[2:]}", field.name],
-                                           default=field.default, help=s.text()))
+                params.append(
+                    click.Option(
+                        [f"{field.cli_name}/--no-{field.cli_name[2:]}", field.name],
+                        default=field.default,
+                        help=s.text(),
+                    )
+                )
             continue
         kind: click.ParamType
         if s.path:
@@ -205,16 +240,30 @@ def settings_params(options_type) -> list[click.Option]:
         elif field.base is float:
             kind = FiniteFloat(field)
         elif field.base is int:
-            kind = click.INT if s.low is None and s.high is None else click.IntRange(
-                min=None if s.low is None else int(s.low), max=None if s.high is None else int(s.high))
+            kind = (
+                click.INT
+                if s.low is None and s.high is None
+                else click.IntRange(
+                    min=None if s.low is None else int(s.low), max=None if s.high is None else int(s.high)
+                )
+            )
         elif s.allowed():
             kind = click.Choice(list(s.allowed() or ()))
         else:
             kind = click.STRING
         # a required option declares no default: click (8.5) skips its check when given default=None
         default = {} if s.required else {"default": field.default}
-        params.append(click.Option(declarations, type=kind, required=s.required, help=s.text(), metavar=s.metavar,
-                                   multiple=s.repeat, **default))
+        params.append(
+            click.Option(
+                declarations,
+                type=kind,
+                required=s.required,
+                help=s.text(),
+                metavar=s.metavar,
+                multiple=s.repeat,
+                **default,
+            )
+        )
     return params
 
 

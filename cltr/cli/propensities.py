@@ -36,35 +36,54 @@ def propensities_estimate(session: Session, dataset, clicks_key, seed, **values)
     estimator = estimators.get(method)
     if values.get("log_path") is not None and "log_path" not in estimator.options.__dataclass_fields__:
         # left out silently, --log would estimate from the workspace's log instead of the file
-        raise click.UsageError(f"--log goes with --method harvest (estimators that read a Parquet log chunk by "
-                               f"chunk); --method {method} estimates from the dataset's click log")
+        raise click.UsageError(
+            f"--log goes with --method harvest (estimators that read a Parquet log chunk by "
+            f"chunk); --method {method} estimates from the dataset's click log"
+        )
     # another estimator's options are not this one's: left out, as its help says whose they are
-    options = parse_or_usage(estimator.parse_options, given(values, estimator.options),
-                             what=f"estimator {estimator.name!r}")
+    options = parse_or_usage(
+        estimator.parse_options, given(values, estimator.options), what=f"estimator {estimator.name!r}"
+    )
     dataset_obj, _ = session.dataset(dataset)
     if getattr(options, "log_path", None) is not None:
         _estimate_from_parquet(session, dataset, dataset_obj, options, clicks_key, settings, seed)
         return
     clicks = session.clicks(dataset, clicks_key)
-    artifact, reused = propensity_stage(session.workspace, dataset, dataset_obj, clicks, **settings.to_dict(),
-                                        seed=seed, **options.to_dict())
+    artifact, reused = propensity_stage(
+        session.workspace, dataset, dataset_obj, clicks, **settings.to_dict(), seed=seed, **options.to_dict()
+    )
     session.workspace.set_current(dataset, "propensities", artifact.key)
     # --bootstrap 0: no band, said as such (its empty columns were warned about as "no relevant document")
     band = f"{level:.0%} bootstrap over queries" if bootstrap else "off (--bootstrap 0)"
     bounds = ("low", "high") if bootstrap else ()
-    click.echo(f"propensities {artifact.key}{' (reused)' if reused else ''}: {method} on click log {clicks.key} "
-               f"({artifact.info['rankers']} ranker(s)); band: {band}")
+    click.echo(
+        f"propensities {artifact.key}{' (reused)' if reused else ''}: {method} on click log {clicks.key} "
+        f"({artifact.info['rankers']} ranker(s)); band: {band}"
+    )
     echo_table(artifact.info["rows"], ["rank", "propensity", *bounds])
     for message in artifact.info.get("warnings", []):  # an estimate the log does not identify
         warn(message)
     if "trust" in artifact.info:
         trust = artifact.info["trust"]
-        click.echo(f"trust bias: click probability of relevant (c+) and irrelevant (c-) documents per rank; "
-                   f"share of relevant documents {artifact.info['relevant_share']:.3f}")
-        columns = ["rank", *(f"{kind}_click{bound}" for kind in ("relevant", "irrelevant")
-                             for bound in ("", *(f"_{b}" for b in bounds)))]
-        echo_table([{"rank": k + 1, **{name: trust[name][k] for name in columns[1:]}}
-                    for k in range(len(trust["relevant_click"]))], columns)
+        click.echo(
+            f"trust bias: click probability of relevant (c+) and irrelevant (c-) documents per rank; "
+            f"share of relevant documents {artifact.info['relevant_share']:.3f}"
+        )
+        columns = [
+            "rank",
+            *(
+                f"{kind}_click{bound}"
+                for kind in ("relevant", "irrelevant")
+                for bound in ("", *(f"_{b}" for b in bounds))
+            ),
+        ]
+        echo_table(
+            [
+                {"rank": k + 1, **{name: trust[name][k] for name in columns[1:]}}
+                for k in range(len(trust["relevant_click"]))
+            ],
+            columns,
+        )
 
 
 def _estimate_from_parquet(session: Session, dataset, dataset_obj, options, clicks_key, settings, seed) -> None:
@@ -74,17 +93,29 @@ def _estimate_from_parquet(session: Session, dataset, dataset_obj, options, clic
     if clicks_key is not None:
         raise click.UsageError(f"--log {options.log_path} and --clicks {clicks_key} name two logs; give one")
     told = {k: v for k, v in options.to_dict().items() if k != "log_path"}
-    artifact, reused = parquet_propensity_stage(session.workspace, dataset, dataset_obj, options.log_path,
-                                                max_rank=settings.max_rank, bootstrap=settings.bootstrap,
-                                                level=settings.level, seed=seed, **told)
+    artifact, reused = parquet_propensity_stage(
+        session.workspace,
+        dataset,
+        dataset_obj,
+        options.log_path,
+        max_rank=settings.max_rank,
+        bootstrap=settings.bootstrap,
+        level=settings.level,
+        seed=seed,
+        **told,
+    )
     info, bootstrap = artifact.info, settings.bootstrap
     band = f"{settings.level:.0%} bootstrap over queries" if bootstrap else "off (--bootstrap 0)"
-    click.echo(f"propensities {artifact.key}{' (reused)' if reused else ''}: harvest on {options.log_path} "
-               f"({info['log_rows']} rows read in {info['chunks']} chunk(s) of whole queries where they were "
-               f"computed; {info['rankers']} ranker(s)); band: {band}")
+    click.echo(
+        f"propensities {artifact.key}{' (reused)' if reused else ''}: harvest on {options.log_path} "
+        f"({info['log_rows']} rows read in {info['chunks']} chunk(s) of whole queries where they were "
+        f"computed; {info['rankers']} ranker(s)); band: {band}"
+    )
     echo_table(info["rows"], ["rank", "propensity", *(("low", "high") if bootstrap else ())])
-    click.echo(f"not made current: train on the log imported from this file with `cltr train METHOD --dataset "
-               f"{dataset} --propensities {artifact.key}`")
+    click.echo(
+        f"not made current: train on the log imported from this file with `cltr train METHOD --dataset "
+        f"{dataset} --propensities {artifact.key}`"
+    )
 
 
 def estimate_command() -> click.Command:
@@ -92,13 +123,17 @@ def estimate_command() -> click.Command:
     estimator option generated from the registry (``cltr.estimators``)."""
     known = estimators.estimators()
     return click.Command(
-        "estimate", callback=click.pass_obj(errors_as_usage(propensities_estimate)),
+        "estimate",
+        callback=click.pass_obj(errors_as_usage(propensities_estimate)),
         help=propensities_estimate.__doc__,
-        params=[dataset_option.param(),
-                *settings_params(EstimateOptions),
-                *registry_params({e.name: e.options for e in known.values()}, "estimator"),
-                clicks_option.param(),
-                seed_option.param()])
+        params=[
+            dataset_option.param(),
+            *settings_params(EstimateOptions),
+            *registry_params({e.name: e.options for e in known.values()}, "estimator"),
+            clicks_option.param(),
+            seed_option.param(),
+        ],
+    )
 
 
 propensities_group.add_command(estimate_command())

@@ -56,10 +56,15 @@ _OS_ADVICE = {
 
 
 # The command that makes (and remakes) the artifacts of each stage directory.
-_STAGE_COMMANDS = {"production": "`cltr produce`", "clicks": "`cltr simulate` (or `cltr clicks import`)",
-                   "models": "`cltr train METHOD`", "evaluations": "`cltr evaluate`",
-                   "propensities": "`cltr propensities estimate`", "imports": "`cltr clicks import`",
-                   "tasks": "`cltr figures NAME`"}
+_STAGE_COMMANDS = {
+    "production": "`cltr produce`",
+    "clicks": "`cltr simulate` (or `cltr clicks import`)",
+    "models": "`cltr train METHOD`",
+    "evaluations": "`cltr evaluate`",
+    "propensities": "`cltr propensities estimate`",
+    "imports": "`cltr clicks import`",
+    "tasks": "`cltr figures NAME`",
+}
 
 
 def describe_os_error(error: OSError) -> str:
@@ -90,8 +95,10 @@ def describe_damage(error: DamagedArtifact) -> str:
     elif path.parent.name == "datasets":
         fix = f"prepare the dataset again (`cltr prepare ... --name {path.stem}`)"
     else:
-        fix = (f"run {_STAGE_COMMANDS.get(path.parent.name, 'the command that made it')} again with the same "
-               "options: it computes it anew")
+        fix = (
+            f"run {_STAGE_COMMANDS.get(path.parent.name, 'the command that made it')} again with the same "
+            "options: it computes it anew"
+        )
     return f"{error}; {fix}"
 
 

@@ -46,10 +46,15 @@ __all__ = ["DCMSettings", "continuation_probability", "attraction", "position_pr
 
 @dataclass(frozen=True)
 class DCMSettings(Options):
-    continuation: float = option(1.0, "Probability c of going on after a click at rank 1; after a click at rank k "
-                                      "it is c * k^(-decay).", low=0, high=1)
-    decay: float = option(1.0, "How fast going on after a click falls with the rank: lambda_k = continuation * "
-                               "k^(-decay).", low=0)
+    continuation: float = option(
+        1.0,
+        "Probability c of going on after a click at rank 1; after a click at rank k it is c * k^(-decay).",
+        low=0,
+        high=1,
+    )
+    decay: float = option(
+        1.0, "How fast going on after a click falls with the rank: lambda_k = continuation * k^(-decay).", low=0
+    )
     eps_pos: float = option(1.0, "Click probability of an observed relevant document.", low=0, high=1)
     eps_neg: float = option(0.1, "Click probability of an observed irrelevant document (noise).", low=0, high=1)
 
@@ -64,8 +69,9 @@ def attraction(relevant: np.ndarray, settings: DCMSettings) -> np.ndarray:
     return np.where(np.asarray(relevant, dtype=bool), settings.eps_pos, settings.eps_neg)
 
 
-def position_propensity(rank: np.ndarray, relevant: np.ndarray, offsets: np.ndarray, settings: DCMSettings
-                        ) -> np.ndarray:
+def position_propensity(
+    rank: np.ndarray, relevant: np.ndarray, offsets: np.ndarray, settings: DCMSettings
+) -> np.ndarray:
     """The logged propensity of each document, shape (n_docs,): theta_k of its rank k,
     sum_q gamma_qk P(E_qk = 1) / sum_q gamma_qk (the mean of P(E_qk = 1) where every gamma_qk is 0)."""
     rank = np.asarray(rank, dtype=np.int64)
@@ -80,15 +86,25 @@ def position_propensity(rank: np.ndarray, relevant: np.ndarray, offsets: np.ndar
     return per_rank[rank]
 
 
-def simulate(rank, relevant, offsets, settings: DCMSettings, *, passes: int, rng: np.random.Generator,
-             progress=None) -> ClickLog:
-    return simulate_cascade(rank, attraction(relevant, settings), continuation_probability(rank, settings),
-                            position_propensity(rank, relevant, offsets, settings), offsets, passes=passes, rng=rng,
-                            progress=progress)
+def simulate(
+    rank, relevant, offsets, settings: DCMSettings, *, passes: int, rng: np.random.Generator, progress=None
+) -> ClickLog:
+    return simulate_cascade(
+        rank,
+        attraction(relevant, settings),
+        continuation_probability(rank, settings),
+        position_propensity(rank, relevant, offsets, settings),
+        offsets,
+        passes=passes,
+        rng=rng,
+        progress=progress,
+    )
 
 
 MODEL = ClickModel(
-    name="dcm", settings=DCMSettings, simulate=simulate,
+    name="dcm",
+    settings=DCMSettings,
+    simulate=simulate,
     summary="Dependent click model: scan from the top, click with eps+/eps-, go on after a click at k with "
-            "continuation * k^-decay.",
+    "continuation * k^-decay.",
 )

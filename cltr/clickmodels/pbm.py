@@ -30,12 +30,16 @@ class PBMSettings(Options):
     eta: float = option(1.0, "Severity of position bias: rank r is observed with probability (1/r)^eta.", low=0)
     eps_pos: float = option(1.0, "Click probability of an observed relevant document.", low=0, high=1)
     eps_neg: float = option(0.1, "Click probability of an observed irrelevant document (noise).", low=0, high=1)
-    eta_model: float | None = option(None, "The eta of the logged propensities, if it differs from the true one "
-                                           "(misspecification) [default: eta].", low=0)
+    eta_model: float | None = option(
+        None,
+        "The eta of the logged propensities, if it differs from the true one (misspecification) [default: eta].",
+        low=0,
+    )
 
 
-def position_based_model(rank: np.ndarray, relevant: np.ndarray, settings: PBMSettings
-                         ) -> tuple[np.ndarray, np.ndarray]:
+def position_based_model(
+    rank: np.ndarray, relevant: np.ndarray, settings: PBMSettings
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-document click probability and logged propensity under the position-based model.
 
     Parameters
@@ -58,11 +62,11 @@ def position_based_model(rank: np.ndarray, relevant: np.ndarray, settings: PBMSe
     return click_probability, propensity
 
 
-def simulate(rank, relevant, offsets, settings: PBMSettings, *, passes: int, rng: np.random.Generator,
-             progress=None) -> ClickLog:
+def simulate(
+    rank, relevant, offsets, settings: PBMSettings, *, passes: int, rng: np.random.Generator, progress=None
+) -> ClickLog:
     click_probability, propensity = position_based_model(rank, relevant, settings)
-    return simulate_clicks(rank, click_probability, propensity, offsets, passes=passes, rng=rng,
-                           progress=progress)
+    return simulate_clicks(rank, click_probability, propensity, offsets, passes=passes, rng=rng, progress=progress)
 
 
 def propensity(rank, settings: PBMSettings) -> np.ndarray:
@@ -79,6 +83,10 @@ def trust_bias(settings: PBMSettings, max_rank: int) -> TrustBias:
 
 
 MODEL = ClickModel(
-    name="pbm", settings=PBMSettings, simulate=simulate, propensity=propensity, trust=trust_bias,
+    name="pbm",
+    settings=PBMSettings,
+    simulate=simulate,
+    propensity=propensity,
+    trust=trust_bias,
     summary="Position-based model: rank r observed with (1/r)^eta, observed documents clicked with eps+/eps-.",
 )

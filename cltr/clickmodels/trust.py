@@ -40,14 +40,20 @@ __all__ = ["TrustSettings", "trust_bias", "MODEL"]
 @dataclass(frozen=True)
 class TrustSettings(Options):
     eta: float = option(1.0, "Severity of position bias: rank r is observed with probability (1/r)^eta.", low=0)
-    eps_pos: float = option(0.98, "eps+_1: click probability of an examined relevant document at rank 1.",
-                            low=0, high=1)
-    eps_pos_step: float = option(0.01, "eps+_k falls by this much per rank down to rank --eps-pos-ranks.",
-                                 low=0, high=1)
+    eps_pos: float = option(
+        0.98, "eps+_1: click probability of an examined relevant document at rank 1.", low=0, high=1
+    )
+    eps_pos_step: float = option(
+        0.01, "eps+_k falls by this much per rank down to rank --eps-pos-ranks.", low=0, high=1
+    )
     eps_pos_ranks: int = option(20, "eps+_k is constant from this rank on.", low=1)
-    eps_neg: float = option(0.65, "eps-_1: click probability of an examined irrelevant document at rank 1 "
-                                  "(the strength of trust bias); eps-_k = eps-_1 / min(k, --eps-neg-ranks).",
-                            low=0, high=1)
+    eps_neg: float = option(
+        0.65,
+        "eps-_1: click probability of an examined irrelevant document at rank 1 "
+        "(the strength of trust bias); eps-_k = eps-_1 / min(k, --eps-neg-ranks).",
+        low=0,
+        high=1,
+    )
     eps_neg_ranks: int = option(10, "eps-_k is constant from this rank on.", low=1)
 
     def __post_init__(self):
@@ -62,17 +68,27 @@ def trust_bias(settings: TrustSettings, max_rank: int) -> TrustBias:
     try:
         return TrustBias(position_propensity(k, settings.eta), relevant, irrelevant)
     except ValueError as error:
-        raise ValueError(f"trust settings eps_pos = {settings.eps_pos:g}, eps_pos_step = {settings.eps_pos_step:g}, "
-                         f"eps_pos_ranks = {settings.eps_pos_ranks}, eps_neg = {settings.eps_neg:g}, eps_neg_ranks = "
-                         f"{settings.eps_neg_ranks}: {error}") from None
+        raise ValueError(
+            f"trust settings eps_pos = {settings.eps_pos:g}, eps_pos_step = {settings.eps_pos_step:g}, "
+            f"eps_pos_ranks = {settings.eps_pos_ranks}, eps_neg = {settings.eps_neg:g}, eps_neg_ranks = "
+            f"{settings.eps_neg_ranks}: {error}"
+        ) from None
 
 
-def simulate(rank, relevant, offsets, settings: TrustSettings, *, passes: int, rng: np.random.Generator,
-             progress=None) -> ClickLog:
+def simulate(
+    rank, relevant, offsets, settings: TrustSettings, *, passes: int, rng: np.random.Generator, progress=None
+) -> ClickLog:
     rank = np.asarray(rank, dtype=np.int64)
     trust = trust_bias(settings, int(rank.max()) if len(rank) else 1)
-    return simulate_clicks(rank, trust.click_probability(rank, relevant), position_propensity(rank, settings.eta),
-                           offsets, passes=passes, rng=rng, progress=progress)
+    return simulate_clicks(
+        rank,
+        trust.click_probability(rank, relevant),
+        position_propensity(rank, settings.eta),
+        offsets,
+        passes=passes,
+        rng=rng,
+        progress=progress,
+    )
 
 
 def propensity(rank, settings: TrustSettings) -> np.ndarray:
@@ -81,7 +97,11 @@ def propensity(rank, settings: TrustSettings) -> np.ndarray:
 
 
 MODEL = ClickModel(
-    name="trust", settings=TrustSettings, simulate=simulate, propensity=propensity, trust=trust_bias,
+    name="trust",
+    settings=TrustSettings,
+    simulate=simulate,
+    propensity=propensity,
+    trust=trust_bias,
     summary="Trust bias (TrustPBM, Agarwal et al. WWW 2019): rank k examined with (1/k)^eta, examined documents "
-            "clicked with eps+_k / eps-_k, irrelevant ones more often near the top.",
+    "clicked with eps+_k / eps-_k, irrelevant ones more often near the top.",
 )

@@ -43,8 +43,9 @@ def _rank_major(rank: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.n
     return order, starts, doc_query
 
 
-def cascade_examination(rank: np.ndarray, attraction: np.ndarray, continuation: np.ndarray,
-                        offsets: np.ndarray) -> np.ndarray:
+def cascade_examination(
+    rank: np.ndarray, attraction: np.ndarray, continuation: np.ndarray, offsets: np.ndarray
+) -> np.ndarray:
     """Probability that a session reaches each document (DCM).
 
     P(E_k = 1) = prod_{i<k} (1 - gamma_i (1 - lambda_i)): the user leaves only after a click
@@ -68,7 +69,7 @@ def cascade_examination(rank: np.ndarray, attraction: np.ndarray, continuation: 
     reach = np.ones(len(offsets) - 1)
     examination = np.empty(len(order))
     for r in range(len(starts) - 1):
-        docs = order[starts[r]:starts[r + 1]]
+        docs = order[starts[r] : starts[r + 1]]
         queries = doc_query[docs]
         examination[docs] = reach[queries]
         reach[queries] *= 1.0 - attraction[docs] * (1.0 - continuation[docs])
@@ -124,7 +125,7 @@ def simulate_cascade(
         examining = np.ones((chunk, n_queries), dtype=bool)
         hit_pass, hit_doc = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
         for r in range(len(starts) - 1):
-            docs = order[starts[r]:starts[r + 1]]
+            docs = order[starts[r] : starts[r + 1]]
             queries = doc_query[docs]
             u = rng.random((chunk, len(docs)))
             looking = examining[:, queries]
@@ -135,11 +136,13 @@ def simulate_cascade(
             hit_doc.append(docs[at_col])
         return np.concatenate(hit_pass), np.concatenate(hit_doc)
 
-    pass_index, doc = draw_sessions(draw, passes=passes, draws_per_pass=len(order),
-                                    chunk_impressions=chunk_impressions, progress=progress)
+    pass_index, doc = draw_sessions(
+        draw, passes=passes, draws_per_pass=len(order), chunk_impressions=chunk_impressions, progress=progress
+    )
     in_order = np.lexsort((doc, pass_index))
-    return logged_clicks(doc[in_order], pass_index[in_order], rank=rank, propensity=propensity, offsets=offsets,
-                         passes=passes)
+    return logged_clicks(
+        doc[in_order], pass_index[in_order], rank=rank, propensity=propensity, offsets=offsets, passes=passes
+    )
 
 
 def cascade_propensity(session: np.ndarray, rank: np.ndarray, continuation: np.ndarray) -> np.ndarray:
@@ -180,7 +183,7 @@ def cascade_propensity(session: np.ndarray, rank: np.ndarray, continuation: np.n
     ordered = np.ones(len(order))
     # the j-th click of a session from the (j-1)-th: a loop over positions, vectorised over sessions
     for j in range(len(bounds) - 1):
-        at = by_position[bounds[j]:bounds[j + 1]]
+        at = by_position[bounds[j] : bounds[j + 1]]
         ordered[at] = ordered[at - 1] * ordered_lambda[at - 1]
     propensity = np.empty(len(order))
     propensity[order] = ordered

@@ -36,8 +36,16 @@ from cltr.core.svm import PairwiseProblem
 _LOOSE = 0.1  # a step's inner tolerance may be this share of the last relative improvement
 _MAX_EXTRAPOLATIONS = 6  # steps of doubling length tried after each CCP step
 
-__all__ = ["CCPStep", "CCPResult", "inner_misses", "slack_sums", "ccp_costs", "true_objective", "surrogate_objective",
-           "propdcg_ccp"]
+__all__ = [
+    "CCPStep",
+    "CCPResult",
+    "inner_misses",
+    "slack_sums",
+    "ccp_costs",
+    "true_objective",
+    "surrogate_objective",
+    "propdcg_ccp",
+]
 
 
 @dataclass(frozen=True)
@@ -74,8 +82,11 @@ def inner_misses(trace) -> list[dict]:
     """The steps of a CCP trace (``CCPStep``s or their dicts) whose inner solve did not
     certify its tolerance: ``[{"iteration", "inner_gap", "inner_tol"}]``, in order."""
     rows = [step if isinstance(step, dict) else asdict(step) for step in trace]
-    return [{key: row[key] for key in ("iteration", "inner_gap", "inner_tol")}
-            for row in rows if not row.get("inner_converged", True)]
+    return [
+        {key: row[key] for key in ("iteration", "inner_gap", "inner_tol")}
+        for row in rows
+        if not row.get("inner_converged", True)
+    ]
 
 
 def slack_sums(w, X, offsets, click_query, click_doc) -> np.ndarray:
@@ -205,8 +216,10 @@ def propdcg_ccp(
     trace: list[CCPStep] = []
     converged = False
     if not weight.concave or not weight.differentiable:
-        raise ValueError(f"CCP needs a concave, differentiable rank weight (dcg, rbp:P, avgrank); "
-                         f"{weight.name!r} is not, so its bound is not a difference of convex functions")
+        raise ValueError(
+            f"CCP needs a concave, differentiable rank weight (dcg, rbp:P, avgrank); "
+            f"{weight.name!r} is not, so its bound is not a difference of convex functions"
+        )
     # a constant derivative (average rank) makes every tangent the function itself
     linear = float(np.ptp(weight.derivative(np.array([1.0, 2.0, 10.0, 1e4])))) == 0.0
     setup = time.perf_counter() - setup_start
@@ -225,11 +238,20 @@ def propdcg_ccp(
         # true objective is rejected, which keeps the objective monotone by construction.
         improved = new_objective <= objective
         if improved:
-            w, slack, new_objective = _extrapolate(problem, w, result.w, new_slack, new_objective,
-                                                   propensity, weight, C)
-        step = CCPStep(iteration, min(new_objective, objective), surrogate, result.iterations, result.gap,
-                       time.perf_counter() - start, monitor(w) if monitor is not None else float("nan"),
-                       inner_tol=step_tol, inner_converged=result.converged)
+            w, slack, new_objective = _extrapolate(
+                problem, w, result.w, new_slack, new_objective, propensity, weight, C
+            )
+        step = CCPStep(
+            iteration,
+            min(new_objective, objective),
+            surrogate,
+            result.iterations,
+            result.gap,
+            time.perf_counter() - start,
+            monitor(w) if monitor is not None else float("nan"),
+            inner_tol=step_tol,
+            inner_converged=result.converged,
+        )
         trace.append(step)
         if callback is not None:
             callback(step)

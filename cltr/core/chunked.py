@@ -37,8 +37,16 @@ import numpy as np
 
 from cltr.core.svm import PairwiseProblem, SVMResult, _check_cost, _check_inputs, _check_point, _PlaneQP
 
-__all__ = ["LocalMapper", "ClickChunk", "ChunkedProblem", "split_queries", "chunk_weights", "chunk_planes",
-           "chunk_slack_sums", "SEGMENT"]
+__all__ = [
+    "LocalMapper",
+    "ClickChunk",
+    "ChunkedProblem",
+    "split_queries",
+    "chunk_weights",
+    "chunk_planes",
+    "chunk_slack_sums",
+    "SEGMENT",
+]
 
 _TINY = 1e-12  # floor of |objective| in the relative gap, as in cltr.core.svm
 # where on the segment w_b + k (w_cp - w_b) the planes of one iteration are taken: w_cp itself
@@ -79,8 +87,9 @@ class ClickChunk:
     @property
     def problem(self) -> PairwiseProblem:
         if self._problem is None:
-            self._problem = PairwiseProblem(self.X, self.offsets, self.click_query, self.click_doc,
-                                            candidate=self.candidate)
+            self._problem = PairwiseProblem(
+                self.X, self.offsets, self.click_query, self.click_doc, candidate=self.candidate
+            )
         return self._problem
 
     @property
@@ -122,12 +131,14 @@ def chunk_weights(chunk: ClickChunk, cost: np.ndarray, scale: float) -> np.ndarr
     """a per distinct clicked document of the chunk: ``scale`` (C/n, n over every chunk)
     times the costs of its examples, shape (n_clicked_docs,)."""
     problem = chunk.problem
-    return np.bincount(problem.example_of, weights=scale * np.asarray(cost, dtype=np.float64),
-                       minlength=len(problem.doc))
+    return np.bincount(
+        problem.example_of, weights=scale * np.asarray(cost, dtype=np.float64), minlength=len(problem.doc)
+    )
 
 
-def chunk_planes(chunk: ClickChunk, weight: np.ndarray,
-                 points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def chunk_planes(
+    chunk: ClickChunk, weight: np.ndarray, points: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The chunk's share of R and of its plane at each of m points.
 
     With δ_p = [w.d_p < 1] at point w, the plane b - g.w (b = Σ a_p δ_p, g = Σ a_p δ_p d_p)
@@ -216,12 +227,17 @@ class ChunkedProblem:
         for k in range(len(bounds) - 1):
             q0, q1 = int(bounds[k]), int(bounds[k + 1])
             r0, r1 = int(offsets[q0]), int(offsets[q1])
-            mine = order[ends[k]:ends[k + 1]]
+            mine = order[ends[k] : ends[k + 1]]
             self.examples.append(mine)
-            parts.append(ClickChunk(
-                X=np.asarray(X[r0:r1], dtype=np.float64), offsets=offsets[q0:q1 + 1] - r0,
-                click_query=click_query[mine] - q0, click_doc=click_doc[mine] - r0,
-                candidate=None if candidate is None else candidate[r0:r1]))
+            parts.append(
+                ClickChunk(
+                    X=np.asarray(X[r0:r1], dtype=np.float64),
+                    offsets=offsets[q0 : q1 + 1] - r0,
+                    click_query=click_query[mine] - q0,
+                    click_doc=click_doc[mine] - r0,
+                    candidate=None if candidate is None else candidate[r0:r1],
+                )
+            )
         self.n_chunks = len(parts)
         self.chunks = self.mapper.scatter(parts)
 
@@ -233,8 +249,11 @@ class ChunkedProblem:
     def _evaluate(self, weights: list, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(b, g, R) at each point, summed over the chunks in chunk order: one map."""
         results = self.mapper.gather(self.mapper.map(chunk_planes, self.chunks, weights, points=points))
-        return (_in_order([r[0] for r in results]), _in_order([r[1] for r in results]),
-                _in_order([r[2] for r in results]))
+        return (
+            _in_order([r[0] for r in results]),
+            _in_order([r[1] for r in results]),
+            _in_order([r[2] for r in results]),
+        )
 
     def objective(self, w, cost, C) -> float:
         """P(w) = ½‖w‖² + R(w) for costs ``cost`` (shape (n_examples,)) and ``C``."""
@@ -251,9 +270,17 @@ class ChunkedProblem:
             slack[mine] = part
         return slack
 
-    def solve(self, cost, C, *, w0=None, tol: float = 1e-3, max_iter: int = 1000,
-              callback: Callable[[int, float, float], None] | None = None,
-              segment: Sequence[float] = SEGMENT) -> SVMResult:
+    def solve(
+        self,
+        cost,
+        C,
+        *,
+        w0=None,
+        tol: float = 1e-3,
+        max_iter: int = 1000,
+        callback: Callable[[int, float, float], None] | None = None,
+        segment: Sequence[float] = SEGMENT,
+    ) -> SVMResult:
         """Minimise P(w) to a certified relative duality gap ``tol``; see ``solve_pairwise_svm``.
 
         Each iteration is one map: the planes at w_b + k (w_cp - w_b) for k in ``segment``
@@ -273,8 +300,9 @@ class ChunkedProblem:
         b, g, risk = self._evaluate(weights, w[None, :])
         objective = 0.5 * float(np.dot(w, w)) + float(risk[0])
         if not (np.isfinite(objective) and np.all(np.isfinite(g))):
-            raise ValueError("X must be finite in every row that takes part in a pair, and C times the costs "
-                             "must stay finite")
+            raise ValueError(
+                "X must be finite in every row that takes part in a pair, and C times the costs must stay finite"
+            )
         planes = _PlaneQP(d, capacity=64)
         planes.add(float(b[0]), g[0])
         target = float(tol) * (1.0 - 1e-3)  # as in solve_pairwise_svm: a hair inside tol

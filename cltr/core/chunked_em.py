@@ -65,8 +65,14 @@ from cltr.core.propensity.estimate import (
     _rows,
 )
 
-__all__ = ["chunked_em_propensities", "em_chunk_cells", "em_chunk_em_step", "em_chunk_relevance",
-           "em_chunk_derivatives", "em_chunk_loglik"]
+__all__ = [
+    "chunked_em_propensities",
+    "em_chunk_cells",
+    "em_chunk_em_step",
+    "em_chunk_relevance",
+    "em_chunk_derivatives",
+    "em_chunk_loglik",
+]
 
 # halvings of a line search after its full step, as in _logistic_newton (30 tries) and
 # _em_newton_update (10 tries)
@@ -96,11 +102,17 @@ def em_chunk_cells(part: tuple[Impressions, np.ndarray, np.ndarray], max_rank: i
     cell, cell_inv = _factorize(unit * k_max + (t.rank - 1))
     cell_imp = np.bincount(cell_inv, weights=t.impressions)
     cell_unit = cell // k_max
-    data = _EMData(n_queries=len(queries), max_rank=k_max, cell_unit=cell_unit, cell_rank0=cell % k_max,
-                   cell_impressions=cell_imp, cell_clicks=np.bincount(cell_inv, weights=t.clicks),
-                   unit_query=units // n_docs,
-                   unit_weight=np.bincount(cell_unit, weights=cell_imp, minlength=len(units)),
-                   features=np.empty((len(units), 0)))
+    data = _EMData(
+        n_queries=len(queries),
+        max_rank=k_max,
+        cell_unit=cell_unit,
+        cell_rank0=cell % k_max,
+        cell_impressions=cell_imp,
+        cell_clicks=np.bincount(cell_inv, weights=t.clicks),
+        unit_query=units // n_docs,
+        unit_weight=np.bincount(cell_unit, weights=cell_imp, minlength=len(units)),
+        features=np.empty((len(units), 0)),
+    )
     local = units % n_docs
     return EMChunk(data=data, x=X_rows[local], unit_doc=doc_ids[local])
 
@@ -140,8 +152,9 @@ def em_chunk_standardise(chunk: EMChunk, mean: np.ndarray, std: np.ndarray, vary
 
 def em_chunk_rank_counts(data: _EMData) -> tuple[np.ndarray, float]:
     """(impressions per rank (K,), clicks) of a chunk."""
-    return np.bincount(data.cell_rank0, weights=data.cell_impressions, minlength=data.max_rank), \
-        float(data.cell_clicks.sum())
+    return np.bincount(data.cell_rank0, weights=data.cell_impressions, minlength=data.max_rank), float(
+        data.cell_clicks.sum()
+    )
 
 
 def _posterior_sums(data: _EMData, theta: np.ndarray, coef: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -162,8 +175,9 @@ def _posterior_sums(data: _EMData, theta: np.ndarray, coef: np.ndarray) -> tuple
     return numerator, positives
 
 
-def em_chunk_relevance(data: _EMData, theta_e: np.ndarray, coef_e: np.ndarray,
-                       coef: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+def em_chunk_relevance(
+    data: _EMData, theta_e: np.ndarray, coef_e: np.ndarray, coef: np.ndarray
+) -> tuple[float, np.ndarray, np.ndarray]:
     """The chunk's terms of the relevance M-step at ``coef`` (posteriors of the E-step at
     (``theta_e``, ``coef_e``)): objective (unpenalised), gradient (d,), Hessian (d, d) as
     ``_logistic_newton`` forms them."""
@@ -179,13 +193,15 @@ def em_chunk_relevance(data: _EMData, theta_e: np.ndarray, coef_e: np.ndarray,
     return value, grad, hess
 
 
-def em_chunk_relevance_values(data: _EMData, theta_e: np.ndarray, coef_e: np.ndarray,
-                              trials: list[np.ndarray]) -> np.ndarray:
+def em_chunk_relevance_values(
+    data: _EMData, theta_e: np.ndarray, coef_e: np.ndarray, trials: list[np.ndarray]
+) -> np.ndarray:
     """The relevance M-step's objective (unpenalised) at each trial coefficient vector."""
     positives = _posterior_sums(data, theta_e, coef_e)[1]
     zero = np.zeros(len(coef_e))
-    return np.array([_logistic_objective(data.features @ trial, positives, data.unit_weight, trial, zero)
-                     for trial in trials])
+    return np.array(
+        [_logistic_objective(data.features @ trial, positives, data.unit_weight, trial, zero) for trial in trials]
+    )
 
 
 def em_chunk_em_step(data: _EMData, theta: np.ndarray, coef: np.ndarray):
@@ -242,15 +258,17 @@ class _Engine:
         theta_e, coef_e = theta, coef
         for s in range(newton_steps):
             if s > 0:
-                parts = [(None, *p) for p in self._gather(em_chunk_relevance, theta_e=theta_e, coef_e=coef_e,
-                                                          coef=coef)]
+                parts = [
+                    (None, *p) for p in self._gather(em_chunk_relevance, theta_e=theta_e, coef_e=coef_e, coef=coef)
+                ]
             grad = _sum([p[2] for p in parts]) - pen * coef
             hess = _sum([p[3] for p in parts])
             hess[np.diag_indices_from(hess)] += pen + 1e-10 * (1.0 + np.abs(np.diag(hess)))
             step = np.linalg.solve(hess, grad)
-            trials = [coef + step / 2.0 ** j for j in range(_RELEVANCE_TRIES)]
-            found = self._first(trials, partial(self._relevance_values, theta_e, coef_e),
-                                floor=value - 1e-12 * abs(value))
+            trials = [coef + step / 2.0**j for j in range(_RELEVANCE_TRIES)]
+            found = self._first(
+                trials, partial(self._relevance_values, theta_e, coef_e), floor=value - 1e-12 * abs(value)
+            )
             if found is None:
                 break
             coef, value = found
@@ -291,8 +309,13 @@ class _Engine:
         step = _em_newton_direction(log_theta, grad, hess)
         if step is None:
             return theta, coef, False
-        trials = [(np.clip(np.exp(np.minimum(log_theta + t * step[:k_max], 0.0)), 1e-12, 1.0 - 1e-12),
-                   coef + t * step[k_max:]) for t in (2.0 ** -j for j in range(_NEWTON_TRIES))]
+        trials = [
+            (
+                np.clip(np.exp(np.minimum(log_theta + t * step[:k_max], 0.0)), 1e-12, 1.0 - 1e-12),
+                coef + t * step[k_max:],
+            )
+            for t in (2.0**-j for j in range(_NEWTON_TRIES))
+        ]
         found = self._first(trials, self._loglik, floor=value)
         if found is None:
             return theta, coef, False
@@ -332,10 +355,17 @@ def _summary_data(impressions: np.ndarray, clicks: np.ndarray, d: int) -> _EMDat
     of units shown at one rank."""
     k_max = impressions.shape[1]
     ranks = np.arange(k_max)
-    return _EMData(n_queries=1, max_rank=k_max, cell_unit=np.r_[np.zeros(k_max, dtype=np.int64), ranks + 1],
-                   cell_rank0=np.r_[ranks, ranks], cell_impressions=np.r_[impressions[1], impressions[0]],
-                   cell_clicks=np.r_[clicks[1], clicks[0]], unit_query=np.zeros(k_max + 1, dtype=np.int64),
-                   unit_weight=np.zeros(k_max + 1), features=np.zeros((k_max + 1, d)))
+    return _EMData(
+        n_queries=1,
+        max_rank=k_max,
+        cell_unit=np.r_[np.zeros(k_max, dtype=np.int64), ranks + 1],
+        cell_rank0=np.r_[ranks, ranks],
+        cell_impressions=np.r_[impressions[1], impressions[0]],
+        cell_clicks=np.r_[clicks[1], clicks[0]],
+        unit_query=np.zeros(k_max + 1, dtype=np.int64),
+        unit_weight=np.zeros(k_max + 1),
+        features=np.zeros((k_max + 1, d)),
+    )
 
 
 def _chunk_inputs(t: Impressions, X: np.ndarray, chunks: int) -> list:
@@ -343,15 +373,43 @@ def _chunk_inputs(t: Impressions, X: np.ndarray, chunks: int) -> list:
     out = []
     for part in harvest_chunks(t, chunks):
         docs, local = _factorize(part.doc)
-        out.append((Impressions(query=part.query, doc=local, rank=part.rank, ranker=part.ranker,
-                                impressions=part.impressions, clicks=part.clicks), X[docs], docs))
+        out.append(
+            (
+                Impressions(
+                    query=part.query,
+                    doc=local,
+                    rank=part.rank,
+                    ranker=part.ranker,
+                    impressions=part.impressions,
+                    clicks=part.clicks,
+                ),
+                X[docs],
+                docs,
+            )
+        )
     return out
 
 
-def chunked_em_propensities(query, doc, rank, impressions, clicks, X, *, chunks: int, mapper,
-                            max_rank: int | None = None, iterations: int = 100, tol: float = 1e-6,
-                            l2: float = 1.0, newton_steps: int = 1, band: str = "refit", bootstrap: int = 200,
-                            level: float = 0.95, rng) -> PropensityEstimate:
+def chunked_em_propensities(
+    query,
+    doc,
+    rank,
+    impressions,
+    clicks,
+    X,
+    *,
+    chunks: int,
+    mapper,
+    max_rank: int | None = None,
+    iterations: int = 100,
+    tol: float = 1e-6,
+    l2: float = 1.0,
+    newton_steps: int = 1,
+    band: str = "refit",
+    bootstrap: int = 200,
+    level: float = 0.95,
+    rng,
+) -> PropensityEstimate:
     """``em_propensities`` with the logistic relevance model (same arguments, same estimate to
     rounding) with its E-step and sums done per chunk of whole queries on ``mapper``
     (``cltr.core.chunked.LocalMapper``, or ``cltr.distributed.DaskMapper``) and its M-steps
@@ -380,8 +438,10 @@ def chunked_em_propensities(query, doc, rank, impressions, clicks, X, *, chunks:
     per_rank = shown.sum(axis=0)
     if np.any(per_rank <= 0):
         missing = np.flatnonzero(per_rank <= 0) + 1
-        raise ValueError(f"rank {missing[0]} has no impressions (ranks without any: "
-                         f"{', '.join(map(str, missing[:10]))}); lower max_rank to at most {missing[0] - 1}")
+        raise ValueError(
+            f"rank {missing[0]} has no impressions (ranks without any: "
+            f"{', '.join(map(str, missing[:10]))}); lower max_rank to at most {missing[0] - 1}"
+        )
     bad = [s["bad_doc"] for s in summaries if s["bad_doc"] >= 0]
     if bad:
         raise ValueError(f"X must be finite; row {min(bad)} of X (a document of the table) is not")
@@ -398,6 +458,7 @@ def chunked_em_propensities(query, doc, rank, impressions, clicks, X, *, chunks:
     whole = _Engine(mapper, handles, per_rank, pen)
     summary = _summary_data(shown, clicked, d)
     start = _em_start(summary)
+
     def fit(engine: _Engine, theta: np.ndarray, coef: np.ndarray):
         return engine.fit(theta, coef, iterations=int(iterations), tol=float(tol), newton_steps=int(newton_steps))
 
@@ -414,7 +475,7 @@ def chunked_em_propensities(query, doc, rank, impressions, clicks, X, *, chunks:
         counts = _query_resamples(n_queries, int(bootstrap), rng)
         replicates = np.full((int(bootstrap), k_max), np.nan)
         for b in range(int(bootstrap)):
-            columns = [counts[b, starts[k]:starts[k + 1]] for k in range(len(queries))]
+            columns = [counts[b, starts[k] : starts[k + 1]] for k in range(len(queries))]
             resampled = mapper.map(em_chunk_resample, handles, columns)
             found = mapper.gather(mapper.map(em_chunk_rank_counts, resampled))
             rep_per_rank = _sum([f[0] for f in found])
@@ -427,7 +488,7 @@ def chunked_em_propensities(query, doc, rank, impressions, clicks, X, *, chunks:
     elif bootstrap > 0:
         log_theta = np.log(theta)
         counts = _query_resamples(n_queries, int(bootstrap), rng)
-        columns = [counts[:, starts[k]:starts[k + 1]] for k in range(len(queries))]
+        columns = [counts[:, starts[k] : starts[k + 1]] for k in range(len(queries))]
         parts = mapper.gather(mapper.map(em_chunk_scores, handles, columns, log_theta=log_theta, coef=coef))
         full_grad = _sum([p[1] for p in parts])
         full_grad[k_max:] -= pen * coef
@@ -461,5 +522,12 @@ def chunked_em_propensities(query, doc, rank, impressions, clicks, X, *, chunks:
     }
     diagnostics, warnings = em_identification(summary, propensity, flexible=False)
     info.update(diagnostics, warnings=warnings, identification_version=IDENTIFICATION_VERSION, chunks=len(queries))
-    return PropensityEstimate(rank=np.arange(1, k_max + 1, dtype=np.int64), propensity=propensity,
-                              low=low, high=high, level=float(level), method="regression-em", info=info)
+    return PropensityEstimate(
+        rank=np.arange(1, k_max + 1, dtype=np.int64),
+        propensity=propensity,
+        low=low,
+        high=high,
+        level=float(level),
+        method="regression-em",
+        info=info,
+    )

@@ -33,8 +33,13 @@ from cltr.core.propensity import (
     _rows,
 )
 
-__all__ = ["harvest_chunks", "harvest_chunk_totals", "harvest_chunk_replicates", "chunked_harvest_propensities",
-           "harvest_on_chunks"]
+__all__ = [
+    "harvest_chunks",
+    "harvest_chunk_totals",
+    "harvest_chunk_replicates",
+    "chunked_harvest_propensities",
+    "harvest_on_chunks",
+]
 
 
 def harvest_chunks(t: Impressions, chunks: int) -> list[Impressions]:
@@ -54,8 +59,9 @@ def harvest_chunk_sessions(t: Impressions, max_rank: int) -> tuple[np.ndarray, n
     return _ranker_sessions(t, max_rank)
 
 
-def harvest_chunk_statistics(t: Impressions, max_rank: int, rankers: np.ndarray,
-                             sessions: np.ndarray) -> _HarvestStatistics:
+def harvest_chunk_statistics(
+    t: Impressions, max_rank: int, rankers: np.ndarray, sessions: np.ndarray
+) -> _HarvestStatistics:
     """The chunk's weighted counts under the whole log's design."""
     return _harvest_statistics(t, max_rank, design=(rankers, sessions))
 
@@ -90,9 +96,21 @@ def _sum_in_order(arrays: list[np.ndarray]) -> np.ndarray:
     return total
 
 
-def chunked_harvest_propensities(query, doc, rank, ranker, impressions, clicks, *, chunks: int, mapper,
-                                 max_rank: int | None = None, bootstrap: int = 200, level: float = 0.95,
-                                 rng) -> PropensityEstimate:
+def chunked_harvest_propensities(
+    query,
+    doc,
+    rank,
+    ranker,
+    impressions,
+    clicks,
+    *,
+    chunks: int,
+    mapper,
+    max_rank: int | None = None,
+    bootstrap: int = 200,
+    level: float = 0.95,
+    rng,
+) -> PropensityEstimate:
     """``harvest_propensities`` (same arguments, same estimate to rounding) with its counting
     done per chunk of whole queries on ``mapper`` (``cltr.core.chunked.LocalMapper``, or
     ``cltr.distributed.DaskMapper``); ``info`` adds ``chunks``."""
@@ -100,12 +118,19 @@ def chunked_harvest_propensities(query, doc, rank, ranker, impressions, clicks, 
     k_max = _check_options(max_rank, t.rank, bootstrap, level, minimum=2)
     if not np.any((t.rank <= k_max) & (t.impressions > 0)):
         raise ValueError(f"no row has a rank <= max_rank = {k_max} and impressions > 0")
-    return harvest_on_chunks(mapper.scatter(harvest_chunks(t, chunks)), mapper=mapper, max_rank=k_max,
-                             bootstrap=bootstrap, level=level, rng=rng)
+    return harvest_on_chunks(
+        mapper.scatter(harvest_chunks(t, chunks)),
+        mapper=mapper,
+        max_rank=k_max,
+        bootstrap=bootstrap,
+        level=level,
+        rng=rng,
+    )
 
 
-def harvest_on_chunks(handles: list, *, mapper, max_rank: int, bootstrap: int = 200, level: float = 0.95,
-                      rng) -> PropensityEstimate:
+def harvest_on_chunks(
+    handles: list, *, mapper, max_rank: int, bootstrap: int = 200, level: float = 0.95, rng
+) -> PropensityEstimate:
     """AllPairs over chunks that are already where ``mapper`` computes them: ``handles``
     holds one ``Impressions`` per chunk, checked, each of whole queries, the chunks in
     ascending ranges of query ids (so that the queries are numbered in sorted order over
@@ -116,8 +141,10 @@ def harvest_on_chunks(handles: list, *, mapper, max_rank: int, bootstrap: int = 
     rankers, sessions = _merge_design(mapper.gather(mapper.map(harvest_chunk_sessions, handles, max_rank=k_max)))
     if len(rankers) < 2:
         found = f"only ranker {int(rankers[0])}" if len(rankers) else "no ranker"
-        raise ValueError(f"intervention harvesting needs logs from at least 2 rankers; found {found} "
-                         f"among the rows with rank <= {k_max} and impressions > 0")
+        raise ValueError(
+            f"intervention harvesting needs logs from at least 2 rankers; found {found} "
+            f"among the rows with rank <= {k_max} and impressions > 0"
+        )
     stats = mapper.map(harvest_chunk_statistics, handles, max_rank=k_max, rankers=rankers, sessions=sessions)
     parts = mapper.gather(mapper.map(harvest_chunk_totals, stats))
     totals = (_sum_in_order([p[0] for p in parts]), _sum_in_order([p[1] for p in parts]))
@@ -128,12 +155,20 @@ def harvest_on_chunks(handles: list, *, mapper, max_rank: int, bootstrap: int = 
     starts = np.concatenate([[0], np.cumsum(queries)])
 
     def replicate_totals(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        columns = [counts[:, starts[k]:starts[k + 1]] for k in range(len(queries))]
+        columns = [counts[:, starts[k] : starts[k + 1]] for k in range(len(queries))]
         found = mapper.gather(mapper.map(harvest_chunk_replicates, stats, columns))
         return _sum_in_order([f[0] for f in found]), _sum_in_order([f[1] for f in found])
 
-    estimate = _allpairs_estimate(totals, replicate_totals, n_queries=int(starts[-1]),
-                                  intervention_docs=intervention_docs, rankers=rankers, sessions=sessions,
-                                  bootstrap=bootstrap, level=level, rng=rng)
+    estimate = _allpairs_estimate(
+        totals,
+        replicate_totals,
+        n_queries=int(starts[-1]),
+        intervention_docs=intervention_docs,
+        rankers=rankers,
+        sessions=sessions,
+        bootstrap=bootstrap,
+        level=level,
+        rng=rng,
+    )
     estimate.info["chunks"] = len(queries)
     return estimate

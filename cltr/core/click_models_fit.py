@@ -43,8 +43,18 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-__all__ = ["MODELS", "SessionGrid", "ClickModel", "session_grid", "fit_click_model", "click_probabilities",
-           "evaluate_click_model", "independent_click_scores", "simulate_clicks_of", "ClickModelScores"]
+__all__ = [
+    "MODELS",
+    "SessionGrid",
+    "ClickModel",
+    "session_grid",
+    "fit_click_model",
+    "click_probabilities",
+    "evaluate_click_model",
+    "independent_click_scores",
+    "simulate_clicks_of",
+    "ClickModelScores",
+]
 
 MODELS = ("pbm", "cascade", "dcm", "ubm", "dbn")
 _EPS = 1e-10
@@ -121,8 +131,9 @@ def _check_name(name: str) -> str:
     return name
 
 
-def session_grid(session, query, doc, rank, click, *, max_rank: int | None = None,
-                 pairs: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[SessionGrid, np.ndarray, np.ndarray]:
+def session_grid(
+    session, query, doc, rank, click, *, max_rank: int | None = None, pairs: tuple[np.ndarray, np.ndarray] | None = None
+) -> tuple[SessionGrid, np.ndarray, np.ndarray]:
     """Rows of a click log as a sessions x ranks grid.
 
     Parameters
@@ -141,8 +152,9 @@ def session_grid(session, query, doc, rank, click, *, max_rank: int | None = Non
     """
     columns = [np.asarray(a) for a in (session, query, doc, rank, click)]
     if len({len(a) for a in columns}) != 1:
-        raise ValueError("session, query, doc, rank and click must have one length; found "
-                         + ", ".join(str(len(a)) for a in columns))
+        raise ValueError(
+            "session, query, doc, rank and click must have one length; found " + ", ".join(str(len(a)) for a in columns)
+        )
     session, query, doc, rank, click = columns
     if len(rank) == 0:
         raise ValueError("the click log is empty")
@@ -273,8 +285,15 @@ def _previous_click(click: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- fitting
 
 
-def fit_click_model(name: str, grid: SessionGrid, pair_query: np.ndarray, pair_doc: np.ndarray, *,
-                    iterations: int = 200, tolerance: float = 1e-7) -> ClickModel:
+def fit_click_model(
+    name: str,
+    grid: SessionGrid,
+    pair_query: np.ndarray,
+    pair_doc: np.ndarray,
+    *,
+    iterations: int = 200,
+    tolerance: float = 1e-7,
+) -> ClickModel:
     """Fit a click model to a session grid by expectation-maximisation.
 
     PBM and UBM (book Sec. 4.3): with E and A latent, a skipped cell has
@@ -306,8 +325,13 @@ def fit_click_model(name: str, grid: SessionGrid, pair_query: np.ndarray, pair_d
     shown = grid.shown
     click = grid.click.astype(np.float64)
     n_pairs = grid.n_pairs
-    model = ClickModel(name=name, pair_query=pair_query, pair_doc=pair_doc,
-                       attractiveness=np.full(n_pairs + 1, 0.5), info={"max_rank": k})
+    model = ClickModel(
+        name=name,
+        pair_query=pair_query,
+        pair_doc=pair_doc,
+        attractiveness=np.full(n_pairs + 1, 0.5),
+        info={"max_rank": k},
+    )
     if name == "pbm":
         model = replace(model, examination=np.full(k, 0.5))
     elif name == "ubm":
@@ -322,8 +346,15 @@ def fit_click_model(name: str, grid: SessionGrid, pair_query: np.ndarray, pair_d
         observed = shown & ((first[:, None] == 0) | (np.arange(1, k + 1) <= first[:, None]))
         alpha = _per_pair(grid, click * observed, observed.astype(np.float64), prior=model.attractiveness)
         fitted = replace(model, attractiveness=alpha)
-        return replace(fitted, info={**model.info, "iterations": 1, "converged": True,
-                                     "log_likelihood": [float(_log_likelihood(fitted, grid).mean())]})
+        return replace(
+            fitted,
+            info={
+                **model.info,
+                "iterations": 1,
+                "converged": True,
+                "log_likelihood": [float(_log_likelihood(fitted, grid).mean())],
+            },
+        )
 
     history: list[float] = []
     converged = False
@@ -350,8 +381,9 @@ def fit_click_model(name: str, grid: SessionGrid, pair_query: np.ndarray, pair_d
                 cell = (rank_index * k + previous_click)[shown]
                 top = np.bincount(cell, weights=examined[shown], minlength=k * k)
                 bottom = np.bincount(cell, minlength=k * k)
-                examination = _clip(np.where(bottom > 0, top / np.maximum(bottom, 1),
-                                             model.examination.reshape(-1))).reshape(k, k)
+                examination = _clip(
+                    np.where(bottom > 0, top / np.maximum(bottom, 1), model.examination.reshape(-1))
+                ).reshape(k, k)
             model = replace(model, attractiveness=attractiveness, examination=examination)
         else:
             kappa_click, kappa_skip = _kappas(model, grid)
@@ -384,14 +416,14 @@ def fit_click_model(name: str, grid: SessionGrid, pair_query: np.ndarray, pair_d
                 went[:, :-1] = examined[:, 1:]
                 went *= shown * has_next
                 gamma = _clip(np.array([went.sum() / max(chance.sum(), _EPS)]))
-                model = replace(model, attractiveness=attractiveness, satisfaction=satisfaction,
-                                continuation=gamma)
+                model = replace(model, attractiveness=attractiveness, satisfaction=satisfaction, continuation=gamma)
         history.append(float(_log_likelihood(model, grid).mean()))
         if step > 0 and abs(history[-1] - history[-2]) < tolerance:
             converged = True
             break
-    return replace(model, info={**model.info, "iterations": len(history), "converged": converged,
-                                "log_likelihood": history})
+    return replace(
+        model, info={**model.info, "iterations": len(history), "converged": converged, "log_likelihood": history}
+    )
 
 
 # --------------------------------------------------------------------------- probabilities
@@ -425,7 +457,7 @@ def click_probabilities(model: ClickModel, grid: SessionGrid) -> tuple[np.ndarra
         last[:, 0] = 1.0
         unconditional = np.zeros((s, k))
         for r in range(k):
-            chance = alpha[:, r, None] * gamma[r][None, : r + 1]          # (S, r + 1) by previous click j
+            chance = alpha[:, r, None] * gamma[r][None, : r + 1]  # (S, r + 1) by previous click j
             p_click = np.sum(last[:, : r + 1] * chance, axis=1)
             unconditional[:, r] = p_click
             last[:, : r + 1] *= 1.0 - chance
@@ -434,16 +466,17 @@ def click_probabilities(model: ClickModel, grid: SessionGrid) -> tuple[np.ndarra
     kappa_click, kappa_skip = _kappas(model, grid)
     conditional = np.zeros((s, k))
     unconditional = np.zeros((s, k))
-    filtered = np.ones(s)   # P(E_r = 1 | clicks above r)
-    marginal = np.ones(s)   # P(E_r = 1)
+    filtered = np.ones(s)  # P(E_r = 1 | clicks above r)
+    marginal = np.ones(s)  # P(E_r = 1)
     for r in range(k):
         a = alpha[:, r]
         conditional[:, r] = filtered * a
         unconditional[:, r] = marginal * a
         clicked = click[:, r] > 0
         skipped_examined = filtered * (1.0 - a)
-        filtered = np.where(clicked, kappa_click[:, r],
-                            skipped_examined * kappa_skip[:, r] / np.maximum(1.0 - filtered * a, _EPS))
+        filtered = np.where(
+            clicked, kappa_click[:, r], skipped_examined * kappa_skip[:, r] / np.maximum(1.0 - filtered * a, _EPS)
+        )
         marginal = marginal * (a * kappa_click[:, r] + (1.0 - a) * kappa_skip[:, r])
     return conditional * shown, unconditional * shown
 
@@ -484,9 +517,12 @@ def evaluate_click_model(model: ClickModel, grid: SessionGrid) -> ClickModelScor
     count = shown.sum(axis=0)
     mean_log2 = np.where(count > 0, np.sum(np.log2(p) * shown, axis=0) / np.maximum(count, 1), np.nan)
     by_rank = 2.0 ** (-mean_log2)
-    return ClickModelScores(log_likelihood=float(_log_likelihood(model, grid).mean()),
-                            perplexity=float(np.nanmean(by_rank)), perplexity_by_rank=by_rank,
-                            sessions=len(grid.pair))
+    return ClickModelScores(
+        log_likelihood=float(_log_likelihood(model, grid).mean()),
+        perplexity=float(np.nanmean(by_rank)),
+        perplexity_by_rank=by_rank,
+        sessions=len(grid.pair),
+    )
 
 
 def simulate_clicks_of(model: ClickModel, grid: SessionGrid, rng: np.random.Generator) -> SessionGrid:
@@ -517,8 +553,9 @@ def simulate_clicks_of(model: ClickModel, grid: SessionGrid, rng: np.random.Gene
     return SessionGrid(pair=grid.pair, click=click, n_pairs=grid.n_pairs)
 
 
-def independent_click_scores(probability: np.ndarray, session: np.ndarray, rank: np.ndarray, click: np.ndarray, *,
-                             max_rank: int) -> ClickModelScores:
+def independent_click_scores(
+    probability: np.ndarray, session: np.ndarray, rank: np.ndarray, click: np.ndarray, *, max_rank: int
+) -> ClickModelScores:
     """``evaluate_click_model``'s scores for a model whose clicks are independent given the
     documents and ranks (PBM, a two-tower model), from each displayed row's click
     probability: a session's log-likelihood is Σ_r log P(C_r = c_r), and P(C_r = c_r)
@@ -542,5 +579,9 @@ def independent_click_scores(probability: np.ndarray, session: np.ndarray, rank:
     count = np.bincount(rank - 1, minlength=max_rank)
     total = np.bincount(rank - 1, weights=np.log2(p), minlength=max_rank)
     by_rank = np.where(count > 0, 2.0 ** (-total / np.maximum(count, 1)), np.nan)
-    return ClickModelScores(log_likelihood=float(log_likelihood.mean()), perplexity=float(np.nanmean(by_rank)),
-                            perplexity_by_rank=by_rank, sessions=n_sessions)
+    return ClickModelScores(
+        log_likelihood=float(log_likelihood.mean()),
+        perplexity=float(np.nanmean(by_rank)),
+        perplexity_by_rank=by_rank,
+        sessions=n_sessions,
+    )

@@ -20,8 +20,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Clicks", "ClickLog", "Impressions", "Displayed", "presented_impressions", "aggregate_impressions",
-           "effective_sample_size", "position_propensity", "simulate_clicks", "draw_sessions", "logged_clicks"]
+__all__ = [
+    "Clicks",
+    "ClickLog",
+    "Impressions",
+    "Displayed",
+    "presented_impressions",
+    "aggregate_impressions",
+    "effective_sample_size",
+    "position_propensity",
+    "simulate_clicks",
+    "draw_sessions",
+    "logged_clicks",
+]
 
 
 @dataclass(frozen=True)
@@ -82,8 +93,7 @@ class Clicks:
         query = np.asarray(query, dtype=np.int64)
         propensity = np.asarray(propensity, dtype=np.float64)
         if propensity.shape != query.shape:
-            raise ValueError(f"propensity must have one entry per example, shape {query.shape}, "
-                             f"got {propensity.shape}")
+            raise ValueError(f"propensity must have one entry per example, shape {query.shape}, got {propensity.shape}")
         bad = ~(np.isfinite(propensity) & (propensity > 0))
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
@@ -168,11 +178,17 @@ class ClickLog:
         return 1.0 / self.propensity if self.weight is None else self.weight
 
     def _replace(self, keep, **changes) -> ClickLog:
-        fields = {"query": self.query[keep], "doc": self.doc[keep], "rank": self.rank[keep],
-                  "propensity": self.propensity[keep], "pass_index": self.pass_index[keep],
-                  "n_passes": self.n_passes, "n_queries": self.n_queries,
-                  "sessions_per_query": self.sessions_per_query,
-                  "weight": None if self.weight is None else self.weight[keep]}
+        fields = {
+            "query": self.query[keep],
+            "doc": self.doc[keep],
+            "rank": self.rank[keep],
+            "propensity": self.propensity[keep],
+            "pass_index": self.pass_index[keep],
+            "n_passes": self.n_passes,
+            "n_queries": self.n_queries,
+            "sessions_per_query": self.sessions_per_query,
+            "weight": None if self.weight is None else self.weight[keep],
+        }
         fields.update(changes)
         return ClickLog(**fields)
 
@@ -181,8 +197,10 @@ class ClickLog:
         if not 1 <= passes <= self.n_passes:
             raise ValueError(f"passes must be between 1 and {self.n_passes}, found {passes}")
         if self.weight is not None:
-            raise ValueError("this log's examples are weighted over all its passes (a correction such as affine); "
-                             "take the first passes before the correction")
+            raise ValueError(
+                "this log's examples are weighted over all its passes (a correction such as affine); "
+                "take the first passes before the correction"
+            )
         end = int(np.searchsorted(self.pass_index, passes, side="left"))
         spq = None if self.sessions_per_query is None else np.minimum(self.sessions_per_query, passes)
         return self._replace(slice(0, end), n_passes=passes, sessions_per_query=spq)
@@ -190,8 +208,10 @@ class ClickLog:
     def with_propensity(self, propensity: np.ndarray) -> ClickLog:
         """The same clicks told with other propensities (misspecification, estimates)."""
         if self.weight is not None:
-            raise ValueError("this log's examples carry explicit weights (a correction such as affine), which "
-                             "propensities would not change; change the propensities before the correction")
+            raise ValueError(
+                "this log's examples carry explicit weights (a correction such as affine), which "
+                "propensities would not change; change the propensities before the correction"
+            )
         return self._replace(slice(None), propensity=np.asarray(propensity, dtype=np.float64))
 
     def clipped(self, tau: float) -> ClickLog:
@@ -199,14 +219,22 @@ class ClickLog:
         if not 0 < tau <= 1:
             raise ValueError(f"the clipping threshold must lie in (0, 1], found {tau}")
         if self.weight is not None:
-            raise ValueError("clipping raises propensities, and this log's examples carry explicit weights instead "
-                             "(a correction such as affine): train it without --clip")
+            raise ValueError(
+                "clipping raises propensities, and this log's examples carry explicit weights instead "
+                "(a correction such as affine): train it without --clip"
+            )
         return self.with_propensity(np.maximum(self.propensity, tau))
 
     def arrays(self) -> dict[str, np.ndarray | np.int64]:
-        arrays: dict[str, np.ndarray | np.int64] = {"query": self.query, "doc": self.doc, "rank": self.rank,
-                  "propensity": self.propensity, "pass_index": self.pass_index,
-                  "n_passes": np.int64(self.n_passes), "n_queries": np.int64(self.n_queries)}
+        arrays: dict[str, np.ndarray | np.int64] = {
+            "query": self.query,
+            "doc": self.doc,
+            "rank": self.rank,
+            "propensity": self.propensity,
+            "pass_index": self.pass_index,
+            "n_passes": np.int64(self.n_passes),
+            "n_queries": np.int64(self.n_queries),
+        }
         if self.sessions_per_query is not None:
             arrays["sessions_per_query"] = self.sessions_per_query
         if self.weight is not None:
@@ -336,15 +364,20 @@ class Displayed:
         session = renumber[inverse.ravel()]
         rank = np.asarray(rank, dtype=np.int64)
         order = np.lexsort((rank, session))
-        return cls(session=session[order], query=np.asarray(query, dtype=np.int64)[order],
-                   doc=np.asarray(doc, dtype=np.int64)[order], rank=rank[order],
-                   click=np.asarray(click, dtype=np.int8)[order],
-                   propensity=np.asarray(propensity, dtype=np.float64)[order],
-                   ranker=np.asarray(ranker, dtype=np.int64)[order])
+        return cls(
+            session=session[order],
+            query=np.asarray(query, dtype=np.int64)[order],
+            doc=np.asarray(doc, dtype=np.int64)[order],
+            rank=rank[order],
+            click=np.asarray(click, dtype=np.int8)[order],
+            propensity=np.asarray(propensity, dtype=np.float64)[order],
+            ranker=np.asarray(ranker, dtype=np.int64)[order],
+        )
 
 
-def presented_impressions(presented_rank: np.ndarray, pass_ranker: np.ndarray, log: ClickLog,
-                          offsets: np.ndarray, *, top_k: int | None = None) -> Impressions:
+def presented_impressions(
+    presented_rank: np.ndarray, pass_ranker: np.ndarray, log: ClickLog, offsets: np.ndarray, *, top_k: int | None = None
+) -> Impressions:
     """Impressions of a simulated log: pass p shows every document of every query at
     ``presented_rank[pass_ranker[p], doc]`` (only ranks 1..``top_k`` with a top-k display).
 
@@ -357,7 +390,7 @@ def presented_impressions(presented_rank: np.ndarray, pass_ranker: np.ndarray, l
     top_k : int, optional
     """
     presented_rank = np.atleast_2d(np.asarray(presented_rank, dtype=np.int64))
-    pass_ranker = np.asarray(pass_ranker, dtype=np.int64)[:log.n_passes]
+    pass_ranker = np.asarray(pass_ranker, dtype=np.int64)[: log.n_passes]
     n_rankers, n_docs = presented_rank.shape
     sizes: np.ndarray = np.diff(np.asarray(offsets, dtype=np.int64))
     doc_query = np.repeat(np.arange(len(offsets) - 1), sizes)
@@ -367,14 +400,19 @@ def presented_impressions(presented_rank: np.ndarray, pass_ranker: np.ndarray, l
     used = np.flatnonzero(sessions > 0)
     docs = np.arange(n_docs)
     table = Impressions(
-        query=np.tile(doc_query, len(used)), doc=np.tile(docs, len(used)),
-        rank=presented_rank[used].ravel(), ranker=np.repeat(used, n_docs),
-        impressions=np.repeat(sessions[used], n_docs), clicks=clicks[used].ravel())
+        query=np.tile(doc_query, len(used)),
+        doc=np.tile(docs, len(used)),
+        rank=presented_rank[used].ravel(),
+        ranker=np.repeat(used, n_docs),
+        impressions=np.repeat(sessions[used], n_docs),
+        clicks=clicks[used].ravel(),
+    )
     if top_k is None:
         return table
     shown = table.rank <= top_k
-    return Impressions(*(getattr(table, name)[shown] for name in ("query", "doc", "rank", "ranker", "impressions",
-                                                                  "clicks")))
+    return Impressions(
+        *(getattr(table, name)[shown] for name in ("query", "doc", "rank", "ranker", "impressions", "clicks"))
+    )
 
 
 def aggregate_impressions(query, doc, rank, ranker, click) -> Impressions:
@@ -391,10 +429,15 @@ def aggregate_impressions(query, doc, rank, ranker, click) -> Impressions:
     key = (doc * ranks + rank) * rankers + ranker
     unique, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     return Impressions(
-        query=np.asarray(query, dtype=np.int64)[first], doc=doc[first], rank=rank[first], ranker=ranker[first],
+        query=np.asarray(query, dtype=np.int64)[first],
+        doc=doc[first],
+        rank=rank[first],
+        ranker=ranker[first],
         impressions=np.bincount(inverse, minlength=len(unique)),
-        clicks=np.bincount(inverse, weights=np.asarray(click, dtype=np.float64),
-                           minlength=len(unique)).astype(np.int64))
+        clicks=np.bincount(inverse, weights=np.asarray(click, dtype=np.float64), minlength=len(unique)).astype(
+            np.int64
+        ),
+    )
 
 
 def position_propensity(rank: np.ndarray, eta: float) -> np.ndarray:
@@ -441,14 +484,20 @@ def simulate_clicks(
         hit_pass, hit_col = np.nonzero(rng.random((chunk, len(clickable))) < threshold)
         return hit_pass, clickable[hit_col]
 
-    pass_index, doc = draw_sessions(draw, passes=passes, draws_per_pass=len(clickable),
-                                    chunk_impressions=chunk_impressions, progress=progress)
+    pass_index, doc = draw_sessions(
+        draw, passes=passes, draws_per_pass=len(clickable), chunk_impressions=chunk_impressions, progress=progress
+    )
     return logged_clicks(doc, pass_index, rank=rank, propensity=propensity, offsets=offsets, passes=passes)
 
 
-def draw_sessions(draw: Callable[[int], tuple[np.ndarray, np.ndarray]], *, passes: int, draws_per_pass: int,
-                  chunk_impressions: int, progress: Callable[[int], None] | None = None
-                  ) -> tuple[np.ndarray, np.ndarray]:
+def draw_sessions(
+    draw: Callable[[int], tuple[np.ndarray, np.ndarray]],
+    *,
+    passes: int,
+    draws_per_pass: int,
+    chunk_impressions: int,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """The pass loop every click simulator shares: ``draw(chunk)`` simulates ``chunk``
     passes at once and returns (pass within the chunk, document) of each click; chunks hold
     at most ``chunk_impressions`` of the ``draws_per_pass`` random draws a pass needs (at
@@ -477,6 +526,12 @@ def logged_clicks(doc: np.ndarray, pass_index: np.ndarray, *, rank, propensity, 
     query, presented rank and logged propensity looked up from the per-document arrays."""
     sizes: np.ndarray = np.diff(np.asarray(offsets, dtype=np.int64))
     doc_query = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
-    return ClickLog(query=doc_query[doc], doc=doc, rank=np.asarray(rank, dtype=np.int64)[doc],
-                    propensity=np.asarray(propensity, dtype=np.float64)[doc], pass_index=pass_index,
-                    n_passes=passes, n_queries=len(sizes))
+    return ClickLog(
+        query=doc_query[doc],
+        doc=doc,
+        rank=np.asarray(rank, dtype=np.int64)[doc],
+        propensity=np.asarray(propensity, dtype=np.float64)[doc],
+        pass_index=pass_index,
+        n_passes=passes,
+        n_queries=len(sizes),
+    )

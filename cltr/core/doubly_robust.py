@@ -68,8 +68,17 @@ import numpy as np
 from cltr.core.clicks import Displayed
 from cltr.core.ranking import DCG_BASE, dcg_gain, snips_avg_dcg
 
-__all__ = ["PropensityImpressions", "impressions_by_propensity", "RelevanceModel", "fit_relevance_model",
-           "dr_document_weights", "dr_estimate", "DRValidation", "dr_validation", "DEFAULT_L2"]
+__all__ = [
+    "PropensityImpressions",
+    "impressions_by_propensity",
+    "RelevanceModel",
+    "fit_relevance_model",
+    "dr_document_weights",
+    "dr_estimate",
+    "DRValidation",
+    "dr_validation",
+    "DEFAULT_L2",
+]
 
 DEFAULT_L2 = 1e-2
 """L2 penalty of the relevance model, on the mean log-likelihood per impression. Under
@@ -116,10 +125,12 @@ def impressions_by_propensity(displayed: Displayed) -> PropensityImpressions:
     bad = ~((propensity > 0) & (propensity <= 1))
     if bad.any():
         where = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"the doubly robust estimate needs the examination propensity of every displayed row in "
-                         f"(0, 1]; {int(bad.sum())} rows have none or another (session {int(displayed.session[where])}"
-                         f", rank {int(displayed.rank[where])}: {float(propensity[where])}): estimate them (`cltr "
-                         f"propensities estimate`) and train with --propensities estimated")
+        raise ValueError(
+            f"the doubly robust estimate needs the examination propensity of every displayed row in "
+            f"(0, 1]; {int(bad.sum())} rows have none or another (session {int(displayed.session[where])}"
+            f", rank {int(displayed.rank[where])}: {float(propensity[where])}): estimate them (`cltr "
+            f"propensities estimate`) and train with --propensities estimated"
+        )
     if len(propensity) == 0:
         empty = np.zeros(0, dtype=np.int64)
         return PropensityImpressions(empty, empty, np.zeros(0), empty, empty)
@@ -127,10 +138,14 @@ def impressions_by_propensity(displayed: Displayed) -> PropensityImpressions:
     doc = np.asarray(displayed.doc, dtype=np.int64)
     unique, first, inverse = np.unique(doc * len(values) + code.ravel(), return_index=True, return_inverse=True)
     return PropensityImpressions(
-        query=np.asarray(displayed.query, dtype=np.int64)[first], doc=doc[first], propensity=propensity[first],
+        query=np.asarray(displayed.query, dtype=np.int64)[first],
+        doc=doc[first],
+        propensity=propensity[first],
         impressions=np.bincount(inverse.ravel(), minlength=len(unique)),
-        clicks=np.bincount(inverse.ravel(), weights=np.asarray(displayed.click, dtype=np.float64),
-                           minlength=len(unique)).astype(np.int64))
+        clicks=np.bincount(
+            inverse.ravel(), weights=np.asarray(displayed.click, dtype=np.float64), minlength=len(unique)
+        ).astype(np.int64),
+    )
 
 
 @dataclass(frozen=True)
@@ -167,8 +182,9 @@ def _log_sigmoid(z: np.ndarray) -> np.ndarray:
     return -np.logaddexp(0.0, -z)
 
 
-def fit_relevance_model(X: np.ndarray, table: PropensityImpressions, *, l2: float = DEFAULT_L2,
-                        tol: float = 1e-9, max_iterations: int = 500) -> RelevanceModel:
+def fit_relevance_model(
+    X: np.ndarray, table: PropensityImpressions, *, l2: float = DEFAULT_L2, tol: float = 1e-9, max_iterations: int = 500
+) -> RelevanceModel:
     """Fit gamma_hat = sigmoid(w . x + b) by maximum likelihood of the impressions.
 
     Each impression of document d at propensity p is a Bernoulli(p gamma_hat(d)) click, so
@@ -230,15 +246,27 @@ def fit_relevance_model(X: np.ndarray, table: PropensityImpressions, *, l2: floa
 
     rate = float(np.clip(clicks.sum() / np.sum(table.impressions * table.propensity), 1e-3, 1 - 1e-3))
     start = np.concatenate([np.zeros(n_features), [np.log(rate / (1 - rate))]])
-    result = minimize(objective, start, jac=True, method="L-BFGS-B",
-                      options={"maxiter": max_iterations, "gtol": tol, "ftol": tol * 1e-3})
+    result = minimize(
+        objective,
+        start,
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": max_iterations, "gtol": tol, "ftol": tol * 1e-3},
+    )
     w = result.x[:n_features]
-    return RelevanceModel(mean=mean, scale=scale, w=w, b=float(result.x[n_features]),
-                          negative_log_likelihood=float(result.fun - 0.5 * l2 * (w @ w)), iterations=int(result.nit))
+    return RelevanceModel(
+        mean=mean,
+        scale=scale,
+        w=w,
+        b=float(result.x[n_features]),
+        negative_log_likelihood=float(result.fun - 0.5 * l2 * (w @ w)),
+        iterations=int(result.nit),
+    )
 
 
-def dr_document_weights(table: PropensityImpressions, relevance: np.ndarray, sessions: np.ndarray, *,
-                        clip: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+def dr_document_weights(
+    table: PropensityImpressions, relevance: np.ndarray, sessions: np.ndarray, *, clip: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The doubly robust example weight of every displayed document (Oosterhuis 2023's DR estimator):
 
         w_d = N_q gamma_DR(d) = N_q gamma_hat(d) (1 - rho_d / max(rho_d, tau)) + C(d) / max(rho_d, tau),
@@ -283,8 +311,15 @@ def dr_document_weights(table: PropensityImpressions, relevance: np.ndarray, ses
     return documents.astype(np.int64), direct + clicked / denominator
 
 
-def dr_estimate(ranks: np.ndarray, table: PropensityImpressions, relevance: np.ndarray, sessions: np.ndarray, *,
-                clip: float | None = None, base: float = DCG_BASE) -> float:
+def dr_estimate(
+    ranks: np.ndarray,
+    table: PropensityImpressions,
+    relevance: np.ndarray,
+    sessions: np.ndarray,
+    *,
+    clip: float | None = None,
+    base: float = DCG_BASE,
+) -> float:
     """Self-normalised DR estimate of a ranking's Avg DCG on a split:
 
         Σ_d w_d / log_base(1 + rank(d)) / Σ_d w_d,   w_d = ``dr_document_weights``,
@@ -345,8 +380,14 @@ class DRValidation:
         return float(self.weight @ dcg_gain(np.asarray(ranks)[self.documents], base) / total)
 
 
-def dr_validation(displayed: Displayed, relevance: np.ndarray, sessions: np.ndarray, *, clip: float | None = None,
-                  base: float = DCG_BASE) -> DRValidation:
+def dr_validation(
+    displayed: Displayed,
+    relevance: np.ndarray,
+    sessions: np.ndarray,
+    *,
+    clip: float | None = None,
+    base: float = DCG_BASE,
+) -> DRValidation:
     """The ``DRValidation`` terms of a split's displayed rows.
 
     Parameters
@@ -369,5 +410,10 @@ def dr_validation(displayed: Displayed, relevance: np.ndarray, sessions: np.ndar
     gain = np.bincount(where, weights=dcg_gain(displayed.rank, base), minlength=len(documents))
     first = np.unique(doc, return_index=True)[1]
     query = np.asarray(displayed.query, dtype=np.int64)[first]
-    return DRValidation(documents=documents, query=query, weight=weight,
-                        logged_gain=gain / np.asarray(sessions, dtype=np.float64)[query], clip=clip)
+    return DRValidation(
+        documents=documents,
+        query=query,
+        weight=weight,
+        logged_gain=gain / np.asarray(sessions, dtype=np.float64)[query],
+        clip=clip,
+    )

@@ -166,9 +166,11 @@ def swap_propensities(
     size = np.bincount(pair_k0, minlength=k_max)
     if np.any(size[1:] == 0):
         missing = np.flatnonzero(size[1:] == 0) + 2
-        raise ValueError(f"rank {missing[0]} has no (query, document) also shown at rank 1 (ranks without one: "
-                         f"{', '.join(map(str, missing[:10]))}): the log holds no swap or randomization reaching it; "
-                         f"lower max_rank to the intervention's depth, or simulate with --intervention")
+        raise ValueError(
+            f"rank {missing[0]} has no (query, document) also shown at rank 1 (ranks without one: "
+            f"{', '.join(map(str, missing[:10]))}): the log holds no swap or randomization reaching it; "
+            f"lower max_rank to the intervention's depth, or simulate with --intervention"
+        )
     # here, not at the top: scipy.sparse takes a tenth of a second to import and `cltr --help` imports this module
     from scipy import sparse
 
@@ -180,8 +182,10 @@ def swap_propensities(
     denominator = np.asarray(at_top.sum(axis=0)).ravel()
     if np.any(denominator[1:] <= 0):
         bad = int(np.flatnonzero(denominator[1:] <= 0)[0]) + 2
-        raise ValueError(f"rank {bad}: the documents also shown at rank 1 were never clicked there, so p_{bad} / p_1 "
-                         f"is not identified; log more sessions")
+        raise ValueError(
+            f"rank {bad}: the documents also shown at rank 1 were never clicked there, so p_{bad} / p_1 "
+            f"is not identified; log more sessions"
+        )
     propensity = np.ones(k_max)
     propensity[1:] = numerator[1:] / denominator[1:]
 
@@ -195,5 +199,12 @@ def swap_propensities(
         replicates[:, 0] = 1.0
         low, high = _percentile_band(replicates, propensity, level)
     info = {"pairs": [int(v) for v in size], "queries": len(queries), "bootstrap": int(bootstrap)}
-    return PropensityEstimate(rank=np.arange(1, k_max + 1, dtype=np.int64), propensity=propensity,
-                              low=low, high=high, level=float(level), method="swap-intervention", info=info)
+    return PropensityEstimate(
+        rank=np.arange(1, k_max + 1, dtype=np.int64),
+        propensity=propensity,
+        low=low,
+        high=high,
+        level=float(level),
+        method="swap-intervention",
+        info=info,
+    )

@@ -53,10 +53,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-__all__ = ["enabled", "hinges", "spread", "pairs_scan", "pairs_breaks", "pairs_advance",
-           "hinge_sums"]
+__all__ = ["enabled", "hinges", "spread", "pairs_scan", "pairs_breaks", "pairs_advance", "hinge_sums"]
 
-_KERNELS: SimpleNamespace | bool | None = None   # None: not tried yet; False: numba is missing
+_KERNELS: SimpleNamespace | bool | None = None  # None: not tried yet; False: numba is missing
 
 
 def enabled() -> bool:
@@ -81,11 +80,14 @@ def _compiled():
             _KERNELS = False
         else:
             jit = numba.njit(cache=True, nogil=True)
-            _KERNELS = SimpleNamespace(hinges=jit(_hinges_kernel), spread=jit(_spread_kernel),
-                                       pairs_scan=jit(_pairs_scan_kernel),
-                                       pairs_breaks=jit(_pairs_breaks_kernel),
-                                       pairs_advance=jit(_pairs_advance_kernel),
-                                       hinge_sums=jit(_hinge_sums_kernel))
+            _KERNELS = SimpleNamespace(
+                hinges=jit(_hinges_kernel),
+                spread=jit(_spread_kernel),
+                pairs_scan=jit(_pairs_scan_kernel),
+                pairs_breaks=jit(_pairs_breaks_kernel),
+                pairs_advance=jit(_pairs_advance_kernel),
+                hinge_sums=jit(_hinge_sums_kernel),
+            )
     return _KERNELS
 
 
@@ -118,10 +120,14 @@ def hinges(scores, offsets, click_query, click_doc, candidate):
     """
     use_candidate = candidate is not None
     mask = np.ascontiguousarray(candidate, dtype=np.bool_) if use_candidate else np.ones(0, dtype=np.bool_)
-    return _compiled().hinges(np.ascontiguousarray(scores, dtype=np.float64),
-                              np.ascontiguousarray(offsets, dtype=np.int64),
-                              np.ascontiguousarray(click_query, dtype=np.int64),
-                              np.ascontiguousarray(click_doc, dtype=np.int64), mask, use_candidate)
+    return _compiled().hinges(
+        np.ascontiguousarray(scores, dtype=np.float64),
+        np.ascontiguousarray(offsets, dtype=np.int64),
+        np.ascontiguousarray(click_query, dtype=np.int64),
+        np.ascontiguousarray(click_doc, dtype=np.int64),
+        mask,
+        use_candidate,
+    )
 
 
 def spread(w, order, start, first, own, click_query, click_doc, n_docs):
@@ -141,8 +147,9 @@ def spread(w, order, start, first, own, click_query, click_doc, n_docs):
     ndarray of float64, shape (n_docs,)
         Zero for documents in no active pair.
     """
-    return _compiled().spread(np.ascontiguousarray(w, dtype=np.float64), order, start, first, own,
-                              click_query, click_doc, n_docs)
+    return _compiled().spread(
+        np.ascontiguousarray(w, dtype=np.float64), order, start, first, own, click_query, click_doc, n_docs
+    )
 
 
 # A run is a clicked document's pairs, one after another in ``negative`` (its other documents'
@@ -171,16 +178,18 @@ def pairs_breaks(scores, change, negative, run_row, count, run_weight, low: floa
     """The line search's breakpoints k_p = slack_p / slope_p in (low, high] and their jumps
     a_p |slope_p|, written to the front of ``breaks`` and ``jumps`` (each of n_pairs);
     returns (Σ jumps, Σ jump·k_p) over the breakpoints in (0, low] and how many were written."""
-    return _compiled().pairs_breaks(scores, change, negative, run_row, count, run_weight, float(low), float(high),
-                                    breaks, jumps)
+    return _compiled().pairs_breaks(
+        scores, change, negative, run_row, count, run_weight, float(low), float(high), breaks, jumps
+    )
 
 
 def pairs_advance(scores, change, k: float, cut: float, negative, run_row, count, run_weight, n_rows: int):
     """The cutting plane at slack_p - cut·slope_p, slack_p taken at ``scores`` + k·``change``:
     δ_p = [cut·slope_p < slack_p]. Returns its offset Σ a_p δ_p and its per-row coefficients,
     shape (n_rows,) (Σ a_p δ_p over a row's runs minus over the pairs it is the other document of)."""
-    return _compiled().pairs_advance(scores, change, float(k), float(cut), negative, run_row, count, run_weight,
-                                     int(n_rows))
+    return _compiled().pairs_advance(
+        scores, change, float(k), float(cut), negative, run_row, count, run_weight, int(n_rows)
+    )
 
 
 def hinge_sums(scores, negative, run_row, count):
@@ -200,8 +209,8 @@ def _hinges_kernel(scores, offsets, click_query, click_doc, mask, use_candidate)
     docs = np.empty(largest, dtype=np.int64)
     values = np.empty(largest, dtype=np.float64)
     order = np.empty(len(scores), dtype=np.int64)
-    ordered = np.empty(len(scores), dtype=np.float64)   # the scores in ``order``
-    above = np.empty(len(scores), dtype=np.float64)     # D_p = Σ_{j >= p in its query} (t_j - t_p)
+    ordered = np.empty(len(scores), dtype=np.float64)  # the scores in ``order``
+    above = np.empty(len(scores), dtype=np.float64)  # D_p = Σ_{j >= p in its query} (t_j - t_p)
     start = np.empty(n_queries + 1, dtype=np.int64)
     at = 0
     for q in range(n_queries):
@@ -214,7 +223,7 @@ def _hinges_kernel(scores, offsets, click_query, click_doc, mask, use_candidate)
                 k += 1
         if k == 0:
             continue
-        by_score = np.argsort(values[:k], kind="mergesort")     # measured faster than numba's quicksort here
+        by_score = np.argsort(values[:k], kind="mergesort")  # measured faster than numba's quicksort here
         for j in range(k):
             order[at + j] = docs[by_score[j]]
             ordered[at + j] = values[by_score[j]]
@@ -256,18 +265,18 @@ def _hinges_kernel(scores, offsets, click_query, click_doc, mask, use_candidate)
 
 def _spread_kernel(w, order, start, first, own, click_query, click_doc, n_docs):
     n_positions = len(order)
-    placed = np.zeros(n_positions, dtype=np.float64)    # each example's weight at its first active position
+    placed = np.zeros(n_positions, dtype=np.float64)  # each example's weight at its first active position
     for i in range(len(w)):
         if first[i] < start[click_query[i] + 1]:
             placed[first[i]] += w[i]
-    own_weight = np.zeros(n_docs, dtype=np.float64)     # the clicked document is in its own suffix
+    own_weight = np.zeros(n_docs, dtype=np.float64)  # the clicked document is in its own suffix
     for i in range(len(w)):
         if own[i]:
             own_weight[click_doc[i]] += w[i]
     out = np.zeros(n_docs, dtype=np.float64)
     for q in range(len(start) - 1):
         total = 0.0
-        error = 0.0                                     # Neumaier's compensation of the running sum
+        error = 0.0  # Neumaier's compensation of the running sum
         for p in range(start[q], start[q + 1]):
             term = placed[p]
             moved = total + term

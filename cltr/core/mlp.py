@@ -149,8 +149,9 @@ class MLPScorer:
 
     def with_parameters(self, parameters: list[np.ndarray]) -> MLPScorer:
         layers = len(self.biases)
-        return replace(self, weights=(*parameters[:layers], parameters[-1]),
-                       biases=tuple(parameters[layers:2 * layers]))
+        return replace(
+            self, weights=(*parameters[:layers], parameters[-1]), biases=tuple(parameters[layers : 2 * layers])
+        )
 
     def copy(self) -> MLPScorer:
         return self.with_parameters([p.copy() for p in self.parameters()])
@@ -195,8 +196,11 @@ class MLPScorer:
             grad_b[layer] = delta.sum(axis=0)
             if layer > 0:  # no gradient with respect to the input features is needed
                 delta = delta @ self.weights[layer].T
-        return [*(grad_w[layer] for layer in range(layers)), *(grad_b[layer] for layer in range(layers)),
-                grad_w[layers]]
+        return [
+            *(grad_w[layer] for layer in range(layers)),
+            *(grad_b[layer] for layer in range(layers)),
+            grad_w[layers],
+        ]
 
     def scores(self, X: np.ndarray, *, block: int = 65536) -> np.ndarray:
         """Scores of the rows of ``X``, shape (n_docs,), float64; computed in blocks of rows
@@ -204,7 +208,7 @@ class MLPScorer:
         X = np.asarray(X)
         out = np.empty(X.shape[0], dtype=np.float64)
         for start in range(0, X.shape[0], block):
-            out[start:start + block] = self.forward(X[start:start + block])[-1][:, 0]
+            out[start : start + block] = self.forward(X[start : start + block])[-1][:, 0]
         return out
 
     def to_arrays(self) -> dict[str, np.ndarray]:
@@ -222,8 +226,13 @@ class MLPScorer:
         biases = tuple(np.asarray(arrays[f"b{layer}"]) for layer in range(layers))
         shift = np.asarray(arrays["shift"]) if "shift" in arrays else None
         scale = np.asarray(arrays["scale"]) if "scale" in arrays else None
-        return cls(weights=weights, biases=biases, activation=_check_activation(str(arrays["activation"])),
-                   shift=shift, scale=scale)
+        return cls(
+            weights=weights,
+            biases=biases,
+            activation=_check_activation(str(arrays["activation"])),
+            shift=shift,
+            scale=scale,
+        )
 
 
 def init_mlp(
@@ -384,8 +393,13 @@ def click_batches(
         taken = by_query[_ranges(click_start[q], clicks_per_query[q])]
         local_query = np.repeat(np.arange(len(q), dtype=np.int64), clicks_per_query[q])
         local_doc = click_doc[taken] - offsets[q][local_query] + local_offsets[local_query]
-        batches.append(Batch(rows=rows, offsets=local_offsets,
-                             clicks=Clicks(local_query, local_doc, None if cost is None else cost[taken])))
+        batches.append(
+            Batch(
+                rows=rows,
+                offsets=local_offsets,
+                clicks=Clicks(local_query, local_doc, None if cost is None else cost[taken]),
+            )
+        )
     return batches
 
 
@@ -409,8 +423,16 @@ class Adam:
         Adam's constants (0.9, 0.999, 1e-8).
     """
 
-    def __init__(self, parameters: list[np.ndarray], *, weight_decay: float = 0.0, decay: str = "l2",
-                 beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8):
+    def __init__(
+        self,
+        parameters: list[np.ndarray],
+        *,
+        weight_decay: float = 0.0,
+        decay: str = "l2",
+        beta1: float = 0.9,
+        beta2: float = 0.999,
+        epsilon: float = 1e-8,
+    ):
         if decay not in ("l2", "decoupled"):
             raise ValueError(f"decay must be 'l2' or 'decoupled', got {decay!r}")
         if not weight_decay >= 0:
@@ -424,8 +446,8 @@ class Adam:
 
     def step(self, grads: list[np.ndarray], lr: float) -> None:
         self.steps += 1
-        correction1 = 1.0 - self.beta1 ** self.steps
-        correction2 = 1.0 - self.beta2 ** self.steps
+        correction1 = 1.0 - self.beta1**self.steps
+        correction2 = 1.0 - self.beta2**self.steps
         step_size = lr / correction1
         for p, g, m, v in zip(self.parameters, grads, self.first, self.second, strict=True):
             if self.weight_decay and self.decay == "l2":
@@ -439,5 +461,3 @@ class Adam:
             if self.weight_decay and self.decay == "decoupled":
                 p -= (lr * self.weight_decay) * p
             p -= step_size * m / denominator
-
-

@@ -191,8 +191,7 @@ def rbp(p: float) -> RankWeight:
         Named ``"rbp:<p>"``.
     """
     p = _check_persistence(p, "rbp(p)")
-    return RankWeight(f"rbp:{p!r}", partial(_rbp_value, p=p), partial(_rbp_derivative, p=p),
-                      concave=True)
+    return RankWeight(f"rbp:{p!r}", partial(_rbp_value, p=p), partial(_rbp_derivative, p=p), concave=True)
 
 
 def precision_at_k(k: int) -> RankWeight:
@@ -215,8 +214,13 @@ def precision_at_k(k: int) -> RankWeight:
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"precision_at_k(k): k must be an integer >= 1, got {k!r}")
     k = int(k)
-    return RankWeight(f"prec@{k}", partial(_precision_value, k=k),
-                      partial(_precision_derivative, k=k), concave=False, differentiable=False)
+    return RankWeight(
+        f"prec@{k}",
+        partial(_precision_value, k=k),
+        partial(_precision_derivative, k=k),
+        concave=False,
+        differentiable=False,
+    )
 
 
 def _check_persistence(p, where: str) -> float:
@@ -320,37 +324,45 @@ def _pairs(offsets, click_query, click_doc, candidate, pairs):
     if pairs is None:
         return _click_pairs(offsets, click_query, click_doc, candidate)
     if candidate is not None:
-        raise ValueError("pass either candidate or precomputed pairs, not both: the pairs "
-                         "already encode the candidate sets")
+        raise ValueError(
+            "pass either candidate or precomputed pairs, not both: the pairs already encode the candidate sets"
+        )
     try:
         pair_example, pair_doc = pairs
     except (TypeError, ValueError):
-        raise ValueError("pairs must be a tuple (pair_example, pair_doc) as click_pairs "
-                         "returns it") from None
+        raise ValueError("pairs must be a tuple (pair_example, pair_doc) as click_pairs returns it") from None
     pair_example = np.asarray(pair_example, dtype=np.int64)
     pair_doc = np.asarray(pair_doc, dtype=np.int64)
     if pair_example.shape != pair_doc.shape or pair_example.ndim != 1:
-        raise ValueError(f"pairs: pair_example and pair_doc must be 1-D of one length, got "
-                         f"shapes {pair_example.shape} and {pair_doc.shape}")
+        raise ValueError(
+            f"pairs: pair_example and pair_doc must be 1-D of one length, got "
+            f"shapes {pair_example.shape} and {pair_doc.shape}"
+        )
     return pair_example, pair_doc
 
 
 def _check_examples(scores, offsets, clicks: Clicks):
     """The arrays of a public call, checked: scores, offsets and the examples' query and doc."""
     if not isinstance(clicks, Clicks):
-        raise ValueError(f"clicks must be a cltr.core.clicks.Clicks (Clicks.from_log(log) of a ClickLog), "
-                         f"got {type(clicks).__name__}")
+        raise ValueError(
+            f"clicks must be a cltr.core.clicks.Clicks (Clicks.from_log(log) of a ClickLog), "
+            f"got {type(clicks).__name__}"
+        )
     scores = np.asarray(scores, dtype=np.float64)
     offsets = np.asarray(offsets, dtype=np.int64)
     click_query, click_doc = clicks.query, clicks.doc
     if scores.ndim != 1:
         raise ValueError(f"scores must be 1-D (one per document), got shape {scores.shape}")
     if offsets.ndim != 1 or len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(scores):
-        raise ValueError(f"offsets must run from 0 to the number of documents ({len(scores)}), "
-                         f"got {offsets[:1].tolist()}...{offsets[-1:].tolist()}")
+        raise ValueError(
+            f"offsets must run from 0 to the number of documents ({len(scores)}), "
+            f"got {offsets[:1].tolist()}...{offsets[-1:].tolist()}"
+        )
     if click_query.shape != click_doc.shape or click_query.ndim != 1:
-        raise ValueError(f"clicks.query and clicks.doc must be 1-D of one length, got shapes "
-                         f"{click_query.shape} and {click_doc.shape}")
+        raise ValueError(
+            f"clicks.query and clicks.doc must be 1-D of one length, got shapes "
+            f"{click_query.shape} and {click_doc.shape}"
+        )
     _check_rows(offsets, click_query, click_doc)
     return scores, offsets, click_query, click_doc
 
@@ -379,14 +391,15 @@ def _check_rows(offsets, click_query, click_doc) -> None:
     bad = (click_query < 0) | (click_query >= n_queries)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"example {i}: query {int(click_query[i])} is outside the "
-                         f"{n_queries} queries of offsets")
+        raise ValueError(f"example {i}: query {int(click_query[i])} is outside the {n_queries} queries of offsets")
     bad = (click_doc < offsets[click_query]) | (click_doc >= offsets[click_query + 1])
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         q = int(click_query[i])
-        raise ValueError(f"example {i}: clicked document {int(click_doc[i])} is not a row "
-                         f"of its query {q} (rows {int(offsets[q])}..{int(offsets[q + 1]) - 1})")
+        raise ValueError(
+            f"example {i}: clicked document {int(click_doc[i])} is not a row "
+            f"of its query {q} (rows {int(offsets[q])}..{int(offsets[q + 1]) - 1})"
+        )
 
 
 def _example_costs(clicks: Clicks, n_examples) -> np.ndarray:
@@ -394,9 +407,11 @@ def _example_costs(clicks: Clicks, n_examples) -> np.ndarray:
     sign: the affine correction's)."""
     cost = clicks.cost
     if cost is None:
-        raise ValueError("these clicks carry no costs c_i, which the risk weighs them by: build them with "
-                         "Clicks.from_log(log), Clicks.from_propensity(query, doc, propensity) or "
-                         "Clicks(query, doc, cost)")
+        raise ValueError(
+            "these clicks carry no costs c_i, which the risk weighs them by: build them with "
+            "Clicks.from_log(log), Clicks.from_propensity(query, doc, propensity) or "
+            "Clicks(query, doc, cost)"
+        )
     if cost.shape != (n_examples,):
         raise ValueError(f"clicks.cost must have one entry per example, shape ({n_examples},), got {cost.shape}")
     bad = ~np.isfinite(cost)
@@ -416,19 +431,19 @@ def check_signed_weights(cost, weight: RankWeight | str) -> None:
     """
     weight = _weight(weight)
     if weight.name == "avgrank" and np.any(np.asarray(cost) < 0):
-        raise ValueError("negative example weights (the affine correction) need a bounded rank weight: train on "
-                         "'dcg' or 'rbp:<p>', not 'avgrank', whose risk would have no minimum")
+        raise ValueError(
+            "negative example weights (the affine correction) need a bounded rank weight: train on "
+            "'dcg' or 'rbp:<p>', not 'avgrank', whose risk would have no minimum"
+        )
 
 
 def _normaliser(n, n_examples) -> float:
     if n is None:
         if n_examples == 0:
-            raise ValueError("no examples: the risk (1/n) Σ_i is undefined; pass n explicitly "
-                             "for an empty minibatch")
+            raise ValueError("no examples: the risk (1/n) Σ_i is undefined; pass n explicitly for an empty minibatch")
         return float(n_examples)
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be an integer >= 1 (the number of examples R is averaged "
-                         f"over), got {n!r}")
+        raise ValueError(f"n must be an integer >= 1 (the number of examples R is averaged over), got {n!r}")
     return float(n)
 
 
@@ -442,9 +457,9 @@ class _Hinges:
     """The hinges of every example at some scores: its bound, how many of its pairs are
     active (A_i, margin > 0), and ``spread`` for sums over the active pairs."""
 
-    bound: np.ndarray                       # 1 + Σ_y max(0, 1 - (f(y_i) - f(y))), shape (n_examples,)
-    n_active: np.ndarray                    # |A_i|, shape (n_examples,)
-    spread: Callable[[np.ndarray], np.ndarray]   # w -> Σ_{i : y in A_i} w_i per document, shape (n_docs,)
+    bound: np.ndarray  # 1 + Σ_y max(0, 1 - (f(y_i) - f(y))), shape (n_examples,)
+    n_active: np.ndarray  # |A_i|, shape (n_examples,)
+    spread: Callable[[np.ndarray], np.ndarray]  # w -> Σ_{i : y in A_i} w_i per document, shape (n_docs,)
 
 
 def _pair_hinges(scores, click_doc, pair_example, pair_doc) -> _Hinges:
@@ -481,7 +496,7 @@ def _sorted_hinges(scores, offsets, click_query, click_doc, candidate) -> _Hinge
     # sort on the query (a radix sort for 16-bit keys)
     by_score = docs[np.argsort(scores[docs])]
     query_of = doc_query[by_score]
-    order = by_score[np.argsort(query_of.astype(np.int16 if n_queries < 2 ** 15 else np.int64), kind="stable")]
+    order = by_score[np.argsort(query_of.astype(np.int16 if n_queries < 2**15 else np.int64), kind="stable")]
     sorted_scores = scores[order]
     start = np.concatenate([[0], np.cumsum(np.bincount(doc_query[docs], minlength=n_queries))])
     lo, hi = start[click_query], start[click_query + 1]
@@ -499,17 +514,17 @@ def _sorted_hinges(scores, offsets, click_query, click_doc, candidate) -> _Hinge
         hi = np.where(open_ & ~inactive, mid, hi)
     first = lo
     own = np.ones(n_examples, dtype=bool) if candidate is None else np.asarray(candidate, dtype=bool)[click_doc]
-    count = end - first                         # active documents, the clicked one included when a candidate
+    count = end - first  # active documents, the clicked one included when a candidate
     running = np.concatenate([[0.0], np.cumsum(sorted_scores, dtype=np.longdouble)])
     total = running[end] - running[first]
     bound = 1.0 + (count * (1.0 - clicked.astype(np.longdouble)) + total) - own
-    query_start = start[doc_query[order]]       # for every sorted position, its query's first
+    query_start = start[doc_query[order]]  # for every sorted position, its query's first
 
     def spread(w):
         # each example's weight at its first active position (none when no document is active)
         at = np.bincount(first, weights=np.where(first < end, w, 0.0), minlength=len(order) + 1)
         prefix = np.cumsum(at, dtype=np.longdouble)
-        within = prefix[:len(order)] - np.concatenate([[0.0], prefix])[query_start]
+        within = prefix[: len(order)] - np.concatenate([[0.0], prefix])[query_start]
         out = np.zeros(n_docs, dtype=np.longdouble)
         out[order] = within
         # the clicked document is in its own suffix, not a pair of its example
@@ -712,8 +727,10 @@ def risk_gradient(
     """
     weight = _weight(weight)
     if not weight.differentiable:
-        raise ValueError(f"rank weight {weight.name!r} is a step function, for evaluation only; "
-                         f"train on 'avgrank', 'dcg' or 'rbp:<p>'")
+        raise ValueError(
+            f"rank weight {weight.name!r} is a step function, for evaluation only; "
+            f"train on 'avgrank', 'dcg' or 'rbp:<p>'"
+        )
     scores, offsets, click_query, click_doc = _check_examples(scores, offsets, clicks)
     n_examples = len(click_doc)
     cost = _example_costs(clicks, n_examples)

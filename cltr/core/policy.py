@@ -47,8 +47,9 @@ def displayed(rank: np.ndarray, offsets: np.ndarray, top_k: int) -> tuple[np.nda
     return shown, np.concatenate([[0], np.cumsum(per_query)]).astype(np.int64)
 
 
-def plackett_luce_ranks(scores: np.ndarray, offsets: np.ndarray, *, temperature: float, rng: np.random.Generator,
-                        samples: int = 1) -> np.ndarray:
+def plackett_luce_ranks(
+    scores: np.ndarray, offsets: np.ndarray, *, temperature: float, rng: np.random.Generator, samples: int = 1
+) -> np.ndarray:
     """``samples`` rankings of every query drawn from the Plackett-Luce model softmax(scores / T).
 
     Parameters
@@ -88,8 +89,16 @@ def plackett_luce_ranks(scores: np.ndarray, offsets: np.ndarray, *, temperature:
     return ranks
 
 
-def policy_propensity(scores: np.ndarray, offsets: np.ndarray, examination: np.ndarray, *, temperature: float,
-                      rng: np.random.Generator, samples: int = 1000, chunk_docs: int = 1 << 22) -> np.ndarray:
+def policy_propensity(
+    scores: np.ndarray,
+    offsets: np.ndarray,
+    examination: np.ndarray,
+    *,
+    temperature: float,
+    rng: np.random.Generator,
+    samples: int = 1000,
+    chunk_docs: int = 1 << 22,
+) -> np.ndarray:
     """Monte Carlo policy-aware propensity rho(d) = E_{R ~ PL(scores / T)}[examination[rank(d | R)]].
 
     Oosterhuis and de Rijke (2020), Eq. 17: the examination probability of a document

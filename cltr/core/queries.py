@@ -15,9 +15,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Queries", "Dataset", "describe_convention", "check_queries", "concatenate_queries", "describe_split",
-           "label_counts", "check_relevant_from", "default_passes", "passes_by_name", "LETOR_FEATURES",
-           "YAHOO_FEATURES"]
+__all__ = [
+    "Queries",
+    "Dataset",
+    "describe_convention",
+    "check_queries",
+    "concatenate_queries",
+    "describe_split",
+    "label_counts",
+    "check_relevant_from",
+    "default_passes",
+    "passes_by_name",
+    "LETOR_FEATURES",
+    "YAHOO_FEATURES",
+]
 
 LETOR_FEATURES = 46
 YAHOO_FEATURES = 700
@@ -120,11 +131,14 @@ class Dataset:
 
 def describe_convention(relevant_from: int, dcg_base: float) -> str:
     log = "ln" if math.isclose(dcg_base, math.e) else f"log{dcg_base:g}"
-    return (f"Avg DCG = mean of 1/{log}(1 + rank) over relevant test documents (label >= {relevant_from}); "
-            f"Avg Rank = their mean rank")
+    return (
+        f"Avg DCG = mean of 1/{log}(1 + rank) over relevant test documents (label >= {relevant_from}); "
+        f"Avg Rank = their mean rank"
+    )
 
 
 # -- checks shared by every source -------------------------------------------------------
+
 
 def check_queries(queries: Queries, *, where: str = "queries") -> None:
     """Raise ``ValueError`` unless ``queries`` satisfies the container's invariants.
@@ -142,24 +156,31 @@ def check_queries(queries: Queries, *, where: str = "queries") -> None:
     if X.ndim != 2 or X.dtype.kind != "f":
         raise ValueError(f"{where}: X must be a 2-D float array, found {X.ndim}-D {X.dtype}")
     if labels.ndim != 1 or labels.shape[0] != X.shape[0] or labels.dtype.kind not in "iu":
-        raise ValueError(f"{where}: labels must be integers of shape ({X.shape[0]},), "
-                         f"found {labels.dtype} of shape {labels.shape}")
+        raise ValueError(
+            f"{where}: labels must be integers of shape ({X.shape[0]},), found {labels.dtype} of shape {labels.shape}"
+        )
     if offsets.ndim != 1 or offsets.dtype.kind not in "iu" or len(offsets) < 2:
-        raise ValueError(f"{where}: offsets must be integers of shape (n_queries + 1,) with "
-                         f"n_queries >= 1, found {offsets.dtype} of shape {offsets.shape}")
+        raise ValueError(
+            f"{where}: offsets must be integers of shape (n_queries + 1,) with "
+            f"n_queries >= 1, found {offsets.dtype} of shape {offsets.shape}"
+        )
     if offsets[0] != 0 or offsets[-1] != X.shape[0]:
-        raise ValueError(f"{where}: offsets must run from 0 to n_docs = {X.shape[0]}, "
-                         f"found {offsets[0]} to {offsets[-1]}")
+        raise ValueError(
+            f"{where}: offsets must run from 0 to n_docs = {X.shape[0]}, found {offsets[0]} to {offsets[-1]}"
+        )
     empty = np.flatnonzero(np.diff(offsets) <= 0)
     if empty.size:
-        raise ValueError(f"{where}: offsets must increase strictly (no empty query); query "
-                         f"{empty[0]} has {offsets[empty[0] + 1] - offsets[empty[0]]} rows")
+        raise ValueError(
+            f"{where}: offsets must increase strictly (no empty query); query "
+            f"{empty[0]} has {offsets[empty[0] + 1] - offsets[empty[0]]} rows"
+        )
     if qid.shape != (len(offsets) - 1,):
         raise ValueError(f"{where}: qid must have shape ({len(offsets) - 1},), found {qid.shape}")
     values, counts = np.unique(qid, return_counts=True)
     if values.size < qid.size:
-        raise ValueError(f"{where}: qid {values[np.argmax(counts > 1)]} names two queries; "
-                         "a query's rows must be contiguous")
+        raise ValueError(
+            f"{where}: qid {values[np.argmax(counts > 1)]} names two queries; a query's rows must be contiguous"
+        )
     if not np.isfinite(X).all():
         row = int(np.flatnonzero(~np.isfinite(X).all(axis=1))[0])
         raise ValueError(f"{where}: row {row} of X is not finite; feature values must be finite")
@@ -187,14 +208,19 @@ def concatenate_queries(parts: list[Queries]) -> Queries:
     qid = np.concatenate([q.qid for q in parts])
     values, counts = np.unique(qid, return_counts=True)
     if values.size < qid.size:
-        raise ValueError(f"cannot concatenate: qid {values[np.argmax(counts > 1)]} is in two parts; "
-                         "query ids must be disjoint")
+        raise ValueError(
+            f"cannot concatenate: qid {values[np.argmax(counts > 1)]} is in two parts; query ids must be disjoint"
+        )
     shifts = np.cumsum([0] + [q.n_docs for q in parts[:-1]])
     offsets = np.concatenate([parts[0].offsets[:1]] + [q.offsets[1:] + s for q, s in zip(parts, shifts, strict=True)])
     docid = None
     if any(q.docid is not None for q in parts):  # a part without ids gets None for its rows
-        docid = np.concatenate([np.full(q.n_docs, None, dtype=object) if q.docid is None
-                                else np.asarray(q.docid, dtype=object) for q in parts])
+        docid = np.concatenate(
+            [
+                np.full(q.n_docs, None, dtype=object) if q.docid is None else np.asarray(q.docid, dtype=object)
+                for q in parts
+            ]
+        )
     return Queries(
         X=np.ascontiguousarray(np.concatenate([q.X for q in parts])),
         labels=np.concatenate([q.labels for q in parts]),
@@ -237,8 +263,9 @@ def describe_split(queries: Queries, relevant_from: int) -> dict:
         all plain ints.
     """
     relevant = queries.relevant(relevant_from)
-    per_query: np.ndarray | list[int] = (np.add.reduceat(relevant.astype(np.int64), queries.offsets[:-1])
-                                         if queries.n_docs else [])
+    per_query: np.ndarray | list[int] = (
+        np.add.reduceat(relevant.astype(np.int64), queries.offsets[:-1]) if queries.n_docs else []
+    )
     return {
         "queries": int(queries.n_queries),
         "documents": int(queries.n_docs),
@@ -255,7 +282,8 @@ def label_counts(labels: np.ndarray) -> dict[str, int]:
 
 def check_relevant_from(relevant_from: int, label_range: tuple[int, int], source: str) -> None:
     low, high = label_range
-    if isinstance(relevant_from, bool) or int(relevant_from) != relevant_from \
-            or not low < relevant_from <= high:
-        raise ValueError(f"relevant_from must be an integer in {low + 1}..{high} for {source} "
-                         f"labels {low}..{high}, found {relevant_from!r}")
+    if isinstance(relevant_from, bool) or int(relevant_from) != relevant_from or not low < relevant_from <= high:
+        raise ValueError(
+            f"relevant_from must be an integer in {low + 1}..{high} for {source} "
+            f"labels {low}..{high}, found {relevant_from!r}"
+        )

@@ -131,14 +131,15 @@ def ndcg_per_query(ranks: np.ndarray, relevant: np.ndarray, offsets: np.ndarray,
 
 NDCG_CONVENTIONS = ("all", "relevant")
 
-NDCG_CONVENTION = ("nDCG@10 = mean of binary nDCG@10 (log2) over all test queries, a query without a relevant "
-                   "document scoring 0 (as trec_eval, ir-measures and ranx); nDCG@10 relevant queries = its mean "
-                   "over the queries with a relevant document")
+NDCG_CONVENTION = (
+    "nDCG@10 = mean of binary nDCG@10 (log2) over all test queries, a query without a relevant "
+    "document scoring 0 (as trec_eval, ir-measures and ranx); nDCG@10 relevant queries = its mean "
+    "over the queries with a relevant document"
+)
 """The two nDCG@10 averages in words, printed with every table beside the dataset's convention."""
 
 
-def ndcg_at_k(ranks: np.ndarray, relevant: np.ndarray, offsets: np.ndarray, *, k: int = 10,
-              queries: str) -> float:
+def ndcg_at_k(ranks: np.ndarray, relevant: np.ndarray, offsets: np.ndarray, *, k: int = 10, queries: str) -> float:
     """Mean binary nDCG@k, over the queries that ``queries`` names.
 
     Parameters
@@ -186,8 +187,7 @@ def snips_estimate(values: np.ndarray, propensity: np.ndarray | None, *, weight:
     noise-free position bias, so the ratio still estimates Avg DCG (consistently, as SNIPS
     does); it is NaN when that sum is not positive (too few sessions to say).
     """
-    inverse = 1.0 / np.asarray(propensity, dtype=np.float64) if weight is None \
-        else np.asarray(weight, dtype=np.float64)
+    inverse = 1.0 / np.asarray(propensity, dtype=np.float64) if weight is None else np.asarray(weight, dtype=np.float64)
     total = inverse.sum()
     if not total > 0:
         return float("nan")
@@ -195,8 +195,14 @@ def snips_estimate(values: np.ndarray, propensity: np.ndarray | None, *, weight:
     return float((np.asarray(values, dtype=np.float64) * inverse).sum() / total)
 
 
-def snips_avg_dcg(ranks: np.ndarray, click_doc: np.ndarray, propensity: np.ndarray | None, *,
-                  base: float = DCG_BASE, weight: np.ndarray | None = None) -> float:
+def snips_avg_dcg(
+    ranks: np.ndarray,
+    click_doc: np.ndarray,
+    propensity: np.ndarray | None,
+    *,
+    base: float = DCG_BASE,
+    weight: np.ndarray | None = None,
+) -> float:
     """SNIPS estimate of Avg DCG from clicks, the model-selection criterion (DESIGN.md).
 
     sum_i (1/q_i) / log_base(1 + rank(y_i)) / sum_i (1/q_i), where ``ranks`` are the ranks
@@ -218,10 +224,12 @@ def evaluate(scorer, queries, relevant: np.ndarray, *, rng: np.random.Generator,
     ranks = rank_documents(scorer.scores(queries.X), queries.offsets, rng)
     per_query = ndcg_per_query(ranks, relevant, queries.offsets, k=10)
     has_relevant = ~np.isnan(per_query)
-    return {"avg_dcg": avg_dcg(ranks, relevant, base=dcg_base), "avg_rank": avg_rank(ranks, relevant),
-            "ndcg@10": float(np.nan_to_num(per_query, nan=0.0).mean()) if len(per_query) else float("nan"),
-            "ndcg@10_relevant_queries": float(per_query[has_relevant].mean()) if has_relevant.any()
-            else float("nan")}
+    return {
+        "avg_dcg": avg_dcg(ranks, relevant, base=dcg_base),
+        "avg_rank": avg_rank(ranks, relevant),
+        "ndcg@10": float(np.nan_to_num(per_query, nan=0.0).mean()) if len(per_query) else float("nan"),
+        "ndcg@10_relevant_queries": float(per_query[has_relevant].mean()) if has_relevant.any() else float("nan"),
+    }
 
 
 def validation_estimate(scorer, queries, log, *, rng: np.random.Generator, dcg_base: float) -> float:

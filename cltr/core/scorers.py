@@ -21,8 +21,7 @@ class Scorer(Protocol):
     def scores(self, X: np.ndarray) -> np.ndarray:
         """Scores of the rows of ``X``, shape (n_docs,)."""
 
-    def to_arrays(self) -> dict[str, np.ndarray]:
-        ...
+    def to_arrays(self) -> dict[str, np.ndarray]: ...
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,25 @@ import numpy as np
 from cltr.core.ranking import DCG_BASE, dcg_gain
 from cltr.core.resources import exceeds_memory
 
-__all__ = ["Selection", "select_on_validation", "parse_grid", "ALIKE_SHARE", "alike_share", "ESS_FRACTION",
-           "VALIDATION_CLIPS", "validation_clip",
-           "CLIP_GRID", "varied_queries", "parse_clip", "clip_grid", "ess_fraction", "versus_logging",
-           "paired_estimate", "edges_of_grid",
-           "guard_warnings"]
+__all__ = [
+    "Selection",
+    "select_on_validation",
+    "parse_grid",
+    "ALIKE_SHARE",
+    "alike_share",
+    "ESS_FRACTION",
+    "VALIDATION_CLIPS",
+    "validation_clip",
+    "CLIP_GRID",
+    "varied_queries",
+    "parse_clip",
+    "clip_grid",
+    "ess_fraction",
+    "versus_logging",
+    "paired_estimate",
+    "edges_of_grid",
+    "guard_warnings",
+]
 
 # A candidate whose scores are alike within at least this share of the validation queries
 # (of those whose documents differ at all) ranks them by the tie-break alone: it is never
@@ -167,14 +181,17 @@ def select_on_validation(
         best, best_row, best_value = fallback, fallback_row, fallback_value
         assert best_row is not None  # candidates is not empty: each is eligible or a fallback
         if len(table) > 1:  # (one candidate was given, not chosen: guard_warnings says it)
-            warnings.append(f"every candidate ({len(table)}) scores at least {ALIKE_SHARE:.0%} of the validation "
-                            f"queries' "
-                            f"documents alike (a constant model, ranking by the tie-break alone); kept "
-                            f"{_describe(best_row)} for want of another: widen the grid or give the weights less "
-                            f"variance (--clip, more clicks)")
+            warnings.append(
+                f"every candidate ({len(table)}) scores at least {ALIKE_SHARE:.0%} of the validation "
+                f"queries' "
+                f"documents alike (a constant model, ranking by the tie-break alone); kept "
+                f"{_describe(best_row)} for want of another: widen the grid or give the weights less "
+                f"variance (--clip, more clicks)"
+            )
     assert best_row is not None
-    return Selection(best=best, best_params=dict(best_row), best_estimate=float(best_value), table=table,
-                     warnings=warnings)
+    return Selection(
+        best=best, best_params=dict(best_row), best_estimate=float(best_value), table=table, warnings=warnings
+    )
 
 
 def _describe(params: dict) -> str:
@@ -195,8 +212,9 @@ def varied_queries(X: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return varied
 
 
-def alike_share(scores: np.ndarray, offsets: np.ndarray, *, varied: np.ndarray | None = None,
-                rtol: float = ALIKE_RTOL) -> float:
+def alike_share(
+    scores: np.ndarray, offsets: np.ndarray, *, varied: np.ndarray | None = None, rtol: float = ALIKE_RTOL
+) -> float:
     """The share of queries within which ``scores`` are (nearly) all alike.
 
     A query's scores are alike when their spread max - min is at most ``rtol`` times the
@@ -258,8 +276,9 @@ def ess_fraction(weights: np.ndarray) -> float:
     return float(np.sum(weights) ** 2 / square / len(weights)) if square > 0 else 0.0
 
 
-def versus_logging(model_rank: np.ndarray, logged_rank: np.ndarray, weight: np.ndarray, group: np.ndarray, *,
-                   base: float = DCG_BASE) -> dict:
+def versus_logging(
+    model_rank: np.ndarray, logged_rank: np.ndarray, weight: np.ndarray, group: np.ndarray, *, base: float = DCG_BASE
+) -> dict:
     """SNIPS Avg DCG of a model and of the logging ranker on the same clicks, and their
     difference with a standard error.
 
@@ -291,8 +310,7 @@ def versus_logging(model_rank: np.ndarray, logged_rank: np.ndarray, weight: np.n
     return paired_estimate(dcg_gain(model_rank, base), dcg_gain(logged_rank, base), weight, group)
 
 
-def paired_estimate(model_gain: np.ndarray, reference_gain: np.ndarray, weight: np.ndarray,
-                    group: np.ndarray) -> dict:
+def paired_estimate(model_gain: np.ndarray, reference_gain: np.ndarray, weight: np.ndarray, group: np.ndarray) -> dict:
     """``versus_logging`` on gains: the self-normalised estimates sum w a / sum w and
     sum w b / sum w of two rankings from the same weighted examples, their difference D and
     its query-clustered delta-method standard error sqrt(sum_g (sum_{i in g} w_i (a_i -
@@ -324,18 +342,31 @@ def paired_estimate(model_gain: np.ndarray, reference_gain: np.ndarray, weight: 
     residual = weight * (model_gain - logged_gain - difference)
     _, cluster = np.unique(np.asarray(group), return_inverse=True)
     per_cluster = np.bincount(cluster.ravel(), weights=residual)
-    return {"model": model, "logging": logging, "difference": difference,
-            "standard_error": float(np.sqrt(np.sum(per_cluster ** 2)) / total)}
+    return {
+        "model": model,
+        "logging": logging,
+        "difference": difference,
+        "standard_error": float(np.sqrt(np.sum(per_cluster**2)) / total),
+    }
 
 
 # The hyperparameters whose grid edges are worth a word, and what the user can do about each.
 EDGE_ADVICE = {
-    "C": {"low": "a smaller C may be better", "high": "a larger C may be better",
-          "do": "widen the grid with --grid (e.g. '{low:g}:{high:g}:N' reaching past {value:g})"},
-    "learning_rate": {"low": "a smaller learning rate may be better", "high": "a larger learning rate may be better",
-                      "do": "try --learning-rate past {value:g}"},
-    "lr": {"low": "a smaller learning rate may be better", "high": "a larger learning rate may be better",
-           "do": "try --lr past {value:g}"},
+    "C": {
+        "low": "a smaller C may be better",
+        "high": "a larger C may be better",
+        "do": "widen the grid with --grid (e.g. '{low:g}:{high:g}:N' reaching past {value:g})",
+    },
+    "learning_rate": {
+        "low": "a smaller learning rate may be better",
+        "high": "a larger learning rate may be better",
+        "do": "try --learning-rate past {value:g}",
+    },
+    "lr": {
+        "low": "a smaller learning rate may be better",
+        "high": "a larger learning rate may be better",
+        "do": "try --lr past {value:g}",
+    },
 }
 
 
@@ -354,8 +385,15 @@ def edges_of_grid(table: Sequence[dict], chosen: dict, axes: Sequence[str] = tup
     for axis in axes:
         if axis not in chosen or chosen[axis] is None:
             continue
-        tried = sorted({float(row[axis]) for row in table if isinstance(row.get(axis), (int, float))
-                        and not isinstance(row.get(axis), bool) and np.isfinite(row[axis])})
+        tried = sorted(
+            {
+                float(row[axis])
+                for row in table
+                if isinstance(row.get(axis), (int, float))
+                and not isinstance(row.get(axis), bool)
+                and np.isfinite(row[axis])
+            }
+        )
         if len(tried) < 3:
             continue
         value = float(chosen[axis])
@@ -365,9 +403,17 @@ def edges_of_grid(table: Sequence[dict], chosen: dict, axes: Sequence[str] = tup
     return edges
 
 
-def guard_warnings(*, versus: dict | None = None, train_ess: float | None = None, n_train: int | None = None,
-                   vali_ess: float | None = None, n_vali: int | None = None, clip: dict | None = None,
-                   edges: Sequence[dict] = (), alike: float | None = None) -> list[str]:
+def guard_warnings(
+    *,
+    versus: dict | None = None,
+    train_ess: float | None = None,
+    n_train: int | None = None,
+    vali_ess: float | None = None,
+    n_vali: int | None = None,
+    clip: dict | None = None,
+    edges: Sequence[dict] = (),
+    alike: float | None = None,
+) -> list[str]:
     """The guard's words on a trained model: what happened and what to do.
 
     Parameters
@@ -389,44 +435,75 @@ def guard_warnings(*, versus: dict | None = None, train_ess: float | None = None
     """
     said = []
     if alike is not None and alike >= ALIKE_SHARE:
-        said.append(f"the model scores the documents of {alike:.0%} of the validation queries alike: it ranks by "
-                    f"the tie-break alone; use another method or a wider grid")
+        said.append(
+            f"the model scores the documents of {alike:.0%} of the validation queries alike: it ranks by "
+            f"the tie-break alone; use another method or a wider grid"
+        )
     # better means by more than one standard error of the paired difference
     if versus is not None and np.isfinite(versus["difference"]) and not versus["difference"] > versus["standard_error"]:
-        how = ("worse than" if versus["difference"] < -versus["standard_error"]
-               else "not better (by its standard error) than")
-        said.append(f"the model is {how} the logging (production) ranker on the validation clicks: SNIPS Avg "
-                    f"DCG {versus['model']:.4f} against {versus['logging']:.4f} on the same clicks (difference "
-                    f"{versus['difference']:+.4f} +- {versus['standard_error']:.4f}); it may be no better than "
-                    f"production. Collect more clicks (more passes), control the variance (--clip auto or a "
-                    f"TAU), or try another method (svm-rank, tree-propdcg)")
+        how = (
+            "worse than"
+            if versus["difference"] < -versus["standard_error"]
+            else "not better (by its standard error) than"
+        )
+        said.append(
+            f"the model is {how} the logging (production) ranker on the validation clicks: SNIPS Avg "
+            f"DCG {versus['model']:.4f} against {versus['logging']:.4f} on the same clicks (difference "
+            f"{versus['difference']:+.4f} +- {versus['standard_error']:.4f}); it may be no better than "
+            f"production. Collect more clicks (more passes), control the variance (--clip auto or a "
+            f"TAU), or try another method (svm-rank, tree-propdcg)"
+        )
     if train_ess is not None and train_ess < ESS_FRACTION:
         assert n_train is not None, "n_train comes with train_ess"
         tau = None if clip is None else clip.get("tau")
-        how = (f"as clipped at {tau:g}" if tau is not None else "unclipped" if clip and clip.get("mode") == "auto"
-               else "as told")
-        advice = ("--clip auto tried clipping and kept no clipping on validation; more clicks or a method that "
-                  "needs no weights (svm-rank, lambdarank) may do better" if clip and clip.get("mode") == "auto"
-                  else "clip the propensities (--clip auto chooses TAU on validation) or collect more clicks")
-        said.append(f"the effective sample size of the training weights ({how}) is {train_ess * n_train:.0f} of "
-                    f"{n_train} examples ({train_ess:.1%}, below {ESS_FRACTION:.0%}): a few clicks with tiny "
-                    f"propensities carry the objective; {advice}")
+        how = (
+            f"as clipped at {tau:g}"
+            if tau is not None
+            else "unclipped"
+            if clip and clip.get("mode") == "auto"
+            else "as told"
+        )
+        advice = (
+            "--clip auto tried clipping and kept no clipping on validation; more clicks or a method that "
+            "needs no weights (svm-rank, lambdarank) may do better"
+            if clip and clip.get("mode") == "auto"
+            else "clip the propensities (--clip auto chooses TAU on validation) or collect more clicks"
+        )
+        said.append(
+            f"the effective sample size of the training weights ({how}) is {train_ess * n_train:.0f} of "
+            f"{n_train} examples ({train_ess:.1%}, below {ESS_FRACTION:.0%}): a few clicks with tiny "
+            f"propensities carry the objective; {advice}"
+        )
     if vali_ess is not None and vali_ess < ESS_FRACTION:
         assert n_vali is not None, "n_vali comes with vali_ess"
-        said.append(f"the validation estimate rests on an effective {vali_ess * n_vali:.0f} of {n_vali} clicks "
-                    f"({vali_ess:.1%}, below {ESS_FRACTION:.0%}, even clipped at its own TAU_v): its choices are "
-                    f"noisy; more validation clicks make them firmer")
-    if clip is not None and clip.get("mode") == "auto" and clip.get("tau") is not None and clip.get("grid") \
-            and clip["tau"] == max(clip["grid"]):
-        said.append(f"--clip auto chose TAU = {clip['tau']:g}, the strongest clipping tried: the propensity "
-                    f"weights barely help on this log; compare a method without them (svm-rank, lambdarank) "
-                    f"or give a larger --clip")
+        said.append(
+            f"the validation estimate rests on an effective {vali_ess * n_vali:.0f} of {n_vali} clicks "
+            f"({vali_ess:.1%}, below {ESS_FRACTION:.0%}, even clipped at its own TAU_v): its choices are "
+            f"noisy; more validation clicks make them firmer"
+        )
+    if (
+        clip is not None
+        and clip.get("mode") == "auto"
+        and clip.get("tau") is not None
+        and clip.get("grid")
+        and clip["tau"] == max(clip["grid"])
+    ):
+        said.append(
+            f"--clip auto chose TAU = {clip['tau']:g}, the strongest clipping tried: the propensity "
+            f"weights barely help on this log; compare a method without them (svm-rank, lambdarank) "
+            f"or give a larger --clip"
+        )
     for edge in edges:
         edge_advice, grid, at_low = EDGE_ADVICE[edge["axis"]], edge["grid"], edge["side"] == "low"
-        said.append(f"{edge['axis']} = {edge['value']:g} is the {'smallest' if edge['side'] == 'low' else 'largest'} "
-                    f"value tried ({grid[0]:g} .. {grid[-1]:g}): {edge_advice[edge['side']]}; "
-                    + edge_advice["do"].format(low=min(grid[0], edge["value"] / 100) if at_low else grid[0],
-                                               high=grid[-1] if at_low else edge["value"] * 100, value=edge["value"]))
+        said.append(
+            f"{edge['axis']} = {edge['value']:g} is the {'smallest' if edge['side'] == 'low' else 'largest'} "
+            f"value tried ({grid[0]:g} .. {grid[-1]:g}): {edge_advice[edge['side']]}; "
+            + edge_advice["do"].format(
+                low=min(grid[0], edge["value"] / 100) if at_low else grid[0],
+                high=grid[-1] if at_low else edge["value"] * 100,
+                value=edge["value"],
+            )
+        )
     return said
 
 
@@ -448,9 +525,11 @@ def parse_grid(text: str) -> list[float]:
             # checked before the grid exists: 0.1:10:1000000000 grew to 15.7 GB in 40 s
             too_large = exceeds_memory(max(count, 0) * GRID_BYTES_PER_VALUE)
             if too_large:
-                raise ValueError(f"grid {text!r} has {count:,} values, one training each, and its values, "
-                                 f"candidates and recorded options alone would need {too_large}; give a count "
-                                 f"of values like 7 (low:high:count)")
+                raise ValueError(
+                    f"grid {text!r} has {count:,} values, one training each, and its values, "
+                    f"candidates and recorded options alone would need {too_large}; give a count "
+                    f"of values like 7 (low:high:count)"
+                )
             values: np.ndarray | list[float] = np.logspace(np.log10(low), np.log10(high), count)
         else:
             values = [float(part) for part in text.split(",") if part.strip()]

@@ -61,8 +61,13 @@ def paired_tests(a, b) -> dict:
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(f"paired tests need two 1-d arrays of one length, found shapes {a.shape} and {b.shape}")
     difference = b - a
-    result = {"n": len(a), "mean_difference": float(difference.mean()) if len(a) else float("nan"),
-              "wins": int((difference > 0).sum()), "p_t": float("nan"), "p_wilcoxon": float("nan")}
+    result = {
+        "n": len(a),
+        "mean_difference": float(difference.mean()) if len(a) else float("nan"),
+        "wins": int((difference > 0).sum()),
+        "p_t": float("nan"),
+        "p_wilcoxon": float("nan"),
+    }
     # both tests are undefined without spread in the differences
     if len(a) < 2 or not np.any(difference != 0):
         return result

@@ -40,8 +40,15 @@ import numpy as np
 
 from cltr.core.propensity import PropensityEstimate
 
-__all__ = ["TrustBias", "bayes_ips_weight", "affine_document_weights", "weighted_estimate", "TrustEstimate",
-           "trust_from_clicks", "trust_em"]
+__all__ = [
+    "TrustBias",
+    "bayes_ips_weight",
+    "affine_document_weights",
+    "weighted_estimate",
+    "TrustEstimate",
+    "trust_from_clicks",
+    "trust_em",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,12 +68,16 @@ class TrustBias:
     irrelevant_trust: np.ndarray
 
     def __post_init__(self) -> None:
-        arrays = [np.asarray(getattr(self, name), dtype=np.float64)
-                  for name in ("examination", "relevant_trust", "irrelevant_trust")]
+        arrays = [
+            np.asarray(getattr(self, name), dtype=np.float64)
+            for name in ("examination", "relevant_trust", "irrelevant_trust")
+        ]
         shapes = {a.shape for a in arrays}
         if len(shapes) != 1 or arrays[0].ndim != 1 or not len(arrays[0]):
-            raise ValueError(f"examination, relevant_trust and irrelevant_trust must be flat arrays of one "
-                             f"length >= 1, found shapes {[a.shape for a in arrays]}")
+            raise ValueError(
+                f"examination, relevant_trust and irrelevant_trust must be flat arrays of one "
+                f"length >= 1, found shapes {[a.shape for a in arrays]}"
+            )
         theta, plus, minus = arrays
         checks = ((theta > 0) & (theta <= 1), (minus >= 0) & (plus <= 1), plus > minus)
         # NaN and infinities fail these comparisons too
@@ -74,8 +85,10 @@ class TrustBias:
         for ok, what in zip(checks, conditions, strict=True):
             if not np.all(ok):
                 k = int(np.flatnonzero(~ok)[0]) + 1
-                raise ValueError(f"trust-bias parameters must satisfy {what}; rank {k} has theta = {theta[k - 1]:g}, "
-                                 f"eps+ = {plus[k - 1]:g}, eps- = {minus[k - 1]:g}")
+                raise ValueError(
+                    f"trust-bias parameters must satisfy {what}; rank {k} has theta = {theta[k - 1]:g}, "
+                    f"eps+ = {plus[k - 1]:g}, eps- = {minus[k - 1]:g}"
+                )
         for name, a in zip(("examination", "relevant_trust", "irrelevant_trust"), arrays, strict=True):
             object.__setattr__(self, name, a)
 
@@ -147,8 +160,9 @@ def affine_document_weights(doc, rank, impressions, clicks, trust: TrustBias) ->
         Their weights, of either sign.
     """
     doc = np.asarray(doc, dtype=np.int64)
-    row = (np.asarray(clicks, dtype=np.float64) - np.asarray(impressions, dtype=np.float64) * trust.beta(rank)) \
-        / trust.alpha(rank)
+    row = (
+        np.asarray(clicks, dtype=np.float64) - np.asarray(impressions, dtype=np.float64) * trust.beta(rank)
+    ) / trust.alpha(rank)
     documents, inverse = np.unique(doc, return_inverse=True)
     return documents, np.bincount(inverse.reshape(-1), weights=row, minlength=len(documents))
 
@@ -221,13 +235,21 @@ class TrustEstimate:
         examination = self.relevant_click / self.relevant_click[0]
         low, high = self.band(examination, lambda plus, minus: plus / plus[0])
         bands = {}
-        for name, values, index in (("relevant_click", self.relevant_click, 0),
-                                    ("irrelevant_click", self.irrelevant_click, 1)):
+        for name, values, index in (
+            ("relevant_click", self.relevant_click, 0),
+            ("irrelevant_click", self.irrelevant_click, 1),
+        ):
             lo, hi = self.band(values, lambda plus, minus, index=index: (plus, minus)[index])
             bands.update({name: values.tolist(), f"{name}_low": lo.tolist(), f"{name}_high": hi.tolist()})
-        return PropensityEstimate(rank=self.rank, propensity=examination, low=low, high=high, level=self.level,
-                                  method="trust-em",
-                                  info={**self.info, "trust": {**bands, "prior": self.prior.tolist()}})
+        return PropensityEstimate(
+            rank=self.rank,
+            propensity=examination,
+            low=low,
+            high=high,
+            level=self.level,
+            method="trust-em",
+            info={**self.info, "trust": {**bands, "prior": self.prior.tolist()}},
+        )
 
 
 def trust_from_clicks(relevant_click, irrelevant_click) -> TrustBias:
@@ -237,8 +259,9 @@ def trust_from_clicks(relevant_click, irrelevant_click) -> TrustBias:
     plus = np.asarray(relevant_click, dtype=np.float64)
     minus = np.asarray(irrelevant_click, dtype=np.float64)
     top = plus[0]
-    return TrustBias(examination=plus / top, relevant_trust=np.full(len(plus), top),
-                     irrelevant_trust=minus * top / plus)
+    return TrustBias(
+        examination=plus / top, relevant_trust=np.full(len(plus), top), irrelevant_trust=minus * top / plus
+    )
 
 
 def _em_rows(doc, rank, impressions, clicks) -> dict:
@@ -248,8 +271,14 @@ def _em_rows(doc, rank, impressions, clicks) -> dict:
     row_doc, row_rank = row_doc.reshape(-1), np.asarray(rank, dtype=np.int64) - 1
     top = np.full(len(documents), np.iinfo(np.int64).max)
     np.minimum.at(top, row_doc, row_rank)
-    return {"row_doc": row_doc, "n_docs": len(documents), "row_rank": row_rank, "doc_top": top,
-            "impressions": np.asarray(impressions, dtype=np.float64), "clicks": np.asarray(clicks, dtype=np.float64)}
+    return {
+        "row_doc": row_doc,
+        "n_docs": len(documents),
+        "row_rank": row_rank,
+        "doc_top": top,
+        "impressions": np.asarray(impressions, dtype=np.float64),
+        "clicks": np.asarray(clicks, dtype=np.float64),
+    }
 
 
 def _document_loglik(rows: dict, click_probability: np.ndarray) -> np.ndarray:
@@ -276,7 +305,8 @@ def _em_fit(rows: dict, doc_weight: np.ndarray, max_rank: int, *, iterations: in
         # start from a split that already separates: a document clicked more than its ranks'
         # average is probably relevant (label switching cannot happen from there)
         rate = np.bincount(row_rank, weights=c, minlength=max_rank) / np.maximum(
-            np.bincount(row_rank, weights=n, minlength=max_rank), 1.0)
+            np.bincount(row_rank, weights=n, minlength=max_rank), 1.0
+        )
         excess = np.bincount(row_doc, weights=c - n * rate[row_rank], minlength=rows["n_docs"])
         responsibility = np.where(excess > 0, 0.9, 0.1)
     else:
@@ -289,14 +319,20 @@ def _em_fit(rows: dict, doc_weight: np.ndarray, max_rank: int, *, iterations: in
             weight = (doc_weight * responsibility)[row_doc]
             other = (doc_weight * (1.0 - responsibility))[row_doc]
             plus = np.bincount(row_rank, weights=weight * c, minlength=max_rank) / np.maximum(
-                np.bincount(row_rank, weights=weight * n, minlength=max_rank), floor)
+                np.bincount(row_rank, weights=weight * n, minlength=max_rank), floor
+            )
             minus = np.bincount(row_rank, weights=other * c, minlength=max_rank) / np.maximum(
-                np.bincount(row_rank, weights=other * n, minlength=max_rank), floor)
+                np.bincount(row_rank, weights=other * n, minlength=max_rank), floor
+            )
             plus, minus = np.clip(plus, floor, 1 - floor), np.clip(minus, floor, 1 - floor)
             # the logging rankers show relevant documents high: one prior per top rank, else
             # documents shown only deep would borrow the top's share of relevant ones
-            prior = np.clip(np.bincount(top, weights=doc_weight * responsibility, minlength=max_rank) / np.maximum(
-                np.bincount(top, weights=doc_weight, minlength=max_rank), floor), floor, 1 - floor)
+            prior = np.clip(
+                np.bincount(top, weights=doc_weight * responsibility, minlength=max_rank)
+                / np.maximum(np.bincount(top, weights=doc_weight, minlength=max_rank), floor),
+                floor,
+                1 - floor,
+            )
         # given as start, or set by the M-step: without a start the posteriors exist from the outset
         assert plus is not None and minus is not None and prior is not None
         relevant = np.log(prior[top]) + _document_loglik(rows, plus)
@@ -310,9 +346,21 @@ def _em_fit(rows: dict, doc_weight: np.ndarray, max_rank: int, *, iterations: in
     return plus, minus, prior, loglik, iteration, converged, responsibility
 
 
-def trust_em(query, doc, rank, impressions, clicks, *, max_rank: int | None = None, min_clicks: float = 10.0,
-             iterations: int = 500, tol: float = 1e-9, bootstrap: int = 100, level: float = 0.95,
-             rng=None) -> TrustEstimate:
+def trust_em(
+    query,
+    doc,
+    rank,
+    impressions,
+    clicks,
+    *,
+    max_rank: int | None = None,
+    min_clicks: float = 10.0,
+    iterations: int = 500,
+    tol: float = 1e-9,
+    bootstrap: int = 100,
+    level: float = 0.95,
+    rng=None,
+) -> TrustEstimate:
     """Estimate c+_k and c-_k from aggregated impressions by EM (after Agarwal et al., WWW 2019).
 
     The WWW 2019 paper fits the TrustPBM by EM on logs where documents move between ranks
@@ -373,18 +421,22 @@ def trust_em(query, doc, rank, impressions, clicks, *, max_rank: int | None = No
     while True:
         shown = rank <= max_rank
         rows = _em_rows(np.asarray(doc)[shown], rank[shown], impressions[shown], clicks[shown])
-        plus, minus, prior, loglik, used, converged, posterior = _em_fit(rows, np.ones(rows["n_docs"]), max_rank,
-                                                                         iterations=iterations, tol=tol)
+        plus, minus, prior, loglik, used, converged, posterior = _em_fit(
+            rows, np.ones(rows["n_docs"]), max_rank, iterations=iterations, tol=tol
+        )
         # a rank whose clicks hardly come from relevant documents says nothing about c+_k
         # there (its estimate would be noise, or the floor): estimate down to the rank above
-        relevant_clicks = np.bincount(rows["row_rank"], weights=posterior[rows["row_doc"]] * rows["clicks"],
-                                      minlength=max_rank)
+        relevant_clicks = np.bincount(
+            rows["row_rank"], weights=posterior[rows["row_doc"]] * rows["clicks"], minlength=max_rank
+        )
         supported = relevant_clicks >= min_clicks
         if supported.all():
             break
         if not supported[0]:
-            raise ValueError(f"fewer than {min_clicks} clicks on relevant documents at rank 1: too few sessions to "
-                             f"estimate trust bias")
+            raise ValueError(
+                f"fewer than {min_clicks} clicks on relevant documents at rank 1: too few sessions to "
+                f"estimate trust bias"
+            )
         max_rank = int(np.argmin(supported))
     doc_query = np.zeros(rows["n_docs"], dtype=np.int64)
     doc_query[rows["row_doc"]] = query[shown]
@@ -398,11 +450,31 @@ def trust_em(query, doc, rank, impressions, clicks, *, max_rank: int | None = No
         replicates = np.empty((int(bootstrap), 2, max_rank))
         for b in range(int(bootstrap)):
             # warm-started from the full fit: the replicate's optimum is near it
-            fit = _em_fit(rows, counts[b][doc_cluster.reshape(-1)].astype(np.float64), max_rank,
-                          iterations=iterations, tol=tol, start=(plus, minus, prior))
+            fit = _em_fit(
+                rows,
+                counts[b][doc_cluster.reshape(-1)].astype(np.float64),
+                max_rank,
+                iterations=iterations,
+                tol=tol,
+                start=(plus, minus, prior),
+            )
             replicates[b] = fit[0], fit[1]
-    info = {"iterations": used, "converged": converged, "log_likelihood": loglik, "documents": rows["n_docs"],
-            "queries": int(len(np.unique(doc_query))), "bootstrap": int(bootstrap), "requested_max_rank": requested,
-            "relevant_share": float(posterior.mean())}
-    return TrustEstimate(rank=np.arange(1, max_rank + 1), relevant_click=plus, irrelevant_click=minus, prior=prior,
-                         level=float(level), replicates=replicates, info=info)
+    info = {
+        "iterations": used,
+        "converged": converged,
+        "log_likelihood": loglik,
+        "documents": rows["n_docs"],
+        "queries": int(len(np.unique(doc_query))),
+        "bootstrap": int(bootstrap),
+        "requested_max_rank": requested,
+        "relevant_share": float(posterior.mean()),
+    }
+    return TrustEstimate(
+        rank=np.arange(1, max_rank + 1),
+        relevant_click=plus,
+        irrelevant_click=minus,
+        prior=prior,
+        level=float(level),
+        replicates=replicates,
+        info=info,
+    )

@@ -43,17 +43,54 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RAW_FIELDS", "MISSING_TITLE", "OTHERS_SEARCHED_TITLE", "RawRows", "read_raw_partition",
-           "read_raw_partitions", "ordering_rankers", "raw_table", "concatenate_rows", "import_raw_partitions",
-           "read_session_table"]
+__all__ = [
+    "RAW_FIELDS",
+    "MISSING_TITLE",
+    "OTHERS_SEARCHED_TITLE",
+    "RawRows",
+    "read_raw_partition",
+    "read_raw_partitions",
+    "ordering_rankers",
+    "raw_table",
+    "concatenate_rows",
+    "import_raw_partitions",
+    "read_session_table",
+]
 
 RAW_FIELDS = (
-    "position", "url_md5", "title", "abstract", "multimedia_type", "click", "unused_6", "unused_7", "skip",
-    "serp_height", "displayed_time", "displayed_time_middle", "first_click", "displayed_count",
-    "serp_max_show_height", "slipoff_count_after_click", "dwelling_time", "displayed_time_top", "serp_to_top",
-    "displayed_count_top", "displayed_count_bottom", "slipoff_count", "unused_22", "final_click",
-    "displayed_time_bottom", "click_count", "displayed_count_2", "unused_27", "last_click",
-    "reverse_display_count", "displayed_count_middle", "unused_31")
+    "position",
+    "url_md5",
+    "title",
+    "abstract",
+    "multimedia_type",
+    "click",
+    "unused_6",
+    "unused_7",
+    "skip",
+    "serp_height",
+    "displayed_time",
+    "displayed_time_middle",
+    "first_click",
+    "displayed_count",
+    "serp_max_show_height",
+    "slipoff_count_after_click",
+    "dwelling_time",
+    "displayed_time_top",
+    "serp_to_top",
+    "displayed_count_top",
+    "displayed_count_bottom",
+    "slipoff_count",
+    "unused_22",
+    "final_click",
+    "displayed_time_bottom",
+    "click_count",
+    "displayed_count_2",
+    "unused_27",
+    "last_click",
+    "reverse_display_count",
+    "displayed_count_middle",
+    "unused_31",
+)
 SESSION_FIELDS = 3
 DOCUMENT_FIELDS = len(RAW_FIELDS)  # 32
 MISSING_TITLE = b"21429"
@@ -100,8 +137,17 @@ class RawRows:
         return len(self.rank)
 
 
-def _numbers(raw: list[bytes], *, name: str, where: list[int], path: Path, integer: bool,
-             allow_missing: bool = False, low: float | None = None, high: float | None = None) -> np.ndarray:
+def _numbers(
+    raw: list[bytes],
+    *,
+    name: str,
+    where: list[int],
+    path: Path,
+    integer: bool,
+    allow_missing: bool = False,
+    low: float | None = None,
+    high: float | None = None,
+) -> np.ndarray:
     """One column parsed at once; on failure the first bad cell is found and named."""
     text = np.array(raw, dtype=bytes)
     values: np.ndarray | None = None
@@ -138,8 +184,10 @@ def _numbers(raw: list[bytes], *, name: str, where: list[int], path: Path, integ
             kind = "an integer" if integer else "a number"
             missing = " or -" if allow_missing else ""
             line = where[i]
-            raise ValueError(f"{path}: line {line}: field {_FIELD[name]} ({name}) must be {kind}{bounds}{missing}, "
-                             f"found {cell.decode('latin-1')!r}")
+            raise ValueError(
+                f"{path}: line {line}: field {_FIELD[name]} ({name}) must be {kind}{bounds}{missing}, "
+                f"found {cell.decode('latin-1')!r}"
+            )
     raise AssertionError("unreachable: a column failed to parse but no cell is bad")  # pragma: no cover
 
 
@@ -194,8 +242,10 @@ def read_raw_partition(path: str | os.PathLike, *, first_session: int = 0) -> Ra
         n = len(fields)
         if n == DOCUMENT_FIELDS:
             if qid_text is None:
-                raise ValueError(f"{path}: line {number}: a document line (32 fields) before any session line "
-                                 "(3 fields: query id, query tokens, reformulation tokens)")
+                raise ValueError(
+                    f"{path}: line {number}: a document line (32 fields) before any session line "
+                    "(3 fields: query id, query tokens, reformulation tokens)"
+                )
             heading = fields[2]
             if heading == OTHERS_SEARCHED_TITLE:
                 continue  # the block takes no place
@@ -212,11 +262,15 @@ def read_raw_partition(path: str | os.PathLike, *, first_session: int = 0) -> Ra
             qid_text = fields[0]
             place = 0
         elif line.strip() == b"":
-            raise ValueError(f"{path}: line {number}: an empty line; every line is a session line (3 "
-                             "tab-separated fields) or a document line (32)")
+            raise ValueError(
+                f"{path}: line {number}: an empty line; every line is a session line (3 "
+                "tab-separated fields) or a document line (32)"
+            )
         else:
-            raise ValueError(f"{path}: line {number}: {n} tab-separated fields; a session line has 3 (query id, "
-                             f"query tokens, reformulation tokens) and a document line 32")
+            raise ValueError(
+                f"{path}: line {number}: {n} tab-separated fields; a session line has 3 (query id, "
+                f"query tokens, reformulation tokens) and a document line 32"
+            )
     position = [f[0] for f in kept]
     url = [f[1] for f in kept]
     click = [f[5] for f in kept]
@@ -233,19 +287,26 @@ def read_raw_partition(path: str | os.PathLike, *, first_session: int = 0) -> Ra
             try:
                 int(text)
             except ValueError:
-                raise ValueError(f"{path}: line {line_number}: its session's query id must be an integer, "
-                                 f"found {text.decode('latin-1')!r}") from None
+                raise ValueError(
+                    f"{path}: line {line_number}: its session's query id must be an integer, "
+                    f"found {text.decode('latin-1')!r}"
+                ) from None
     urls = np.array(url, dtype=bytes)
     if len(urls) and (urls == b"").any():
         line_number = where[int(np.flatnonzero(urls == b"")[0])]
         raise ValueError(f"{path}: line {line_number}: field 1 (url_md5) is empty")
     return RawRows(
-        session=np.array(row_session, dtype=np.int64), qid=qids, url=urls,
-        rank=np.array(row_rank, dtype=np.int64), click=clicks,
+        session=np.array(row_session, dtype=np.int64),
+        qid=qids,
+        url=urls,
+        rank=np.array(row_rank, dtype=np.int64),
+        click=clicks,
         dwell=_numbers(dwell, name="dwelling_time", integer=False, allow_missing=True, low=0, **kwargs),
         first_click=_numbers(first, name="first_click", integer=False, allow_missing=True, low=0, **kwargs),
         last_click=_numbers(last, name="last_click", integer=False, allow_missing=True, low=0, **kwargs),
-        n_sessions=session - first_session + 1, n_lines=len(lines))
+        n_sessions=session - first_session + 1,
+        n_lines=len(lines),
+    )
 
 
 # the columns the reader keeps, by field number, as pyarrow types them ("-" read as missing)
@@ -280,11 +341,18 @@ def _read_with_arrow(path: Path, *, gzipped: bool, first_session: int) -> RawRow
     names = [f"f{i}" for i in range(DOCUMENT_FIELDS)]
     types = {f"f{i}": getattr(pa, kind)() for i, kind in _ARROW_FIELDS.items()}
     read = arrow_csv.ReadOptions(column_names=names, use_threads=False, block_size=1 << 24)
-    parse = arrow_csv.ParseOptions(delimiter="\t", quote_char=False, double_quote=False, escape_char=False,
-                                   newlines_in_values=False, ignore_empty_lines=False,
-                                   invalid_row_handler=session_line)
-    convert = arrow_csv.ConvertOptions(include_columns=list(types), column_types=types, null_values=["-"],
-                                       strings_can_be_null=False)
+    parse = arrow_csv.ParseOptions(
+        delimiter="\t",
+        quote_char=False,
+        double_quote=False,
+        escape_char=False,
+        newlines_in_values=False,
+        ignore_empty_lines=False,
+        invalid_row_handler=session_line,
+    )
+    convert = arrow_csv.ConvertOptions(
+        include_columns=list(types), column_types=types, null_values=["-"], strings_can_be_null=False
+    )
     try:
         with pa.input_stream(str(path), compression="gzip" if gzipped else None) as stream:
             table = arrow_csv.read_csv(stream, read_options=read, parse_options=parse, convert_options=convert)
@@ -337,9 +405,18 @@ def _read_with_arrow(path: Path, *, gzipped: bool, first_session: int) -> RawRow
     except ValueError:
         return None
     row_session = of_session[kept]
-    return RawRows(session=first_session + row_session, qid=qid[row_session], url=url,
-                   rank=place[kept].astype(np.int64), click=click.astype(np.int8), dwell=floats[16],
-                   first_click=floats[12], last_click=floats[28], n_sessions=n_sessions, n_lines=n_lines)
+    return RawRows(
+        session=first_session + row_session,
+        qid=qid[row_session],
+        url=url,
+        rank=place[kept].astype(np.int64),
+        click=click.astype(np.int8),
+        dwell=floats[16],
+        first_click=floats[12],
+        last_click=floats[28],
+        n_sessions=n_sessions,
+        n_lines=n_lines,
+    )
 
 
 def read_raw_partitions(paths: Iterable[str | os.PathLike], *, n_jobs: int = 1) -> Iterator[RawRows]:
@@ -365,8 +442,8 @@ def read_raw_partitions(paths: Iterable[str | os.PathLike], *, n_jobs: int = 1) 
     # state of it but the function
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
     with ProcessPoolExecutor(max_workers=n_jobs, mp_context=context) as pool:
-        ahead = collections.deque(pool.submit(read_raw_partition, path) for path in paths[:2 * n_jobs])
-        waiting = iter(paths[2 * n_jobs:])
+        ahead = collections.deque(pool.submit(read_raw_partition, path) for path in paths[: 2 * n_jobs])
+        waiting = iter(paths[2 * n_jobs :])
         while ahead:
             rows = ahead.popleft().result()  # a malformed partition's ValueError, naming its line
             following = next(waiting, None)
@@ -413,9 +490,17 @@ def raw_table(rows: RawRows) -> dict[str, np.ndarray]:
     first_click, last_click`` (``ranker`` from ``ordering_rankers``; ``docid`` the url md5)."""
     _, doc = np.unique(rows.url, return_inverse=True)
     ranker = ordering_rankers(rows.session, rows.qid, doc.reshape(-1), rows.rank)
-    return {"session": rows.session, "qid": rows.qid, "docid": rows.url.astype(str), "rank": rows.rank,
-            "click": rows.click, "ranker": ranker, "dwell": rows.dwell, "first_click": rows.first_click,
-            "last_click": rows.last_click}
+    return {
+        "session": rows.session,
+        "qid": rows.qid,
+        "docid": rows.url.astype(str),
+        "rank": rows.rank,
+        "click": rows.click,
+        "ranker": ranker,
+        "dwell": rows.dwell,
+        "first_click": rows.first_click,
+        "last_click": rows.last_click,
+    }
 
 
 def concatenate_rows(parts: list[RawRows]) -> RawRows:
@@ -427,8 +512,9 @@ def concatenate_rows(parts: list[RawRows]) -> RawRows:
     return RawRows(**joined, n_sessions=sum(p.n_sessions for p in parts), n_lines=sum(p.n_lines for p in parts))
 
 
-def import_raw_partitions(paths: Iterable[str | os.PathLike], out: str | os.PathLike, *,
-                          progress=None, n_jobs: int = 1) -> tuple[dict[str, int], dict[str, np.ndarray]]:
+def import_raw_partitions(
+    paths: Iterable[str | os.PathLike], out: str | os.PathLike, *, progress=None, n_jobs: int = 1
+) -> tuple[dict[str, int], dict[str, np.ndarray]]:
     """Read raw partitions (``n_jobs`` side by side: ``read_raw_partitions``) and write their
     click-log table to ``out``.
 
@@ -448,8 +534,14 @@ def import_raw_partitions(paths: Iterable[str | os.PathLike], out: str | os.Path
     rows = concatenate_rows(parts)
     table = raw_table(rows)
     write_click_log(out, table)
-    counts = {"partitions": len(parts), "lines": rows.n_lines, "sessions": rows.n_sessions, "rows": len(rows),
-              "clicks": int(rows.click.sum()), "orderings": int(table["ranker"].max()) + 1 if len(rows) else 0}
+    counts = {
+        "partitions": len(parts),
+        "lines": rows.n_lines,
+        "sessions": rows.n_sessions,
+        "rows": len(rows),
+        "clicks": int(rows.click.sum()),
+        "orderings": int(table["ranker"].max()) + 1 if len(rows) else 0,
+    }
     return counts, table
 
 
@@ -474,14 +566,19 @@ def read_session_table(path: str | os.PathLike, *, max_rank: int | None = None) 
     if "doc" not in frame.columns and "docid" not in frame.columns:
         missing.append("doc or docid")
     if missing:
-        raise ValueError(f"{path}: a click table needs the columns {', '.join(missing)}; found "
-                         f"{', '.join(map(str, frame.columns))}")
+        raise ValueError(
+            f"{path}: a click table needs the columns {', '.join(missing)}; found {', '.join(map(str, frame.columns))}"
+        )
     document = frame["doc"] if "doc" in frame.columns else frame["docid"]
     rank = frame["rank"].to_numpy()
     if max_rank is not None:
         keep = rank <= max_rank
         frame, document, rank = frame[keep], document[keep], rank[keep]
     codes = {name: pd.factorize(frame[name])[0] for name in ("session", "qid")}
-    return {"session": codes["session"].astype(np.int64), "query": codes["qid"].astype(np.int64),
-            "doc": pd.factorize(document)[0].astype(np.int64), "rank": rank.astype(np.int64),
-            "click": frame["click"].to_numpy().astype(np.int64)}
+    return {
+        "session": codes["session"].astype(np.int64),
+        "query": codes["qid"].astype(np.int64),
+        "doc": pd.factorize(document)[0].astype(np.int64),
+        "rank": rank.astype(np.int64),
+        "click": frame["click"].to_numpy().astype(np.int64),
+    }

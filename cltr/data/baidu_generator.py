@@ -64,10 +64,20 @@ def _url(seed: int, qid: int, doc: int) -> str:
     return hashlib.md5(f"{seed}/{qid}/{doc}".encode()).hexdigest()
 
 
-def write_raw_partitions(directory: str | os.PathLike, *, n_queries: int = 50, sessions_per_query: int = 100,
-                         pool: int = 14, displayed: int = 10, orderings: int = 4, partitions: int = 1,
-                         propensity: np.ndarray | None = None, missing_rate: float = 0.02,
-                         others_rate: float = 0.1, seed: int = 0) -> RawTruth:
+def write_raw_partitions(
+    directory: str | os.PathLike,
+    *,
+    n_queries: int = 50,
+    sessions_per_query: int = 100,
+    pool: int = 14,
+    displayed: int = 10,
+    orderings: int = 4,
+    partitions: int = 1,
+    propensity: np.ndarray | None = None,
+    missing_rate: float = 0.02,
+    others_rate: float = 0.1,
+    seed: int = 0,
+) -> RawTruth:
     """Write raw Baidu-ULTR-shaped partitions ``part-NNNNN.gz`` under ``directory``.
 
     Parameters
@@ -105,12 +115,13 @@ def write_raw_partitions(directory: str | os.PathLike, *, n_queries: int = 50, s
     order = np.argsort(rng.random((n_queries, orderings, pool)), axis=2)[:, :, :displayed]
     session_query = rng.permutation(np.repeat(np.arange(n_queries), sessions_per_query))
     session_ordering = rng.integers(0, orderings, size=len(session_query))
-    shown = order[session_query, session_ordering]                       # (S, displayed) pool index
+    shown = order[session_query, session_ordering]  # (S, displayed) pool index
     shown_relevance = np.take_along_axis(relevance[session_query], shown, axis=1)
     missing = rng.random(shown.shape) < missing_rate
     click = (rng.random(shown.shape) < propensity * shown_relevance) & ~missing
-    others_after = np.where(rng.random(len(session_query)) < others_rate,
-                            rng.integers(0, displayed + 1, size=len(session_query)), -1)
+    others_after = np.where(
+        rng.random(len(session_query)) < others_rate, rng.integers(0, displayed + 1, size=len(session_query)), -1
+    )
     dwell = rng.exponential(30.0, size=shown.shape).round(1)
 
     # Token sequences and the fields no reader here uses are drawn once and reused: the
@@ -138,24 +149,40 @@ def write_raw_partitions(directory: str | os.PathLike, *, n_queries: int = 50, s
             for place in range(displayed + 1):
                 if place == others_after[s]:
                     written += 1
-                    lines.append(_document_line(written, b"-", OTHERS_SEARCHED_TITLE, tails[pick[s, place, 1]],
-                                                0, 0, 0, 0))
+                    lines.append(
+                        _document_line(written, b"-", OTHERS_SEARCHED_TITLE, tails[pick[s, place, 1]], 0, 0, 0, 0)
+                    )
                 if place == displayed:
                     break
                 written += 1
                 title = MISSING_TITLE if missing[s, place] else titles[pick[s, place + 1, 2]]
                 c = int(click[s, place])
-                lines.append(_document_line(written, url_bytes[q, shown[s, place]], title,
-                                            tails[pick[s, place + 1, 1]], c, dwell[s, place] if c else 0,
-                                            int(place == first), int(place == last)))
+                lines.append(
+                    _document_line(
+                        written,
+                        url_bytes[q, shown[s, place]],
+                        title,
+                        tails[pick[s, place + 1, 1]],
+                        c,
+                        dwell[s, place] if c else 0,
+                        int(place == first),
+                        int(place == last),
+                    )
+                )
         lines_written += len(lines)
         path = directory / f"part-{part:05d}.gz"
         with gzip.open(path, "wb", compresslevel=1) as handle:
             handle.write(b"\n".join(lines) + b"\n")
         paths.append(path)
-    return RawTruth(paths=paths, propensity=propensity, qid=np.repeat(qids, pool), url=urls.reshape(-1),
-                    relevance=relevance.reshape(-1), n_sessions=len(session_query),
-                    n_document_lines=lines_written - len(session_query))
+    return RawTruth(
+        paths=paths,
+        propensity=propensity,
+        qid=np.repeat(qids, pool),
+        url=urls.reshape(-1),
+        relevance=relevance.reshape(-1),
+        n_sessions=len(session_query),
+        n_document_lines=lines_written - len(session_query),
+    )
 
 
 def _document_tail(rng: np.random.Generator) -> tuple[bytes, ...]:
@@ -164,14 +191,46 @@ def _document_tail(rng: np.random.Generator) -> tuple[bytes, ...]:
     return (_tokens(rng, 8), media, *(str(int(v)).encode() for v in rng.integers(0, 500, size=14)))
 
 
-def _document_line(position: int, url: bytes, title: bytes, tail: tuple[bytes, ...], click: int, dwell,
-                   first: int, last: int) -> bytes:
+def _document_line(
+    position: int, url: bytes, title: bytes, tail: tuple[bytes, ...], click: int, dwell, first: int, last: int
+) -> bytes:
     """One 32-field document line."""
     abstract, media, *f = tail
     c = str(click).encode()
-    fields = (str(position).encode(), url, title, abstract, media, c, b"-", b"-", str(1 - click).encode(),
-              f[0], f[1], f[2], str(first).encode(), f[3], f[4], f[5], str(dwell).encode(), f[6], f[7], f[8], f[9],
-              f[10], b"-", str(last).encode(), f[11], c, f[12], b"-", str(last).encode(), f[13], b"0", b"-")
+    fields = (
+        str(position).encode(),
+        url,
+        title,
+        abstract,
+        media,
+        c,
+        b"-",
+        b"-",
+        str(1 - click).encode(),
+        f[0],
+        f[1],
+        f[2],
+        str(first).encode(),
+        f[3],
+        f[4],
+        f[5],
+        str(dwell).encode(),
+        f[6],
+        f[7],
+        f[8],
+        f[9],
+        f[10],
+        b"-",
+        str(last).encode(),
+        f[11],
+        c,
+        f[12],
+        b"-",
+        str(last).encode(),
+        f[13],
+        b"0",
+        b"-",
+    )
     return b"\t".join(fields)
 
 
@@ -203,10 +262,20 @@ class PreprocessedTruth:
 
 # the lexical features of the release: offset and scale of each raw value around the latent
 # relevance, so that raw columns look like scores and counts (lengths are integers)
-_LEXICAL = (("bm25", 8.0, 3.0), ("bm25_title", 4.0, 2.0), ("bm25_abstract", 6.0, 2.5), ("tf_idf", 5.0, 2.0),
-            ("tf", 3.0, 1.5), ("idf", 4.0, 1.0), ("ql_jelinek_mercer_short", -20.0, 3.0),
-            ("ql_jelinek_mercer_long", -22.0, 3.0), ("ql_dirichlet", -21.0, 3.0), ("document_length", 120.0, 30.0),
-            ("title_length", 12.0, 3.0), ("abstract_length", 60.0, 15.0))
+_LEXICAL = (
+    ("bm25", 8.0, 3.0),
+    ("bm25_title", 4.0, 2.0),
+    ("bm25_abstract", 6.0, 2.5),
+    ("tf_idf", 5.0, 2.0),
+    ("tf", 3.0, 1.5),
+    ("idf", 4.0, 1.0),
+    ("ql_jelinek_mercer_short", -20.0, 3.0),
+    ("ql_jelinek_mercer_long", -22.0, 3.0),
+    ("ql_dirichlet", -21.0, 3.0),
+    ("document_length", 120.0, 30.0),
+    ("title_length", 12.0, 3.0),
+    ("abstract_length", 60.0, 15.0),
+)
 _INTEGER_FEATURES = {"document_length", "title_length", "abstract_length"}
 
 
@@ -216,8 +285,9 @@ def _lexical_features(rng: np.random.Generator, latent: np.ndarray, weights: np.
     columns = {}
     for j, (name, offset, scale) in enumerate(_LEXICAL):
         value = offset + scale * raw[:, j]
-        columns[name] = np.maximum(np.round(value), 1).astype(np.int32) if name in _INTEGER_FEATURES \
-            else value.astype(np.float32)
+        columns[name] = (
+            np.maximum(np.round(value), 1).astype(np.int32) if name in _INTEGER_FEATURES else value.astype(np.float32)
+        )
     return columns
 
 
@@ -226,11 +296,24 @@ def _label_of(latent: np.ndarray) -> np.ndarray:
     return np.searchsorted(np.array([-0.5, 0.4, 1.0, 1.6]), latent).astype(np.int32)
 
 
-def write_preprocessed(directory: str | os.PathLike, *, n_queries: int = 120, sessions_per_query: int = 30,
-                       pool: int = 14, displayed: int = 10, orderings: int = 4, n_files: int = 2,
-                       n_annotated: int = 60, annotated_docs: int = 15, propensity: np.ndarray | None = None,
-                       missing_rate: float = 0.02, embedding_width: int = 8, shape: str = "flat",
-                       file_format: str = "feather", seed: int = 0) -> PreprocessedTruth:
+def write_preprocessed(
+    directory: str | os.PathLike,
+    *,
+    n_queries: int = 120,
+    sessions_per_query: int = 30,
+    pool: int = 14,
+    displayed: int = 10,
+    orderings: int = 4,
+    n_files: int = 2,
+    n_annotated: int = 60,
+    annotated_docs: int = 15,
+    propensity: np.ndarray | None = None,
+    missing_rate: float = 0.02,
+    embedding_width: int = 8,
+    shape: str = "flat",
+    file_format: str = "feather",
+    seed: int = 0,
+) -> PreprocessedTruth:
     """Write files shaped like Hager et al.'s preprocessed Baidu-ULTR release under ``directory``.
 
     Relevance is latent: each (query, document) has a standard-normal ``z``; its twelve lexical
@@ -266,8 +349,9 @@ def write_preprocessed(directory: str | os.PathLike, *, n_queries: int = 120, se
     import pyarrow.parquet as pq
 
     if shape not in ("flat", "sessions") or file_format not in ("feather", "parquet"):
-        raise ValueError(f"shape must be flat or sessions and file_format feather or parquet, found {shape!r}, "
-                         f"{file_format!r}")
+        raise ValueError(
+            f"shape must be flat or sessions and file_format feather or parquet, found {shape!r}, {file_format!r}"
+        )
     propensity = BAIDU_PROPENSITY if propensity is None else np.asarray(propensity, dtype=np.float64)
     if propensity.shape != (displayed,):
         raise ValueError(f"propensity must have one value per displayed rank ({displayed}), found {propensity.shape}")
@@ -278,45 +362,51 @@ def write_preprocessed(directory: str | os.PathLike, *, n_queries: int = 120, se
     latent = rng.normal(size=(n_queries, pool))
     relevance = 1 / (1 + np.exp(-(2 * latent - 1)))
     features = _lexical_features(rng, latent.reshape(-1), weights)
-    embedding = (latent.reshape(-1, 1) + rng.normal(scale=0.5, size=(n_queries * pool, embedding_width)))
+    embedding = latent.reshape(-1, 1) + rng.normal(scale=0.5, size=(n_queries * pool, embedding_width))
     urls = np.array([_url(seed, q, d) for q in range(n_queries) for d in range(pool)])
     query_md5 = np.array([hashlib.md5(f"query/{seed}/{q}".encode()).hexdigest() for q in range(n_queries)])
 
     order = np.argsort(rng.random((n_queries, orderings, pool)), axis=2)[:, :, :displayed]
     session_query = rng.permutation(np.repeat(np.arange(n_queries), sessions_per_query))
-    shown = order[session_query, rng.integers(0, orderings, size=len(session_query))]   # (S, displayed)
+    shown = order[session_query, rng.integers(0, orderings, size=len(session_query))]  # (S, displayed)
     click = rng.random(shown.shape) < propensity * np.take_along_axis(relevance[session_query], shown, axis=1)
     present = rng.random(shown.shape) >= missing_rate
     # a session keeps at least one document (a page of missing documents only is not in the release)
     present[~present.any(axis=1), 0] = True
-    doc_index = (session_query[:, None] * pool + shown)[present]            # flat over (session, place)
+    doc_index = (session_query[:, None] * pool + shown)[present]  # flat over (session, place)
     session_of = np.repeat(np.arange(len(session_query)), present.sum(axis=1))
     position = np.broadcast_to(np.arange(1, displayed + 1), shown.shape)[present]
-    last_place = displayed - np.argmax(present[:, ::-1], axis=1)            # 1-based position of the last one
+    last_place = displayed - np.argmax(present[:, ::-1], axis=1)  # 1-based position of the last one
     n_gapped = int((present.sum(axis=1) != last_place).sum())
-    columns = {"query_id": np.array([str(900000 + s) for s in range(len(session_query))])[session_of],
-               "query_md5": query_md5[session_query][session_of], "url_md5": urls[doc_index],
-               "text_md5": np.array([hashlib.md5(u.encode()).hexdigest() for u in urls])[doc_index],
-               "position": position.astype(np.int32), "click": click[present].astype(np.int32),
-               "media_type": rng.integers(0, 20, size=len(doc_index)).astype(np.int32),
-               "displayed_time": rng.exponential(8.0, size=len(doc_index)).astype(np.float32),
-               "serp_height": rng.integers(80, 400, size=len(doc_index)).astype(np.int32),
-               "slipoff_count_after_click": rng.integers(0, 3, size=len(doc_index)).astype(np.int32),
-               **{name: values[doc_index] for name, values in features.items()},
-               "query_document_embedding": embedding[doc_index].astype(np.float16)}
+    columns = {
+        "query_id": np.array([str(900000 + s) for s in range(len(session_query))])[session_of],
+        "query_md5": query_md5[session_query][session_of],
+        "url_md5": urls[doc_index],
+        "text_md5": np.array([hashlib.md5(u.encode()).hexdigest() for u in urls])[doc_index],
+        "position": position.astype(np.int32),
+        "click": click[present].astype(np.int32),
+        "media_type": rng.integers(0, 20, size=len(doc_index)).astype(np.int32),
+        "displayed_time": rng.exponential(8.0, size=len(doc_index)).astype(np.float32),
+        "serp_height": rng.integers(80, 400, size=len(doc_index)).astype(np.int32),
+        "slipoff_count_after_click": rng.integers(0, 3, size=len(doc_index)).astype(np.int32),
+        **{name: values[doc_index] for name, values in features.items()},
+        "query_document_embedding": embedding[doc_index].astype(np.float16),
+    }
 
     judged_latent = rng.normal(size=n_annotated * annotated_docs)
     judged_features = _lexical_features(rng, judged_latent, weights)
     judged_query = np.repeat(np.arange(n_annotated), annotated_docs)
-    annotated = {"query_id": np.array([str(500 + q % max(1, n_annotated // 2)) for q in judged_query]),
-                 "query_md5": np.array([hashlib.md5(f"judged/{seed}/{q}".encode()).hexdigest()
-                                        for q in judged_query]),
-                 "frequency_bucket": (judged_query % 10).astype(np.int32),
-                 "text_md5": np.array([hashlib.md5(f"text/{seed}/{i}".encode()).hexdigest()
-                                       for i in range(len(judged_latent))]),
-                 "label": _label_of(judged_latent), **judged_features,
-                 "query_document_embedding": (judged_latent[:, None] + rng.normal(
-                     scale=0.5, size=(len(judged_latent), embedding_width))).astype(np.float16)}
+    annotated = {
+        "query_id": np.array([str(500 + q % max(1, n_annotated // 2)) for q in judged_query]),
+        "query_md5": np.array([hashlib.md5(f"judged/{seed}/{q}".encode()).hexdigest() for q in judged_query]),
+        "frequency_bucket": (judged_query % 10).astype(np.int32),
+        "text_md5": np.array([hashlib.md5(f"text/{seed}/{i}".encode()).hexdigest() for i in range(len(judged_latent))]),
+        "label": _label_of(judged_latent),
+        **judged_features,
+        "query_document_embedding": (
+            judged_latent[:, None] + rng.normal(scale=0.5, size=(len(judged_latent), embedding_width))
+        ).astype(np.float16),
+    }
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -327,8 +417,11 @@ def write_preprocessed(directory: str | os.PathLike, *, n_queries: int = 120, se
             first = np.concatenate([[True], session[1:] != session[:-1]])
             arrays = {"query_no": pa.array(np.cumsum(first) - 1)}
             for key, value in values.items():
-                arrays[key] = (pa.FixedSizeListArray.from_arrays(pa.array(value.reshape(-1)), value.shape[1])
-                               if value.ndim == 2 else pa.array(value))
+                arrays[key] = (
+                    pa.FixedSizeListArray.from_arrays(pa.array(value.reshape(-1)), value.shape[1])
+                    if value.ndim == 2
+                    else pa.array(value)
+                )
         else:
             starts = np.flatnonzero(np.concatenate([[True], session[1:] != session[:-1]]))
             offsets = pa.array(np.concatenate([starts, [len(session)]]).astype(np.int32))
@@ -337,9 +430,10 @@ def write_preprocessed(directory: str | os.PathLike, *, n_queries: int = 120, se
                 if key in per_session:
                     arrays[key] = pa.array(value[starts])
                 elif value.ndim == 2:
-                    inner = pa.ListArray.from_arrays(pa.array(np.arange(0, value.size + 1, value.shape[1],
-                                                                        dtype=np.int32)),
-                                                     pa.array(value.reshape(-1)))
+                    inner = pa.ListArray.from_arrays(
+                        pa.array(np.arange(0, value.size + 1, value.shape[1], dtype=np.int32)),
+                        pa.array(value.reshape(-1)),
+                    )
                     arrays[key] = pa.ListArray.from_arrays(offsets, inner)
                 else:
                     arrays[key] = pa.ListArray.from_arrays(offsets, pa.array(value))
@@ -358,5 +452,11 @@ def write_preprocessed(directory: str | os.PathLike, *, n_queries: int = 120, se
         clicks.append(path)
     annotation_path = directory / f"validation.{extension}"
     write(annotation_path, annotated, judged_query, ("query_id", "query_md5", "frequency_bucket"))
-    return PreprocessedTruth(clicks=clicks, annotations=annotation_path, propensity=propensity, weights=weights,
-                             n_sessions=len(session_query), n_gapped=n_gapped)
+    return PreprocessedTruth(
+        clicks=clicks,
+        annotations=annotation_path,
+        propensity=propensity,
+        weights=weights,
+        n_sessions=len(session_query),
+        n_gapped=n_gapped,
+    )

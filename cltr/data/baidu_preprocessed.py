@@ -44,11 +44,31 @@ import numpy as np
 
 from cltr.core.queries import Dataset, Queries, check_relevant_from, label_counts
 
-__all__ = ["LTR_FEATURES", "EMBEDDING", "FEATURE_SETS", "RANK_GAPS", "PreprocessedRows", "expand_files",
-           "read_preprocessed", "load_baidu_ultr"]
+__all__ = [
+    "LTR_FEATURES",
+    "EMBEDDING",
+    "FEATURE_SETS",
+    "RANK_GAPS",
+    "PreprocessedRows",
+    "expand_files",
+    "read_preprocessed",
+    "load_baidu_ultr",
+]
 
-LTR_FEATURES = ("bm25", "bm25_title", "bm25_abstract", "tf_idf", "tf", "idf", "ql_jelinek_mercer_short",
-                "ql_jelinek_mercer_long", "ql_dirichlet", "document_length", "title_length", "abstract_length")
+LTR_FEATURES = (
+    "bm25",
+    "bm25_title",
+    "bm25_abstract",
+    "tf_idf",
+    "tf",
+    "idf",
+    "ql_jelinek_mercer_short",
+    "ql_jelinek_mercer_long",
+    "ql_dirichlet",
+    "document_length",
+    "title_length",
+    "abstract_length",
+)
 EMBEDDING = "query_document_embedding"
 FEATURE_SETS = ("ltr", "embedding", "both")
 RANK_GAPS = ("drop", "close")
@@ -108,8 +128,10 @@ def expand_files(pattern: str | os.PathLike, *, what: str) -> list[Path]:
         return found
     found = sorted(Path(p) for p in glob.glob(text) if Path(p).is_file())
     if not found:
-        raise ValueError(f"{what}: no file matches {text!r} (give a file, a directory or a glob pattern such as "
-                         f"'parts/part-1_split-*.feather')")
+        raise ValueError(
+            f"{what}: no file matches {text!r} (give a file, a directory or a glob pattern such as "
+            f"'parts/part-1_split-*.feather')"
+        )
     return found
 
 
@@ -120,16 +142,19 @@ def _read_table(path: Path, columns: list[str]):
 
     kind = _SUFFIXES.get(path.suffix.lower())
     if kind is None:
-        raise ValueError(f"{path}: cannot tell the format from the extension {path.suffix or '(none)'}; the "
-                         f"preprocessed release is .feather (Arrow IPC); .arrow and .parquet are read too")
+        raise ValueError(
+            f"{path}: cannot tell the format from the extension {path.suffix or '(none)'}; the "
+            f"preprocessed release is .feather (Arrow IPC); .arrow and .parquet are read too"
+        )
     try:
         schema = pq.read_schema(path) if kind == "parquet" else feather.read_table(path, columns=[]).schema
         names = list(schema.names)
         wanted = [c for c in dict.fromkeys(columns) if c in names]
         table = pq.read_table(path, columns=wanted) if kind == "parquet" else feather.read_table(path, columns=wanted)
     except (pa.ArrowInvalid, OSError) as error:
-        raise ValueError(f"{path}: cannot be read as {'Parquet' if kind == 'parquet' else 'Arrow IPC (Feather)'}: "
-                         f"{error}") from error
+        raise ValueError(
+            f"{path}: cannot be read as {'Parquet' if kind == 'parquet' else 'Arrow IPC (Feather)'}: {error}"
+        ) from error
     return table, names
 
 
@@ -155,8 +180,10 @@ class _File:
                 bad = np.flatnonzero(other != lengths)
                 if bad.size:
                     row = int(bad[0])
-                    raise ValueError(f"{path}: row {row + 1}, column {name!r}: {other[row]} values, but column "
-                                     f"{aligned!r} has {lengths[row]}; a session's lists must be aligned")
+                    raise ValueError(
+                        f"{path}: row {row + 1}, column {name!r}: {other[row]} values, but column "
+                        f"{aligned!r} has {lengths[row]}; a session's lists must be aligned"
+                    )
         self.n_rows = table.num_rows
         self.n_docs = int(self.offsets[-1])
 
@@ -212,8 +239,11 @@ class _File:
         if values.dtype.kind not in "iu":
             as_float = np.asarray(values, dtype=np.float64) if values.dtype.kind in "fb" else None
             if as_float is None or not np.array_equal(as_float, np.round(as_float)) or not np.isfinite(as_float).all():
-                first = 0 if as_float is None else int(np.flatnonzero(~np.isfinite(as_float)
-                                                                       | (as_float != np.round(as_float)))[0])
+                first = (
+                    0
+                    if as_float is None
+                    else int(np.flatnonzero(~np.isfinite(as_float) | (as_float != np.round(as_float)))[0])
+                )
                 raise ValueError(f"{self.where(first, name)}: an integer expected, found {values[first]!r}")
         values = np.asarray(values, dtype=np.int64)
         outside = np.zeros(len(values), dtype=bool)
@@ -252,19 +282,24 @@ class _File:
 
         column = self.per_doc(EMBEDDING)
         if not self._is_list(EMBEDDING, 2 if self.nested else 1):
-            raise ValueError(f"{self.path}: column {EMBEDDING!r} holds {self.table.schema.field(EMBEDDING).type}; a "
-                             f"list of numbers per document expected")
+            raise ValueError(
+                f"{self.path}: column {EMBEDDING!r} holds {self.table.schema.field(EMBEDDING).type}; a "
+                f"list of numbers per document expected"
+            )
         widths = pc.list_value_length(column).to_numpy().astype(np.int64)
         if len(widths) and (widths != widths[0]).any():
             bad = int(np.flatnonzero(widths != widths[0])[0])
-            raise ValueError(f"{self.where(bad, EMBEDDING)}: {widths[bad]} values, but the first document has "
-                             f"{widths[0]}; every embedding must have one width")
+            raise ValueError(
+                f"{self.where(bad, EMBEDDING)}: {widths[bad]} values, but the first document has "
+                f"{widths[0]}; every embedding must have one width"
+            )
         values = column.flatten()
         width = int(widths[0]) if len(widths) else 0
         if values.null_count:
             index = int(np.flatnonzero(pc.is_null(values).to_numpy(zero_copy_only=False))[0])
-            raise ValueError(f"{self.where(index // width, EMBEDDING)}: value {index % width + 1} of the embedding "
-                             f"is missing (null)")
+            raise ValueError(
+                f"{self.where(index // width, EMBEDDING)}: value {index % width + 1} of the embedding is missing (null)"
+            )
         matrix = values.to_numpy(zero_copy_only=False).astype(dtype).reshape(len(widths), width)
         not_finite = np.flatnonzero(~np.isfinite(matrix).all(axis=1))
         if not_finite.size:
@@ -278,8 +313,9 @@ def _feature_names(features: str, width: int | None) -> tuple[str, ...]:
     return ltr + embedded
 
 
-def read_preprocessed(paths: Sequence[str | os.PathLike], *, kind: str = "clicks", features: str = "ltr",
-                      dtype=np.float64) -> PreprocessedRows:
+def read_preprocessed(
+    paths: Sequence[str | os.PathLike], *, kind: str = "clicks", features: str = "ltr", dtype=np.float64
+) -> PreprocessedRows:
     """Read preprocessed Baidu-ULTR click or annotation files (either shape, see the module docstring).
 
     Parameters
@@ -317,7 +353,8 @@ def read_preprocessed(paths: Sequence[str | os.PathLike], *, kind: str = "clicks
     aligned = "click" if kind == "clicks" else "label"
     needed = ["query_md5", "url_md5", "position", "click"] if kind == "clicks" else ["label"]
     wanted_features = (list(LTR_FEATURES) if features in ("ltr", "both") else []) + (
-        [EMBEDDING] if features in ("embedding", "both") else [])
+        [EMBEDDING] if features in ("embedding", "both") else []
+    )
     parts: dict[str, list] = {name: [] for name in ("session", "query", "url", "position", "click", "label", "X")}
     first_session, width = 0, None
     for path in map(Path, paths):
@@ -330,15 +367,19 @@ def read_preprocessed(paths: Sequence[str | os.PathLike], *, kind: str = "clicks
             if not (pa.types.is_list(kind_type) or pa.types.is_large_list(kind_type)):
                 missing.append("query_no")  # one document a row: the session is told by query_no
         if missing:
-            raise ValueError(f"{path}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}; a "
-                             f"preprocessed Baidu-ULTR {kind} file (Hager et al.) has {', '.join(needed)}, "
-                             f"query_no (one row per document) and the features {', '.join(wanted_features)}; "
-                             f"found {', '.join(names) or 'none'}")
+            raise ValueError(
+                f"{path}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}; a "
+                f"preprocessed Baidu-ULTR {kind} file (Hager et al.) has {', '.join(needed)}, "
+                f"query_no (one row per document) and the features {', '.join(wanted_features)}; "
+                f"found {', '.join(names) or 'none'}"
+            )
         file = _File(path, table, aligned=aligned, names=names)
         empty = np.flatnonzero(np.diff(file.offsets) == 0) if file.nested and kind == "annotations" else np.zeros(0)
         if len(empty):  # a test query with nothing to rank (an empty click session is merely unused)
-            raise ValueError(f"{path}: row {int(empty[0]) + 1}, column {aligned!r}: an empty list; an annotated "
-                             f"query has at least one document")
+            raise ValueError(
+                f"{path}: row {int(empty[0]) + 1}, column {aligned!r}: an empty list; an annotated "
+                f"query has at least one document"
+            )
         if file.nested:
             session = np.repeat(np.arange(file.n_rows, dtype=np.int64), np.diff(file.offsets))
         else:
@@ -350,21 +391,26 @@ def read_preprocessed(paths: Sequence[str | os.PathLike], *, kind: str = "clicks
                 order = np.argsort(run_value, kind="stable")
                 repeat = order[1:][run_value[order[1:]] == run_value[order[:-1]]]
                 row = int(np.flatnonzero(starts)[int(repeat.min())])
-                raise ValueError(f"{file.where(row, 'query_no')}: query_no {number[row]} reappears after other "
-                                 f"sessions; a session's rows must be contiguous")
+                raise ValueError(
+                    f"{file.where(row, 'query_no')}: query_no {number[row]} reappears after other "
+                    f"sessions; a session's rows must be contiguous"
+                )
         if "query_md5" in names:
             query = file.per_session("query_md5").astype(object) if file.nested else file.strings("query_md5")
             if not file.nested and len(query):
                 spans = np.flatnonzero((session[1:] == session[:-1]) & (query[1:] != query[:-1]))
                 if spans.size:
                     row = int(spans[0]) + 1
-                    raise ValueError(f"{file.where(row, 'query_md5')}: query_md5 {query[row]!r} differs from the "
-                                     f"rows above it of the same query_no; a session is one query")
+                    raise ValueError(
+                        f"{file.where(row, 'query_md5')}: query_md5 {query[row]!r} differs from the "
+                        f"rows above it of the same query_no; a session is one query"
+                    )
             if file.nested:
                 empty = np.flatnonzero(query == "")
                 if empty.size:
-                    raise ValueError(f"{file.where(int(empty[0]), 'query_md5')}: an empty string; a non-empty id "
-                                     f"expected")
+                    raise ValueError(
+                        f"{file.where(int(empty[0]), 'query_md5')}: an empty string; a non-empty id expected"
+                    )
         else:
             query = np.full(file.n_docs, "", dtype=object)
         columns = []
@@ -373,8 +419,10 @@ def read_preprocessed(paths: Sequence[str | os.PathLike], *, kind: str = "clicks
         if features in ("embedding", "both"):
             matrix = file.embedding(dtype)
             if width is not None and matrix.shape[1] != width:
-                raise ValueError(f"{path}: column {EMBEDDING!r} has {matrix.shape[1]} values per document, the "
-                                 f"files before it {width}; every embedding must have one width")
+                raise ValueError(
+                    f"{path}: column {EMBEDDING!r} has {matrix.shape[1]} values per document, the "
+                    f"files before it {width}; every embedding must have one width"
+                )
             width = matrix.shape[1]
             columns.append(matrix)
         X = np.hstack(columns) if len(columns) > 1 else columns[0]
@@ -386,8 +434,10 @@ def read_preprocessed(paths: Sequence[str | os.PathLike], *, kind: str = "clicks
             down = np.flatnonzero(same & (position[1:] <= position[:-1]))
             if down.size:
                 row = int(down[0]) + 1
-                raise ValueError(f"{file.where(row, 'position')}: position {position[row]} after {position[row - 1]} "
-                                 f"in the same session; positions must increase down a session's page")
+                raise ValueError(
+                    f"{file.where(row, 'position')}: position {position[row]} after {position[row - 1]} "
+                    f"in the same session; positions must increase down a session's page"
+                )
             _check_unique_urls(file, session, url)
             parts["url"].append(url)
             parts["position"].append(position)
@@ -398,13 +448,22 @@ def read_preprocessed(paths: Sequence[str | os.PathLike], *, kind: str = "clicks
         parts["query"].append(query)
         parts["X"].append(X)
         first_session += int(session[-1]) + 1 if len(session) else 0
+
     def joined(name: str) -> np.ndarray | None:
         return np.concatenate(parts[name]) if parts[name] else None
 
     session_all, query_all, X_all = (np.concatenate(parts[name]) for name in ("session", "query", "X"))
-    return PreprocessedRows(session=session_all, query=query_all, url=joined("url"), position=joined("position"),
-                            click=joined("click"), label=joined("label"), X=np.ascontiguousarray(X_all),
-                            feature_names=_feature_names(features, width), files=[str(p) for p in paths])
+    return PreprocessedRows(
+        session=session_all,
+        query=query_all,
+        url=joined("url"),
+        position=joined("position"),
+        click=joined("click"),
+        label=joined("label"),
+        X=np.ascontiguousarray(X_all),
+        feature_names=_feature_names(features, width),
+        files=[str(p) for p in paths],
+    )
 
 
 def _check_unique_urls(file: _File, session: np.ndarray, url: np.ndarray) -> None:
@@ -418,12 +477,15 @@ def _check_unique_urls(file: _File, session: np.ndarray, url: np.ndarray) -> Non
     twice = order[1:][key[order[1:]] == key[order[:-1]]]
     if twice.size:
         row = int(twice.min())
-        raise ValueError(f"{file.where(row, 'url_md5')}: url_md5 {url[row]!r} is shown twice in one session; a "
-                         f"document has one place on a page")
+        raise ValueError(
+            f"{file.where(row, 'url_md5')}: url_md5 {url[row]!r} is shown twice in one session; a "
+            f"document has one place on a page"
+        )
 
 
-def _close_or_drop_gaps(rows: PreprocessedRows, position: np.ndarray,
-                        rank_gaps: str) -> tuple[np.ndarray, np.ndarray, int]:
+def _close_or_drop_gaps(
+    rows: PreprocessedRows, position: np.ndarray, rank_gaps: str
+) -> tuple[np.ndarray, np.ndarray, int]:
     """``(kept, rank, n_gapped)``: the rows kept and their ranks. A session whose positions are
     not 1..n (a missing document kept its place) is dropped, or its ranks are closed up to 1..n."""
     session = rows.session
@@ -456,18 +518,30 @@ def _query_normalized(X: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 def _split_queries(n_queries: int, vali_fraction: float, seed: int) -> np.ndarray:
     """Whether each query (0..n_queries-1) is a validation query: a seeded share of them, at least one each way."""
     if n_queries < 2:
-        raise ValueError(f"the kept sessions of the click files show {n_queries} query; at least 2 are needed (one "
-                         f"for training, one for validation)")
+        raise ValueError(
+            f"the kept sessions of the click files show {n_queries} query; at least 2 are needed (one "
+            f"for training, one for validation)"
+        )
     n_vali = min(max(1, int(round(vali_fraction * n_queries))), n_queries - 1)
     vali = np.zeros(n_queries, dtype=bool)
     vali[np.random.default_rng(seed).permutation(n_queries)[:n_vali]] = True
     return vali
 
 
-def load_baidu_ultr(clicks: str | os.PathLike, annotations: str | os.PathLike, logs_dir: str | os.PathLike, *,
-                    features: str = "ltr", vali_fraction: float = 0.1, seed: int = 0, relevant_from: int = 3,
-                    rank_gaps: str = "drop", normalize: str = "query", name: str = "baidu-ultr",
-                    progress=None) -> Dataset:
+def load_baidu_ultr(
+    clicks: str | os.PathLike,
+    annotations: str | os.PathLike,
+    logs_dir: str | os.PathLike,
+    *,
+    features: str = "ltr",
+    vali_fraction: float = 0.1,
+    seed: int = 0,
+    relevant_from: int = 3,
+    rank_gaps: str = "drop",
+    normalize: str = "query",
+    name: str = "baidu-ultr",
+    progress=None,
+) -> Dataset:
     """The preprocessed Baidu-ULTR release as a prepared dataset and two click logs.
 
     train and vali: the queries (distinct ``query_md5``) of the click files, a seeded
@@ -534,9 +608,11 @@ def load_baidu_ultr(clicks: str | os.PathLike, annotations: str | os.PathLike, l
         for path in annotation_files:
             progress(str(path), path.stat().st_size, path.stat().st_size)
     if judged.feature_names != rows.feature_names:
-        raise ValueError(f"the annotation files have {len(judged.feature_names)} features, the click files "
-                         f"{len(rows.feature_names)} (their embeddings differ in width); both must come from one "
-                         f"release")
+        raise ValueError(
+            f"the annotation files have {len(judged.feature_names)} features, the click files "
+            f"{len(rows.feature_names)} (their embeddings differ in width); both must come from one "
+            f"release"
+        )
     if rows.position is None or rows.click is None or rows.url is None or judged.label is None:
         raise AssertionError("unreachable: read_preprocessed returns these columns for its kind")  # pragma: no cover
     kept, rank, n_gapped = _close_or_drop_gaps(rows, rows.position, rank_gaps)
@@ -562,7 +638,7 @@ def load_baidu_ultr(clicks: str | os.PathLike, annotations: str | os.PathLike, l
     click_logs: dict[str, str] = {}
     log_counts: dict[str, dict] = {}
     for split, wanted in (("train", ~is_vali), ("vali", is_vali)):
-        in_split = wanted[pair_query]                      # pairs are sorted by query
+        in_split = wanted[pair_query]  # pairs are sorted by query
         pair_index = np.flatnonzero(in_split)
         qids, sizes = np.unique(pair_query[pair_index], return_counts=True)
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -570,46 +646,71 @@ def load_baidu_ultr(clicks: str | os.PathLike, annotations: str | os.PathLike, l
         if normalize == "query":
             X = _query_normalized(X, offsets)
         labels = np.where(clicked[pair_index], relevant_from, 0).astype(np.int64)
-        splits[split] = Queries(X=np.ascontiguousarray(X), labels=labels, qid=qids.astype(np.int64), offsets=offsets,
-                                docid=url[first[pair_index]].astype(object))
+        splits[split] = Queries(
+            X=np.ascontiguousarray(X),
+            labels=labels,
+            qid=qids.astype(np.int64),
+            offsets=offsets,
+            docid=url[first[pair_index]].astype(object),
+        )
         # row -> its document's place within its query's block
         local = np.full(len(pairs), -1, dtype=np.int64)
         local[pair_index] = np.arange(len(pair_index)) - np.repeat(offsets[:-1], sizes)
         row_mask = wanted[query_codes]
         row_session = session_codes[row_mask]
-        table = {"session": pd.factorize(row_session)[0].astype(np.int64), "qid": query_codes[row_mask],
-                 "doc": local[pair_of_row[row_mask]], "rank": rank[row_mask], "click": click[row_mask]}
+        table = {
+            "session": pd.factorize(row_session)[0].astype(np.int64),
+            "qid": query_codes[row_mask],
+            "doc": local[pair_of_row[row_mask]],
+            "rank": rank[row_mask],
+            "click": click[row_mask],
+        }
         table["ranker"] = ordering_rankers(table["session"], table["qid"], pair_of_row[row_mask], table["rank"])
         path = logs_dir / f"{split}-clicks.parquet"
         write_click_log(path, table)
         click_logs[split] = str(path.resolve())
-        log_counts[split] = {"sessions": int(table["session"].max()) + 1 if len(row_session) else 0,
-                             "impressions": int(row_mask.sum()), "clicks": int(table["click"].sum())}
+        log_counts[split] = {
+            "sessions": int(table["session"].max()) + 1 if len(row_session) else 0,
+            "impressions": int(row_mask.sum()),
+            "clicks": int(table["click"].sum()),
+        }
 
     judged_sizes = np.bincount(judged.session, minlength=judged.n_sessions)
     if (judged_sizes == 0).any():  # pragma: no cover - read_preprocessed refuses an empty annotated query
         raise AssertionError("an annotated query without documents")
     test_offsets = np.concatenate([[0], np.cumsum(judged_sizes)]).astype(np.int64)
     test_X = judged.X if normalize == "none" else _query_normalized(judged.X, test_offsets)
-    splits["test"] = Queries(X=np.ascontiguousarray(test_X), labels=judged.label.astype(np.int64),
-                             qid=n_queries + np.arange(judged.n_sessions, dtype=np.int64), offsets=test_offsets)
+    splits["test"] = Queries(
+        X=np.ascontiguousarray(test_X),
+        labels=judged.label.astype(np.int64),
+        qid=n_queries + np.arange(judged.n_sessions, dtype=np.int64),
+        offsets=test_offsets,
+    )
     if not (judged.label >= relevant_from).any():
-        raise ValueError(f"no annotated document has a label of at least {relevant_from} (label counts "
-                         f"{label_counts(judged.label)}); give a lower --relevant-from")
+        raise ValueError(
+            f"no annotated document has a label of at least {relevant_from} (label counts "
+            f"{label_counts(judged.label)}); give a lower --relevant-from"
+        )
 
-    notes = [f"train and vali carry no expert labels: a document clicked in some session of its query has label "
-             f"{relevant_from} (relevant), any other 0; only the test split's labels are expert judgements",
-             f"vali is a seeded {vali_fraction:g} of the click queries ({int(is_vali.sum())} of {n_queries}; seed "
-             f"{seed}); its click log serves model selection",
-             f"click logs written to {click_logs['train']} and {click_logs['vali']}"]
+    notes = [
+        f"train and vali carry no expert labels: a document clicked in some session of its query has label "
+        f"{relevant_from} (relevant), any other 0; only the test split's labels are expert judgements",
+        f"vali is a seeded {vali_fraction:g} of the click queries ({int(is_vali.sum())} of {n_queries}; seed "
+        f"{seed}); its click log serves model selection",
+        f"click logs written to {click_logs['train']} and {click_logs['vali']}",
+    ]
     if n_gapped:
-        notes.append(f"{n_gapped} of {rows.n_sessions} sessions have a gap in their positions (a missing document "
-                     f"kept its place): " + ("dropped (--rank-gaps drop)" if rank_gaps == "drop"
-                                             else "their ranks closed up (--rank-gaps close)"))
+        notes.append(
+            f"{n_gapped} of {rows.n_sessions} sessions have a gap in their positions (a missing document "
+            f"kept its place): "
+            + ("dropped (--rank-gaps drop)" if rank_gaps == "drop" else "their ranks closed up (--rank-gaps close)")
+        )
     shared = np.intersect1d(np.unique(judged.query[judged.query != ""]), np.asarray(query_names, dtype=object))
     if len(shared):
-        notes.append(f"{len(shared)} annotated queries have the query_md5 of a click query (Baidu-ULTR's annotated "
-                     f"queries were not held out of its logs); they are kept, as Hager et al. keep them")
+        notes.append(
+            f"{len(shared)} annotated queries have the query_md5 of a click query (Baidu-ULTR's annotated "
+            f"queries were not held out of its logs); they are kept, as Hager et al. keep them"
+        )
 
     def provenance(path: Path) -> dict:
         return {"path": str(path), "bytes": path.stat().st_size, "sha256": file_sha256(path)}
@@ -625,12 +726,20 @@ def load_baidu_ultr(clicks: str | os.PathLike, annotations: str | os.PathLike, l
         "vali_fraction": float(vali_fraction),
         "seed": int(seed),
         "label_range": list(LABELS),
-        "files": {"clicks": [provenance(p) for p in click_files],
-                  "annotations": [provenance(p) for p in annotation_files]},
+        "files": {
+            "clicks": [provenance(p) for p in click_files],
+            "annotations": [provenance(p) for p in annotation_files],
+        },
         "click_logs": click_logs,
         "log_counts": log_counts,
         "label_counts": {split: label_counts(q.labels) for split, q in splits.items()},
         "notes": notes,
     }
-    return Dataset(name=name, train=splits["train"], vali=splits["vali"], test=splits["test"],
-                   relevant_from=int(relevant_from), meta=meta)
+    return Dataset(
+        name=name,
+        train=splits["train"],
+        vali=splits["vali"],
+        test=splits["test"],
+        relevant_from=int(relevant_from),
+        meta=meta,
+    )

@@ -49,9 +49,11 @@ _N_QUERIES = "n_queries"
 _INTEGER, _FLOAT = "iu", "f"
 _KIND_NAMES = {_INTEGER: "integers", _FLOAT: "floats"}
 
-CHUNKED = ("was imported in chunks (--chunk-rows), which keeps its clicks and impressions per document and rank, "
-           "not its sessions: session-level learners, doubly robust corrections, export and learning curves need "
-           "it imported whole")
+CHUNKED = (
+    "was imported in chunks (--chunk-rows), which keeps its clicks and impressions per document and rank, "
+    "not its sessions: session-level learners, doubly robust corrections, export and learning curves need "
+    "it imported whole"
+)
 
 
 class _Stored(Protocol):
@@ -75,11 +77,12 @@ class _Reader:
     def fail(self, name: str, problem: str) -> ValueError:
         return ValueError(f"{self.where}: {self.prefix}{name} {problem}")
 
-    def array(self, name: str, kind: str, *, ndim: int = 1, length: int | None = None,
-              what: str = "") -> np.ndarray:
+    def array(self, name: str, kind: str, *, ndim: int = 1, length: int | None = None, what: str = "") -> np.ndarray:
         if name not in self.arrays:
-            raise ValueError(f"{self.where}: missing {self.prefix}{name}; the artifact is not a click log "
-                             f"this version of cltr reads (simulate or import it again)")
+            raise ValueError(
+                f"{self.where}: missing {self.prefix}{name}; the artifact is not a click log "
+                f"this version of cltr reads (simulate or import it again)"
+            )
         value = np.asarray(self.arrays[name])
         if value.dtype.kind not in kind:
             raise self.fail(name, f"holds {value.dtype}, expected {_KIND_NAMES[kind]}")
@@ -93,8 +96,9 @@ class _Reader:
     def scalar(self, name: str) -> int:
         return int(self.array(name, _INTEGER, ndim=0))
 
-    def columns(self, kinds: Mapping[str, str | None], *, sub: str = "",
-                own: Mapping[str, tuple[int, str]] | None = None) -> dict[str, np.ndarray]:
+    def columns(
+        self, kinds: Mapping[str, str | None], *, sub: str = "", own: Mapping[str, tuple[int, str]] | None = None
+    ) -> dict[str, np.ndarray]:
         """The members ``sub + name`` of ``kinds``: an integer scalar where the kind is None,
         else a 1-D array as long as the first one, or of the (length, what) ``own`` gives it."""
         found: dict[str, np.ndarray] = {}
@@ -109,8 +113,9 @@ class _Reader:
                 first = name
                 found[name] = self.array(sub + name, kind)
             else:
-                found[name] = self.array(sub + name, kind, length=found[first].shape[0],
-                                         what=f", as {self.prefix}{sub}{first}")
+                found[name] = self.array(
+                    sub + name, kind, length=found[first].shape[0], what=f", as {self.prefix}{sub}{first}"
+                )
         return found
 
 
@@ -163,8 +168,10 @@ class SplitClicks:
 
     def __post_init__(self) -> None:
         if (self.log is None) == (self.aggregated is None):
-            raise ValueError("a split of a clicks artifact holds either a click log or the counts of an import in "
-                             "chunks, exactly one")
+            raise ValueError(
+                "a split of a clicks artifact holds either a click log or the counts of an import in "
+                "chunks, exactly one"
+            )
         if self.log is not None:
             if self.n_queries not in (-1, self.log.n_queries):
                 raise ValueError(f"n_queries {self.n_queries} differs from the log's {self.log.n_queries}")
@@ -247,8 +254,9 @@ class SplitClicks:
         members = read.columns(kinds)
         n_clicks, n_queries = members["query"].shape[0], int(members["n_queries"])
         if read.has("sessions_per_query"):
-            members["sessions_per_query"] = read.array("sessions_per_query", _INTEGER, length=n_queries,
-                                                       what=", one per query")
+            members["sessions_per_query"] = read.array(
+                "sessions_per_query", _INTEGER, length=n_queries, what=", one per query"
+            )
         if read.has("weight"):
             members["weight"] = read.array("weight", _FLOAT, length=n_clicks, what=", one per click")
         rows = None
@@ -260,7 +268,8 @@ class SplitClicks:
         if read.has(_PRESENTED_RANK) or read.has(_PASS_RANKER):
             presented = Presented(
                 rank=read.array(_PRESENTED_RANK, _INTEGER, ndim=2),
-                pass_ranker=read.array(_PASS_RANKER, _INTEGER, length=int(members["n_passes"]), what=", one per pass"))
+                pass_ranker=read.array(_PASS_RANKER, _INTEGER, length=int(members["n_passes"]), what=", one per pass"),
+            )
         if read.has(_POLICY_PROPENSITY):
             n_docs = None if presented is None else presented.rank.shape[1]
             policy = read.array(_POLICY_PROPENSITY, _FLOAT, length=n_docs, what=", one per document")
@@ -289,7 +298,7 @@ class ClicksArtifact:
         splits = {}
         for name in SPLITS:
             prefix = f"{name}/"
-            members = {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+            members = {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
             splits[name] = SplitClicks.from_arrays(members, where=where, prefix=prefix)
         return cls(**splits)
 

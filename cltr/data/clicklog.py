@@ -54,8 +54,17 @@ if TYPE_CHECKING:
 else:
     pd = lazy_import("pandas")  # imported on first use: `cltr --help` needs no pandas
 
-__all__ = ["file_format", "LoggedRows", "AggregatedRows", "read_click_log", "read_click_log_aggregated",
-           "write_click_log", "simulated_rows", "REQUIRED", "OPTIONAL"]
+__all__ = [
+    "file_format",
+    "LoggedRows",
+    "AggregatedRows",
+    "read_click_log",
+    "read_click_log_aggregated",
+    "write_click_log",
+    "simulated_rows",
+    "REQUIRED",
+    "OPTIONAL",
+]
 
 REQUIRED = ("session", "qid", "rank", "click")
 OPTIONAL = ("propensity", "ranker")
@@ -64,7 +73,7 @@ EXPECTED = "session, qid, doc or docid, rank, click [, propensity, ranker]"
 READERS = ("auto", "pyarrow", "pandas")
 # integers beyond this are no rank, document or qid of any dataset: clipped to it before the
 # cast to int64 (which would wrap 1e20 round to -2**63), then named as written
-_LIMIT = 2 ** 62
+_LIMIT = 2**62
 _FORMATS = {".csv": ",", ".tsv": "\t", ".txt": "\t"}
 _COMPRESSIONS = {".gz": "gzip", ".xz": "xz", ".bz2": "bz2"}
 
@@ -77,8 +86,10 @@ def file_format(path: Path) -> tuple[str, str | None]:
     if kind == ".parquet":
         return "parquet", compression
     if kind not in _FORMATS:
-        raise ValueError(f"{path}: cannot tell the format from the extension {''.join(path.suffixes) or '(none)'}; "
-                         f"use .csv, .tsv or .parquet (optionally .gz, .xz or .bz2)")
+        raise ValueError(
+            f"{path}: cannot tell the format from the extension {''.join(path.suffixes) or '(none)'}; "
+            f"use .csv, .tsv or .parquet (optionally .gz, .xz or .bz2)"
+        )
     return _FORMATS[kind], compression
 
 
@@ -113,14 +124,21 @@ class LoggedRows:
     ignored_columns: tuple[str, ...] = ()
 
     def arrays(self) -> dict[str, np.ndarray]:
-        return {name: getattr(self, name) for name in ("session", "query", "doc", "rank", "click", "propensity",
-                                                       "ranker")}
+        return {
+            name: getattr(self, name) for name in ("session", "query", "doc", "rank", "click", "propensity", "ranker")
+        }
 
     @classmethod
     def from_arrays(cls, arrays) -> LoggedRows:
-        return cls(session=np.asarray(arrays["session"]), query=np.asarray(arrays["query"]),
-                   doc=np.asarray(arrays["doc"]), rank=np.asarray(arrays["rank"]), click=np.asarray(arrays["click"]),
-                   propensity=np.asarray(arrays["propensity"]), ranker=np.asarray(arrays["ranker"]))
+        return cls(
+            session=np.asarray(arrays["session"]),
+            query=np.asarray(arrays["query"]),
+            doc=np.asarray(arrays["doc"]),
+            rank=np.asarray(arrays["rank"]),
+            click=np.asarray(arrays["click"]),
+            propensity=np.asarray(arrays["propensity"]),
+            ranker=np.asarray(arrays["ranker"]),
+        )
 
     @property
     def clicked_only(self) -> bool:
@@ -161,11 +179,16 @@ class LoggedRows:
         clicked = np.flatnonzero(self.click == 1)
         pass_index = session_pass[self.session[clicked]]
         clicked = clicked[np.lexsort((self.doc[clicked], pass_index))]
-        return ClickLog(query=self.query[clicked], doc=self.doc[clicked], rank=self.rank[clicked],
-                        propensity=self.propensity[clicked].astype(np.float64),
-                        pass_index=session_pass[self.session[clicked]],
-                        n_passes=int(per_query.max()) if n_sessions else 0, n_queries=n_queries,
-                        sessions_per_query=per_query.astype(np.int64))
+        return ClickLog(
+            query=self.query[clicked],
+            doc=self.doc[clicked],
+            rank=self.rank[clicked],
+            propensity=self.propensity[clicked].astype(np.float64),
+            pass_index=session_pass[self.session[clicked]],
+            n_passes=int(per_query.max()) if n_sessions else 0,
+            n_queries=n_queries,
+            sessions_per_query=per_query.astype(np.int64),
+        )
 
 
 def _has_pyarrow() -> bool:
@@ -228,8 +251,10 @@ def _first_bad_line(path: Path, separator: str, compression: str | None, last_ro
                 try:
                     line.decode("utf-8")
                 except UnicodeDecodeError as bad:
-                    return (f"line {number} of {path}: not UTF-8 text (byte 0x{line[bad.start]:02x} at byte "
-                            f"{bad.start + 1} of the line); a click log must be saved as UTF-8")
+                    return (
+                        f"line {number} of {path}: not UTF-8 text (byte 0x{line[bad.start]:02x} at byte "
+                        f"{bad.start + 1} of the line); a click log must be saved as UTF-8"
+                    )
                 if not line.strip(b"\r\n"):
                     continue
                 filled += 1
@@ -237,8 +262,10 @@ def _first_bad_line(path: Path, separator: str, compression: str | None, last_ro
                 if header is None:
                     header = cells
                 elif cells != header:
-                    return (f"line {number} of {path}: {cells} cell{'s' if cells != 1 else ''} "
-                            f"where the header has {header}")
+                    return (
+                        f"line {number} of {path}: {cells} cell{'s' if cells != 1 else ''} "
+                        f"where the header has {header}"
+                    )
                 if last_row is not None and filled > last_row + 1:
                     return None
     except (OSError, EOFError):
@@ -254,8 +281,7 @@ def _unreadable(path: Path, separator: str, compression: str | None, error: Exce
     return ValueError(found or f"{path}: not a readable delimited table ({str(error).strip().splitlines()[0]})")
 
 
-def _read_arrow(path: Path, separator: str, compression: str | None, names: list[str],
-                keep: list[str]) -> pd.DataFrame:
+def _read_arrow(path: Path, separator: str, compression: str | None, names: list[str], keep: list[str]) -> pd.DataFrame:
     """pyarrow's multithreaded reader: numbers typed where a whole column holds integers (or
     floats), the rest text. Ids are always text, so that "007" and "7" stay two sessions;
     nothing is read as true/false or as missing, so that every cell is judged as written."""
@@ -263,9 +289,15 @@ def _read_arrow(path: Path, separator: str, compression: str | None, names: list
     import pyarrow.csv as arrow_csv
 
     text = {name: pa.string() for name in names if name.strip() in ("session", "ranker", "docid")}
-    options = arrow_csv.ConvertOptions(column_types=text, null_values=[], true_values=[], false_values=[],
-                                       strings_can_be_null=False, quoted_strings_can_be_null=False,
-                                       include_columns=keep)
+    options = arrow_csv.ConvertOptions(
+        column_types=text,
+        null_values=[],
+        true_values=[],
+        false_values=[],
+        strings_can_be_null=False,
+        quoted_strings_can_be_null=False,
+        include_columns=keep,
+    )
     parse = arrow_csv.ParseOptions(delimiter=separator)
     if compression == "xz":  # no native codec: decompressed in Python
         with _opener(compression)(path, "rb") as stream:
@@ -278,12 +310,12 @@ def _read_arrow(path: Path, separator: str, compression: str | None, names: list
     return _released(table.to_pandas())
 
 
-def _read_pandas(path: Path, separator: str, compression: str | None, names: list[str],
-                 keep: list[str]) -> pd.DataFrame:
+def _read_pandas(
+    path: Path, separator: str, compression: str | None, names: list[str], keep: list[str]
+) -> pd.DataFrame:
     """pandas' reader, every cell as text (a row's missing last cells as ""). Every column is
     read: with ``usecols`` pandas would drop a row's extra cells silently."""
-    frame = pd.read_csv(path, sep=separator, compression=compression, dtype=str, keep_default_na=False,
-                        index_col=False)
+    frame = pd.read_csv(path, sep=separator, compression=compression, dtype=str, keep_default_na=False, index_col=False)
     return frame.iloc[:, [i for i, name in enumerate(names) if name in keep]]
 
 
@@ -391,8 +423,15 @@ class _Rows:
     """Validation helpers that name the file, the line and the cell as written of the first
     bad row."""
 
-    def __init__(self, path: Path, frame: pd.DataFrame, *, lenient: bool = False, first_row: int = 0,
-                 row_numbers: np.ndarray | None = None):
+    def __init__(
+        self,
+        path: Path,
+        frame: pd.DataFrame,
+        *,
+        lenient: bool = False,
+        first_row: int = 0,
+        row_numbers: np.ndarray | None = None,
+    ):
         # first_row: the file's data rows before this frame (a chunk of a streamed import);
         # row_numbers: the file's 0-based data row of each of the frame's rows, where the frame
         # holds some of the rows only (a Parquet chunk of whole queries, cltr.data.parquet_log)
@@ -462,8 +501,9 @@ def _codes(column: pd.Series) -> np.ndarray:
     return pd.factorize(column.astype(str) if column.dtype == object else column, sort=False)[0].astype(np.int64)
 
 
-def read_click_log(path: str | os.PathLike, queries: Queries, *, ignore_extra_columns: bool = False,
-                   reader: str = "auto") -> LoggedRows:
+def read_click_log(
+    path: str | os.PathLike, queries: Queries, *, ignore_extra_columns: bool = False, reader: str = "auto"
+) -> LoggedRows:
     """Read and validate a click log against the split it was logged on.
 
     Parameters
@@ -507,8 +547,10 @@ def _checked(path, reader: str) -> Path:
     if not path.is_file():
         raise ValueError(f"{path}: no such click log")
     if path.stat().st_size == 0:
-        raise ValueError(f"{path}: the file is empty; a click log needs a header (session, qid, doc or docid, "
-                         f"rank, click) and at least one row")
+        raise ValueError(
+            f"{path}: the file is empty; a click log needs a header (session, qid, doc or docid, "
+            f"rank, click) and at least one row"
+        )
     return path
 
 
@@ -524,13 +566,17 @@ def _column_check(path: Path, ignore_extra_columns: bool, ignored: list[str]) ->
         if "doc" not in names and "docid" not in names:
             missing.append("doc (or docid)")
         if missing:
-            raise ValueError(f"{path}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}; "
-                             f"found {', '.join(names) or 'none'}; expected {EXPECTED}")
+            raise ValueError(
+                f"{path}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}; "
+                f"found {', '.join(names) or 'none'}; expected {EXPECTED}"
+            )
         unknown = [name for name in names if name not in KNOWN]
         if unknown and not ignore_extra_columns:
-            raise ValueError(f"{path}: unknown column{'s' if len(unknown) > 1 else ''} "
-                             f"{', '.join(map(repr, unknown))}; expected {EXPECTED} (to read the log without "
-                             f"other columns: --ignore-extra-columns, or ignore_extra_columns=True)")
+            raise ValueError(
+                f"{path}: unknown column{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(map(repr, unknown))}; expected {EXPECTED} (to read the log without "
+                f"other columns: --ignore-extra-columns, or ignore_extra_columns=True)"
+            )
         ignored.extend(unknown)
         return [name for name in names if name in KNOWN]
 
@@ -543,31 +589,45 @@ def _validate(rows: _Rows, queries: Queries, path: Path, stream: _Stream | None 
     (string codes, whether the log has propensities, clicks of 0); None for a whole file."""
     frame = rows.frame
     # an empty id would silently become an id of its own ("" a session, a second ranker)
-    needed = [name for name in ("session", "qid", "doc" if "doc" in frame.columns else "docid", "rank", "click",
-                                "ranker") if name in frame.columns]
+    needed = [
+        name
+        for name in ("session", "qid", "doc" if "doc" in frame.columns else "docid", "rank", "click", "ranker")
+        if name in frame.columns
+    ]
     empty = {name: _empty(frame[name], parquet=rows.parquet) for name in needed}
-    rows.fail(np.logical_or.reduce(list(empty.values())),
-              lambda row: f"the {next(n for n in needed if empty[n][row])} cell is empty; every row needs one")
+    rows.fail(
+        np.logical_or.reduce(list(empty.values())),
+        lambda row: f"the {next(n for n in needed if empty[n][row])} cell is empty; every row needs one",
+    )
 
     qid = rows.integers("qid")
     order = np.argsort(queries.qid, kind="stable")
     sorted_qid = np.asarray(queries.qid, dtype=np.int64)[order]
     position = np.clip(np.searchsorted(sorted_qid, qid), 0, len(sorted_qid) - 1)
-    rows.fail((sorted_qid[position] != qid) | rows.beyond["qid"],
-              lambda row: f"qid {rows.cell(row, 'qid')} is not a query of this split")
+    rows.fail(
+        (sorted_qid[position] != qid) | rows.beyond["qid"],
+        lambda row: f"qid {rows.cell(row, 'qid')} is not a query of this split",
+    )
     query = order[position].astype(np.int64)
     sizes = np.diff(np.asarray(queries.offsets, dtype=np.int64))
 
     if "doc" in frame.columns:
         local = rows.integers("doc", low=0)
-        rows.fail(local >= sizes[query], lambda row: f"doc {rows.cell(row, 'doc')} is not a document of qid "
-                                                      f"{qid[row]}, which has {sizes[query[row]]} (doc counts from 0)")
+        rows.fail(
+            local >= sizes[query],
+            lambda row: (
+                f"doc {rows.cell(row, 'doc')} is not a document of qid "
+                f"{qid[row]}, which has {sizes[query[row]]} (doc counts from 0)"
+            ),
+        )
         doc = queries.offsets[query] + local
     else:
         docids = getattr(queries, "docid", None)
         if docids is None:
-            raise ValueError(f"{path}: the log names documents by docid, but the prepared dataset has no docids "
-                             f"(its features file had no '#docid = ...' comments); use a doc column")
+            raise ValueError(
+                f"{path}: the log names documents by docid, but the prepared dataset has no docids "
+                f"(its features file had no '#docid = ...' comments); use a doc column"
+            )
         lookup = stream.docids if stream is not None and stream.docids is not None else _docid_lookup(queries)
         if stream is not None:
             stream.docids = lookup
@@ -576,9 +636,14 @@ def _validate(rows: _Rows, queries: Queries, path: Path, stream: _Stream | None 
         rows.fail(doc < 0, lambda row: f"docid {rows.cell(row, 'docid')} is not a document of qid {qid[row]}")
 
     rank = rows.integers("rank", low=1)
-    rows.fail(rank > sizes[query], lambda row: f"rank {rows.cell(row, 'rank')} is beyond the {sizes[query[row]]} "
-                                               f"documents of qid {qid[row]}; a rank is a displayed position, from "
-                                               f"1 to at most the number of the query's documents")
+    rows.fail(
+        rank > sizes[query],
+        lambda row: (
+            f"rank {rows.cell(row, 'rank')} is beyond the {sizes[query[row]]} "
+            f"documents of qid {qid[row]}; a rank is a displayed position, from "
+            f"1 to at most the number of the query's documents"
+        ),
+    )
     click = pd.to_numeric(frame["click"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     rows.fail((click != 0) & (click != 1), lambda row: f"click must be 0 or 1, found {rows.cell(row, 'click')}")
     click = click.astype(np.int64)
@@ -592,10 +657,11 @@ def _validate(rows: _Rows, queries: Queries, path: Path, stream: _Stream | None 
             stream.propensity_cells(rows, missing)
         if not missing.all():
             rows.fail(missing, _PARTLY_EMPTY)
-            propensity = pd.to_numeric(frame["propensity"], errors="coerce").to_numpy(dtype=np.float64,
-                                                                                      na_value=np.nan)
-            rows.fail(~(np.isfinite(propensity) & (propensity > 0) & (propensity <= 1)),
-                      lambda row: f"propensity must be a number in (0, 1], found {rows.cell(row, 'propensity')}")
+            propensity = pd.to_numeric(frame["propensity"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+            rows.fail(
+                ~(np.isfinite(propensity) & (propensity > 0) & (propensity <= 1)),
+                lambda row: f"propensity must be a number in (0, 1], found {rows.cell(row, 'propensity')}",
+            )
 
     ranker = np.zeros(len(frame), dtype=np.int64)
     if "ranker" in frame.columns:
@@ -607,9 +673,13 @@ def _validate(rows: _Rows, queries: Queries, path: Path, stream: _Stream | None 
     n_sessions = int(session.max()) + 1
     first_query = np.full(n_sessions, -1, dtype=np.int64)
     first_query[session[::-1]] = query[::-1]  # the query of each session's first row
-    rows.fail(first_query[session] != query,
-              lambda row: f"session {rows.cell(row, 'session')} spans two queries (qid {qid[row]} here, "
-                          f"another qid on its earlier rows); a session is one result page of one query")
+    rows.fail(
+        first_query[session] != query,
+        lambda row: (
+            f"session {rows.cell(row, 'session')} spans two queries (qid {qid[row]} here, "
+            f"another qid on its earlier rows); a session is one result page of one query"
+        ),
+    )
     # a page lists its documents from the top; a log of clicked rows only need not show
     # rank 1 (its other checks still hold)
     top = np.full(n_sessions, _LIMIT, dtype=np.int64)
@@ -617,8 +687,10 @@ def _validate(rows: _Rows, queries: Queries, path: Path, stream: _Stream | None 
     not_top = (top[session] != 1) & (rank == top[session])
 
     def top_message(row: int) -> str:
-        return (f"the smallest rank of session {rows.cell(row, 'session')} is {rows.cell(row, 'rank')}; the ranks "
-                f"of a session count from 1 (the top of the page)")
+        return (
+            f"the smallest rank of session {rows.cell(row, 'session')} is {rows.cell(row, 'rank')}; the ranks "
+            f"of a session count from 1 (the top of the page)"
+        )
 
     if stream is not None:
         stream.top_ranks(rows, click, not_top, top_message)
@@ -628,27 +700,41 @@ def _validate(rows: _Rows, queries: Queries, path: Path, stream: _Stream | None 
         width = int(values.max()) + 1
         repeated = _repeated(session * width + values, n_sessions * width)
         if repeated is not None:
-            rows.fail(repeated, lambda row, what=what, values=values: (
-                f"{what} {values[row]} appears twice in session {rows.cell(row, 'session')}"))
-    return {"session": session, "query": query, "doc": doc.astype(np.int64), "rank": rank, "click": click,
-            "propensity": propensity, "ranker": ranker}
+            rows.fail(
+                repeated,
+                lambda row, what=what, values=values: (
+                    f"{what} {values[row]} appears twice in session {rows.cell(row, 'session')}"
+                ),
+            )
+    return {
+        "session": session,
+        "query": query,
+        "doc": doc.astype(np.int64),
+        "rank": rank,
+        "click": click,
+        "propensity": propensity,
+        "ranker": ranker,
+    }
 
 
-_PARTLY_EMPTY = ("the propensity cell is empty while other rows have one; give every row its propensity, or leave "
-                 "the whole column empty for a log without propensities")
+_PARTLY_EMPTY = (
+    "the propensity cell is empty while other rows have one; give every row its propensity, or leave "
+    "the whole column empty for a log without propensities"
+)
 
 
 def _docid_lookup(queries: Queries) -> pd.Index:
     """(docid, qid) of every document of the split, as one string key."""
     sizes: np.ndarray = np.diff(np.asarray(queries.offsets, dtype=np.int64))
-    keys = pd.Series(queries.docid, dtype=object).astype(str) + "\x00" + pd.Series(
-        np.repeat(np.asarray(queries.qid), sizes)).astype(str)
+    keys = (
+        pd.Series(queries.docid, dtype=object).astype(str)
+        + "\x00"
+        + pd.Series(np.repeat(np.asarray(queries.qid), sizes)).astype(str)
+    )
     lookup = pd.Index(keys)
     if not lookup.is_unique:
         raise ValueError("the prepared dataset repeats a docid within a query; use a doc column")
     return lookup
-
-
 
 
 def write_click_log(path: str | os.PathLike, columns: dict[str, np.ndarray]) -> Path:
@@ -667,13 +753,21 @@ def write_click_log(path: str | os.PathLike, columns: dict[str, np.ndarray]) -> 
             except ImportError:
                 raise ValueError(f"{path}: writing Parquet needs pyarrow: pip install pyarrow") from None
         else:
-            frame.to_csv(stream, sep=kind, index=False, float_format="%.17g",
-                         compression=compression and {"method": compression})
+            frame.to_csv(
+                stream, sep=kind, index=False, float_format="%.17g", compression=compression and {"method": compression}
+            )
     return path
 
 
-def simulated_rows(log: ClickLog, presented_rank: np.ndarray, pass_ranker: np.ndarray, queries: Queries,
-                   propensity_of_rank=None, *, top_k: int | None = None) -> dict[str, np.ndarray]:
+def simulated_rows(
+    log: ClickLog,
+    presented_rank: np.ndarray,
+    pass_ranker: np.ndarray,
+    queries: Queries,
+    propensity_of_rank=None,
+    *,
+    top_k: int | None = None,
+) -> dict[str, np.ndarray]:
     """The impressions of a simulated log as a click table: session p · n_queries + q shows
     every document of query q at ranker ``pass_ranker[p]``'s ranks (only ranks 1..``top_k``
     with a top-k display), ordered by session and rank.
@@ -702,8 +796,13 @@ def simulated_rows(log: ClickLog, presented_rank: np.ndarray, pass_ranker: np.nd
     clicked = np.zeros(n_passes * n_docs, dtype=bool)
     clicked[log.pass_index * n_docs + log.doc] = True
     click = clicked[pass_of_row * n_docs + doc]
-    columns = {"session": pass_of_row * n_queries + doc_query[doc], "qid": np.asarray(queries.qid)[doc_query[doc]],
-               "doc": doc - offsets[doc_query[doc]], "rank": rank, "click": click.astype(np.int64)}
+    columns = {
+        "session": pass_of_row * n_queries + doc_query[doc],
+        "qid": np.asarray(queries.qid)[doc_query[doc]],
+        "doc": doc - offsets[doc_query[doc]],
+        "rank": rank,
+        "click": click.astype(np.int64),
+    }
     if propensity_of_rank is not None:
         propensity = np.asarray(propensity_of_rank(rank), dtype=np.float64)
         logged = np.full(n_passes * n_docs, np.nan)
@@ -763,9 +862,19 @@ class AggregatedRows:
     @classmethod
     def from_arrays(cls, arrays) -> AggregatedRows:
         query, doc, rank, ranker, propensity, impressions, clicks, sessions_per_query = (
-            np.asarray(arrays[name]) for name in cls._FIELDS)
-        return cls(query=query, doc=doc, rank=rank, ranker=ranker, propensity=propensity, impressions=impressions,
-                   clicks=clicks, sessions_per_query=sessions_per_query, rows=int(arrays["rows"]))
+            np.asarray(arrays[name]) for name in cls._FIELDS
+        )
+        return cls(
+            query=query,
+            doc=doc,
+            rank=rank,
+            ranker=ranker,
+            propensity=propensity,
+            impressions=impressions,
+            clicks=clicks,
+            sessions_per_query=sessions_per_query,
+            rows=int(arrays["rows"]),
+        )
 
     @property
     def clicked_only(self) -> bool:
@@ -785,14 +894,25 @@ class AggregatedRows:
         # (doc, rank, ranker) follows the one before
         new = np.ones(len(self.doc), dtype=bool)
         if len(new):
-            new[1:] = ((self.doc[1:] != self.doc[:-1]) | (self.rank[1:] != self.rank[:-1])
-                       | (self.ranker[1:] != self.ranker[:-1]))
+            new[1:] = (
+                (self.doc[1:] != self.doc[:-1])
+                | (self.rank[1:] != self.rank[:-1])
+                | (self.ranker[1:] != self.ranker[:-1])
+            )
         starts = np.flatnonzero(new)
-        total = (lambda values: np.add.reduceat(values, starts).astype(np.int64)) if len(starts) else (
-            lambda values: values[:0].astype(np.int64))
-        return Impressions(query=self.query[starts].astype(np.int64), doc=self.doc[starts].astype(np.int64),
-                           rank=self.rank[starts].astype(np.int64), ranker=self.ranker[starts].astype(np.int64),
-                           impressions=total(self.impressions), clicks=total(self.clicks))
+        total = (
+            (lambda values: np.add.reduceat(values, starts).astype(np.int64))
+            if len(starts)
+            else (lambda values: values[:0].astype(np.int64))
+        )
+        return Impressions(
+            query=self.query[starts].astype(np.int64),
+            doc=self.doc[starts].astype(np.int64),
+            rank=self.rank[starts].astype(np.int64),
+            ranker=self.ranker[starts].astype(np.int64),
+            impressions=total(self.impressions),
+            clicks=total(self.clicks),
+        )
 
     def click_log(self, n_queries: int) -> ClickLog:
         """Every click as a training example, ordered by document row and rank. The counts
@@ -801,20 +921,30 @@ class AggregatedRows:
         clicks = self.clicks
         repeat = lambda values: np.repeat(values, clicks)  # noqa: E731
         n = int(clicks.sum())
-        return ClickLog(query=repeat(self.query), doc=repeat(self.doc), rank=repeat(self.rank),
-                        propensity=repeat(self.propensity).astype(np.float64), pass_index=np.zeros(n, np.int64),
-                        n_passes=1, n_queries=n_queries, sessions_per_query=self.sessions_per_query.astype(np.int64))
+        return ClickLog(
+            query=repeat(self.query),
+            doc=repeat(self.doc),
+            rank=repeat(self.rank),
+            propensity=repeat(self.propensity).astype(np.float64),
+            pass_index=np.zeros(n, np.int64),
+            n_passes=1,
+            n_queries=n_queries,
+            sessions_per_query=self.sessions_per_query.astype(np.int64),
+        )
 
     def summary(self, relevant: np.ndarray) -> dict:
         """``click_log_summary``'s figures, from the counts."""
         clicks = self.clicks
         n, sessions = int(clicks.sum()), int(self.sessions_per_query.sum())
         clicked = clicks > 0
-        return {"sessions": sessions, "clicks": n,
-                "irrelevant_click_share": float(np.sum(clicks * ~relevant[self.doc]) / n) if n else float("nan"),
-                "clicks_per_query": n / sessions,
-                "mean_propensity": float(np.sum(clicks * self.propensity) / n) if n else float("nan"),
-                "min_propensity": float(self.propensity[clicked].min()) if n else float("nan")}
+        return {
+            "sessions": sessions,
+            "clicks": n,
+            "irrelevant_click_share": float(np.sum(clicks * ~relevant[self.doc]) / n) if n else float("nan"),
+            "clicks_per_query": n / sessions,
+            "mean_propensity": float(np.sum(clicks * self.propensity) / n) if n else float("nan"),
+            "min_propensity": float(self.propensity[clicked].min()) if n else float("nan"),
+        }
 
 
 def _reduce(columns: dict[str, np.ndarray], impressions: np.ndarray, clicks: np.ndarray) -> dict[str, np.ndarray]:
@@ -824,7 +954,7 @@ def _reduce(columns: dict[str, np.ndarray], impressions: np.ndarray, clicks: np.
     doc, rank, ranker = (np.asarray(columns[name], dtype=np.int64) for name in ("doc", "rank", "ranker"))
     if len(doc):
         ranks, rankers = int(rank.max()) + 1, int(ranker.max()) + 1
-        if (int(doc.max()) + 1) * ranks * rankers < 2 ** 62:
+        if (int(doc.max()) + 1) * ranks * rankers < 2**62:
             # one int64 key sorts in the same order as (doc, rank, ranker), and faster
             order = np.lexsort((bits, (doc * ranks + rank) * rankers + ranker))
         else:
@@ -897,8 +1027,9 @@ class _Stream:
 
     def ranker_codes(self, column: pd.Series) -> np.ndarray:
         codes, values = pd.factorize(column.astype(str) if column.dtype == object else column, sort=False)
-        known = np.array([self.rankers.setdefault(value, len(self.rankers)) for value in values.tolist()],
-                         dtype=np.int64)
+        known = np.array(
+            [self.rankers.setdefault(value, len(self.rankers)) for value in values.tolist()], dtype=np.int64
+        )
         return known[codes] if len(codes) else codes.astype(np.int64)
 
     def propensity_cells(self, rows: _Rows, missing: np.ndarray) -> None:
@@ -926,8 +1057,13 @@ class _Stream:
         hashes = pd.util.hash_array(ids.astype(str).to_numpy(dtype=object), categorize=False)
         seen = self.closed.holds(hashes)
         back[first[seen]] = True
-        rows.fail(back, lambda row: f"session {rows.cell(row, 'session')} reappears after other sessions; an import "
-                                    f"in chunks (--chunk-rows) needs each session's rows one after another")
+        rows.fail(
+            back,
+            lambda row: (
+                f"session {rows.cell(row, 'session')} reappears after other sessions; an import "
+                f"in chunks (--chunk-rows) needs each session's rows one after another"
+            ),
+        )
         self.closed.add(hashes)
 
     def top_ranks(self, rows: _Rows, click: np.ndarray, not_top: np.ndarray, message) -> None:
@@ -990,8 +1126,15 @@ def _chunks(path: Path, *, columns, reader: str, chunk_rows: int):
         if arrow:
             yield from _arrow_chunks(path, kind, compression, keep, chunk_rows)
         else:
-            for frame in pd.read_csv(path, sep=kind, compression=compression, dtype=str, keep_default_na=False,
-                                     index_col=False, chunksize=chunk_rows):
+            for frame in pd.read_csv(
+                path,
+                sep=kind,
+                compression=compression,
+                dtype=str,
+                keep_default_na=False,
+                index_col=False,
+                chunksize=chunk_rows,
+            ):
                 frame = frame.iloc[:, [i for i, name in enumerate(names) if name in keep]]
                 frame.columns = [name.strip() for name in keep]
                 yield frame, True
@@ -1008,8 +1151,9 @@ def _arrow_chunks(path: Path, separator: str, compression: str | None, keep: lis
     whole-file reader does."""
     import pyarrow as pa
 
-    numeric = {name: pa.float64() if name.strip() == "propensity" else pa.int64()
-               for name in keep if name.strip() in _NUMERIC}
+    numeric = {
+        name: pa.float64() if name.strip() == "propensity" else pa.int64() for name in keep if name.strip() in _NUMERIC
+    }
     done = 0  # rows handed on
     try:
         for batch in _arrow_batches(path, separator, compression, keep, numeric):
@@ -1051,19 +1195,32 @@ def _arrow_batches(path: Path, separator: str, compression: str | None, keep: li
     import pyarrow.csv as arrow_csv
 
     types = {name: numeric.get(name, pa.string()) for name in keep}
-    options = arrow_csv.ConvertOptions(column_types=types, null_values=[], true_values=[], false_values=[],
-                                       strings_can_be_null=False, quoted_strings_can_be_null=False,
-                                       include_columns=keep)
+    options = arrow_csv.ConvertOptions(
+        column_types=types,
+        null_values=[],
+        true_values=[],
+        false_values=[],
+        strings_can_be_null=False,
+        quoted_strings_can_be_null=False,
+        include_columns=keep,
+    )
     parse = arrow_csv.ParseOptions(delimiter=separator)
     read = arrow_csv.ReadOptions(block_size=_BLOCK_BYTES)
-    opened = (_opener(compression)(path, "rb") if compression == "xz"
-              else pa.input_stream(str(path), compression=compression))
+    opened = (
+        _opener(compression)(path, "rb") if compression == "xz" else pa.input_stream(str(path), compression=compression)
+    )
     with opened as stream:
         yield from arrow_csv.open_csv(stream, read_options=read, parse_options=parse, convert_options=options)
 
 
-def read_click_log_aggregated(path: str | os.PathLike, queries: Queries, *, chunk_rows: int | None = None,
-                              ignore_extra_columns: bool = False, reader: str = "auto") -> AggregatedRows:
+def read_click_log_aggregated(
+    path: str | os.PathLike,
+    queries: Queries,
+    *,
+    chunk_rows: int | None = None,
+    ignore_extra_columns: bool = False,
+    reader: str = "auto",
+) -> AggregatedRows:
     """Read a click log in chunks of ``chunk_rows`` rows, check every chunk as
     ``read_click_log`` checks a whole file (same messages, the file's own line numbers), and
     keep only its counts (``AggregatedRows``): memory is bound by a chunk and the counts,
@@ -1102,8 +1259,10 @@ def read_click_log_aggregated(path: str | os.PathLike, queries: Queries, *, chun
         # the chunk's rows and the counts so far, summed in one pass
         impressions, clicks = np.ones(len(frame), dtype=np.int64), columns["click"]
         if total is not None:
-            columns = {name: np.concatenate([total[name], columns[name]])
-                       for name in ("query", "doc", "rank", "ranker", "propensity")}
+            columns = {
+                name: np.concatenate([total[name], columns[name]])
+                for name in ("query", "doc", "rank", "ranker", "propensity")
+            }
             impressions = np.concatenate([total["impressions"], impressions])
             clicks = np.concatenate([total["clicks"], clicks])
         total = _reduce(columns, impressions, clicks)

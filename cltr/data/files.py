@@ -22,8 +22,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-__all__ = ["atomic_write", "jsonable", "file_sha256", "stream_sha256", "remove_stale_temporaries",
-           "STALE_SECONDS"]
+__all__ = ["atomic_write", "jsonable", "file_sha256", "stream_sha256", "remove_stale_temporaries", "STALE_SECONDS"]
 
 
 def jsonable(value: Any) -> Any:
@@ -119,8 +118,9 @@ def _create_temporary(path: Path) -> tuple[int, Path]:
 
 
 @contextmanager
-def atomic_write(path: Path | str, mode: str = "wb", *,
-                 before_rename: Callable[[Path], None] | None = None) -> Iterator[Any]:
+def atomic_write(
+    path: Path | str, mode: str = "wb", *, before_rename: Callable[[Path], None] | None = None
+) -> Iterator[Any]:
     """Open a temporary file beside ``path``; rename it onto ``path`` only on success.
 
     ``before_rename(temporary)`` runs on the complete temporary file (to hash it, say).
@@ -144,7 +144,10 @@ def atomic_write(path: Path | str, mode: str = "wb", *,
     except BaseException as error:
         if temporary is not None and os.path.exists(temporary):
             os.unlink(temporary)
-        if isinstance(error, OSError) and error.errno is not None and \
-                error.filename in (None, str(temporary), temporary):
+        if (
+            isinstance(error, OSError)
+            and error.errno is not None
+            and error.filename in (None, str(temporary), temporary)
+        ):
             raise OSError(error.errno, error.strerror, str(path)) from error
         raise

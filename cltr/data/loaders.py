@@ -26,8 +26,7 @@ from cltr.core.queries import (
 )
 from cltr.data.svmlight import find_split_file, load_svmlight_split
 
-__all__ = ['LETOR_RELEVANT_FROM', 'LETOR_PASSES', 'YAHOO_PASSES', 'load_letor', 'load_yahoo',
-           'load_svmlight_dataset']
+__all__ = ["LETOR_RELEVANT_FROM", "LETOR_PASSES", "YAHOO_PASSES", "load_letor", "load_yahoo", "load_svmlight_dataset"]
 
 # Passes of simulated clicks over the training queries, as in the paper.
 LETOR_PASSES = 100
@@ -37,11 +36,13 @@ YAHOO_PASSES = 10
 def _check_disjoint(named: dict[str, Queries]) -> None:
     names = list(named)
     for i, first in enumerate(names):
-        for second in names[i + 1:]:
+        for second in names[i + 1 :]:
             common = np.intersect1d(named[first].qid, named[second].qid)
             if common.size:
-                raise ValueError(f"qid {common[0]} is in both {first} and {second} "
-                                 f"({common.size} shared query ids); their queries must be disjoint")
+                raise ValueError(
+                    f"qid {common[0]} is in both {first} and {second} "
+                    f"({common.size} shared query ids); their queries must be disjoint"
+                )
 
 
 # The paper's LETOR convention as far as the data can tell (see
@@ -95,8 +96,9 @@ def load_letor(
     def fold_dir(root, source: str) -> Path:
         directory = Path(root) / f"Fold{fold}"
         if not directory.is_dir():
-            raise FileNotFoundError(f"no Fold{fold} directory in {root} (expected the {source} "
-                                    f"layout Fold{fold}/{{train,vali,test}}.txt)")
+            raise FileNotFoundError(
+                f"no Fold{fold} directory in {root} (expected the {source} layout Fold{fold}/{{train,vali,test}}.txt)"
+            )
         return directory
 
     options: dict[str, Any] = {"n_features": LETOR_FEATURES, "label_range": label_range, "progress": progress}
@@ -106,15 +108,15 @@ def load_letor(
         mq2007 = fold_dir(mq2007_dir, "MQ2007")
         loaded["MQ2007 train"] = load_svmlight_split(find_split_file(mq2007, "train.txt"), **options)
     for split in ("train", "vali", "test"):
-        loaded[f"MQ2008 {split}"] = load_svmlight_split(find_split_file(mq2008, f"{split}.txt"),
-                                                        **options)
+        loaded[f"MQ2008 {split}"] = load_svmlight_split(find_split_file(mq2008, f"{split}.txt"), **options)
     widths = {provenance["path"]: provenance["max_feature_index"] for _, provenance in loaded.values()}
     if len(set(widths.values())) > 1:
         listed = ", ".join(f"{path} has {width}" for path, width in widths.items())
-        raise ValueError(f"feature widths differ between splits: {listed} features; all splits "
-                         "of one dataset must share one feature width")
-    _check_disjoint({f"{key} ({provenance['path']})": queries
-                     for key, (queries, provenance) in loaded.items()})
+        raise ValueError(
+            f"feature widths differ between splits: {listed} features; all splits "
+            "of one dataset must share one feature width"
+        )
+    _check_disjoint({f"{key} ({provenance['path']})": queries for key, (queries, provenance) in loaded.items()})
 
     train_keys = [key for key in loaded if key.endswith("train")]
     splits = {
@@ -124,15 +126,19 @@ def load_letor(
     }
     notes = []
     if mq2007_dir is None:
-        notes.append(f"MQ2007 was not given: the training split is MQ2008 Fold{fold} train alone "
-                     f"(the paper trains on MQ2007 + MQ2008 Fold{fold} train)")
+        notes.append(
+            f"MQ2007 was not given: the training split is MQ2008 Fold{fold} train alone "
+            f"(the paper trains on MQ2007 + MQ2008 Fold{fold} train)"
+        )
     meta = {
         "source": "LETOR 4.0",
         "fold": fold,
         "mq2007": mq2007_dir is not None,
         # where the folds lie, so that `cltr figures --folds` prepares the other folds alike
-        "directories": {"mq2008": str(Path(mq2008_dir).resolve()),
-                        "mq2007": None if mq2007_dir is None else str(Path(mq2007_dir).resolve())},
+        "directories": {
+            "mq2008": str(Path(mq2008_dir).resolve()),
+            "mq2007": None if mq2007_dir is None else str(Path(mq2007_dir).resolve()),
+        },
         "relevant_from": int(relevant_from),
         "n_features": LETOR_FEATURES,
         "label_range": list(label_range),
@@ -145,8 +151,14 @@ def load_letor(
         "default_passes": LETOR_PASSES,
         "notes": notes,
     }
-    return Dataset(name="letor", train=splits["train"], vali=splits["vali"], test=splits["test"],
-                   relevant_from=int(relevant_from), meta=meta)
+    return Dataset(
+        name="letor",
+        train=splits["train"],
+        vali=splits["vali"],
+        test=splits["test"],
+        relevant_from=int(relevant_from),
+        meta=meta,
+    )
 
 
 def load_yahoo(
@@ -185,8 +197,10 @@ def load_yahoo(
     if not root.is_dir():
         raise FileNotFoundError(f"Yahoo! LTR directory not found: {root}")
     options = {"n_features": YAHOO_FEATURES, "label_range": label_range, "dtype": dtype, "progress": progress}
-    loaded = {split: load_svmlight_split(find_split_file(root, f"set1.{stem}.txt"), **options)
-              for split, stem in (("train", "train"), ("vali", "valid"), ("test", "test"))}
+    loaded = {
+        split: load_svmlight_split(find_split_file(root, f"set1.{stem}.txt"), **options)
+        for split, stem in (("train", "train"), ("vali", "valid"), ("test", "test"))
+    }
     splits = {split: queries for split, (queries, _) in loaded.items()}
     meta = {
         "source": "Yahoo! Learning to Rank Challenge, set 1",
@@ -198,8 +212,14 @@ def load_yahoo(
         "default_passes": YAHOO_PASSES,
         "notes": [],
     }
-    return Dataset(name="yahoo", train=splits["train"], vali=splits["vali"], test=splits["test"],
-                   relevant_from=int(relevant_from), meta=meta)
+    return Dataset(
+        name="yahoo",
+        train=splits["train"],
+        vali=splits["vali"],
+        test=splits["test"],
+        relevant_from=int(relevant_from),
+        meta=meta,
+    )
 
 
 def load_svmlight_dataset(
@@ -251,20 +271,25 @@ def load_svmlight_dataset(
     if label_range is not None:
         check_relevant_from(relevant_from, label_range, "these")
     options = {"n_features": n_features, "label_range": label_range, "dtype": dtype, "progress": progress}
-    loaded = {split: load_svmlight_split(path, **options)
-              for split, path in (("train", train), ("vali", vali), ("test", test))}
+    loaded = {
+        split: load_svmlight_split(path, **options)
+        for split, path in (("train", train), ("vali", vali), ("test", test))
+    }
     widths = {provenance["path"]: provenance["n_features"] for _, provenance in loaded.values()}
     if len(set(widths.values())) > 1:
         listed = ", ".join(f"{path} has {width}" for path, width in widths.items())
-        raise ValueError(f"feature widths differ between splits: {listed} features; all splits "
-                         "of one dataset must share one feature width (to read sparse files whose largest "
-                         "index differs, give the width: n_features, or --features N)")
-    _check_disjoint({f"{split} ({provenance['path']})": queries
-                     for split, (queries, provenance) in loaded.items()})
+        raise ValueError(
+            f"feature widths differ between splits: {listed} features; all splits "
+            "of one dataset must share one feature width (to read sparse files whose largest "
+            "index differs, give the width: n_features, or --features N)"
+        )
+    _check_disjoint({f"{split} ({provenance['path']})": queries for split, (queries, provenance) in loaded.items()})
     splits = {split: queries for split, (queries, _) in loaded.items()}
     if not splits["train"].relevant(relevant_from).any():
-        raise ValueError(f"no training document has a label >= relevant_from = {relevant_from} "
-                         f"(label counts {label_counts(splits['train'].labels)}); nothing would be relevant")
+        raise ValueError(
+            f"no training document has a label >= relevant_from = {relevant_from} "
+            f"(label counts {label_counts(splits['train'].labels)}); nothing would be relevant"
+        )
     meta = {
         "source": "SVMlight files",
         "relevant_from": int(relevant_from),
@@ -275,5 +300,11 @@ def load_svmlight_dataset(
         "label_counts": {split: label_counts(q.labels) for split, q in splits.items()},
         "notes": [],
     }
-    return Dataset(name=name, train=splits["train"], vali=splits["vali"], test=splits["test"],
-                   relevant_from=int(relevant_from), meta=meta)
+    return Dataset(
+        name=name,
+        train=splits["train"],
+        vali=splits["vali"],
+        test=splits["test"],
+        relevant_from=int(relevant_from),
+        meta=meta,
+    )

@@ -57,8 +57,21 @@ from cltr.data.clicklog import (
     pd,
 )
 
-__all__ = ["SplitIds", "LogIndex", "ChunkSpec", "ChunkCounts", "index_click_log", "plan_chunks", "read_chunk",
-           "chunk_impressions", "chunk_summary", "harvest_parquet_log", "file_sha256", "BLOCKS", "BATCH_ROWS"]
+__all__ = [
+    "SplitIds",
+    "LogIndex",
+    "ChunkSpec",
+    "ChunkCounts",
+    "index_click_log",
+    "plan_chunks",
+    "read_chunk",
+    "chunk_impressions",
+    "chunk_summary",
+    "harvest_parquet_log",
+    "file_sha256",
+    "BLOCKS",
+    "BATCH_ROWS",
+]
 
 # query blocks of the row-group bitmap: a chunk reads a row group holding any query of a block
 # it overlaps, so at most one block at each end of a chunk is read in excess
@@ -81,8 +94,11 @@ class SplitIds:
 
     @classmethod
     def of(cls, queries: Queries) -> SplitIds:
-        return cls(qid=np.asarray(queries.qid, dtype=np.int64), offsets=np.asarray(queries.offsets, dtype=np.int64),
-                   docid=getattr(queries, "docid", None))
+        return cls(
+            qid=np.asarray(queries.qid, dtype=np.int64),
+            offsets=np.asarray(queries.offsets, dtype=np.int64),
+            docid=getattr(queries, "docid", None),
+        )
 
 
 @dataclass(frozen=True)
@@ -161,9 +177,11 @@ def file_sha256(path: str | os.PathLike, *, block: int = 1 << 22) -> str:
 def _parquet(path: Path):
     kind, _ = file_format(path)
     if kind != "parquet":
-        raise ValueError(f"{path}: a click log read chunk by chunk where it is computed must be a Parquet table "
-                         f"(.parquet), whose row groups can be read apart; import a delimited log with "
-                         f"`cltr clicks import --chunk-rows N`, or write it as Parquet")
+        raise ValueError(
+            f"{path}: a click log read chunk by chunk where it is computed must be a Parquet table "
+            f"(.parquet), whose row groups can be read apart; import a delimited log with "
+            f"`cltr clicks import --chunk-rows N`, or write it as Parquet"
+        )
     try:
         from pyarrow import parquet
     except ImportError:
@@ -178,15 +196,23 @@ def _named(names, wanted: str) -> str | None:
     return next((name for name in names if name.strip() == wanted), None)
 
 
-def _query_index(path: Path, frame: pd.DataFrame, first_row: int, sorted_qid: np.ndarray, order: np.ndarray,
-                 row_numbers: np.ndarray | None = None) -> np.ndarray:
+def _query_index(
+    path: Path,
+    frame: pd.DataFrame,
+    first_row: int,
+    sorted_qid: np.ndarray,
+    order: np.ndarray,
+    row_numbers: np.ndarray | None = None,
+) -> np.ndarray:
     """The split's query index of each row's qid; an empty or unknown qid is named by row."""
     rows = _Rows(path, frame, first_row=first_row, row_numbers=row_numbers)
     rows.fail(_empty(frame["qid"], parquet=True), "the qid cell is empty; every row needs one")
     qid = rows.integers("qid")
     position = np.clip(np.searchsorted(sorted_qid, qid), 0, len(sorted_qid) - 1)
-    rows.fail((sorted_qid[position] != qid) | rows.beyond["qid"],
-              lambda row: f"qid {rows.cell(row, 'qid')} is not a query of this split")
+    rows.fail(
+        (sorted_qid[position] != qid) | rows.beyond["qid"],
+        lambda row: f"qid {rows.cell(row, 'qid')} is not a query of this split",
+    )
     return order[position].astype(np.int64)
 
 
@@ -195,8 +221,7 @@ def _sorted_ids(split: SplitIds) -> tuple[np.ndarray, np.ndarray]:
     return split.qid[order], order
 
 
-def index_click_log(path: str | os.PathLike, split: SplitIds | Queries, *,
-                    batch_rows: int = BATCH_ROWS) -> LogIndex:
+def index_click_log(path: str | os.PathLike, split: SplitIds | Queries, *, batch_rows: int = BATCH_ROWS) -> LogIndex:
     """One streaming pass over a Parquet click log's qid and ranker columns (``batch_rows``
     rows at a time): the rows of each query, the query blocks of each row group, the ranker
     codes. The header is checked as an import checks it; columns of no known name are
@@ -237,8 +262,16 @@ def index_click_log(path: str | os.PathLike, split: SplitIds | Queries, *,
         raise ValueError(f"{path}: not a readable Parquet table ({str(error).strip().splitlines()[0]})") from error
     if done == 0:
         raise ValueError(f"{path}: the log has no rows")
-    return LogIndex(path=str(path), rows=done, group_rows=group_rows, rows_per_query=rows_per_query,
-                    present=present, rankers=dict(stream.rankers), columns=columns, ignored=tuple(ignored))
+    return LogIndex(
+        path=str(path),
+        rows=done,
+        group_rows=group_rows,
+        rows_per_query=rows_per_query,
+        present=present,
+        rankers=dict(stream.rankers),
+        columns=columns,
+        ignored=tuple(ignored),
+    )
 
 
 def plan_chunks(index: LogIndex, chunks: int, *, batch_rows: int = BATCH_ROWS) -> list[ChunkSpec]:
@@ -256,10 +289,19 @@ def plan_chunks(index: LogIndex, chunks: int, *, batch_rows: int = BATCH_ROWS) -
     specs = []
     for first, stop in zip(bounds[:-1], bounds[1:], strict=True):
         low, high = (int(first) * blocks) // n_queries, ((int(stop) - 1) * blocks) // n_queries
-        groups = np.flatnonzero(index.present[:, low:high + 1].any(axis=1))
-        specs.append(ChunkSpec(path=index.path, first=int(first), stop=int(stop), groups=groups,
-                               group_starts=starts[groups], columns=index.columns, rankers=index.rankers,
-                               batch_rows=int(batch_rows)))
+        groups = np.flatnonzero(index.present[:, low : high + 1].any(axis=1))
+        specs.append(
+            ChunkSpec(
+                path=index.path,
+                first=int(first),
+                stop=int(stop),
+                groups=groups,
+                group_starts=starts[groups],
+                columns=index.columns,
+                rankers=index.rankers,
+                batch_rows=int(batch_rows),
+            )
+        )
     return specs
 
 
@@ -291,8 +333,10 @@ def read_chunk(spec: ChunkSpec, split: SplitIds) -> ChunkCounts:
         nonlocal total, rows, clicks, deepest
         checked = _validate(_Rows(path, frame, row_numbers=numbers), split, path, stream)  # type: ignore[arg-type]
         impressions = np.ones(len(frame), dtype=np.int64)
-        counts, columns = checked["click"], {name: checked[name] for name in ("query", "doc", "rank", "ranker",
-                                                                              "propensity")}
+        counts, columns = (
+            checked["click"],
+            {name: checked[name] for name in ("query", "doc", "rank", "ranker", "propensity")},
+        )
         rows, clicks = rows + len(frame), clicks + int(counts.sum())
         deepest = max(deepest, int(checked["rank"].max()))
         if total is not None:
@@ -317,8 +361,7 @@ def read_chunk(spec: ChunkSpec, split: SplitIds) -> ChunkCounts:
     try:
         for group, start in zip(spec.groups.tolist(), spec.group_starts.tolist(), strict=True):
             done = int(start)
-            for batch in table.iter_batches(batch_size=spec.batch_rows, row_groups=[group],
-                                            columns=list(spec.columns)):
+            for batch in table.iter_batches(batch_size=spec.batch_rows, row_groups=[group], columns=list(spec.columns)):
                 qid = batch.column(spec.columns.index(_named(spec.columns, "qid"))).to_pandas()
                 query = _query_index(path, pd.DataFrame({"qid": qid}), done, sorted_qid, order)
                 mine = np.flatnonzero((query >= spec.first) & (query < spec.stop))
@@ -337,13 +380,29 @@ def read_chunk(spec: ChunkSpec, split: SplitIds) -> ChunkCounts:
         empty = np.zeros(0, dtype=np.int64)
         impressions_table = Impressions(empty, empty, empty, empty, empty, empty)
     else:
-        counted = AggregatedRows(query=total["query"], doc=total["doc"], rank=total["rank"], ranker=total["ranker"],
-                                 propensity=total["propensity"], impressions=total["impressions"],
-                                 clicks=total["clicks"], sessions_per_query=np.zeros(0, dtype=np.int64), rows=rows)
+        counted = AggregatedRows(
+            query=total["query"],
+            doc=total["doc"],
+            rank=total["rank"],
+            ranker=total["ranker"],
+            propensity=total["propensity"],
+            impressions=total["impressions"],
+            clicks=total["clicks"],
+            sessions_per_query=np.zeros(0, dtype=np.int64),
+            rows=rows,
+        )
         impressions_table = counted.impressions_table()
-    return ChunkCounts(table=impressions_table, rows=rows, clicks=clicks, deepest=deepest, filled=stream.filled,
-                       first_empty=stream.first_empty, seen_zero=stream.seen_zero, deferred_top=stream.deferred_top,
-                       groups_read=len(spec.groups))
+    return ChunkCounts(
+        table=impressions_table,
+        rows=rows,
+        clicks=clicks,
+        deepest=deepest,
+        filled=stream.filled,
+        first_empty=stream.first_empty,
+        seen_zero=stream.seen_zero,
+        deferred_top=stream.deferred_top,
+        groups_read=len(spec.groups),
+    )
 
 
 def chunk_impressions(counts: ChunkCounts) -> Impressions:
@@ -354,10 +413,17 @@ def chunk_impressions(counts: ChunkCounts) -> Impressions:
 def chunk_summary(counts: ChunkCounts) -> ChunkCounts:
     """The chunk's figures without its counts (what crosses back to the client)."""
     empty = np.zeros(0, dtype=np.int64)
-    return ChunkCounts(table=Impressions(empty, empty, empty, empty, empty, empty), rows=counts.rows,
-                       clicks=counts.clicks, deepest=counts.deepest, filled=counts.filled,
-                       first_empty=counts.first_empty, seen_zero=counts.seen_zero,
-                       deferred_top=counts.deferred_top, groups_read=counts.groups_read)
+    return ChunkCounts(
+        table=Impressions(empty, empty, empty, empty, empty, empty),
+        rows=counts.rows,
+        clicks=counts.clicks,
+        deepest=counts.deepest,
+        filled=counts.filled,
+        first_empty=counts.first_empty,
+        seen_zero=counts.seen_zero,
+        deferred_top=counts.deferred_top,
+        groups_read=counts.groups_read,
+    )
 
 
 def _check_across(path: str, summaries: list[ChunkCounts]) -> None:
@@ -369,17 +435,28 @@ def _check_across(path: str, summaries: list[ChunkCounts]) -> None:
         where = next(s.first_empty for s in filled if not s.filled)
         raise ValueError(f"{where}: {_PARTLY_EMPTY}")
     if not any(s.seen_zero for s in summaries):
-        raise ValueError(f"{path}: every row has click 1 (a log of clicked rows only), so propensities cannot be "
-                         f"estimated from it: estimation compares how often a document is clicked where it was "
-                         f"shown, and the log does not say where documents were shown without a click")
+        raise ValueError(
+            f"{path}: every row has click 1 (a log of clicked rows only), so propensities cannot be "
+            f"estimated from it: estimation compares how often a document is clicked where it was "
+            f"shown, and the log does not say where documents were shown without a click"
+        )
     deferred = next((s.deferred_top for s in summaries if s.deferred_top is not None), None)
     if deferred is not None:
         raise ValueError(deferred)
 
 
-def harvest_parquet_log(path: str | os.PathLike, split: SplitIds | Queries, *, chunks: int, mapper,
-                        max_rank: int, bootstrap: int = 200, level: float = 0.95, rng,
-                        batch_rows: int = BATCH_ROWS):
+def harvest_parquet_log(
+    path: str | os.PathLike,
+    split: SplitIds | Queries,
+    *,
+    chunks: int,
+    mapper,
+    max_rank: int,
+    bootstrap: int = 200,
+    level: float = 0.95,
+    rng,
+    batch_rows: int = BATCH_ROWS,
+):
     """Intervention harvesting (AllPairs) on a Parquet click log that the client never holds:
     ``index_click_log`` here, then each chunk read and counted where ``mapper`` computes it
     (``read_chunk``), then ``harvest_on_chunks``. The same estimate and band as
@@ -422,8 +499,10 @@ def harvest_parquet_log(path: str | os.PathLike, split: SplitIds | Queries, *, c
     deepest = max(s.deepest for s in summaries)
     # capped at the deepest rank shown, as cltr.estimators.estimate caps it
     k_max = _check_options(min(int(max_rank), deepest), np.array([deepest]), bootstrap, level, minimum=2)
-    estimate = harvest_on_chunks(mapper.map(chunk_impressions, counted), mapper=mapper, max_rank=k_max,
-                                 bootstrap=bootstrap, level=level, rng=rng)
-    estimate.info.update(rows=index.rows, row_groups=len(index.group_rows),
-                         row_groups_read=int(sum(s.groups_read for s in summaries)))
+    estimate = harvest_on_chunks(
+        mapper.map(chunk_impressions, counted), mapper=mapper, max_rank=k_max, bootstrap=bootstrap, level=level, rng=rng
+    )
+    estimate.info.update(
+        rows=index.rows, row_groups=len(index.group_rows), row_groups_read=int(sum(s.groups_read for s in summaries))
+    )
     return estimate

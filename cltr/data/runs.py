@@ -29,8 +29,9 @@ def document_names(queries: Queries) -> np.ndarray:
     sizes = np.diff(offsets)
     doc_query = np.repeat(np.arange(queries.n_queries), sizes)
     local = np.arange(queries.n_docs) - offsets[doc_query]
-    names = np.array([f"q{qid}-d{i}" for qid, i in zip(np.asarray(queries.qid)[doc_query], local, strict=True)],
-                     dtype=object)
+    names = np.array(
+        [f"q{qid}-d{i}" for qid, i in zip(np.asarray(queries.qid)[doc_query], local, strict=True)], dtype=object
+    )
     docid = getattr(queries, "docid", None)
     if docid is not None:
         known = np.array([d is not None for d in docid], dtype=bool)
@@ -74,13 +75,16 @@ def read_run(path: str | os.PathLike, queries: Queries, *, split: str = "test") 
     with open(path, encoding="utf-8") as handle:
         lines = [(number, line.split()) for number, line in enumerate(handle, start=1) if line.strip()]
     if not lines:
-        raise ValueError(f"{path}: the file is empty; expected a TREC run (qid Q0 docid rank score run) or one "
-                         "score per line")
+        raise ValueError(
+            f"{path}: the file is empty; expected a TREC run (qid Q0 docid rank score run) or one score per line"
+        )
     width = len(lines[0][1])
     if width == 1:
         if len(lines) != queries.n_docs:
-            raise ValueError(f"{path}: {len(lines)} scores, but the {split} split has {queries.n_docs} documents; a "
-                             "scores file has one score per line in the split's document order")
+            raise ValueError(
+                f"{path}: {len(lines)} scores, but the {split} split has {queries.n_docs} documents; a "
+                "scores file has one score per line in the split's document order"
+            )
         scores = np.empty(len(lines))
         for row, (number, fields) in enumerate(lines):
             if len(fields) != 1:
@@ -88,8 +92,10 @@ def read_run(path: str | os.PathLike, queries: Queries, *, split: str = "test") 
             scores[row] = _number(fields[0], f"line {number} of {path}")
         return scores
     if width != 6:
-        raise ValueError(f"line {lines[0][0]} of {path}: {width} fields; expected a TREC run line (qid Q0 docid rank "
-                         "score run) or one score per line")
+        raise ValueError(
+            f"line {lines[0][0]} of {path}: {width} fields; expected a TREC run line (qid Q0 docid rank "
+            "score run) or one score per line"
+        )
     names = document_names(queries)
     offsets = np.asarray(queries.offsets, dtype=np.int64)
     query_of = {str(qid): q for q, qid in enumerate(np.asarray(queries.qid))}
@@ -107,9 +113,11 @@ def read_run(path: str | os.PathLike, queries: Queries, *, split: str = "test") 
             raise ValueError(f"{where}: qid {qid} is not a query of the {split} split")
         at = row_of.get((query_of[qid], docid))
         if at is None:
-            raise ValueError(f"{where}: docid {docid} is not a document of qid {qid} in the {split} split (documents "
-                             "are named by their '#docid = ...' comment, else q<qid>-d<i>, as cltr score --trec "
-                             "writes them)")
+            raise ValueError(
+                f"{where}: docid {docid} is not a document of qid {qid} in the {split} split (documents "
+                "are named by their '#docid = ...' comment, else q<qid>-d<i>, as cltr score --trec "
+                "writes them)"
+            )
         if not np.isnan(scores[at]):
             raise ValueError(f"{where}: qid {qid} docid {docid} is scored a second time")
         scores[at] = _number(score, where)
@@ -117,7 +125,9 @@ def read_run(path: str | os.PathLike, queries: Queries, *, split: str = "test") 
     if len(missing):
         first = int(missing[0])
         q = int(np.searchsorted(offsets, first, side="right") - 1)
-        raise ValueError(f"{path}: {len(missing)} of the {split} split's {queries.n_docs} documents have no line, "
-                         f"e.g. qid {queries.qid[q]} docid {names[first]}; cltr ranks every candidate document, so "
-                         "a run must score them all")
+        raise ValueError(
+            f"{path}: {len(missing)} of the {split} split's {queries.n_docs} documents have no line, "
+            f"e.g. qid {queries.qid[q]} docid {names[first]}; cltr ranks every candidate document, so "
+            "a run must score them all"
+        )
     return scores

@@ -1,5 +1,4 @@
-"""A prepared dataset as one .npz: ``save_dataset`` / ``load_dataset``.
-"""
+"""A prepared dataset as one .npz: ``save_dataset`` / ``load_dataset``."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from cltr.core.queries import Dataset, Queries, check_queries
 from cltr.core.ranking import DCG_BASE
 from cltr.data.files import atomic_write, jsonable
 
-__all__ = ['save_dataset', 'load_dataset', 'read_dataset', 'dataset_arrays', 'dataset_fingerprint', 'write_npz']
+__all__ = ["save_dataset", "load_dataset", "read_dataset", "dataset_arrays", "dataset_fingerprint", "write_npz"]
 
 # -- the prepared dataset as one .npz ----------------------------------------------------
 
@@ -50,11 +49,9 @@ def _docid_arrays(docid: np.ndarray, split: str, n_docs: int, name: str) -> dict
     # stored as unicode, not objects, so that the file loads without pickle
     docid = np.asarray(docid, dtype=object)
     if docid.shape != (n_docs,):
-        raise ValueError(f"{split} split of dataset {name!r}: docid must have shape ({n_docs},), "
-                         f"found {docid.shape}")
+        raise ValueError(f"{split} split of dataset {name!r}: docid must have shape ({n_docs},), found {docid.shape}")
     missing = np.array([value is None for value in docid.tolist()], dtype=bool)
-    arrays = {f"{split}/docid": np.array(["" if value is None else str(value) for value in docid.tolist()],
-                                         dtype=str)}
+    arrays = {f"{split}/docid": np.array(["" if value is None else str(value) for value in docid.tolist()], dtype=str)}
     if missing.any():
         arrays[f"{split}/docid_missing"] = missing
     return arrays
@@ -71,8 +68,10 @@ def _read_docid(archive, split: str, path: Path) -> np.ndarray | None:
     if f"{split}/docid_missing" in archive.files:
         missing = archive[f"{split}/docid_missing"]
         if missing.shape != (n_docs,) or missing.dtype != bool:
-            raise ValueError(f"{path}: {split}/docid_missing must be bool of shape ({n_docs},), "
-                             f"found {missing.dtype} of shape {missing.shape}")
+            raise ValueError(
+                f"{path}: {split}/docid_missing must be bool of shape ({n_docs},), "
+                f"found {missing.dtype} of shape {missing.shape}"
+            )
         docid[missing] = None
     return docid
 
@@ -170,15 +169,20 @@ def read_dataset(stream: BinaryIO, *, where: str | os.PathLike) -> Dataset:
 def _dataset_of(archive, path) -> Dataset:
     with archive:
         required = ["format", "name", "relevant_from", "meta"] + [
-            f"{split}/{field_name}" for split in ("train", "vali", "test") for field_name in _FIELDS]
+            f"{split}/{field_name}" for split in ("train", "vali", "test") for field_name in _FIELDS
+        ]
         missing = [key for key in required if key not in archive.files]
         if missing:
             raise ValueError(f"{path}: not a prepared cltr dataset; missing {', '.join(missing)}")
         if str(archive["format"]) != _FORMAT:
             raise ValueError(f"{path}: format {str(archive['format'])!r}, expected {_FORMAT!r}")
-        splits = {split: Queries(**{field_name: archive[f"{split}/{field_name}"] for field_name in _FIELDS},
-                                 docid=_read_docid(archive, split, path))
-                  for split in ("train", "vali", "test")}
+        splits = {
+            split: Queries(
+                **{field_name: archive[f"{split}/{field_name}"] for field_name in _FIELDS},
+                docid=_read_docid(archive, split, path),
+            )
+            for split in ("train", "vali", "test")
+        }
         name, relevant_from = str(archive["name"]), int(archive["relevant_from"])
         dcg_base = float(archive["dcg_base"]) if "dcg_base" in archive.files else DCG_BASE
         meta = json.loads(str(archive["meta"]))
@@ -186,6 +190,8 @@ def _dataset_of(archive, path) -> Dataset:
         check_queries(queries, where=f"{split} split of {path}")
     widths = {split: queries.n_features for split, queries in splits.items()}
     if len(set(widths.values())) > 1:
-        raise ValueError(f"{path}: feature widths differ between splits ({widths}); all splits of one "
-                         "dataset must share one feature width")
+        raise ValueError(
+            f"{path}: feature widths differ between splits ({widths}); all splits of one "
+            "dataset must share one feature width"
+        )
     return Dataset(name=name, relevant_from=relevant_from, meta=meta, dcg_base=dcg_base, **splits)

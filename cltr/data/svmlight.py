@@ -33,7 +33,7 @@ import numpy as np
 from cltr.core.queries import Queries, label_counts
 from cltr.core.resources import exceeds_memory
 
-__all__ = ['load_svmlight_split', 'find_split_file', 'BLOCK_SIZE']
+__all__ = ["load_svmlight_split", "find_split_file", "BLOCK_SIZE"]
 
 # -- SVMlight / LETOR files --------------------------------------------------------------
 
@@ -61,8 +61,17 @@ _NUMBER = rb"-?\d*+\.?\d*+(?:[eE][-+]?\d++)?+"
 # Possessive quantifiers (a third faster): each part ends where a different kind of byte
 # begins, so giving characters back could never make a line match.
 _BULK_LINE = re.compile(
-    _SPACE + rb"*+(?:-?\d{1,15}+(?:\.\d*+)?+" + _SPACE + rb"++qid:\d{1,15}+(?:" + _SPACE
-    + rb"++\d{1,9}+:" + _NUMBER + rb")*+" + _SPACE + rb"*+)?+")
+    _SPACE
+    + rb"*+(?:-?\d{1,15}+(?:\.\d*+)?+"
+    + _SPACE
+    + rb"++qid:\d{1,15}+(?:"
+    + _SPACE
+    + rb"++\d{1,9}+:"
+    + _NUMBER
+    + rb")*+"
+    + _SPACE
+    + rb"*+)?+"
+)
 _DOCID = re.compile(rb"docid\s*=\s*(\S+)")
 _BLANK_QID = bytes.maketrans(b"qid:", b"    ")
 
@@ -70,8 +79,12 @@ _BLANK_QID = bytes.maketrans(b"qid:", b"    ")
 # Byte-order marks: UTF-8's is skipped (editors on Windows write it); the others mean an
 # encoding whose every ASCII character comes with NUL bytes, which no line would parse in.
 _UTF8_BOM = b"\xef\xbb\xbf"
-_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32 (little-endian)"), (b"\x00\x00\xfe\xff", "UTF-32 (big-endian)"),
-              (b"\xff\xfe", "UTF-16 (little-endian)"), (b"\xfe\xff", "UTF-16 (big-endian)"))
+_WIDE_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32 (little-endian)"),
+    (b"\x00\x00\xfe\xff", "UTF-32 (big-endian)"),
+    (b"\xff\xfe", "UTF-16 (little-endian)"),
+    (b"\xfe\xff", "UTF-16 (big-endian)"),
+)
 _SNIFF_BYTES = 4
 
 
@@ -79,16 +92,17 @@ def _after_byte_order_mark(data: bytes, name: str) -> bytes:
     """The start of a file's content without a UTF-8 byte-order mark; a ValueError naming the
     encoding for UTF-16 and UTF-32, with or without their mark."""
     if data.startswith(_UTF8_BOM):
-        return data[len(_UTF8_BOM):]
+        return data[len(_UTF8_BOM) :]
     how = "SVMlight files are ASCII or UTF-8: convert it first, e.g. `iconv -f UTF-16 -t UTF-8`"
     for mark, encoding in _WIDE_BOMS:
         if data.startswith(mark):
-            raise ValueError(f"{name}: the file is encoded as {encoding} (it begins with that byte-order mark); "
-                             f"{how}")
+            raise ValueError(f"{name}: the file is encoded as {encoding} (it begins with that byte-order mark); {how}")
     end = data.find(b"\n")
-    if b"\x00" in data[:end if end >= 0 else len(data)]:
-        raise ValueError(f"line 1 of {name}: NUL bytes between the characters: the file looks encoded as UTF-16 "
-                         f"or UTF-32 without a byte-order mark; {how}")
+    if b"\x00" in data[: end if end >= 0 else len(data)]:
+        raise ValueError(
+            f"line 1 of {name}: NUL bytes between the characters: the file looks encoded as UTF-16 "
+            f"or UTF-32 without a byte-order mark; {how}"
+        )
     return data
 
 
@@ -137,7 +151,7 @@ def _line_problem(tokens: list[bytes]) -> str | None:
         if int(index) < 0:
             return f"feature index {int(index)} is negative; feature indices are 1-based"
         if previous is not None and int(index) <= previous:
-            return (f"feature indices must increase along a line; {int(index)} follows {previous}")
+            return f"feature indices must increase along a line; {int(index)} follows {previous}"
         previous = int(index)
     return None
 
@@ -150,6 +164,7 @@ _MAX_INDEX = 2**31 - 1  # sklearn's, and the old reader's, limit on a feature in
 
 
 # -- one block of whole lines -> flat arrays ---------------------------------------------
+
 
 @dataclass
 class _Block:
@@ -213,8 +228,14 @@ def _parse_bulk(text: bytes, data: list[bytes]) -> _Block | None:
         row = np.repeat(np.arange(n_rows), sizes)
         if np.any((index[1:] <= index[:-1]) & (row[1:] == row[:-1])):
             return None
-    return _Block(labels=numbers[starts], qid=numbers[starts + 1].astype(np.int64), line=line,
-                  sizes=sizes, index=index, value=numbers[~header])
+    return _Block(
+        labels=numbers[starts],
+        qid=numbers[starts + 1].astype(np.int64),
+        line=line,
+        sizes=sizes,
+        index=index,
+        value=numbers[~header],
+    )
 
 
 def _parse_lines(data: list[bytes], name: str, first_line: int) -> _Block:
@@ -239,9 +260,14 @@ def _parse_lines(data: list[bytes], name: str, first_line: int) -> _Block:
             index.append(min(int(position), _MAX_INDEX + 1))  # larger ones are rejected later
             value.append(float(content))
     try:
-        return _Block(labels=np.array(labels, dtype=np.float64), qid=np.array(qid, dtype=np.int64),
-                      line=np.array(line, dtype=np.int64), sizes=np.array(sizes, dtype=np.int64),
-                      index=np.array(index, dtype=np.int64), value=np.array(value, dtype=np.float64))
+        return _Block(
+            labels=np.array(labels, dtype=np.float64),
+            qid=np.array(qid, dtype=np.int64),
+            line=np.array(line, dtype=np.int64),
+            sizes=np.array(sizes, dtype=np.int64),
+            index=np.array(index, dtype=np.int64),
+            value=np.array(value, dtype=np.float64),
+        )
     except OverflowError as error:  # a qid beyond 64 bits
         raise _BadLine(f"{name}: not a readable SVMlight file ({error})") from None
 
@@ -257,6 +283,7 @@ def _docids(comments: list[bytes | None], line: np.ndarray) -> list[str | None] 
 
 
 # -- reading: blocks of uncompressed bytes, hashed on the way -----------------------------
+
 
 class _Reader:
     """Blocks of the uncompressed content of a file, read on a helper thread.
@@ -312,8 +339,7 @@ class _Reader:
                 return
             if isinstance(item, BaseException):
                 if self.compression is not None and isinstance(item, _DECOMPRESSION_ERRORS):
-                    raise ValueError(f"{self.path}: cannot decompress it as {self.compression} "
-                                     f"({item})") from item
+                    raise ValueError(f"{self.path}: cannot decompress it as {self.compression} ({item})") from item
                 raise item
             yield item
 
@@ -331,6 +357,7 @@ class _Reader:
 
 
 # -- the split being built ----------------------------------------------------------------
+
 
 class _Split:
     """Rows of a split as they arrive, block by block, written into a preallocated ``X``.
@@ -389,23 +416,39 @@ class _Split:
             if self.oversized is None:
                 self.oversized = int(rows[np.argmax(huge)])
             rows, index, value = rows[~huge], index[~huge], value[~huge]
-        self._note_first("zero", rows, index == 0, lambda at: "feature index 0 is out of range; feature "
-                         f"indices are 1-based (1..{self.n_features or 'n'})")
+        self._note_first(
+            "zero",
+            rows,
+            index == 0,
+            lambda at: f"feature index 0 is out of range; feature indices are 1-based (1..{self.n_features or 'n'})",
+        )
         if self.n_features is not None:
-            self._note_first("above", rows, index > self.n_features,
-                             lambda at: f"feature index {index[at]} is out of range; expected "
-                                        f"1..{self.n_features}")
+            self._note_first(
+                "above",
+                rows,
+                index > self.n_features,
+                lambda at: f"feature index {index[at]} is out of range; expected 1..{self.n_features}",
+            )
         read = value  # float64, as written
         finite = np.isfinite(read)
-        self._note_first("finite", rows, ~finite,
-                         lambda at: f"feature {index[at]} has the value {read[at]}; feature values "
-                                    "must be finite")
+        self._note_first(
+            "finite",
+            rows,
+            ~finite,
+            lambda at: f"feature {index[at]} has the value {read[at]}; feature values must be finite",
+        )
         with np.errstate(over="ignore"):
             value = read.astype(self.dtype, copy=False)
         if self.dtype.itemsize < 8:
-            self._note_first("overflow", rows, finite & np.isinf(value),
-                             lambda at: f"feature {index[at]} has the value {read[at]}, beyond the "
-                                        f"range of {self.dtype}; read the file as float64")
+            self._note_first(
+                "overflow",
+                rows,
+                finite & np.isinf(value),
+                lambda at: (
+                    f"feature {index[at]} has the value {read[at]}, beyond the "
+                    f"range of {self.dtype}; read the file as float64"
+                ),
+            )
         if index.size:
             self.max_index = max(self.max_index, int(index.max()))
         needed_width = self.n_features if self.n_features is not None else self.max_index
@@ -422,8 +465,16 @@ class _Split:
         self.line.append(first_line + block.line)
         self.n_rows += n
 
-    def _check_width(self, block: _Block, first_line: int, rows: np.ndarray, index: np.ndarray, width: int,
-                     estimate_bytes: float, bytes_so_far: int) -> None:
+    def _check_width(
+        self,
+        block: _Block,
+        first_line: int,
+        rows: np.ndarray,
+        index: np.ndarray,
+        width: int,
+        estimate_bytes: float,
+        bytes_so_far: int,
+    ) -> None:
         """Refuse a width whose dense X cannot fit in memory, naming the line and the index
         that set it: X is dense, so one typo ``100000000:1`` sizes every row (it made the
         reader ask for 763 GiB). With ``n_features`` given such an index is out of range
@@ -435,10 +486,12 @@ class _Split:
             return
         at = int(np.argmax(index))
         line = first_line + int(block.line[rows[at] - self.n_rows])
-        raise _BadLine(f"line {line} of {self.name}: feature index {index[at]} is out of range: it makes X "
-                       f"{width:,} columns wide, and a dense X of the file's {expected:,} rows (estimated) at that "
-                       f"width would need {shortfall}; feature indices are 1-based column numbers (a typo?), and "
-                       f"with the width given (n_features, --features N) a larger one is reported as out of range")
+        raise _BadLine(
+            f"line {line} of {self.name}: feature index {index[at]} is out of range: it makes X "
+            f"{width:,} columns wide, and a dense X of the file's {expected:,} rows (estimated) at that "
+            f"width would need {shortfall}; feature indices are 1-based column numbers (a typo?), and "
+            f"with the width given (n_features, --features N) a larger one is reported as out of range"
+        )
 
     def _note_first(self, kind: str, rows: np.ndarray, bad: np.ndarray, message) -> None:
         if kind not in self.first:
@@ -460,7 +513,7 @@ class _Split:
         if width > current and self.n_rows:  # widen by a quarter at least: few re-layouts
             width = max(width, current + current // 4)
         grown = np.zeros((capacity, width), dtype=self.dtype)
-        grown[:self.n_rows, :current] = self.X[:self.n_rows]
+        grown[: self.n_rows, :current] = self.X[: self.n_rows]
         self.X = grown
 
     def finish_X(self, width: int) -> np.ndarray:
@@ -473,8 +526,9 @@ class _Split:
             step = max(1, (1 << 22) // max(allocated, 1))
             for start in range(0, self.n_rows, step):
                 stop = min(self.n_rows, start + step)
-                flat[start * width:stop * width].reshape(stop - start, width)[...] = \
-                    flat[start * allocated:stop * allocated].reshape(stop - start, allocated)[:, :width]
+                flat[start * width : stop * width].reshape(stop - start, width)[...] = flat[
+                    start * allocated : stop * allocated
+                ].reshape(stop - start, allocated)[:, :width]
             del flat
         X.resize((self.n_rows, width), refcheck=False)
         return X
@@ -484,7 +538,7 @@ class _Split:
             return None
         docid = np.full(self.n_rows, None, dtype=object)
         for start, values in self.docid:
-            docid[start:start + len(values)] = values
+            docid[start : start + len(values)] = values
         return docid
 
 
@@ -552,8 +606,7 @@ def load_svmlight_split(
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"SVMlight file not found: {path}")
-    if n_features is not None and (isinstance(n_features, bool) or int(n_features) != n_features
-                                   or n_features < 1):
+    if n_features is not None and (isinstance(n_features, bool) or int(n_features) != n_features or n_features < 1):
         raise ValueError(f"n_features must be a positive integer, found {n_features!r}")
     if label_range is not None and not label_range[0] <= label_range[1]:
         raise ValueError(f"label_range must be (low, high) with low <= high, found {label_range!r}")
@@ -604,26 +657,28 @@ def load_svmlight_split(
 
     n_rows, n_lines = split.n_rows, split.n_lines
     if n_rows == 0:
-        raise ValueError(f"{name}: no data rows in its {n_lines} lines; a split must hold at "
-                         "least one query (an empty split)")
+        raise ValueError(
+            f"{name}: no data rows in its {n_lines} lines; a split must hold at least one query (an empty split)"
+        )
     y = np.concatenate(split.labels)
     qid = np.concatenate(split.qid)
     row_line = np.concatenate(split.line)
     if split.oversized is not None:  # the old reader could not read it at all: reported first
-        raise ValueError(f"line {row_line[split.oversized]} of {name}: a feature index is too large; "
-                         f"feature indices must be at most {_MAX_INDEX}")
-    problems: list[tuple[int, str]] = [split.first[kind] for kind in ("zero", "above", "finite", "overflow")
-                                       if kind in split.first]  # (row, message): earliest reported
+        raise ValueError(
+            f"line {row_line[split.oversized]} of {name}: a feature index is too large; "
+            f"feature indices must be at most {_MAX_INDEX}"
+        )
+    problems: list[tuple[int, str]] = [
+        split.first[kind] for kind in ("zero", "above", "finite", "overflow") if kind in split.first
+    ]  # (row, message): earliest reported
     bad = np.flatnonzero(~np.isfinite(y) | (y != np.round(y)))
     if bad.size:
-        problems.append((int(bad[0]), f"label {y[bad[0]]:g} is not an integer; labels are "
-                                      "integer relevance grades"))
+        problems.append((int(bad[0]), f"label {y[bad[0]]:g} is not an integer; labels are integer relevance grades"))
     if label_range is not None:
         low, high = label_range
         bad = np.flatnonzero((y < low) | (y > high))
         if bad.size:
-            problems.append((int(bad[0]), f"label {y[bad[0]]:g} is outside the allowed range "
-                                          f"{low}..{high}"))
+            problems.append((int(bad[0]), f"label {y[bad[0]]:g} is outside the allowed range {low}..{high}"))
     starts = np.flatnonzero(np.concatenate([[True], qid[1:] != qid[:-1]]))
     run_qid = qid[starts]
     _, first_run = np.unique(run_qid, return_index=True)
@@ -631,8 +686,12 @@ def load_svmlight_split(
         repeated = np.ones(run_qid.size, dtype=bool)
         repeated[first_run] = False
         run = int(np.flatnonzero(repeated)[0])
-        problems.append((int(starts[run]), f"qid {run_qid[run]} reappears after qid "
-                                           f"{run_qid[run - 1]}; a query's rows must be contiguous"))
+        problems.append(
+            (
+                int(starts[run]),
+                f"qid {run_qid[run]} reappears after qid {run_qid[run - 1]}; a query's rows must be contiguous",
+            )
+        )
     if problems:
         row, message = min(problems, key=lambda problem: problem[0])
         raise ValueError(f"line {row_line[row]} of {name}: {message}")
@@ -669,8 +728,10 @@ def find_split_file(directory: Path, filename: str) -> Path:
     """
     found = [directory / (filename + suffix) for suffix in _SUFFIXES if (directory / (filename + suffix)).is_file()]
     if len(found) > 1:
-        raise ValueError(f"{directory} holds {' and '.join(path.name for path in found)}: more than one copy of "
-                         f"{filename}, which may differ; remove all but one (cltr does not guess which is current)")
+        raise ValueError(
+            f"{directory} holds {' and '.join(path.name for path in found)}: more than one copy of "
+            f"{filename}, which may differ; remove all but one (cltr does not guess which is current)"
+        )
     if not found:
         raise FileNotFoundError(f"no {filename} (nor {filename}.gz, .bz2, .xz) in {directory}")
     return found[0]

@@ -1,5 +1,4 @@
-"""The embedded default dataset: seeded, LETOR-shaped, with partly non-linear relevance.
-"""
+"""The embedded default dataset: seeded, LETOR-shaped, with partly non-linear relevance."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from cltr.core.queries import (
 )
 from cltr.data.files import jsonable
 
-__all__ = ['make_synthetic']
+__all__ = ["make_synthetic"]
 
 # -- the embedded synthetic dataset ------------------------------------------------------
 
@@ -79,8 +78,7 @@ def _synthetic_relevance(rng: np.random.Generator, X: np.ndarray, nonlinearity: 
     a, b, c, e, g = (X[:, j] for j in column[12:17])
     terms = [(a - 0.5) * (b - 0.5), (c > 0.5).astype(float), np.sin(2.0 * np.pi * e), -((g - 0.5) ** 2)]
     nonlinear = sum((_standardized(term) for term in terms), np.zeros(len(X)))
-    return (np.sqrt(1.0 - nonlinearity) * _standardized(linear)
-            + np.sqrt(nonlinearity) * _standardized(nonlinear))
+    return np.sqrt(1.0 - nonlinearity) * _standardized(linear) + np.sqrt(nonlinearity) * _standardized(nonlinear)
 
 
 def _split_sizes(n_queries: int, fractions: tuple[float, float, float]) -> list[int]:
@@ -153,8 +151,7 @@ def make_synthetic(
         labels int64 0..2, qids 1..n_queries; ``meta`` records the settings and the seed.
     """
     if isinstance(n_queries, bool) or int(n_queries) != n_queries or n_queries < 3:
-        raise ValueError(f"n_queries must be an integer >= 3 (one query per split at least), "
-                         f"found {n_queries!r}")
+        raise ValueError(f"n_queries must be an integer >= 3 (one query per split at least), found {n_queries!r}")
     if isinstance(n_features, bool) or int(n_features) != n_features or n_features < 1:
         raise ValueError(f"n_features must be a positive integer, found {n_features!r}")
     low, high = (int(v) for v in docs)
@@ -179,13 +176,15 @@ def make_synthetic(
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     X = _synthetic_features(features_rng, offsets, n_features)
     signal = _synthetic_relevance(function_rng, X, float(nonlinearity))
-    latent = (signal + np.repeat(_QUERY_EFFECT * labels_rng.standard_normal(n_queries), sizes)
-              + noise * labels_rng.standard_normal(len(signal)))
+    latent = (
+        signal
+        + np.repeat(_QUERY_EFFECT * labels_rng.standard_normal(n_queries), sizes)
+        + noise * labels_rng.standard_normal(len(signal))
+    )
     thresholds = np.quantile(latent, [1.0 - relevant_share, 1.0 - relevant_share / 3.0])
     labels = (latent >= thresholds[0]).astype(np.int64) + (latent >= thresholds[1])
 
-    everything = Queries(X=X, labels=labels, qid=np.arange(1, n_queries + 1, dtype=np.int64),
-                         offsets=offsets)
+    everything = Queries(X=X, labels=labels, qid=np.arange(1, n_queries + 1, dtype=np.int64), offsets=offsets)
     bounds = np.cumsum([0] + _split_sizes(n_queries, fractions))
     splits = {}
     for name, start, stop in zip(("train", "vali", "test"), bounds[:-1], bounds[1:], strict=True):
@@ -198,16 +197,24 @@ def make_synthetic(
     meta = {
         "source": "synthetic",
         "generator": {
-            "n_queries": n_queries, "n_features": n_features, "docs": [low, high],
-            "relevant_share": float(relevant_share), "nonlinearity": float(nonlinearity),
-            "noise": float(noise), "fractions": [float(f) for f in fractions],
+            "n_queries": n_queries,
+            "n_features": n_features,
+            "docs": [low, high],
+            "relevant_share": float(relevant_share),
+            "nonlinearity": float(nonlinearity),
+            "noise": float(noise),
+            "fractions": [float(f) for f in fractions],
         },
         "seed": jsonable(root.entropy),
         "relevant_from": int(relevant_from),
         "n_features": n_features,
         "label_counts": {split: label_counts(q.labels) for split, q in splits.items()},
     }
-    return Dataset(name="synthetic", train=splits["train"], vali=splits["vali"], test=splits["test"],
-                   relevant_from=int(relevant_from), meta=meta)
-
-
+    return Dataset(
+        name="synthetic",
+        train=splits["train"],
+        vali=splits["vali"],
+        test=splits["test"],
+        relevant_from=int(relevant_from),
+        meta=meta,
+    )

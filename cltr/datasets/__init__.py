@@ -86,8 +86,14 @@ def get(name: str) -> Loader:
     return lookup(loaders(), name, "dataset loader")
 
 
-def load(kind: str, options: dict | Options | None = None, *, name: str | None = None, dcg_log: str = "e",
-         progress: Callable[[str, int, int], None] | None = None) -> Dataset:
+def load(
+    kind: str,
+    options: dict | Options | None = None,
+    *,
+    name: str | None = None,
+    dcg_log: str = "e",
+    progress: Callable[[str, int, int], None] | None = None,
+) -> Dataset:
     """The dataset ``cltr prepare KIND`` stores: read by loader ``kind`` with its
     ``options`` (validated here), named ``name`` (default: the loader's name), with the
     log base ``dcg_log`` ("e" or "2") of Avg DCG and the loader's default passes in its
@@ -98,5 +104,6 @@ def load(kind: str, options: dict | Options | None = None, *, name: str | None =
         raise ValueError(f"dcg_log must be one of {', '.join(DCG_LOGS)}, found {dcg_log!r}")
     name = loader.name if name is None else name
     dataset = loader.load(options, name=name, progress=progress)
-    return dataclasses.replace(dataset, dcg_base=DCG_LOGS[dcg_log],
-                               meta={**dataset.meta, "default_passes": loader.passes(name)})
+    return dataclasses.replace(
+        dataset, dcg_base=DCG_LOGS[dcg_log], meta={**dataset.meta, "default_passes": loader.passes(name)}
+    )

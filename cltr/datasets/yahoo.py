@@ -11,8 +11,9 @@ from cltr.options import Options, option
 
 @dataclass(frozen=True)
 class YahooOptions(Options):
-    root: str = option(None, "Directory holding set1.train.txt, set1.valid.txt, set1.test.txt.", path="dir",
-                              required=True)
+    root: str = option(
+        None, "Directory holding set1.train.txt, set1.valid.txt, set1.test.txt.", path="dir", required=True
+    )
     relevant_from: int = option(3, "Labels at least this are relevant.")
 
 
@@ -20,5 +21,10 @@ def load(options: YahooOptions, *, name, progress=None):
     return load_yahoo(options.root, relevant_from=options.relevant_from, progress=progress)
 
 
-LOADER = Loader(name="yahoo", summary="Yahoo! Learning to Rank Challenge, set 1 (700 features, labels 0-4).",
-                options=YahooOptions, load=load, default_passes=YAHOO_PASSES)
+LOADER = Loader(
+    name="yahoo",
+    summary="Yahoo! Learning to Rank Challenge, set 1 (700 features, labels 0-4).",
+    options=YahooOptions,
+    load=load,
+    default_passes=YAHOO_PASSES,
+)

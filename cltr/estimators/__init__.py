@@ -41,8 +41,16 @@ from cltr.core.seeds import stream
 from cltr.options import Options
 from cltr.registry import lookup, registered
 
-__all__ = ["Estimator", "NoOptions", "estimators", "get", "estimate", "key_options", "DEFAULT_ESTIMATOR",
-           "DEFAULT_MAX_RANK"]
+__all__ = [
+    "Estimator",
+    "NoOptions",
+    "estimators",
+    "get",
+    "estimate",
+    "key_options",
+    "DEFAULT_ESTIMATOR",
+    "DEFAULT_MAX_RANK",
+]
 
 DEFAULT_ESTIMATOR = "harvest"
 # Clicks on deep ranks are rare and few (query, document) pairs move between deep ranks, so
@@ -108,13 +116,22 @@ def key_options(name: str, options: dict | Options | None) -> dict[str, Any]:
     defaults = estimator.options().to_dict()
     always = set(parsed.always_keyed()) if hasattr(parsed, "always_keyed") else set()
     # the engine's scheduler changes nothing computed (cltr.distributed.engine_key)
-    return {key: value for key, value in told.items()
-            if (value != defaults[key] or key in always) and key != "scheduler"}
+    return {
+        key: value for key, value in told.items() if (value != defaults[key] or key in always) and key != "scheduler"
+    }
 
 
-def estimate(name: str, table: Impressions, X: np.ndarray, options: dict | Options | None = None, *,
-             max_rank: int | None = None, bootstrap: int = 100, level: float = 0.95,
-             seed: int = 0) -> PropensityEstimate:
+def estimate(
+    name: str,
+    table: Impressions,
+    X: np.ndarray,
+    options: dict | Options | None = None,
+    *,
+    max_rank: int | None = None,
+    bootstrap: int = 100,
+    level: float = 0.95,
+    seed: int = 0,
+) -> PropensityEstimate:
     """Propensity per rank, relative to rank 1, by estimator ``name`` from the aggregated
     impressions ``table`` (``X``: the split's features), over ranks 1..``max_rank`` (default
     ``DEFAULT_MAX_RANK``, or the deepest rank shown if less), with a ``bootstrap`` band
@@ -127,5 +144,13 @@ def estimate(name: str, table: Impressions, X: np.ndarray, options: dict | Optio
 
     # small dense solves: one BLAS thread is faster and never stalls on a shared machine (bench/propensity.py)
     with threadpool_limits(1):
-        return estimator.estimate(table, X, options, max_rank=max_rank, bootstrap=bootstrap, level=level,
-                                  rng=stream(seed, "propensity"), seed=seed)
+        return estimator.estimate(
+            table,
+            X,
+            options,
+            max_rank=max_rank,
+            bootstrap=bootstrap,
+            level=level,
+            rng=stream(seed, "propensity"),
+            seed=seed,
+        )

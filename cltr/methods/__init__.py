@@ -55,8 +55,16 @@ from cltr.core.seeds import stream
 from cltr.options import Options, option
 from cltr.registry import lookup, registered
 
-__all__ = ["Method", "SelectionOptions", "CRITERIA", "TrainingData", "methods", "get", "train",
-           "relevance_on_displayed"]
+__all__ = [
+    "Method",
+    "SelectionOptions",
+    "CRITERIA",
+    "TrainingData",
+    "methods",
+    "get",
+    "train",
+    "relevance_on_displayed",
+]
 
 CRITERIA = ("snips", "dr")
 """The validation criteria: what ``TrainingData.estimate`` compares candidates by."""
@@ -67,12 +75,15 @@ class SelectionOptions(Options):
     """The options every method shares: how its candidates are compared on validation."""
 
     criterion: str = option(
-        "snips", "What hyperparameters (and --clip auto's TAU) are chosen by on the validation split: snips (SNIPS "
-                 "Avg DCG of the validation clicks, clipped at their own TAU_v on hard logs) or dr (doubly robust "
-                 "Avg DCG of every displayed validation document: a logistic click model fitted on the training "
-                 "clicks plus the clicks' correction, its examination clipped at the same TAU_v; unbiased there "
-                 "when that model is right; needs every impression). Both are the same where TAU_v is none and "
-                 "one deterministic ranker logged; docs/how-to/propensities.md.", choices=CRITERIA)
+        "snips",
+        "What hyperparameters (and --clip auto's TAU) are chosen by on the validation split: snips (SNIPS "
+        "Avg DCG of the validation clicks, clipped at their own TAU_v on hard logs) or dr (doubly robust "
+        "Avg DCG of every displayed validation document: a logistic click model fitted on the training "
+        "clicks plus the clicks' correction, its examination clipped at the same TAU_v; unbiased there "
+        "when that model is right; needs every impression). Both are the same where TAU_v is none and "
+        "one deterministic ranker logged; docs/how-to/propensities.md.",
+        choices=CRITERIA,
+    )
 
 
 @dataclass(frozen=True)
@@ -165,9 +176,11 @@ class TrainingData:
         learners that need the non-clicked impressions too; computed once."""
         if split not in self._displayed:
             if self.rows is None:
-                raise ValueError("this method needs the displayed documents of every session (impressions), and "
-                                 "it was given clicks only; train it through the pipeline (cltr train, "
-                                 "cltr.api) on a simulated log or an imported log with every impression")
+                raise ValueError(
+                    "this method needs the displayed documents of every session (impressions), and "
+                    "it was given clicks only; train it through the pipeline (cltr train, "
+                    "cltr.api) on a simulated log or an imported log with every impression"
+                )
             self._displayed[split] = self.rows(split)
         return self._displayed[split]
 
@@ -177,10 +190,15 @@ class TrainingData:
         log = self.train_log_at(tau) if self.train_log_at is not None else self.train_log.clipped(tau)
         rows = None
         if self.rows is not None:
+
             def rows(split):
                 shown = self.displayed(split)
-                return dataclasses.replace(shown, propensity=np.maximum(shown.propensity, tau)) \
-                    if split == "train" else shown
+                return (
+                    dataclasses.replace(shown, propensity=np.maximum(shown.propensity, tau))
+                    if split == "train"
+                    else shown
+                )
+
         return dataclasses.replace(self, train_log=log, rows=rows, _displayed={})
 
     def with_dr_criterion(self) -> TrainingData:
@@ -218,15 +236,17 @@ class TrainingData:
         robust estimate of Avg DCG on the displayed validation documents."""
         if self.dr is not None:
             return self.dr.estimate(self._ranks(scorer), base=self.dataset.dcg_base)
-        return validation_estimate(scorer, self.dataset.vali, self.vali_log, rng=stream(self.seed, "selection"),
-                                   dcg_base=self.dataset.dcg_base)
+        return validation_estimate(
+            scorer, self.dataset.vali, self.vali_log, rng=stream(self.seed, "selection"), dcg_base=self.dataset.dcg_base
+        )
 
     def clicked_avg_dcg(self, scorer) -> float:
         """The average DCG of the clicked validation documents, every click weighted 1: the
         paper's criterion for its LambdaRank baseline (a biased one, unlike ``estimate``)."""
         log = self.vali_log.with_propensity(np.ones(len(self.vali_log)))
-        return validation_estimate(scorer, self.dataset.vali, log, rng=stream(self.seed, "selection"),
-                                   dcg_base=self.dataset.dcg_base)
+        return validation_estimate(
+            scorer, self.dataset.vali, log, rng=stream(self.seed, "selection"), dcg_base=self.dataset.dcg_base
+        )
 
     def alike_share(self, scorer) -> float:
         """The share of validation queries (of those whose documents differ) whose documents
@@ -247,8 +267,10 @@ class TrainingData:
             gains = [dcg_gain(self._ranks(s)[dr.documents], base) for s in (scorer, reference)]
             return guard.paired_estimate(gains[0], gains[1], dr.weight, dr.query)
         vali, log = self.dataset.vali, self.vali_log
-        ranks = [rank_documents(s.scores(vali.X), vali.offsets, stream(self.seed, "selection"))[log.doc]
-                 for s in (scorer, reference)]
+        ranks = [
+            rank_documents(s.scores(vali.X), vali.offsets, stream(self.seed, "selection"))[log.doc]
+            for s in (scorer, reference)
+        ]
         return guard.versus_logging(ranks[0], ranks[1], log.cost, log.query, base=self.dataset.dcg_base)
 
     def versus_logging(self, scorer) -> dict:
@@ -279,8 +301,14 @@ def get(name: str) -> Method:
     return lookup(methods(), name, "method")
 
 
-def train(name: str, data: TrainingData, options: dict | Options | None = None, *,
-          progress: Callable[[dict], None] | None = None, clip: str | float | None = None):
+def train(
+    name: str,
+    data: TrainingData,
+    options: dict | Options | None = None,
+    *,
+    progress: Callable[[dict], None] | None = None,
+    clip: str | float | None = None,
+):
     """Train method ``name`` on ``data``; see the module docstring.
 
     Parameters
@@ -307,26 +335,34 @@ def train(name: str, data: TrainingData, options: dict | Options | None = None, 
     options = method.parse_options(options)
     clip = guard.parse_clip(clip)
     if len(data.train_log) == 0:
-        raise ValueError("the training click log has no clicks (no row of it has click 1): there is nothing to learn "
-                         "from. An imported log: check that its click column marks the clicked rows with 1, or "
-                         "import a log that has clicks; a simulated one: run `cltr simulate` again with more "
-                         "--passes or a larger --eps-pos or --eps-neg")
+        raise ValueError(
+            "the training click log has no clicks (no row of it has click 1): there is nothing to learn "
+            "from. An imported log: check that its click column marks the clicked rows with 1, or "
+            "import a log that has clicks; a simulated one: run `cltr simulate` again with more "
+            "--passes or a larger --eps-pos or --eps-neg"
+        )
     for split, log in (("training", data.train_log), ("validation", data.vali_log)):
         if np.isnan(log.propensity).any():
-            raise ValueError(f"the {split} click log has no propensities (a log imported without a propensity "
-                             f"column): estimate them (`cltr propensities estimate`) and train with "
-                             f"--propensities estimated")
+            raise ValueError(
+                f"the {split} click log has no propensities (a log imported without a propensity "
+                f"column): estimate them (`cltr propensities estimate`) and train with "
+                f"--propensities estimated"
+            )
     if not method.weighted:
         clip = None
     criterion = getattr(options, "criterion", "snips")
     if criterion == "dr":  # before any clipping: its relevance model reads the training log as told
         data = data.with_dr_criterion()
     unclipped_ess = guard.ess_fraction(data.train_log.cost)
-    record: dict[str, Any] = {"mode": "none" if clip is None else "auto" if clip == "auto" else "fixed", "tau": None,
-                              "ess_fraction": unclipped_ess}
+    record: dict[str, Any] = {
+        "mode": "none" if clip is None else "auto" if clip == "auto" else "fixed",
+        "tau": None,
+        "ess_fraction": unclipped_ess,
+    }
     table = None
-    if clip == "auto" and (unclipped_ess >= guard.ESS_FRACTION
-                           or (data.train_log.weight is not None and data.train_log_at is None)):
+    if clip == "auto" and (
+        unclipped_ess >= guard.ESS_FRACTION or (data.train_log.weight is not None and data.train_log_at is None)
+    ):
         # enough effective clicks (or weights that clipping cannot reach): the log as told
         clip = None
     if clip == "auto":
@@ -348,21 +384,34 @@ def train(name: str, data: TrainingData, options: dict | Options | None = None, 
         info["validation_dr_clip"] = data.dr.clip
     if table is not None:
         info["clip_selection"], info["clip_grid"] = table, record["grid"]
-    info["ess_fraction"] = {"unclipped": unclipped_ess,
-                            "trained": guard.ess_fraction(trained.train_log.cost) if record["tau"] is not None
-                            else unclipped_ess,
-                            "validation": guard.ess_fraction(data.vali_log.cost)}
+    info["ess_fraction"] = {
+        "unclipped": unclipped_ess,
+        "trained": guard.ess_fraction(trained.train_log.cost) if record["tau"] is not None else unclipped_ess,
+        "validation": guard.ess_fraction(data.vali_log.cost),
+    }
     if getattr(scorer, "kind", None) != method.scorer:
         # a model of another kind would be stored under, and read back as, the wrong kind
-        raise TypeError(f"method {method.name!r} declares scorer kind {method.scorer!r} (Method.scorer) but trained "
-                        f"a model of kind {getattr(scorer, 'kind', None)!r}")
+        raise TypeError(
+            f"method {method.name!r} declares scorer kind {method.scorer!r} (Method.scorer) but trained "
+            f"a model of kind {getattr(scorer, 'kind', None)!r}"
+        )
     info["versus_logging"] = data.versus_logging(scorer)
     alike = data.alike_share(scorer)
     edges = guard.edges_of_grid(info.get("selection", []), info.get("chosen", {}))
-    info["warnings"] = list(info.get("warnings", [])) + warnings + guard.guard_warnings(
-        versus=info["versus_logging"], train_ess=info["ess_fraction"]["trained"] if method.weighted else None,
-        n_train=len(data.train_log), vali_ess=info["ess_fraction"]["validation"], n_vali=len(data.vali_log),
-        clip=record, edges=edges, alike=alike)
+    info["warnings"] = (
+        list(info.get("warnings", []))
+        + warnings
+        + guard.guard_warnings(
+            versus=info["versus_logging"],
+            train_ess=info["ess_fraction"]["trained"] if method.weighted else None,
+            n_train=len(data.train_log),
+            vali_ess=info["ess_fraction"]["validation"],
+            n_vali=len(data.vali_log),
+            clip=record,
+            edges=edges,
+            alike=alike,
+        )
+    )
     return scorer, info
 
 
@@ -398,8 +447,9 @@ def _select_clip(method: Method, data: TrainingData, options: Options, grid: lis
     for index, row in enumerate(selection.table):
         paired = data.paired_difference(scorers[index], scorers[best])
         row["difference_to_best"], row["standard_error"] = paired["difference"], paired["standard_error"]
-        if index == best or (row.get("alike_share", 0.0) < guard.ALIKE_SHARE
-                             and paired["difference"] >= -paired["standard_error"]):
+        if index == best or (
+            row.get("alike_share", 0.0) < guard.ALIKE_SHARE and paired["difference"] >= -paired["standard_error"]
+        ):
             within.append(index)
     chosen = max(within, key=lambda i: candidates[i]["clip"] or 0.0)  # the strongest clipping (None: none)
     for index, row in enumerate(selection.table):

@@ -39,6 +39,7 @@ from cltr.options import option
 
 ORDER = 50
 
+
 def _numbers(kind):
     """A comma-separated list of ``kind`` (the command line's "200,100" or "0,1,300,0.1")."""
     return lambda text: [kind(part) for part in text.split(",") if part.strip()]
@@ -58,37 +59,61 @@ class DeepOptions(SelectionOptions):
     (0-based) on, the learning rate is base · multiplier; it starts at epoch 0.
     """
 
-    preset: str = option("default", "Settings to start from: 'paper' is Sec. 5.4's (lr 1e-6/1e-7/1e-8, 750 "
-                                    "epochs); 'default' is tuned on validation clicks (docs/explanation/methods.md).",
-                         choices=lambda: tuple(PRESETS))
-    hidden: tuple[int, ...] = option((200,), "Hidden layer sizes, e.g. 200 or 200,100 [default: preset's].", low=1,
-                                     parse=_numbers(int))
+    preset: str = option(
+        "default",
+        "Settings to start from: 'paper' is Sec. 5.4's (lr 1e-6/1e-7/1e-8, 750 "
+        "epochs); 'default' is tuned on validation clicks (docs/explanation/methods.md).",
+        choices=lambda: tuple(PRESETS),
+    )
+    hidden: tuple[int, ...] = option(
+        (200,), "Hidden layer sizes, e.g. 200 or 200,100 [default: preset's].", low=1, parse=_numbers(int)
+    )
     activation: str = option("sigmoid", "Hidden activation [default: preset's].", choices=ACTIVATIONS)
-    epochs: int = option(100, "Epochs per learning rate; the best epoch on validation clicks is kept "
-                              "[default: preset's].", low=1)
-    lr: float | None = option(None, "Base learning rate; without it the preset's rates are tried and the best "
-                                    "kept.", low=0, low_open=True)
+    epochs: int = option(
+        100, "Epochs per learning rate; the best epoch on validation clicks is kept [default: preset's].", low=1
+    )
+    lr: float | None = option(
+        None, "Base learning rate; without it the preset's rates are tried and the best kept.", low=0, low_open=True
+    )
     learning_rates: tuple[float, ...] = option(
-        (3e-3, 1e-2, 3e-2), "Base learning rates tried without --lr, each from the same seeded initialisation, "
-                            "e.g. 0.003,0.01 [default: preset's].", low=0, low_open=True, parse=_numbers(float))
+        (3e-3, 1e-2, 3e-2),
+        "Base learning rates tried without --lr, each from the same seeded initialisation, "
+        "e.g. 0.003,0.01 [default: preset's].",
+        low=0,
+        low_open=True,
+        parse=_numbers(float),
+    )
     schedule: tuple[float, ...] = option(
-        (0.0, 1.0), "The learning rate's schedule as start epoch, multiplier pairs (0-based epochs, the first 0): "
-                    "0,1,300,0.1 runs epochs 300 on at a tenth of the base rate [default: preset's].",
-        parse=_numbers(float))
-    batch_docs: int = option(1000, "About this many documents per minibatch of whole queries [default: preset's].",
-                             low=1)
+        (0.0, 1.0),
+        "The learning rate's schedule as start epoch, multiplier pairs (0-based epochs, the first 0): "
+        "0,1,300,0.1 runs epochs 300 on at a tenth of the base rate [default: preset's].",
+        parse=_numbers(float),
+    )
+    batch_docs: int = option(
+        1000, "About this many documents per minibatch of whole queries [default: preset's].", low=1
+    )
     weight_decay: float = option(1e-6, "Weight decay coefficient [default: preset's].", low=0)
-    decay: str = option("decoupled", "L2 (added to the gradient, as the paper's torch Adam) or decoupled (AdamW) "
-                                     "[default: preset's].", choices=("l2", "decoupled"))
+    decay: str = option(
+        "decoupled",
+        "L2 (added to the gradient, as the paper's torch Adam) or decoupled (AdamW) [default: preset's].",
+        choices=("l2", "decoupled"),
+    )
     metric: str = option("dcg", "Rank weight of the bound: dcg, rbp:P or avgrank [default: dcg].")
     dtype: str = option("float32", "Precision of the network [default: preset's].", choices=("float32", "float64"))
-    patience: int | None = option(20, "Stop a learning rate after this many epochs without a better validation "
-                                      "estimate [default: preset's].", low=1)
-    standardize: bool = option(False, "Standardise every input feature by its mean and standard deviation over the "
-                                      "training documents of clicked queries (a constant feature gets scale 1) "
-                                      "[default: preset's].")
-    blas_threads: int = option(1, "BLAS threads for the network's products (one is faster on small machines; "
-                                  "bench/deep.py).", low=1)
+    patience: int | None = option(
+        20,
+        "Stop a learning rate after this many epochs without a better validation estimate [default: preset's].",
+        low=1,
+    )
+    standardize: bool = option(
+        False,
+        "Standardise every input feature by its mean and standard deviation over the "
+        "training documents of clicked queries (a constant feature gets scale 1) "
+        "[default: preset's].",
+    )
+    blas_threads: int = option(
+        1, "BLAS threads for the network's products (one is faster on small machines; bench/deep.py).", low=1
+    )
 
     def __post_init__(self):
         self.checked()  # bad combinations fail before any work
@@ -114,8 +139,7 @@ class DeepOptions(SelectionOptions):
         preset = PRESETS.get(self.preset)
         record = {}
         for name, value in _fields(self).items():
-            same = preset is not None and name not in _NOT_PRESET \
-                and value == getattr(preset, name)
+            same = preset is not None and name not in _NOT_PRESET and value == getattr(preset, name)
             if same and name in _LATER:
                 continue  # options added after the record's shape was fixed: only a change is recorded
             record[name] = None if same else list(value) if isinstance(value, tuple) else value
@@ -123,8 +147,9 @@ class DeepOptions(SelectionOptions):
 
     def pairs(self) -> list[tuple[int, float]]:
         """``schedule`` as ``(start_epoch, multiplier)`` pairs."""
-        return [(int(start), float(factor)) for start, factor in zip(self.schedule[::2], self.schedule[1::2],
-                                                                      strict=True)]
+        return [
+            (int(start), float(factor)) for start, factor in zip(self.schedule[::2], self.schedule[1::2], strict=True)
+        ]
 
     def learning_rate(self, base: float, epoch: int) -> float:
         multiplier = 1.0
@@ -140,11 +165,20 @@ class DeepOptions(SelectionOptions):
     def settings_record(self) -> dict:
         """The training settings as the model's info records them (``resolved``, the schedule as pairs)."""
         resolved = self.resolved()
-        return {"hidden": list(resolved.hidden), "activation": resolved.activation, "epochs": resolved.epochs,
-                "learning_rates": list(resolved.learning_rates),
-                "schedule": [list(pair) for pair in resolved.pairs()], "batch_docs": resolved.batch_docs,
-                "weight_decay": resolved.weight_decay, "decay": resolved.decay, "metric": resolved.metric,
-                "dtype": resolved.dtype, "patience": resolved.patience, "standardize": resolved.standardize}
+        return {
+            "hidden": list(resolved.hidden),
+            "activation": resolved.activation,
+            "epochs": resolved.epochs,
+            "learning_rates": list(resolved.learning_rates),
+            "schedule": [list(pair) for pair in resolved.pairs()],
+            "batch_docs": resolved.batch_docs,
+            "weight_decay": resolved.weight_decay,
+            "decay": resolved.decay,
+            "metric": resolved.metric,
+            "dtype": resolved.dtype,
+            "patience": resolved.patience,
+            "standardize": resolved.standardize,
+        }
 
     def checked(self) -> DeepOptions:
         """Self, after checking every field; raises ValueError saying what was expected."""
@@ -158,10 +192,17 @@ class DeepOptions(SelectionOptions):
         if not self.learning_rates or any(not lr > 0 for lr in self.learning_rates):
             raise ValueError(f"learning rates must be > 0, got {self.learning_rates!r}")
         starts = self.schedule[::2]
-        if len(self.schedule) < 2 or len(self.schedule) % 2 or starts[0] != 0 \
-                or any(s != int(s) for s in starts) or any(b <= a for a, b in pairwise(starts)):
-            raise ValueError(f"schedule must be (start_epoch, multiplier) pairs, flattened, starting at epoch 0 "
-                             f"with increasing whole epochs, got {self.schedule!r}")
+        if (
+            len(self.schedule) < 2
+            or len(self.schedule) % 2
+            or starts[0] != 0
+            or any(s != int(s) for s in starts)
+            or any(b <= a for a, b in pairwise(starts))
+        ):
+            raise ValueError(
+                f"schedule must be (start_epoch, multiplier) pairs, flattened, starting at epoch 0 "
+                f"with increasing whole epochs, got {self.schedule!r}"
+            )
         if int(self.batch_docs) < 1:
             raise ValueError(f"batch_docs must be >= 1, got {self.batch_docs!r}")
         if not self.weight_decay >= 0:
@@ -186,9 +227,20 @@ PRESETS: dict[str, DeepOptions] = {
     # The paper's own settings (Sec. 5.4): 200 sigmoid units, Adam, weight decay 1e-6 (taken
     # as L2, torch.optim.Adam's weight_decay), 1000 documents a batch, 750 epochs, learning
     # rate 1e-6 for 300 epochs, 1e-7 for 200, 1e-8 for the rest.
-    "paper": DeepOptions(preset="paper", hidden=(200,), activation="sigmoid", epochs=750, learning_rates=(1e-6,),
-                         schedule=(0, 1.0, 300, 0.1, 500, 0.01), batch_docs=1000, weight_decay=1e-6, decay="l2",
-                         metric="dcg", dtype="float64", patience=None),
+    "paper": DeepOptions(
+        preset="paper",
+        hidden=(200,),
+        activation="sigmoid",
+        epochs=750,
+        learning_rates=(1e-6,),
+        schedule=(0, 1.0, 300, 0.1, 500, 0.01),
+        batch_docs=1000,
+        weight_decay=1e-6,
+        decay="l2",
+        metric="dcg",
+        dtype="float64",
+        patience=None,
+    ),
     # Tuned on validation clicks (SNIPS Avg DCG) of the synthetic data and MQ2008 Fold1, seeds
     # 0-3, never on test labels (docs/explanation/methods.md, "Deep PropDCG", lists what was tried). The paper's
     # step sizes barely move the weights: MQ2008 has ~10 batches an epoch, so 750 epochs at
@@ -223,7 +275,7 @@ def _standardization(X, offsets, click_query, dtype) -> dict:
     total = np.zeros(X.shape[1])
     square = np.zeros(X.shape[1])
     for start in range(0, len(rows), 65536):
-        block = np.asarray(X[rows[start:start + 65536]], dtype=np.float64)
+        block = np.asarray(X[rows[start : start + 65536]], dtype=np.float64)
         total += block.sum(axis=0)
         square += np.einsum("ij,ij->j", block, block)
     mean = total / len(rows)
@@ -298,8 +350,9 @@ def train_deep_propdcg(
     weight = rank_weight(settings.metric)
     init_rng = np.random.default_rng(rng.integers(2**63))
     shuffle_seed = np.random.default_rng(rng.integers(2**63))
-    initial = init_mlp(X.shape[1], hidden=settings.hidden, activation=settings.activation,
-                       dtype=settings.dtype, rng=init_rng)
+    initial = init_mlp(
+        X.shape[1], hidden=settings.hidden, activation=settings.activation, dtype=settings.dtype, rng=init_rng
+    )
     if settings.standardize:
         initial = replace(initial, **_standardization(X, offsets, clicks.query, initial.dtype))
     shuffle_state = shuffle_seed.bit_generator.state
@@ -319,8 +372,9 @@ def train_deep_propdcg(
             batches = click_batches(offsets, clicks, batch_docs=settings.batch_docs, rng=shuffle_seed)
             losses = []
             for batch in batches:
-                value, grads = loss_and_gradient(net, X[batch.rows], batch.offsets, batch.clicks, weight,
-                                                 n=n_clicks, scale=float(len(batches)))
+                value, grads = loss_and_gradient(
+                    net, X[batch.rows], batch.offsets, batch.clicks, weight, n=n_clicks, scale=float(len(batches))
+                )
                 optimizer.step(grads, lr)
                 losses.append(value)
             # the last step may turn the parameters non-finite after a finite loss (an
@@ -328,17 +382,21 @@ def train_deep_propdcg(
             diverged = not np.isfinite(np.mean(losses)) or not all(np.isfinite(p).all() for p in parameters)
             # a diverged net has non-finite scores, which the validation ranking refuses
             estimate = float(validate(net)) if validate is not None and not diverged else float("nan")
-            record = EpochRecord(learning_rate=float(base), epoch=epoch + 1, step_learning_rate=float(lr),
-                                 train_loss=float(np.mean(losses)), validation_snips_avg_dcg=estimate,
-                                 seconds=time.perf_counter() - start)
+            record = EpochRecord(
+                learning_rate=float(base),
+                epoch=epoch + 1,
+                step_learning_rate=float(lr),
+                train_loss=float(np.mean(losses)),
+                validation_snips_avg_dcg=estimate,
+                seconds=time.perf_counter() - start,
+            )
             trace.append(record)
             if progress is not None:
                 progress(record)
             if diverged:
                 break  # later epochs cannot recover
             if validate is None or best is None or (np.isfinite(estimate) and estimate > best.validation_snips_avg_dcg):
-                best = DeepResult(net.copy(), float(base), epoch + 1,
-                                  estimate if np.isfinite(estimate) else -np.inf)
+                best = DeepResult(net.copy(), float(base), epoch + 1, estimate if np.isfinite(estimate) else -np.inf)
             # patience counts from this learning rate's own best epoch
             if np.isfinite(estimate) and estimate > run_best:
                 run_best, since_best = estimate, 0
@@ -347,8 +405,10 @@ def train_deep_propdcg(
                 if settings.patience is not None and since_best >= int(settings.patience):
                     break
     if best is None:
-        raise ValueError("training diverged in the first epoch of every learning rate; "
-                         + _divergence_cause(clicks.cost, initial.dtype))
+        raise ValueError(
+            "training diverged in the first epoch of every learning rate; "
+            + _divergence_cause(clicks.cost, initial.dtype)
+        )
     best.trace = trace
     return best
 
@@ -363,9 +423,11 @@ def _divergence_cause(cost, dtype) -> str:
     # Adam squares the gradient, which scales with the weight: past sqrt(max) of the net's
     # dtype it overflows, and a weight a million times the typical one swamps every other
     if largest > np.sqrt(np.finfo(dtype).max) or not largest <= 1e6 * typical:
-        return (f"an extreme example weight is the cause: example {i} weighs {largest:.3g} where the "
-                f"median weight is {typical:.3g}, which overflows the loss whatever the learning rate; clip the "
-                f"propensities (--clip) or drop that click")
+        return (
+            f"an extreme example weight is the cause: example {i} weighs {largest:.3g} where the "
+            f"median weight is {typical:.3g}, which overflows the loss whatever the learning rate; clip the "
+            f"propensities (--clip) or drop that click"
+        )
     return "try smaller learning_rates"
 
 
@@ -376,41 +438,79 @@ def train(data: TrainingData, options: DeepOptions, *, progress=None):
 
     def report(record):
         if progress is not None:
-            progress({"event": "progress", "unit": "epoch", "total": total, "advance": 1,
-                      "postfix": {"lr": f"{record.learning_rate:g}", "loss": f"{record.train_loss:.4g}",
-                                  "vali": f"{record.validation_snips_avg_dcg:.4f}"}})
+            progress(
+                {
+                    "event": "progress",
+                    "unit": "epoch",
+                    "total": total,
+                    "advance": 1,
+                    "postfix": {
+                        "lr": f"{record.learning_rate:g}",
+                        "loss": f"{record.train_loss:.4g}",
+                        "vali": f"{record.validation_snips_avg_dcg:.4f}",
+                    },
+                }
+            )
 
     check_signed_weights(log.cost, settings.metric)
     from threadpoolctl import threadpool_limits  # here, not at the top: `cltr --help` imports every method
 
     with threadpool_limits(limits=options.blas_threads, user_api="blas"):
-        result = train_deep_propdcg(split.X, split.offsets, Clicks.from_log(log), settings=settings,
-                                    rng=stream(data.seed, "deep-propdcg"), validate=data.estimate, progress=report)
+        result = train_deep_propdcg(
+            split.X,
+            split.offsets,
+            Clicks.from_log(log),
+            settings=settings,
+            rng=stream(data.seed, "deep-propdcg"),
+            validate=data.estimate,
+            progress=report,
+        )
     trace = [asdict(record) for record in result.trace]
     table = []
     for lr in sorted(settings.learning_rates):
         rows = [r for r in trace if r["learning_rate"] == lr]
         best = max(rows, key=lambda r: r["validation_snips_avg_dcg"])  # earliest of ties
-        table.append({"lr": lr, "epoch": best["epoch"], "epochs_run": len(rows),
-                      "validation_snips_avg_dcg": best["validation_snips_avg_dcg"],
-                      "train_loss": best["train_loss"], "seconds": sum(r["seconds"] for r in rows)})
-    info = {"chosen": {"lr": result.learning_rate, "epoch": result.epoch},
-            "validation_snips_avg_dcg": result.validation_snips_avg_dcg, "selection": table,
-            "settings": settings.settings_record(), "metric": settings.metric, "trace": trace}
+        table.append(
+            {
+                "lr": lr,
+                "epoch": best["epoch"],
+                "epochs_run": len(rows),
+                "validation_snips_avg_dcg": best["validation_snips_avg_dcg"],
+                "train_loss": best["train_loss"],
+                "seconds": sum(r["seconds"] for r in rows),
+            }
+        )
+    info = {
+        "chosen": {"lr": result.learning_rate, "epoch": result.epoch},
+        "validation_snips_avg_dcg": result.validation_snips_avg_dcg,
+        "selection": table,
+        "settings": settings.settings_record(),
+        "metric": settings.metric,
+        "trace": trace,
+    }
     return result.scorer, info
 
 
 def tables(info: dict) -> list:
-    return [("learning rates:", info["selection"],
-             ["lr", "epoch", "epochs_run", "validation_snips_avg_dcg", "train_loss", "seconds"])]
+    return [
+        (
+            "learning rates:",
+            info["selection"],
+            ["lr", "epoch", "epochs_run", "validation_snips_avg_dcg", "train_loss", "seconds"],
+        )
+    ]
 
 
 METHOD = Method(
-    name="deep-propdcg", label="Deep PropDCG", options=DeepOptions, train=train, tables=tables,
+    name="deep-propdcg",
+    label="Deep PropDCG",
+    options=DeepOptions,
+    train=train,
+    tables=tables,
     tuned_once=("lr",),
     summary="An MLP on the propensity-weighted DCG bound (Adam, query batches).",
     description="Deep PropDCG (paper Sec. 4.2): a multilayer perceptron trained on the propensity-weighted DCG "
-                "bound (or --metric's) by Adam over minibatches of whole queries; the learning rate and epoch "
-                "are chosen by SNIPS Avg DCG on validation clicks.",
+    "bound (or --metric's) by Adam over minibatches of whole queries; the learning rate and epoch "
+    "are chosen by SNIPS Avg DCG on validation clicks.",
     scorer="mlp",
 )

@@ -53,13 +53,20 @@ PAPER_LEARNING_RATE = 0.1
 
 @dataclass(frozen=True)
 class LambdaRankOptions(TreeOptions):
-    labels: str = option("documents", "documents: one group per query, relevant iff clicked at least once; "
-                                      "sessions: one group per session with a click, relevant iff clicked in it.",
-                         choices=LABEL_CHOICES)
-    preset: str = option("tuned", "tuned: learning rate and leaves chosen by SNIPS Avg DCG on validation clicks; "
-                                  "paper: the paper's run (learning rate 0.1, 4 leaves, or 64 on Yahoo-width data "
-                                  "of 500+ features; trees early-stopped on the unweighted average DCG of the "
-                                  "clicked validation documents).", choices=PRESETS)
+    labels: str = option(
+        "documents",
+        "documents: one group per query, relevant iff clicked at least once; "
+        "sessions: one group per session with a click, relevant iff clicked in it.",
+        choices=LABEL_CHOICES,
+    )
+    preset: str = option(
+        "tuned",
+        "tuned: learning rate and leaves chosen by SNIPS Avg DCG on validation clicks; "
+        "paper: the paper's run (learning rate 0.1, 4 leaves, or 64 on Yahoo-width data "
+        "of 500+ features; trees early-stopped on the unweighted average DCG of the "
+        "clicked validation documents).",
+        choices=PRESETS,
+    )
 
 
 def paper_leaves(n_features: int) -> int:
@@ -120,15 +127,20 @@ def click_labels(queries: Queries, log: ClickLog, *, labels: str = "documents") 
         raise ValueError(f"labels must be one of {', '.join(LABEL_CHOICES)}, found {labels!r}")
     offsets = np.asarray(queries.offsets, dtype=np.int64)
     if len(log) and (log.doc.max() >= queries.n_docs or log.query.max() >= queries.n_queries):
-        raise ValueError(f"the click log refers to documents beyond the split's {queries.n_docs} rows; "
-                         "it was logged on another split")
+        raise ValueError(
+            f"the click log refers to documents beyond the split's {queries.n_docs} rows; "
+            "it was logged on another split"
+        )
     if labels == "documents":
         clicked = np.bincount(log.doc, minlength=queries.n_docs) > 0
         kept = np.flatnonzero(np.bincount(log.query, minlength=queries.n_queries) > 0)
         rows, _ = _query_rows(offsets, kept)
-        return ClickLabels(rows=rows, label=clicked[rows].astype(np.float64),
-                           group=(offsets[kept + 1] - offsets[kept]).astype(np.int64),
-                           group_query=kept.astype(np.int64))
+        return ClickLabels(
+            rows=rows,
+            label=clicked[rows].astype(np.float64),
+            group=(offsets[kept + 1] - offsets[kept]).astype(np.int64),
+            group_query=kept.astype(np.int64),
+        )
     # One group per (pass, query) with a click, in log (pass) order.
     session = log.pass_index.astype(np.int64) * queries.n_queries + log.query
     unique_sessions, session_of_click = np.unique(session, return_inverse=True)
@@ -136,10 +148,12 @@ def click_labels(queries: Queries, log: ClickLog, *, labels: str = "documents") 
     rows, block_start = _query_rows(offsets, group_query)
     label = np.zeros(len(rows))
     label[block_start[session_of_click] + (log.doc - offsets[log.query])] = 1.0
-    return ClickLabels(rows=rows, label=label,
-                       group=(offsets[group_query + 1] - offsets[group_query]).astype(np.int64),
-                       group_query=group_query)
-
+    return ClickLabels(
+        rows=rows,
+        label=label,
+        group=(offsets[group_query + 1] - offsets[group_query]).astype(np.int64),
+        group_query=group_query,
+    )
 
 
 def train(data: TrainingData, options: LambdaRankOptions, *, progress=None):
@@ -148,30 +162,50 @@ def train(data: TrainingData, options: LambdaRankOptions, *, progress=None):
     if len(click.group) == 0:
         raise ValueError("no training query has a clicked document; LambdaRank has nothing to learn from")
     X = data.dataset.train.X[click.rows]
-    common = {"name": "lambdarank", "X": X, "label": click.label, "group": click.group, "objective": None,
-              "progress": progress}
+    common = {
+        "name": "lambdarank",
+        "X": X,
+        "label": click.label,
+        "group": click.group,
+        "objective": None,
+        "progress": progress,
+    }
     if options.preset == "paper":
-        options = replace(options, learning_rate=options.learning_rate or PAPER_LEARNING_RATE,
-                          num_leaves=options.num_leaves or paper_leaves(X.shape[1]))
-        scorer, info = select_trees(data, options, estimate=data.clicked_avg_dcg,
-                                    criterion_name="validation_clicked_avg_dcg", **common)
+        options = replace(
+            options,
+            learning_rate=options.learning_rate or PAPER_LEARNING_RATE,
+            num_leaves=options.num_leaves or paper_leaves(X.shape[1]),
+        )
+        scorer, info = select_trees(
+            data, options, estimate=data.clicked_avg_dcg, criterion_name="validation_clicked_avg_dcg", **common
+        )
         info["validation_snips_avg_dcg"] = data.estimate(scorer)
     else:
         scorer, info = select_trees(data, options, **common)
-    info.update({"labels": options.labels, "preset": options.preset, "training_rows": int(len(click.rows)),
-                 "training_groups": int(len(click.group))})
+    info.update(
+        {
+            "labels": options.labels,
+            "preset": options.preset,
+            "training_rows": int(len(click.rows)),
+            "training_groups": int(len(click.group)),
+        }
+    )
     return scorer, info
 
 
 METHOD = Method(
-    name="lambdarank", label="LambdaRank", options=LambdaRankOptions, train=train, weighted=False,
+    name="lambdarank",
+    label="LambdaRank",
+    options=LambdaRankOptions,
+    train=train,
+    weighted=False,
     tuned_once=("learning_rate", "num_leaves"),
     summary="LightGBM LambdaRank on click labels (trees, early stopping).",
     description="LambdaRank (LightGBM) with clicks as labels, as the paper's baseline: with --labels documents a "
-                "document is relevant iff clicked at least once in the log; queries (or sessions) without a click "
-                "are left out, having no pair to order. Learning rate and leaves are chosen, and the number of "
-                "trees early-stopped, by SNIPS Avg DCG on validation clicks (--preset tuned), or fixed at the "
-                "paper's learning rate 0.1 and 4 leaves (64 on Yahoo) with trees early-stopped on the clicked "
-                "validation documents' average DCG (--preset paper); no split uses more than half of the features.",
+    "document is relevant iff clicked at least once in the log; queries (or sessions) without a click "
+    "are left out, having no pair to order. Learning rate and leaves are chosen, and the number of "
+    "trees early-stopped, by SNIPS Avg DCG on validation clicks (--preset tuned), or fixed at the "
+    "paper's learning rate 0.1 and 4 leaves (64 on Yahoo) with trees early-stopped on the clicked "
+    "validation documents' average DCG (--preset paper); no split uses more than half of the features.",
     scorer="lightgbm",
 )

@@ -45,10 +45,16 @@ ORDER = 80
 @dataclass(frozen=True)
 class LightGBMPositionOptions(TreeOptions):
     position_bias_regularization: float = option(
-        0.0, "LightGBM's lambdarank_position_bias_regularization: L2 penalty on the learned position biases "
-             "(larger values shrink them).", low=0)
-    merge: bool = option(True, "Merge identical sessions into one weighted group (the full log's gradients, "
-                               "far fewer rows; see the module docs).")
+        0.0,
+        "LightGBM's lambdarank_position_bias_regularization: L2 penalty on the learned position biases "
+        "(larger values shrink them).",
+        low=0,
+    )
+    merge: bool = option(
+        True,
+        "Merge identical sessions into one weighted group (the full log's gradients, "
+        "far fewer rows; see the module docs).",
+    )
 
 
 def train(data: TrainingData, options: LightGBMPositionOptions, *, progress=None):
@@ -58,24 +64,35 @@ def train(data: TrainingData, options: LightGBMPositionOptions, *, progress=None
     if len(groups.group) == 0:
         raise ValueError("no training session has a click; LightGBM's LambdaRank has no pair to learn from")
     scorer, info = select_trees(
-        data, options, name="lightgbm-position", X=data.dataset.train.X[groups.doc], label=groups.label,
-        group=groups.group, objective=None, progress=progress, weight=groups.row_weight if options.merge else None,
+        data,
+        options,
+        name="lightgbm-position",
+        X=data.dataset.train.X[groups.doc],
+        label=groups.label,
+        group=groups.group,
+        objective=None,
+        progress=progress,
+        weight=groups.row_weight if options.merge else None,
         position=groups.position,
-        extra_params={"lambdarank_position_bias_regularization": float(options.position_bias_regularization)})
+        extra_params={"lambdarank_position_bias_regularization": float(options.position_bias_regularization)},
+    )
     info.update(groups.info())
     info["position_bias_regularization"] = float(options.position_bias_regularization)
     return scorer, info
 
 
 METHOD = Method(
-    name="lightgbm-position", label="LightGBM position-debiased", options=LightGBMPositionOptions, train=train,
+    name="lightgbm-position",
+    label="LightGBM position-debiased",
+    options=LightGBMPositionOptions,
+    train=train,
     tuned_once=("learning_rate", "num_leaves"),
     weighted=False,  # the position biases are learned; no 1/q is read, so clipping changes nothing
     summary="LightGBM LambdaRank on sessions with its own learned position bias (Dataset(position=...)).",
     description="LightGBM's position debiasing (LightGBM >= 4.1): one LambdaRank group per session with a click, "
-                "clicks as labels, the displayed rank as position; LightGBM learns an additive bias per position "
-                "with the trees and returns the trees alone. Identical sessions are merged into weighted groups "
-                "(the full log's gradients). Learning rate and leaves are chosen, and trees early-stopped, by SNIPS "
-                "Avg DCG on validation clicks.",
+    "clicks as labels, the displayed rank as position; LightGBM learns an additive bias per position "
+    "with the trees and returns the trees alone. Identical sessions are merged into weighted groups "
+    "(the full log's gradients). Learning rate and leaves are chosen, and trees early-stopped, by SNIPS "
+    "Avg DCG on validation clicks.",
     scorer="lightgbm",
 )

@@ -71,8 +71,12 @@ class SessionGroups:
         return np.repeat(self.weight, self.group)
 
     def info(self) -> dict:
-        return {"sessions": int(self.n_sessions), "training_groups": len(self.group),
-                "training_rows": len(self.rows), "sessions_represented": float(self.weight.sum())}
+        return {
+            "sessions": int(self.n_sessions),
+            "training_groups": len(self.group),
+            "training_rows": len(self.rows),
+            "sessions_represented": float(self.weight.sum()),
+        }
 
 
 def clicked_sessions(displayed: Displayed) -> np.ndarray:
@@ -120,8 +124,9 @@ def session_groups(displayed: Displayed, sessions: np.ndarray, *, merge: bool = 
     if merge and len(sessions):
         rows, sizes = _rows_of(offsets, sessions)
         # one row per session: (doc, rank, click) codes in displayed order, padded with -1
-        code = (displayed.doc[rows] * (int(displayed.rank.max()) + 1) + displayed.rank[rows]) * 2 \
-            + displayed.click[rows]
+        code = (displayed.doc[rows] * (int(displayed.rank.max()) + 1) + displayed.rank[rows]) * 2 + displayed.click[
+            rows
+        ]
         table = np.full((len(sessions), int(sizes.max())), -1, dtype=np.int64)
         owner = np.repeat(np.arange(len(sessions)), sizes)
         table[owner, np.arange(len(rows)) - np.repeat(np.cumsum(sizes) - sizes, sizes)] = code
@@ -129,7 +134,12 @@ def session_groups(displayed: Displayed, sessions: np.ndarray, *, merge: bool = 
         order = np.argsort(first)
         sessions, weight = sessions[first[order]], counts[order].astype(np.float64)
     rows, sizes = _rows_of(offsets, sessions)
-    return SessionGroups(rows=rows, doc=displayed.doc[rows].astype(np.int64),
-                         label=displayed.click[rows].astype(np.float64),
-                         position=(displayed.rank[rows] - 1).astype(np.int64), group=sizes, weight=weight,
-                         n_sessions=displayed.n_sessions)
+    return SessionGroups(
+        rows=rows,
+        doc=displayed.doc[rows].astype(np.int64),
+        label=displayed.click[rows].astype(np.float64),
+        position=(displayed.rank[rows] - 1).astype(np.int64),
+        group=sizes,
+        weight=weight,
+        n_sessions=displayed.n_sessions,
+    )

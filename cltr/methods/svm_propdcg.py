@@ -41,13 +41,20 @@ def _metric(text: str) -> str:
 class PropDCGOptions(LinearSVMOptions):
     metric: str = option("dcg", "Rank weight of the bound: dcg, rbp:P (e.g. rbp:0.8) or avgrank.", parse=_metric)
     max_ccp_iter: int = option(20, "Most CCP steps.", low=1)
-    ccp_tol: float = option(1e-4, "Stop when the true objective improves by less than this, relatively.",
-                            low=0, low_open=True)
-    init: str = option("auto", "The CCP's starting point: w = 0, the SVM PropRank solution, or auto: w = 0 over "
-                               "the C grid, both (the better on validation kept) at a given -C.",
-                       choices=("auto", "zero", "proprank"))
-    trace_estimate: bool = option(False, "Record the training SNIPS Avg DCG after every CCP step in the trace (the "
-                                         "ccp figure draws it; it costs about a tenth of the training).")
+    ccp_tol: float = option(
+        1e-4, "Stop when the true objective improves by less than this, relatively.", low=0, low_open=True
+    )
+    init: str = option(
+        "auto",
+        "The CCP's starting point: w = 0, the SVM PropRank solution, or auto: w = 0 over "
+        "the C grid, both (the better on validation kept) at a given -C.",
+        choices=("auto", "zero", "proprank"),
+    )
+    trace_estimate: bool = option(
+        False,
+        "Record the training SNIPS Avg DCG after every CCP step in the trace (the "
+        "ccp figure draws it; it costs about a tenth of the training).",
+    )
 
     def __post_init__(self):
         rank_weight(self.metric)
@@ -68,35 +75,57 @@ def _train(data: TrainingData, options: PropDCGOptions, problem, *, progress=Non
     propensity = 1.0 / positive_costs(log, "svm-propdcg")  # CCP re-weights q_i: the correction's weights as 1/q_i
 
     def monitor(w):
-        return validation_estimate(LinearScorer(w), split, log, rng=stream(data.seed, "training-estimate"),
-                                   dcg_base=data.dataset.dcg_base)
+        return validation_estimate(
+            LinearScorer(w), split, log, rng=stream(data.seed, "training-estimate"), dcg_base=data.dataset.dcg_base
+        )
 
     def fit(C, _previous, init=options.init):
         w0 = None
         if init == "proprank":
-            w0 = (train_svm_on_clicks(split, log.query, log.doc, 1.0 / propensity, C=C, tol=options.tol)
-                  if problem is None else problem.solve(1.0 / propensity, C, tol=options.tol)).w
-        result = propdcg_ccp(split.X, split.offsets, log.query, log.doc, propensity, C, weight, w0=w0,
-                             max_iter=options.max_ccp_iter, tol=options.ccp_tol, inner_tol=options.tol,
-                             monitor=monitor if options.trace_estimate else None, problem=problem)
+            w0 = (
+                train_svm_on_clicks(split, log.query, log.doc, 1.0 / propensity, C=C, tol=options.tol)
+                if problem is None
+                else problem.solve(1.0 / propensity, C, tol=options.tol)
+            ).w
+        result = propdcg_ccp(
+            split.X,
+            split.offsets,
+            log.query,
+            log.doc,
+            propensity,
+            C,
+            weight,
+            w0=w0,
+            max_iter=options.max_ccp_iter,
+            tol=options.ccp_tol,
+            inner_tol=options.tol,
+            monitor=monitor if options.trace_estimate else None,
+            problem=problem,
+        )
         start = np.zeros(split.n_features) if w0 is None else w0
-        info = {"objective": result.objective, "ccp_iterations": len(result.trace),
-                "converged": result.converged, "ccp_trace": [asdict(step) for step in result.trace],
-                "initial_objective": result.initial_objective,
-                "initial_train_snips_avg_dcg": monitor(start) if options.trace_estimate else float("nan")}
+        info = {
+            "objective": result.objective,
+            "ccp_iterations": len(result.trace),
+            "converged": result.converged,
+            "ccp_trace": [asdict(step) for step in result.trace],
+            "initial_objective": result.initial_objective,
+            "initial_train_snips_avg_dcg": monitor(start) if options.trace_estimate else float("nan"),
+        }
         return result.w, info
 
     starts = [options.init] if options.init != "auto" else ["zero", "proprank"] if options.C is not None else ["zero"]
     candidates = [{"C": c["C"], "init": start} for c in c_candidates(options) for start in starts]
-    scorer, info = select_c(options, fit, data.estimate, progress=progress, alike=data.alike_share,
-                            candidates=candidates)
+    scorer, info = select_c(
+        options, fit, data.estimate, progress=progress, alike=data.alike_share, candidates=candidates
+    )
     info["metric"] = weight.name
     chosen = _chosen_row(info)
     if options.C is not None and options.init == "zero" and chosen["ccp_iterations"] <= 1:
         info["warnings"].append(
             f"the CCP from w = 0 stopped after one step at C = {options.C:g}: at this C the DCG bound barely "
             f"depends on w, and the model is the first step's; start from --init proprank (or auto), or leave "
-            f"-C out so that C is chosen on validation clicks")
+            f"-C out so that C is chosen on validation clicks"
+        )
     # steps whose inner solve ran out of cutting planes before its gap (cltr train warns)
     info["ccp_inner_misses"] = inner_misses(chosen["ccp_trace"])
     return scorer, info
@@ -110,14 +139,31 @@ def tables(info: dict) -> list:
     chosen = _chosen_row(info)
     start = f", from {'w = 0' if chosen.get('init', 'zero') == 'zero' else 'SVM PropRank'}" if "init" in chosen else ""
     traced = any(np.isfinite(step["train_snips_avg_dcg"]) for step in chosen["ccp_trace"])
-    return [(f"CCP trace at C = {info['C']:g}{start}:", chosen["ccp_trace"],
-             ["iteration", "objective", "surrogate", *(["train_snips_avg_dcg"] if traced else []),
-              "inner_iterations", "inner_gap", "inner_tol", "seconds"])]
+    return [
+        (
+            f"CCP trace at C = {info['C']:g}{start}:",
+            chosen["ccp_trace"],
+            [
+                "iteration",
+                "objective",
+                "surrogate",
+                *(["train_snips_avg_dcg"] if traced else []),
+                "inner_iterations",
+                "inner_gap",
+                "inner_tol",
+                "seconds",
+            ],
+        )
+    ]
 
 
 METHOD = Method(
-    name="svm-propdcg", label="SVM PropDCG", options=PropDCGOptions, train=train, tables=tables,
+    name="svm-propdcg",
+    label="SVM PropDCG",
+    options=PropDCGOptions,
+    train=train,
+    tables=tables,
     summary="The DCG (or --metric) bound by the convex-concave procedure.",
     description="SVM PropDCG (paper Sec. 4.1): the propensity-weighted DCG bound (or --metric's), minimised by "
-                "the convex-concave procedure over weighted Ranking SVMs.",
+    "the convex-concave procedure over weighted Ranking SVMs.",
 )

@@ -18,8 +18,11 @@ def train(data: TrainingData, options: LinearSVMOptions, *, progress=None):
 
 
 METHOD = Method(
-    name="svm-proprank", label="SVM PropRank", options=LinearSVMOptions, train=train,
+    name="svm-proprank",
+    label="SVM PropRank",
+    options=LinearSVMOptions,
+    train=train,
     summary="Propensity-weighted Ranking SVM (Avg Rank bound).",
     description="SVM PropRank: clicks weighted by 1/propensity, an unbiased bound on Avg Rank "
-                "(the same as `svm-propdcg --metric avgrank`, which is a single solve).",
+    "(the same as `svm-propdcg --metric avgrank`, which is a single solve).",
 )

@@ -19,7 +19,11 @@ def train(data: TrainingData, options: LinearSVMOptions, *, progress=None):
 
 
 METHOD = Method(
-    name="svm-rank", label="SVM Rank", options=LinearSVMOptions, train=train, weighted=False,
+    name="svm-rank",
+    label="SVM Rank",
+    options=LinearSVMOptions,
+    train=train,
+    weighted=False,
     summary="Ranking SVM on clicks, every click weighted 1 (biased).",
     description="Naive Ranking SVM on clicks: every click weighted 1, so it learns the position bias too.",
 )

@@ -25,8 +25,6 @@ ORDER = 60
 HESSIAN_CHOICES = ("pairs", "constant")
 
 
-
-
 def _metric(text: str) -> str:
     rank_weight(text)
     return text
@@ -35,8 +33,11 @@ def _metric(text: str) -> str:
 @dataclass(frozen=True)
 class TreePropDCGOptions(TreeOptions):
     metric: str = option("dcg", "Rank weight of the bound: dcg, rbp:P (e.g. rbp:0.8) or avgrank.", parse=_metric)
-    hessian: str = option("pairs", "Curvature given to LightGBM: per document, its active pairs' lambda'/q "
-                                   "summed (pairs), or one constant.", choices=HESSIAN_CHOICES)
+    hessian: str = option(
+        "pairs",
+        "Curvature given to LightGBM: per document, its active pairs' lambda'/q summed (pairs), or one constant.",
+        choices=HESSIAN_CHOICES,
+    )
 
     def __post_init__(self):
         rank_weight(self.metric)
@@ -109,8 +110,9 @@ class PropensityObjective:
         start = self.pair_curvature(np.zeros(self.n_docs))
         self.scale = float(start.mean())
         if not self.scale > 0:
-            raise ValueError("no clicked document has another candidate in its query; "
-                             "Tree PropDCG has no pair to order")
+            raise ValueError(
+                "no clicked document has another candidate in its query; Tree PropDCG has no pair to order"
+            )
         self.floor = 1e-9 * self.scale
 
     def gradient(self, scores: np.ndarray, *, with_curvature: bool = False):
@@ -164,29 +166,46 @@ def propensity_objective(queries: Queries, log: ClickLog, weight, *, hessian: st
     unique, count = np.unique(key, axis=0, return_counts=True)
     unique_doc = unique[:, 0].astype(np.int64)
     unique_query = np.searchsorted(offsets, unique_doc, side="right") - 1
-    return click.rows, PropensityObjective(offsets, Clicks(unique_query, unique_doc, unique[:, 1] * count), weight,
-                                           hessian=hessian)
-
+    return click.rows, PropensityObjective(
+        offsets, Clicks(unique_query, unique_doc, unique[:, 1] * count), weight, hessian=hessian
+    )
 
 
 def train(data: TrainingData, options: TreePropDCGOptions, *, progress=None):
     weight = rank_weight(options.metric)
     check_signed_weights(data.train_log.cost, weight)
     rows, objective = propensity_objective(data.dataset.train, data.train_log, weight, hessian=options.hessian)
-    scorer, info = select_trees(data, options, name="tree-propdcg", X=data.dataset.train.X[rows],
-                                label=np.zeros(len(rows)), group=None, objective=objective, progress=progress)
-    info.update({"metric": weight.name, "hessian": options.hessian, "training_rows": int(len(rows)),
-                 "training_clicks": int(len(data.train_log))})
+    scorer, info = select_trees(
+        data,
+        options,
+        name="tree-propdcg",
+        X=data.dataset.train.X[rows],
+        label=np.zeros(len(rows)),
+        group=None,
+        objective=objective,
+        progress=progress,
+    )
+    info.update(
+        {
+            "metric": weight.name,
+            "hessian": options.hessian,
+            "training_rows": int(len(rows)),
+            "training_clicks": int(len(data.train_log)),
+        }
+    )
     return scorer, info
 
 
 METHOD = Method(
-    name="tree-propdcg", label="Tree PropDCG", options=TreePropDCGOptions, train=train,
+    name="tree-propdcg",
+    label="Tree PropDCG",
+    options=TreePropDCGOptions,
+    train=train,
     tuned_once=("learning_rate", "num_leaves"),
     summary="LightGBM on the propensity-weighted DCG bound (custom objective).",
     description="Tree PropDCG: gradient-boosted trees (LightGBM) fitted to the propensity-weighted hinge bound "
-                "R(f) on DCG (or --metric), the paper's objective, through a custom objective whose gradient is "
-                "dR/dscores. Learning rate and leaves are chosen, and the number of trees early-stopped, by "
-                "SNIPS Avg DCG on validation clicks, as for lambdarank.",
+    "R(f) on DCG (or --metric), the paper's objective, through a custom objective whose gradient is "
+    "dR/dscores. Learning rate and leaves are chosen, and the number of trees early-stopped, by "
+    "SNIPS Avg DCG on validation clicks, as for lambdarank.",
     scorer="lightgbm",
 )

@@ -32,32 +32,56 @@ from cltr.options import option
 if TYPE_CHECKING:  # imported where trees are grown: not at the CLI's startup
     import lightgbm
 
-__all__ = ["TreeScorer", "TreeOptions", "lightgbm_params", "usable_leaves", "select_trees",
-           "LEARNING_RATE_GRID", "NUM_LEAVES_GRID", "MIN_DATA_IN_LEAF"]
+__all__ = [
+    "TreeScorer",
+    "TreeOptions",
+    "lightgbm_params",
+    "usable_leaves",
+    "select_trees",
+    "LEARNING_RATE_GRID",
+    "NUM_LEAVES_GRID",
+    "MIN_DATA_IN_LEAF",
+]
 
 LEARNING_RATE_GRID = (0.001, 0.01, 0.1)
-NUM_LEAVES_GRID = tuple(2 ** k for k in range(1, 9))  # 2, 4, ..., 256
+NUM_LEAVES_GRID = tuple(2**k for k in range(1, 9))  # 2, 4, ..., 256
 
 
 @dataclass(frozen=True)
 class TreeOptions(SelectionOptions):
     """The options every LightGBM method shares."""
 
-    learning_rate: float | None = option(None, "Fix the learning rate [default: chosen over 0.001, 0.01, 0.1 on "
-                                               "validation clicks].", low=0, low_open=True)
-    num_leaves: int | None = option(None, "Fix the leaves per tree [default: chosen over 2, 4, ..., 256 on "
-                                          "validation clicks, up to the first count the training rows cannot "
-                                          "fill, 20 rows a leaf].", low=2)
-    n_estimators: int | None = option(None, "Grow exactly this many trees (no early stopping) [default: early "
-                                            "stopping on validation clicks, at most --max-rounds].", low=1)
-    threads: int = option(1, "LightGBM threads (part of the model's identity: deterministic per seed and "
-                             "count).", low=1)
-    max_rounds: int = option(1000, "Most trees with early stopping (and at most --shrinkage-budget / "
-                                   "learning rate).", low=1)
-    shrinkage_budget: float = option(20.0, "Early stopping: grow at most this / learning rate trees (200 at "
-                                           "0.1).", low=0, low_open=True)
-    patience: int = option(50, "Early stopping: stop after this many trees without a better validation "
-                               "estimate.", low=1)
+    learning_rate: float | None = option(
+        None,
+        "Fix the learning rate [default: chosen over 0.001, 0.01, 0.1 on validation clicks].",
+        low=0,
+        low_open=True,
+    )
+    num_leaves: int | None = option(
+        None,
+        "Fix the leaves per tree [default: chosen over 2, 4, ..., 256 on "
+        "validation clicks, up to the first count the training rows cannot "
+        "fill, 20 rows a leaf].",
+        low=2,
+    )
+    n_estimators: int | None = option(
+        None,
+        "Grow exactly this many trees (no early stopping) [default: early "
+        "stopping on validation clicks, at most --max-rounds].",
+        low=1,
+    )
+    threads: int = option(
+        1, "LightGBM threads (part of the model's identity: deterministic per seed and count).", low=1
+    )
+    max_rounds: int = option(
+        1000, "Most trees with early stopping (and at most --shrinkage-budget / learning rate).", low=1
+    )
+    shrinkage_budget: float = option(
+        20.0, "Early stopping: grow at most this / learning rate trees (200 at 0.1).", low=0, low_open=True
+    )
+    patience: int = option(
+        50, "Early stopping: stop after this many trees without a better validation estimate.", low=1
+    )
     eval_every: int = option(5, "Early stopping: evaluate the validation estimate every this many trees.", low=1)
 
 
@@ -87,8 +111,7 @@ class TreeScorer:
         """Raw scores of the rows of ``X``, shape (n_docs,)."""
         if self.known is not None and X is self.known[0]:
             return self.known[1].copy()
-        return np.asarray(self.booster.predict(X, raw_score=True, num_threads=self.threads),
-                          dtype=np.float64)
+        return np.asarray(self.booster.predict(X, raw_score=True, num_threads=self.threads), dtype=np.float64)
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         return {"model_string": np.array(self.model_string.encode("utf-8"))}
@@ -114,8 +137,9 @@ class _Precomputed:
 MIN_DATA_IN_LEAF = 20  # LightGBM's default, named because the leaf grid is cut with it
 
 
-def lightgbm_params(*, learning_rate: float, num_leaves: int, seed: int, threads: int = 1,
-                    objective: str = "lambdarank") -> dict:
+def lightgbm_params(
+    *, learning_rate: float, num_leaves: int, seed: int, threads: int = 1, objective: str = "lambdarank"
+) -> dict:
     """LightGBM parameters of the tree methods: deterministic given ``seed`` and ``threads``.
 
     ``objective="none"`` is for a custom objective (Tree PropDCG): LightGBM then starts
@@ -201,30 +225,46 @@ def _digest(*arrays: np.ndarray | int | None) -> bytes:
     return digest.digest()
 
 
-def _tree_sets(X: np.ndarray, *, label: np.ndarray, group: np.ndarray | None, valid_X: np.ndarray | None,
-               threads: int, weight: np.ndarray | None = None, position: np.ndarray | None = None) -> _TreeSets:
+def _tree_sets(
+    X: np.ndarray,
+    *,
+    label: np.ndarray,
+    group: np.ndarray | None,
+    valid_X: np.ndarray | None,
+    threads: int,
+    weight: np.ndarray | None = None,
+    position: np.ndarray | None = None,
+) -> _TreeSets:
     key = _digest(X, label, group, weight, position, valid_X, int(threads))
     if key in _SETS:
         _SETS.move_to_end(key)
         return replace(_SETS[key], valid_X=valid_X)
-    sets = _built_sets(X, label=label, group=group, valid_X=valid_X, threads=threads, weight=weight,
-                       position=position)
+    sets = _built_sets(X, label=label, group=group, valid_X=valid_X, threads=threads, weight=weight, position=position)
     _SETS[key] = replace(sets, valid_X=None)  # the binned Datasets only: the cache holds no caller's array
     while len(_SETS) > _SETS_KEPT:
         _SETS.popitem(last=False)
     return sets
 
 
-def _built_sets(X: np.ndarray, *, label: np.ndarray, group: np.ndarray | None, valid_X: np.ndarray | None,
-                threads: int, weight: np.ndarray | None, position: np.ndarray | None) -> _TreeSets:
+def _built_sets(
+    X: np.ndarray,
+    *,
+    label: np.ndarray,
+    group: np.ndarray | None,
+    valid_X: np.ndarray | None,
+    threads: int,
+    weight: np.ndarray | None,
+    position: np.ndarray | None,
+) -> _TreeSets:
     import lightgbm
 
     # Dataset construction gets the same thread count: with LightGBM's default (every core)
     # OpenMP's waiting threads compete with the 1-thread training on busy machines. Its
     # bins depend on min_data_in_leaf, so that is fixed here as in lightgbm_params.
     params = {"verbosity": -1, "num_threads": int(threads), "min_data_in_leaf": MIN_DATA_IN_LEAF}
-    train = lightgbm.Dataset(X, label=label, group=group, weight=weight, position=position, params=params,
-                             free_raw_data=True)
+    train = lightgbm.Dataset(
+        X, label=label, group=group, weight=weight, position=position, params=params, free_raw_data=True
+    )
     train.construct()
     valid = None
     if valid_X is not None:
@@ -233,9 +273,18 @@ def _built_sets(X: np.ndarray, *, label: np.ndarray, group: np.ndarray | None, v
     return _TreeSets(train, valid, valid_X)
 
 
-def _grow(params: dict, sets: _TreeSets, *, objective: Callable | None, n_estimators: int | None,
-          criterion: Callable[[np.ndarray], float] | None, max_rounds: int, eval_every: int,
-          patience: int, threads: int) -> tuple[TreeScorer, dict]:
+def _grow(
+    params: dict,
+    sets: _TreeSets,
+    *,
+    objective: Callable | None,
+    n_estimators: int | None,
+    criterion: Callable[[np.ndarray], float] | None,
+    max_rounds: int,
+    eval_every: int,
+    patience: int,
+    threads: int,
+) -> tuple[TreeScorer, dict]:
     """Boost trees, a fixed number or with early stopping on ``criterion`` (see fit_lambdarank)."""
     import lightgbm
 
@@ -245,8 +294,12 @@ def _grow(params: dict, sets: _TreeSets, *, objective: Callable | None, n_estima
             booster.update(fobj=objective)
         model = booster.model_to_string(num_iteration=-1)
         return TreeScorer(model, threads=threads), {
-            "n_estimators": int(n_estimators), "rounds": int(n_estimators), "early_stopped": False,
-            "best_criterion": float("nan"), "trace": []}
+            "n_estimators": int(n_estimators),
+            "rounds": int(n_estimators),
+            "early_stopped": False,
+            "best_criterion": float("nan"),
+            "trace": [],
+        }
 
     assert sets.valid is not None  # early stopping is on validation rows: _tree_sets got valid_X
     booster.add_valid(sets.valid, "vali")
@@ -279,15 +332,32 @@ def _grow(params: dict, sets: _TreeSets, *, objective: Callable | None, n_estima
     model = booster.model_to_string(num_iteration=best_rounds)
     known = None if best_scores is None or sets.valid_X is None else (sets.valid_X, best_scores)
     return TreeScorer(model, threads=threads, known=known), {
-        "n_estimators": int(best_rounds), "rounds": int(rounds), "early_stopped": bool(stopped),
-        "best_criterion": float(best_value), "trace": trace}
+        "n_estimators": int(best_rounds),
+        "rounds": int(rounds),
+        "early_stopped": bool(stopped),
+        "best_criterion": float(best_value),
+        "trace": trace,
+    }
 
 
-def select_trees(data, options: TreeOptions, *, name: str, X: np.ndarray, label: np.ndarray,
-                 group: np.ndarray | None, objective: Callable | None, progress: Callable | None = None,
-                 learning_rates=LEARNING_RATE_GRID, leaves=NUM_LEAVES_GRID, estimate: Callable | None = None,
-                 criterion_name: str = "validation_snips_avg_dcg", weight: np.ndarray | None = None,
-                 position: np.ndarray | None = None, extra_params: dict | None = None):
+def select_trees(
+    data,
+    options: TreeOptions,
+    *,
+    name: str,
+    X: np.ndarray,
+    label: np.ndarray,
+    group: np.ndarray | None,
+    objective: Callable | None,
+    progress: Callable | None = None,
+    learning_rates=LEARNING_RATE_GRID,
+    leaves=NUM_LEAVES_GRID,
+    estimate: Callable | None = None,
+    criterion_name: str = "validation_snips_avg_dcg",
+    weight: np.ndarray | None = None,
+    position: np.ndarray | None = None,
+    extra_params: dict | None = None,
+):
     """Grid over learning rate x leaves, trees by early stopping, chosen on validation clicks.
 
     Parameters
@@ -326,9 +396,16 @@ def select_trees(data, options: TreeOptions, *, name: str, X: np.ndarray, label:
     rates = [options.learning_rate] if options.learning_rate is not None else learning_rates
     leaf_grid = [options.num_leaves] if options.num_leaves is not None else usable_leaves(leaves, len(X))
     candidates = [{"learning_rate": float(r), "num_leaves": int(n)} for r in rates for n in leaf_grid]
-    seed = int(stream(data.seed, name).integers(2 ** 31 - 1))
-    sets = _tree_sets(X, label=label, group=group, weight=weight, position=position,
-                      valid_X=data.dataset.vali.X if n_estimators is None else None, threads=threads)
+    seed = int(stream(data.seed, name).integers(2**31 - 1))
+    sets = _tree_sets(
+        X,
+        label=label,
+        group=group,
+        weight=weight,
+        position=position,
+        valid_X=data.dataset.vali.X if n_estimators is None else None,
+        threads=threads,
+    )
 
     estimate = estimate or data.estimate
 
@@ -338,28 +415,57 @@ def select_trees(data, options: TreeOptions, *, name: str, X: np.ndarray, label:
     def fit(params, _previous):
         base = "none" if objective is not None else "lambdarank"
         lgb_params = {**lightgbm_params(**params, seed=seed, threads=threads, objective=base), **(extra_params or {})}
-        rounds = min(options.max_rounds, max(1, int(np.ceil(options.shrinkage_budget / params["learning_rate"]
-                                                             - 1e-9))))
+        rounds = min(
+            options.max_rounds, max(1, int(np.ceil(options.shrinkage_budget / params["learning_rate"] - 1e-9)))
+        )
         if hasattr(objective, "start"):  # an objective with state (jointly learned biases) restarts per candidate
             objective.start(params)
-        return _grow(lgb_params, sets, objective=objective, n_estimators=n_estimators, criterion=criterion,
-                     max_rounds=rounds, eval_every=options.eval_every, patience=options.patience, threads=threads)
+        return _grow(
+            lgb_params,
+            sets,
+            objective=objective,
+            n_estimators=n_estimators,
+            criterion=criterion,
+            max_rounds=rounds,
+            eval_every=options.eval_every,
+            patience=options.patience,
+            threads=threads,
+        )
 
-    selection = select_on_validation(candidates, fit, estimate, progress=progress, criterion=criterion_name,
-                                     alike=data.alike_share)
-    best_row = next(row for row in selection.table
-                    if all(row[k] == v for k, v in selection.best_params.items()))
+    selection = select_on_validation(
+        candidates, fit, estimate, progress=progress, criterion=criterion_name, alike=data.alike_share
+    )
+    best_row = next(row for row in selection.table if all(row[k] == v for k, v in selection.best_params.items()))
     chosen = {**selection.best_params, "n_estimators": best_row["n_estimators"]}
-    info = {"chosen": chosen, criterion_name: selection.best_estimate,
-            "selection": selection.table, "lightgbm_seed": seed, "warnings": selection.warnings,
-            "early_stopping": {"max_rounds": options.max_rounds, "eval_every": options.eval_every,
-                               "patience": options.patience, "shrinkage_budget": options.shrinkage_budget}}
+    info = {
+        "chosen": chosen,
+        criterion_name: selection.best_estimate,
+        "selection": selection.table,
+        "lightgbm_seed": seed,
+        "warnings": selection.warnings,
+        "early_stopping": {
+            "max_rounds": options.max_rounds,
+            "eval_every": options.eval_every,
+            "patience": options.patience,
+            "shrinkage_budget": options.shrinkage_budget,
+        },
+    }
     return selection.best, info
 
 
-def soft_label_trees(features: np.ndarray, label: np.ndarray, weight: np.ndarray, *, n_estimators: int = 60,
-                     learning_rate: float = 0.1, num_leaves: int = 15, min_data_in_leaf: int = 50, seed: int = 0,
-                     threads: int = 1, predict: np.ndarray | None = None) -> np.ndarray:
+def soft_label_trees(
+    features: np.ndarray,
+    label: np.ndarray,
+    weight: np.ndarray,
+    *,
+    n_estimators: int = 60,
+    learning_rate: float = 0.1,
+    num_leaves: int = 15,
+    min_data_in_leaf: int = 50,
+    seed: int = 0,
+    threads: int = 1,
+    predict: np.ndarray | None = None,
+) -> np.ndarray:
     """Gradient-boosted trees of a soft binary label: regression EM's relevance M-step
     (Wang et al., WSDM 2018; ``cltr.core.propensity.em_propensities(relevance_model=...)``).
 
@@ -387,12 +493,20 @@ def soft_label_trees(features: np.ndarray, label: np.ndarray, weight: np.ndarray
     """
     import lightgbm
 
-    params = {**lightgbm_params(learning_rate=learning_rate, num_leaves=num_leaves, seed=seed, threads=threads,
-                                objective="cross_entropy"),
-              "min_data_in_leaf": int(min_data_in_leaf), "min_sum_hessian_in_leaf": 1e-6,
-              "feature_fraction_bynode": 1.0}
-    data = lightgbm.Dataset(np.asarray(features, dtype=np.float64), label=np.asarray(label, dtype=np.float64),
-                            weight=np.asarray(weight, dtype=np.float64), params={"verbosity": -1})
+    params = {
+        **lightgbm_params(
+            learning_rate=learning_rate, num_leaves=num_leaves, seed=seed, threads=threads, objective="cross_entropy"
+        ),
+        "min_data_in_leaf": int(min_data_in_leaf),
+        "min_sum_hessian_in_leaf": 1e-6,
+        "feature_fraction_bynode": 1.0,
+    }
+    data = lightgbm.Dataset(
+        np.asarray(features, dtype=np.float64),
+        label=np.asarray(label, dtype=np.float64),
+        weight=np.asarray(weight, dtype=np.float64),
+        params={"verbosity": -1},
+    )
     booster = lightgbm.train(params, data, num_boost_round=int(n_estimators))
     at = features if predict is None else predict
     return np.asarray(booster.predict(np.asarray(at, dtype=np.float64), raw_score=True), dtype=np.float64)

@@ -79,8 +79,9 @@ TOWERS = ("mlp", "linear")
 BIAS_TABLE_RANKS = 20  # ranks printed by ``cltr train``; info keeps them all
 
 
-def click_loss(relevance: np.ndarray, bias: np.ndarray, impressions: np.ndarray, clicks: np.ndarray, *,
-               combination: str) -> tuple[float, np.ndarray, np.ndarray]:
+def click_loss(
+    relevance: np.ndarray, bias: np.ndarray, impressions: np.ndarray, clicks: np.ndarray, *, combination: str
+) -> tuple[float, np.ndarray, np.ndarray]:
     """Summed negative log-likelihood of binomial clicks and its gradients.
 
     Parameters
@@ -158,8 +159,15 @@ class TwoTowerResult:
     l2: float | None = None
 
 
-def train_two_tower(X: np.ndarray, impressions: Impressions, options: TwoTowerOptions, *,
-                    rng: np.random.Generator, validate=None, progress=None) -> TwoTowerResult:
+def train_two_tower(
+    X: np.ndarray,
+    impressions: Impressions,
+    options: TwoTowerOptions,
+    *,
+    rng: np.random.Generator,
+    validate=None,
+    progress=None,
+) -> TwoTowerResult:
     """Fit both towers by Adam on the impressions; keep the best (learning rate, epoch).
 
     Parameters
@@ -182,8 +190,9 @@ def train_two_tower(X: np.ndarray, impressions: Impressions, options: TwoTowerOp
     """
     total = float(impressions.impressions.sum())
     if total == 0 or impressions.clicks.sum() == 0:
-        raise ValueError("the training log has no click on a displayed document; the two-tower model has "
-                         "nothing to learn from")
+        raise ValueError(
+            "the training log has no click on a displayed document; the two-tower model has nothing to learn from"
+        )
     size = int(impressions.rank.max())
     docs, row_doc = np.unique(impressions.doc, return_inverse=True)
     row_doc = row_doc.ravel()
@@ -193,11 +202,16 @@ def train_two_tower(X: np.ndarray, impressions: Impressions, options: TwoTowerOp
     features = np.asarray(X[docs])
     if options.tower == "linear":
         return _train_linear(features, row_doc, row_bias, n, c, size, options, validate=validate, progress=progress)
-    initial = init_mlp(features.shape[1], hidden=tuple(options.hidden), activation=options.activation,
-                       dtype=options.dtype, rng=np.random.default_rng(rng.integers(2 ** 63)))
+    initial = init_mlp(
+        features.shape[1],
+        hidden=tuple(options.hidden),
+        activation=options.activation,
+        dtype=options.dtype,
+        rng=np.random.default_rng(rng.integers(2**63)),
+    )
     initial = replace(initial, **_standardization(features.astype(np.float64), initial.dtype))
     start_bias = _initial_bias(impressions, size, options.combination)
-    shuffle = np.random.default_rng(rng.integers(2 ** 63))
+    shuffle = np.random.default_rng(rng.integers(2**63))
     shuffle_state = shuffle.bit_generator.state
     rows = len(n)
     batch = int(options.batch_rows)
@@ -218,8 +232,9 @@ def train_two_tower(X: np.ndarray, impressions: Impressions, options: TwoTowerOp
                 batch_docs, local = np.unique(row_doc[part], return_inverse=True)
                 activations = net.forward(features[batch_docs])
                 relevance = activations[-1][:, 0].astype(np.float64)
-                value, grad_relevance, grad_bias = click_loss(relevance[local.ravel()], bias[row_bias[part]],
-                                                              n[part], c[part], combination=options.combination)
+                value, grad_relevance, grad_bias = click_loss(
+                    relevance[local.ravel()], bias[row_bias[part]], n[part], c[part], combination=options.combination
+                )
                 # the batch's sum times n_batches / total estimates the log's mean gradient
                 factor = n_batches / total
                 grad_scores = np.bincount(local.ravel(), weights=grad_relevance, minlength=len(batch_docs)) * factor
@@ -229,16 +244,22 @@ def train_two_tower(X: np.ndarray, impressions: Impressions, options: TwoTowerOp
                 loss += value / total
             diverged = not (np.isfinite(loss) and np.all(np.isfinite(bias)))
             estimate = float(validate(net)) if validate is not None and not diverged else float("nan")
-            record = {"lr": float(lr), "epoch": epoch, "train_loss": float(loss),
-                      "validation_snips_avg_dcg": estimate, "seconds": time.perf_counter() - began}
+            record = {
+                "lr": float(lr),
+                "epoch": epoch,
+                "train_loss": float(loss),
+                "validation_snips_avg_dcg": estimate,
+                "seconds": time.perf_counter() - began,
+            }
             trace.append(record)
             if progress is not None:
                 progress(record)
             if diverged:
                 break
             if best is None or (np.isfinite(estimate) and estimate > best.validation_snips_avg_dcg):
-                best = TwoTowerResult(net.copy(), bias.copy(), float(lr), epoch,
-                                      estimate if np.isfinite(estimate) else -np.inf, [])
+                best = TwoTowerResult(
+                    net.copy(), bias.copy(), float(lr), epoch, estimate if np.isfinite(estimate) else -np.inf, []
+                )
             if np.isfinite(estimate) and estimate > run_best:
                 run_best, since_best = estimate, 0
             else:
@@ -251,8 +272,18 @@ def train_two_tower(X: np.ndarray, impressions: Impressions, options: TwoTowerOp
     return best
 
 
-def fit_linear_towers(features: np.ndarray, row_doc: np.ndarray, row_bias: np.ndarray, n: np.ndarray, c: np.ndarray,
-                      start: np.ndarray, *, l2: float, combination: str, max_iterations: int = 500) -> np.ndarray:
+def fit_linear_towers(
+    features: np.ndarray,
+    row_doc: np.ndarray,
+    row_bias: np.ndarray,
+    n: np.ndarray,
+    c: np.ndarray,
+    start: np.ndarray,
+    *,
+    l2: float,
+    combination: str,
+    max_iterations: int = 500,
+) -> np.ndarray:
     """Both towers with a linear relevance tower r(x) = w · x, by L-BFGS on the whole log.
 
     Minimises the mean negative log-likelihood per impression plus (l2 / 2) ||w||^2 (the
@@ -284,15 +315,18 @@ def fit_linear_towers(features: np.ndarray, row_doc: np.ndarray, row_bias: np.nd
 
     def objective(theta):
         w, bias = theta[:d], theta[d:]
-        value, grad_relevance, grad_bias = click_loss((features @ w)[row_doc], bias[row_bias], n, c,
-                                                      combination=combination)
+        value, grad_relevance, grad_bias = click_loss(
+            (features @ w)[row_doc], bias[row_bias], n, c, combination=combination
+        )
         per_doc = np.bincount(row_doc, weights=grad_relevance, minlength=len(features))
-        gradient = np.concatenate([features.T @ per_doc / total + l2 * w,
-                                   np.bincount(row_bias, weights=grad_bias, minlength=size) / total])
+        gradient = np.concatenate(
+            [features.T @ per_doc / total + l2 * w, np.bincount(row_bias, weights=grad_bias, minlength=size) / total]
+        )
         return value / total + 0.5 * l2 * (w @ w), gradient
 
-    result = minimize(objective, start, jac=True, method="L-BFGS-B",
-                      options={"maxiter": max_iterations, "gtol": 1e-6, "ftol": 1e-10})
+    result = minimize(
+        objective, start, jac=True, method="L-BFGS-B", options={"maxiter": max_iterations, "gtol": 1e-6, "ftol": 1e-10}
+    )
     return result.x
 
 
@@ -307,22 +341,38 @@ def _train_linear(features, row_doc, row_bias, n, c, size, options, *, validate,
     trace = []
     for l2 in sorted(options.l2, reverse=True):
         began = time.perf_counter()
-        theta = fit_linear_towers(standardized, row_doc, row_bias, n, c, theta, l2=l2,
-                                  combination=options.combination)
+        theta = fit_linear_towers(standardized, row_doc, row_bias, n, c, theta, l2=l2, combination=options.combination)
         dtype = np.dtype(options.dtype)
-        scorer = MLPScorer(weights=(theta[:d, None].astype(dtype),), biases=(), activation="linear",
-                           shift=standard["shift"].astype(dtype), scale=standard["scale"].astype(dtype))
-        loss = click_loss((standardized @ theta[:d])[row_doc], theta[d:][row_bias], n, c,
-                          combination=options.combination)[0] / float(n.sum())
+        scorer = MLPScorer(
+            weights=(theta[:d, None].astype(dtype),),
+            biases=(),
+            activation="linear",
+            shift=standard["shift"].astype(dtype),
+            scale=standard["scale"].astype(dtype),
+        )
+        loss = click_loss(
+            (standardized @ theta[:d])[row_doc], theta[d:][row_bias], n, c, combination=options.combination
+        )[0] / float(n.sum())
         estimate = float(validate(scorer)) if validate is not None else float("nan")
-        record = {"l2": float(l2), "train_loss": float(loss), "validation_snips_avg_dcg": estimate,
-                  "seconds": time.perf_counter() - began}
+        record = {
+            "l2": float(l2),
+            "train_loss": float(loss),
+            "validation_snips_avg_dcg": estimate,
+            "seconds": time.perf_counter() - began,
+        }
         trace.append(record)
         if progress is not None:
             progress(record)
         if best is None or (np.isfinite(estimate) and estimate > best.validation_snips_avg_dcg):
-            best = TwoTowerResult(scorer, theta[d:].copy(), float("nan"), 0,
-                                  estimate if np.isfinite(estimate) else -np.inf, [], l2=float(l2))
+            best = TwoTowerResult(
+                scorer,
+                theta[d:].copy(),
+                float("nan"),
+                0,
+                estimate if np.isfinite(estimate) else -np.inf,
+                [],
+                l2=float(l2),
+            )
     assert best is not None  # the first penalty is kept at least (options.l2 is never empty)
     best.trace = trace
     return best
@@ -348,23 +398,41 @@ def _rates(text: str) -> list[float]:
 
 @dataclass(frozen=True)
 class TwoTowerOptions(SelectionOptions):
-    tower: str = option("linear", "The relevance tower: the MLP (Adam on minibatches), or linear in the standardised "
-                               "features (L-BFGS on the whole log, one fit per --l2).", choices=TOWERS)
-    l2: tuple[float, ...] = option((1e-1, 1e-2, 1e-3, 1e-4), "L2 penalties of the linear tower's weights tried "
-                                                             "(on the mean log-likelihood per impression); the best "
-                                                             "on validation clicks is kept.", low=0, parse=_rates)
-    combination: str = option("additive", "How the towers combine: additive logits σ(r(x) + b_k), or the "
-                                          "position-based model σ(r(x))·σ(b_k) (multiplicative).",
-                              choices=COMBINATIONS)
-    hidden: tuple[int, ...] = option((200,), "Hidden layer sizes of the relevance tower, e.g. 200 or 200,100.",
-                                     low=1, parse=_sizes)
+    tower: str = option(
+        "linear",
+        "The relevance tower: the MLP (Adam on minibatches), or linear in the standardised "
+        "features (L-BFGS on the whole log, one fit per --l2).",
+        choices=TOWERS,
+    )
+    l2: tuple[float, ...] = option(
+        (1e-1, 1e-2, 1e-3, 1e-4),
+        "L2 penalties of the linear tower's weights tried "
+        "(on the mean log-likelihood per impression); the best "
+        "on validation clicks is kept.",
+        low=0,
+        parse=_rates,
+    )
+    combination: str = option(
+        "additive",
+        "How the towers combine: additive logits σ(r(x) + b_k), or the "
+        "position-based model σ(r(x))·σ(b_k) (multiplicative).",
+        choices=COMBINATIONS,
+    )
+    hidden: tuple[int, ...] = option(
+        (200,), "Hidden layer sizes of the relevance tower, e.g. 200 or 200,100.", low=1, parse=_sizes
+    )
     activation: str = option("sigmoid", "Hidden activation of the relevance tower.", choices=ACTIVATIONS)
-    learning_rates: tuple[float, ...] = option((1e-3, 1e-2), "Adam learning rates tried (each from the same "
-                                                             "initialisation); the best on validation clicks is "
-                                                             "kept.", low=0, low_open=True, parse=_rates)
+    learning_rates: tuple[float, ...] = option(
+        (1e-3, 1e-2),
+        "Adam learning rates tried (each from the same initialisation); the best on validation clicks is kept.",
+        low=0,
+        low_open=True,
+        parse=_rates,
+    )
     epochs: int = option(100, "Most epochs per learning rate; the best epoch on validation clicks is kept.", low=1)
-    patience: int = option(10, "Stop a learning rate after this many epochs without a better validation "
-                               "estimate.", low=1)
+    patience: int = option(
+        10, "Stop a learning rate after this many epochs without a better validation estimate.", low=1
+    )
     batch_rows: int = option(1024, "Impression rows (distinct document and rank) per Adam step.", low=1)
     weight_decay: float = option(0.0, "Decoupled weight decay (AdamW) of both towers.", low=0)
     dtype: str = option("float32", "Precision of the relevance tower.", choices=("float32", "float64"))
@@ -385,68 +453,121 @@ def train(data: TrainingData, options: TwoTowerOptions, *, progress=None):
     def report(record):
         if progress is not None:
             setting = {"l2": f"{record['l2']:g}"} if linear else {"lr": f"{record['lr']:g}"}
-            progress({"event": "progress", "unit": "fit" if linear else "epoch", "total": total, "advance": 1,
-                      "postfix": {**setting, "loss": f"{record['train_loss']:.4g}",
-                                  "vali": f"{record['validation_snips_avg_dcg']:.4f}"}})
+            progress(
+                {
+                    "event": "progress",
+                    "unit": "fit" if linear else "epoch",
+                    "total": total,
+                    "advance": 1,
+                    "postfix": {
+                        **setting,
+                        "loss": f"{record['train_loss']:.4g}",
+                        "vali": f"{record['validation_snips_avg_dcg']:.4f}",
+                    },
+                }
+            )
 
     from threadpoolctl import threadpool_limits  # here, not at the top: `cltr --help` imports every method
 
     with threadpool_limits(limits=options.blas_threads, user_api="blas"):
-        result = train_two_tower(data.dataset.train.X, impressions, options, rng=stream(data.seed, "two-tower"),
-                                 validate=data.estimate, progress=report)
+        result = train_two_tower(
+            data.dataset.train.X,
+            impressions,
+            options,
+            rng=stream(data.seed, "two-tower"),
+            validate=data.estimate,
+            progress=report,
+        )
     table = []
     for lr in () if linear else sorted(options.learning_rates):
         rows = [r for r in result.trace if r["lr"] == lr]
-        best = max(rows, key=lambda r: (r["validation_snips_avg_dcg"]
-                                        if np.isfinite(r["validation_snips_avg_dcg"]) else -np.inf))
-        table.append({"lr": lr, "epoch": best["epoch"], "epochs_run": len(rows),
-                      "validation_snips_avg_dcg": best["validation_snips_avg_dcg"], "train_loss": best["train_loss"],
-                      "seconds": sum(r["seconds"] for r in rows)})
+        best = max(
+            rows, key=lambda r: r["validation_snips_avg_dcg"] if np.isfinite(r["validation_snips_avg_dcg"]) else -np.inf
+        )
+        table.append(
+            {
+                "lr": lr,
+                "epoch": best["epoch"],
+                "epochs_run": len(rows),
+                "validation_snips_avg_dcg": best["validation_snips_avg_dcg"],
+                "train_loss": best["train_loss"],
+                "seconds": sum(r["seconds"] for r in rows),
+            }
+        )
     size = len(result.bias)
     shown = np.bincount(impressions.rank - 1, weights=impressions.impressions, minlength=size)
     clicked = np.bincount(impressions.rank - 1, weights=impressions.clicks, minlength=size)
     if linear:
-        table = [{key: r[key] for key in ("l2", "validation_snips_avg_dcg", "train_loss", "seconds")}
-                 for r in result.trace]
+        table = [
+            {key: r[key] for key in ("l2", "validation_snips_avg_dcg", "train_loss", "seconds")} for r in result.trace
+        ]
     chosen = {"l2": result.l2} if linear else {"lr": result.learning_rate, "epoch": result.epoch}
-    info = {"chosen": chosen, "tower": options.tower,
-            "validation_snips_avg_dcg": result.validation_snips_avg_dcg, "selection": table,
-            "combination": options.combination,
-            "position_bias": {"rank": list(range(1, size + 1)),
-                              "relative": relative_bias(result.bias, options.combination).tolist(),
-                              "logit": result.bias.tolist(), "impressions": shown.tolist(),
-                              "clicks": clicked.tolist()},
-            "training_rows": len(impressions.doc), "training_impressions": int(impressions.impressions.sum()),
-            "trace": result.trace}
+    info = {
+        "chosen": chosen,
+        "tower": options.tower,
+        "validation_snips_avg_dcg": result.validation_snips_avg_dcg,
+        "selection": table,
+        "combination": options.combination,
+        "position_bias": {
+            "rank": list(range(1, size + 1)),
+            "relative": relative_bias(result.bias, options.combination).tolist(),
+            "logit": result.bias.tolist(),
+            "impressions": shown.tolist(),
+            "clicks": clicked.tolist(),
+        },
+        "training_rows": len(impressions.doc),
+        "training_impressions": int(impressions.impressions.sum()),
+        "trace": result.trace,
+    }
     return result.scorer, info
 
 
 def tables(info: dict) -> list:
     bias = info["position_bias"]
-    meaning = ("exp(b_k - b_1), a click-odds ratio" if info["combination"] == "additive"
-               else "σ(b_k) / σ(b_1), an examination ratio")
-    rows = [{"rank": r, "bias": bias["relative"][i], "logit": bias["logit"][i],
-             "impressions": int(bias["impressions"][i]), "clicks": int(bias["clicks"][i])}
-            for i, r in enumerate(bias["rank"][:BIAS_TABLE_RANKS])]
-    selection = (("penalties:", ["l2", "validation_snips_avg_dcg", "train_loss", "seconds"])
-                 if info.get("tower") == "linear" else
-                 ("learning rates:", ["lr", "epoch", "epochs_run", "validation_snips_avg_dcg", "train_loss",
-                                      "seconds"]))
-    return [(selection[0], info["selection"], selection[1]),
-            (f"bias tower per rank ({meaning}; first {BIAS_TABLE_RANKS} ranks):", rows,
-             ["rank", "bias", "logit", "impressions", "clicks"])]
+    meaning = (
+        "exp(b_k - b_1), a click-odds ratio"
+        if info["combination"] == "additive"
+        else "σ(b_k) / σ(b_1), an examination ratio"
+    )
+    rows = [
+        {
+            "rank": r,
+            "bias": bias["relative"][i],
+            "logit": bias["logit"][i],
+            "impressions": int(bias["impressions"][i]),
+            "clicks": int(bias["clicks"][i]),
+        }
+        for i, r in enumerate(bias["rank"][:BIAS_TABLE_RANKS])
+    ]
+    selection = (
+        ("penalties:", ["l2", "validation_snips_avg_dcg", "train_loss", "seconds"])
+        if info.get("tower") == "linear"
+        else ("learning rates:", ["lr", "epoch", "epochs_run", "validation_snips_avg_dcg", "train_loss", "seconds"])
+    )
+    return [
+        (selection[0], info["selection"], selection[1]),
+        (
+            f"bias tower per rank ({meaning}; first {BIAS_TABLE_RANKS} ranks):",
+            rows,
+            ["rank", "bias", "logit", "impressions", "clicks"],
+        ),
+    ]
 
 
 METHOD = Method(
-    name="two-tower", label="Two-tower", options=TwoTowerOptions, train=train, tables=tables,
+    name="two-tower",
+    label="Two-tower",
+    options=TwoTowerOptions,
+    train=train,
+    tables=tables,
     weighted=False,  # the bias tower is learned; no 1/q is read
     summary="Relevance tower (linear or MLP) + bias tower (a logit per rank) fitted to every impression's clicks.",
     description="The two-tower click model (as used on Baidu-ULTR, Hager et al. SIGIR 2024): a relevance tower "
-                "on the features (linear by default, fitted by L-BFGS at each --l2; or the MLP of deep-propdcg, "
-                "--tower mlp, fitted by Adam) and a bias tower with one logit per displayed rank, "
-                "combined additively in logit space (or as the position-based model's product, --combination "
-                "multiplicative) and fitted to the clicks of every displayed document (the log's "
-                "impressions aggregated per document and rank). The relevance tower alone ranks. The penalty "
-                "(linear) or learning rate and epoch (MLP) are chosen by SNIPS Avg DCG on validation clicks.",
+    "on the features (linear by default, fitted by L-BFGS at each --l2; or the MLP of deep-propdcg, "
+    "--tower mlp, fitted by Adam) and a bias tower with one logit per displayed rank, "
+    "combined additively in logit space (or as the position-based model's product, --combination "
+    "multiplicative) and fitted to the clicks of every displayed document (the log's "
+    "impressions aggregated per document and rank). The relevance tower alone ranks. The penalty "
+    "(linear) or learning rate and epoch (MLP) are chosen by SNIPS Avg DCG on validation clicks.",
     scorer="mlp",
 )

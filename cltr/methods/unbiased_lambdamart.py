@@ -146,15 +146,18 @@ def session_pairs(displayed: Displayed, *, positions: int) -> SessionPairs:
     other_start = np.cumsum(others) - others
     partners = others[session[clicked_rows]]
     if partners.sum() == 0:
-        raise ValueError("no training session has both a clicked and a non-clicked displayed document; "
-                         "pairwise debiasing has no pair to learn from")
+        raise ValueError(
+            "no training session has both a clicked and a non-clicked displayed document; "
+            "pairwise debiasing has no pair to learn from"
+        )
     doc = np.asarray(displayed.doc, dtype=np.int64)
     rows, row_of = np.unique(doc, return_inverse=True)  # training rows: the displayed documents
     bins = np.minimum(np.asarray(displayed.rank, dtype=np.int64), int(positions)) - 1
     n_items = len(rows) * int(positions)
     if n_items >= 3_037_000_499:  # item codes are squared into one int64 key
-        raise ValueError(f"{len(rows)} documents x {positions} positions are too many to key pairs; "
-                         f"use fewer --positions")
+        raise ValueError(
+            f"{len(rows)} documents x {positions} positions are too many to key pairs; use fewer --positions"
+        )
     item = row_of.ravel() * int(positions) + bins  # (training row, bin) of every displayed row
     # Expand a chunk of clicked rows' pairs at a time and merge them there, so that memory
     # stays bounded by the chunk and by the merged pairs, not by every session's pairs.
@@ -179,13 +182,18 @@ def session_pairs(displayed: Displayed, *, positions: int) -> SessionPairs:
     row_query = np.zeros(len(rows), dtype=np.int64)
     row_query[row_of.ravel()] = query
     _, per_query = np.unique(row_query, return_counts=True)
-    used_sessions = np.count_nonzero(np.bincount(session[clicked_rows], weights=partners,
-                                                 minlength=n_sessions))
-    return SessionPairs(rows=rows.astype(np.int64),
-                        offsets=np.concatenate([[0], np.cumsum(per_query)]).astype(np.int64),
-                        high=high_item // positions, low=low_item // positions, high_bin=high_item % positions,
-                        low_bin=low_item % positions, count=count, positions=int(positions),
-                        n_sessions=int(used_sessions))
+    used_sessions = np.count_nonzero(np.bincount(session[clicked_rows], weights=partners, minlength=n_sessions))
+    return SessionPairs(
+        rows=rows.astype(np.int64),
+        offsets=np.concatenate([[0], np.cumsum(per_query)]).astype(np.int64),
+        high=high_item // positions,
+        low=low_item // positions,
+        high_bin=high_item % positions,
+        low_bin=low_item % positions,
+        count=count,
+        positions=int(positions),
+        n_sessions=int(used_sessions),
+    )
 
 
 class PairwiseDebiasingObjective:
@@ -220,10 +228,13 @@ class PairwiseDebiasingObjective:
         self.row_query = np.repeat(np.arange(len(pairs.offsets) - 1), np.diff(pairs.offsets))
         self.weighted_pairs = {
             "clicked": np.bincount(pairs.high_bin, weights=pairs.count, minlength=pairs.positions),
-            "non_clicked": np.bincount(pairs.low_bin, weights=pairs.count, minlength=pairs.positions)}
+            "non_clicked": np.bincount(pairs.low_bin, weights=pairs.count, minlength=pairs.positions),
+        }
         if self.weighted_pairs["clicked"][0] == 0 or self.weighted_pairs["non_clicked"][0] == 0:
-            raise ValueError("no session pair has its clicked (or its non-clicked) document at rank 1; pairwise "
-                             "debiasing normalises the position biases at rank 1")
+            raise ValueError(
+                "no session pair has its clicked (or its non-clicked) document at rank 1; pairwise "
+                "debiasing normalises the position biases at rank 1"
+            )
         self.runs: dict = {}
         self.start(None)
 
@@ -271,10 +282,12 @@ class PairwiseDebiasingObjective:
         weight = pairs.count / (self.click_bias[pairs.high_bin] * self.nonclick_bias[pairs.low_bin])
         lam = SIGMA * rho * delta * weight
         curvature = (SIGMA * SIGMA) * rho * (1.0 - rho) * delta * weight
-        grad = np.bincount(pairs.low, weights=lam, minlength=self.n_rows) \
-            - np.bincount(pairs.high, weights=lam, minlength=self.n_rows)
-        hess = np.bincount(pairs.high, weights=curvature, minlength=self.n_rows) \
-            + np.bincount(pairs.low, weights=curvature, minlength=self.n_rows)
+        grad = np.bincount(pairs.low, weights=lam, minlength=self.n_rows) - np.bincount(
+            pairs.high, weights=lam, minlength=self.n_rows
+        )
+        hess = np.bincount(pairs.high, weights=curvature, minlength=self.n_rows) + np.bincount(
+            pairs.low, weights=curvature, minlength=self.n_rows
+        )
         self.history.append((self.click_bias, self.nonclick_bias))
         self.update_biases(cost)
         # well separated pairs have ρ(1 - ρ) -> 0: a tiny floor keeps every sum positive
@@ -283,10 +296,18 @@ class PairwiseDebiasingObjective:
 
 @dataclass(frozen=True)
 class UnbiasedLambdaMARTOptions(TreeOptions):
-    positions: int = option(8, "Ranks with their own position biases t+ and t-: ranks 1..N-1 each, the rest "
-                               "share one (the authors' position_bins, 12 there; deep ranks get few clicks).", low=2)
-    bias_norm: float = option(0.0, "p of the L_p regulariser of the biases: the closed-form ratios are raised "
-                                   "to 1/(p+1); 0 is the paper's estimator, XGBoost uses 2.", low=0)
+    positions: int = option(
+        8,
+        "Ranks with their own position biases t+ and t-: ranks 1..N-1 each, the rest "
+        "share one (the authors' position_bins, 12 there; deep ranks get few clicks).",
+        low=2,
+    )
+    bias_norm: float = option(
+        0.0,
+        "p of the L_p regulariser of the biases: the closed-form ratios are raised "
+        "to 1/(p+1); 0 is the paper's estimator, XGBoost uses 2.",
+        low=0,
+    )
 
 
 def train(data: TrainingData, options: UnbiasedLambdaMARTOptions, *, progress=None):
@@ -294,19 +315,36 @@ def train(data: TrainingData, options: UnbiasedLambdaMARTOptions, *, progress=No
     positions = int(min(options.positions, max(int(displayed.rank.max()) if len(displayed) else 1, 1)))
     pairs = session_pairs(displayed, positions=positions)
     objective = PairwiseDebiasingObjective(pairs, bias_norm=options.bias_norm)
-    scorer, info = select_trees(data, options, name="unbiased-lambdamart", X=data.dataset.train.X[pairs.rows],
-                                label=np.zeros(len(pairs.rows)), group=None, objective=objective, progress=progress)
+    scorer, info = select_trees(
+        data,
+        options,
+        name="unbiased-lambdamart",
+        X=data.dataset.train.X[pairs.rows],
+        label=np.zeros(len(pairs.rows)),
+        group=None,
+        objective=objective,
+        progress=progress,
+    )
     chosen = info["chosen"]
     history = objective.runs[(float(chosen["learning_rate"]), int(chosen["num_leaves"]))]
     click_bias, nonclick_bias = history[int(chosen["n_estimators"]) - 1]
-    info.update({
-        "position_bias": {"rank": list(range(1, positions + 1)), "click": click_bias.tolist(),
-                          "non_click": nonclick_bias.tolist(),
-                          "clicked_pairs": objective.weighted_pairs["clicked"].tolist(),
-                          "non_clicked_pairs": objective.weighted_pairs["non_clicked"].tolist()},
-        "positions": positions, "bias_norm": float(options.bias_norm), "training_rows": len(pairs.rows),
-        "training_pairs": len(pairs), "session_pairs": pairs.session_pairs,
-        "training_sessions": pairs.n_sessions})
+    info.update(
+        {
+            "position_bias": {
+                "rank": list(range(1, positions + 1)),
+                "click": click_bias.tolist(),
+                "non_click": nonclick_bias.tolist(),
+                "clicked_pairs": objective.weighted_pairs["clicked"].tolist(),
+                "non_clicked_pairs": objective.weighted_pairs["non_clicked"].tolist(),
+            },
+            "positions": positions,
+            "bias_norm": float(options.bias_norm),
+            "training_rows": len(pairs.rows),
+            "training_pairs": len(pairs),
+            "session_pairs": pairs.session_pairs,
+            "training_sessions": pairs.n_sessions,
+        }
+    )
     return scorer, info
 
 
@@ -316,25 +354,40 @@ def tables(info: dict) -> list:
     columns = [c for c in rows[0] if c not in ("trace",) and not isinstance(rows[0][c], (list, dict))]
     bias = info["position_bias"]
     last = len(bias["rank"])
-    position_rows = [{"rank": f">={r}" if r == last and last == info["positions"] and r > 1 else str(r),
-                      "t_plus": bias["click"][i], "t_minus": bias["non_click"][i],
-                      "clicked_pairs": bias["clicked_pairs"][i], "non_clicked_pairs": bias["non_clicked_pairs"][i]}
-                     for i, r in enumerate(bias["rank"])]
-    return [("selection:", rows, columns),
-            ("position biases of the chosen model (t+ of clicks, t- of non-clicks, 1 at rank 1):", position_rows,
-             ["rank", "t_plus", "t_minus", "clicked_pairs", "non_clicked_pairs"])]
+    position_rows = [
+        {
+            "rank": f">={r}" if r == last and last == info["positions"] and r > 1 else str(r),
+            "t_plus": bias["click"][i],
+            "t_minus": bias["non_click"][i],
+            "clicked_pairs": bias["clicked_pairs"][i],
+            "non_clicked_pairs": bias["non_clicked_pairs"][i],
+        }
+        for i, r in enumerate(bias["rank"])
+    ]
+    return [
+        ("selection:", rows, columns),
+        (
+            "position biases of the chosen model (t+ of clicks, t- of non-clicks, 1 at rank 1):",
+            position_rows,
+            ["rank", "t_plus", "t_minus", "clicked_pairs", "non_clicked_pairs"],
+        ),
+    ]
 
 
 METHOD = Method(
-    name="unbiased-lambdamart", label="Unbiased LambdaMART", options=UnbiasedLambdaMARTOptions, train=train,
+    name="unbiased-lambdamart",
+    label="Unbiased LambdaMART",
+    options=UnbiasedLambdaMARTOptions,
+    train=train,
     tuned_once=("learning_rate", "num_leaves"),
-    tables=tables, weighted=False,  # the biases are learned; no 1/q is read
+    tables=tables,
+    weighted=False,  # the biases are learned; no 1/q is read
     summary="Pairwise debiasing: LambdaMART with click / non-click position biases learned jointly.",
     description="Unbiased LambdaMART (Hu et al., WWW 2019): LambdaMART (LightGBM, custom objective) on the "
-                "clicked vs non-clicked pairs of every training session, each pair's lambda divided by the "
-                "position bias t+ of the clicked document's rank and t- of the non-clicked one's, both estimated "
-                "in closed form from the pair losses after every tree. Learning rate and leaves are chosen, and "
-                "trees early-stopped, by SNIPS Avg DCG on validation clicks. Needs every displayed document of "
-                "every session (a simulated log, or an imported one with its impressions).",
+    "clicked vs non-clicked pairs of every training session, each pair's lambda divided by the "
+    "position bias t+ of the clicked document's rank and t- of the non-clicked one's, both estimated "
+    "in closed form from the pair losses after every tree. Learning rate and leaves are chosen, and "
+    "trees early-stopped, by SNIPS Avg DCG on validation clicks. Needs every displayed document of "
+    "every session (a simulated log, or an imported one with its impressions).",
     scorer="lightgbm",
 )

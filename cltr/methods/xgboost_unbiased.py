@@ -65,36 +65,56 @@ def _xgboost():
         raise ValueError(f"xgboost-unbiased needs XGBoost >= 2.0, which is not installed: {INSTALL}") from None
     major = int(xgboost.__version__.split(".")[0])
     if major < 2:
-        raise ValueError(f"xgboost-unbiased needs XGBoost >= 2.0 (lambdarank_unbiased); found "
-                         f"{xgboost.__version__}: {INSTALL}")
+        raise ValueError(
+            f"xgboost-unbiased needs XGBoost >= 2.0 (lambdarank_unbiased); found {xgboost.__version__}: {INSTALL}"
+        )
     return xgboost
 
 
 @dataclass(frozen=True)
 class XGBoostOptions(SelectionOptions):
-    learning_rate: float | None = option(None, "Fix the learning rate [default: chosen over 0.03, 0.1, 0.3 on "
-                                               "validation clicks].", low=0, low_open=True)
-    max_depth: int | None = option(None, "Fix the tree depth [default: chosen over 2, 4, 6 on validation clicks].",
-                                   low=1)
-    n_estimators: int | None = option(None, "Grow exactly this many trees (no early stopping) [default: early "
-                                            "stopping on validation clicks, at most --max-rounds].", low=1)
-    objective: str = option("rank:ndcg", "XGBoost's ranking objective (LambdaMART with NDCG's pair weights, or "
-                                         "RankNet's unweighted pairs).", choices=OBJECTIVES)
-    pair_method: str = option("topk", "lambdarank_pair_method: topk (pairs of the model's top documents) or mean "
-                                      "(sampled pairs per document).", choices=PAIR_METHODS)
-    pairs: int = option(32, "lambdarank_num_pair_per_sample: top documents (topk), or pairs sampled per document "
-                            "(mean); topk also tracks the biases of this many positions.", low=1)
-    bias_norm: float = option(1.0, "lambdarank_bias_norm p: each position bias is a ratio of pair costs to the "
-                                   "power 1/(p+1).", low=0)
-    max_sessions: int = option(20000, "Train on at most this many clicked sessions (a seeded uniform sample).",
-                               low=1)
+    learning_rate: float | None = option(
+        None, "Fix the learning rate [default: chosen over 0.03, 0.1, 0.3 on validation clicks].", low=0, low_open=True
+    )
+    max_depth: int | None = option(
+        None, "Fix the tree depth [default: chosen over 2, 4, 6 on validation clicks].", low=1
+    )
+    n_estimators: int | None = option(
+        None,
+        "Grow exactly this many trees (no early stopping) [default: early "
+        "stopping on validation clicks, at most --max-rounds].",
+        low=1,
+    )
+    objective: str = option(
+        "rank:ndcg",
+        "XGBoost's ranking objective (LambdaMART with NDCG's pair weights, or RankNet's unweighted pairs).",
+        choices=OBJECTIVES,
+    )
+    pair_method: str = option(
+        "topk",
+        "lambdarank_pair_method: topk (pairs of the model's top documents) or mean (sampled pairs per document).",
+        choices=PAIR_METHODS,
+    )
+    pairs: int = option(
+        32,
+        "lambdarank_num_pair_per_sample: top documents (topk), or pairs sampled per document "
+        "(mean); topk also tracks the biases of this many positions.",
+        low=1,
+    )
+    bias_norm: float = option(
+        1.0, "lambdarank_bias_norm p: each position bias is a ratio of pair costs to the power 1/(p+1).", low=0
+    )
+    max_sessions: int = option(20000, "Train on at most this many clicked sessions (a seeded uniform sample).", low=1)
     threads: int = option(1, "XGBoost threads.", low=1)
-    max_rounds: int = option(500, "Most trees with early stopping (and at most --shrinkage-budget / learning "
-                                  "rate).", low=1)
-    shrinkage_budget: float = option(30.0, "Early stopping: grow at most this / learning rate trees.", low=0,
-                                     low_open=True)
-    patience: int = option(50, "Early stopping: stop after this many trees without a better validation "
-                               "estimate.", low=1)
+    max_rounds: int = option(
+        500, "Most trees with early stopping (and at most --shrinkage-budget / learning rate).", low=1
+    )
+    shrinkage_budget: float = option(
+        30.0, "Early stopping: grow at most this / learning rate trees.", low=0, low_open=True
+    )
+    patience: int = option(
+        50, "Early stopping: stop after this many trees without a better validation estimate.", low=1
+    )
     eval_every: int = option(5, "Early stopping: evaluate the validation estimate every this many trees.", low=1)
 
 
@@ -127,8 +147,10 @@ class XGBoostScorer:
     @classmethod
     def from_arrays(cls, arrays) -> XGBoostScorer:
         value = np.asarray(arrays["model_json"]).item()
-        return cls(model_json=value.decode("utf-8") if isinstance(value, bytes) else str(value),
-                   n_features=int(np.asarray(arrays["n_features"])))
+        return cls(
+            model_json=value.decode("utf-8") if isinstance(value, bytes) else str(value),
+            n_features=int(np.asarray(arrays["n_features"])),
+        )
 
 
 def xgboost_params(*, learning_rate: float, max_depth: int, seed: int, options: XGBoostOptions) -> dict:
@@ -157,8 +179,17 @@ class _Precomputed:
         return self._scores
 
 
-def _grow(xgboost, params: dict, train_matrix, vali_X: np.ndarray, *, n_estimators: int | None, criterion,
-          max_rounds: int, options: XGBoostOptions) -> tuple[XGBoostScorer, dict]:
+def _grow(
+    xgboost,
+    params: dict,
+    train_matrix,
+    vali_X: np.ndarray,
+    *,
+    n_estimators: int | None,
+    criterion,
+    max_rounds: int,
+    options: XGBoostOptions,
+) -> tuple[XGBoostScorer, dict]:
     """Boost trees, a fixed number or with early stopping on ``criterion`` (as trees._grow)."""
     n_features = int(vali_X.shape[1])
     booster = xgboost.Booster(params, [train_matrix])
@@ -166,7 +197,11 @@ def _grow(xgboost, params: dict, train_matrix, vali_X: np.ndarray, *, n_estimato
         for round_ in range(int(n_estimators)):
             booster.update(train_matrix, round_)
         return XGBoostScorer(booster.save_raw("json").decode("utf-8"), n_features, options.threads), {
-            "n_estimators": int(n_estimators), "rounds": int(n_estimators), "early_stopped": False, "trace": []}
+            "n_estimators": int(n_estimators),
+            "rounds": int(n_estimators),
+            "early_stopped": False,
+            "trace": [],
+        }
     best_value, best_rounds, rounds, trace, stopped = -np.inf, 0, 0, [], False
     while rounds < max_rounds:
         booster.update(train_matrix, rounds)
@@ -183,22 +218,28 @@ def _grow(xgboost, params: dict, train_matrix, vali_X: np.ndarray, *, n_estimato
     best_rounds = best_rounds or rounds
     model = booster[:best_rounds].save_raw("json").decode("utf-8")
     return XGBoostScorer(model, n_features, options.threads), {
-        "n_estimators": int(best_rounds), "rounds": int(rounds), "early_stopped": bool(stopped), "trace": trace}
+        "n_estimators": int(best_rounds),
+        "rounds": int(rounds),
+        "early_stopped": bool(stopped),
+        "trace": trace,
+    }
 
 
 def train(data: TrainingData, options: XGBoostOptions, *, progress=None):
     """Grid over learning rate and depth, trees by early stopping, on validation clicks."""
     xgboost = _xgboost()
     displayed = data.displayed("train")
-    kept = subsample_sessions(clicked_sessions(displayed), options.max_sessions,
-                              stream(data.seed, "xgboost-unbiased", "sessions"))
+    kept = subsample_sessions(
+        clicked_sessions(displayed), options.max_sessions, stream(data.seed, "xgboost-unbiased", "sessions")
+    )
     groups = session_groups(displayed, kept)
     if len(groups.group) == 0:
         raise ValueError("no training session has a click; unbiased LambdaMART has no pair to learn from")
-    train_matrix = xgboost.DMatrix(data.dataset.train.X[groups.doc], label=groups.label, group=groups.group,
-                                   nthread=options.threads)
+    train_matrix = xgboost.DMatrix(
+        data.dataset.train.X[groups.doc], label=groups.label, group=groups.group, nthread=options.threads
+    )
     vali_X = np.asarray(data.dataset.vali.X)
-    seed = int(stream(data.seed, "xgboost-unbiased").integers(2 ** 31 - 1))
+    seed = int(stream(data.seed, "xgboost-unbiased").integers(2**31 - 1))
     rates = [options.learning_rate] if options.learning_rate is not None else LEARNING_RATE_GRID
     depths = [options.max_depth] if options.max_depth is not None else MAX_DEPTH_GRID
     candidates = [{"learning_rate": float(r), "max_depth": int(d)} for r in rates for d in depths]
@@ -207,21 +248,37 @@ def train(data: TrainingData, options: XGBoostOptions, *, progress=None):
         return data.estimate(_Precomputed(scores))
 
     def fit(params, _previous):
-        rounds = min(options.max_rounds, max(1, int(np.ceil(options.shrinkage_budget / params["learning_rate"]
-                                                             - 1e-9))))
-        return _grow(xgboost, xgboost_params(**params, seed=seed, options=options), train_matrix, vali_X,
-                     n_estimators=options.n_estimators, criterion=criterion, max_rounds=rounds, options=options)
+        rounds = min(
+            options.max_rounds, max(1, int(np.ceil(options.shrinkage_budget / params["learning_rate"] - 1e-9)))
+        )
+        return _grow(
+            xgboost,
+            xgboost_params(**params, seed=seed, options=options),
+            train_matrix,
+            vali_X,
+            n_estimators=options.n_estimators,
+            criterion=criterion,
+            max_rounds=rounds,
+            options=options,
+        )
 
     selection = select_on_validation(candidates, fit, data.estimate, progress=progress)
-    best_row = next(row for row in selection.table
-                    if all(row[k] == v for k, v in selection.best_params.items()))
+    best_row = next(row for row in selection.table if all(row[k] == v for k, v in selection.best_params.items()))
     chosen = {**selection.best_params, "n_estimators": best_row["n_estimators"]}
-    info = {"chosen": chosen, "validation_snips_avg_dcg": selection.best_estimate, "selection": selection.table,
-            "xgboost_seed": seed, "xgboost_version": xgboost.__version__,
-            "parameters": {k: v for k, v in xgboost_params(**selection.best_params, seed=seed,
-                                                           options=options).items() if k != "eval_metric"},
-            "position_bias": _position_bias(selection.best),
-            **groups.info()}
+    info = {
+        "chosen": chosen,
+        "validation_snips_avg_dcg": selection.best_estimate,
+        "selection": selection.table,
+        "xgboost_seed": seed,
+        "xgboost_version": xgboost.__version__,
+        "parameters": {
+            k: v
+            for k, v in xgboost_params(**selection.best_params, seed=seed, options=options).items()
+            if k != "eval_metric"
+        },
+        "position_bias": _position_bias(selection.best),
+        **groups.info(),
+    }
     return selection.best, info
 
 
@@ -230,19 +287,24 @@ def _position_bias(scorer: XGBoostScorer) -> dict:
     import json
 
     objective = json.loads(scorer.booster.save_config())["learner"]["objective"]
-    return {"t_plus": [float(v) for v in objective.get("ti+", [])],
-            "t_minus": [float(v) for v in objective.get("tj-", [])]}
+    return {
+        "t_plus": [float(v) for v in objective.get("ti+", [])],
+        "t_minus": [float(v) for v in objective.get("tj-", [])],
+    }
 
 
 METHOD = Method(
-    name="xgboost-unbiased", label="XGBoost unbiased LambdaMART", options=XGBoostOptions, train=train,
+    name="xgboost-unbiased",
+    label="XGBoost unbiased LambdaMART",
+    options=XGBoostOptions,
+    train=train,
     tuned_once=("learning_rate", "max_depth"),
     weighted=False,  # the position biases are learned; no 1/q is read, so clipping changes nothing
     summary=f"XGBoost's unbiased LambdaMART on sessions, position biases learned jointly ({INSTALL}).",
     description="XGBoost's unbiased LambdaMART (Hu et al. 2019; objective rank:ndcg with lambdarank_unbiased): one "
-                "group per session with a click, its documents in displayed order (XGBoost's positions), clicks "
-                "as labels; the biases of clicked and non-clicked positions are estimated with the trees. "
-                "Learning rate and depth are chosen, and trees early-stopped, by SNIPS Avg DCG on validation "
-                f"clicks. An optional extra: {INSTALL}.",
+    "group per session with a click, its documents in displayed order (XGBoost's positions), clicks "
+    "as labels; the biases of clicked and non-clicked positions are estimated with the trees. "
+    "Learning rate and depth are chosen, and trees early-stopped, by SNIPS Avg DCG on validation "
+    f"clicks. An optional extra: {INSTALL}.",
     scorer="xgboost",
 )

@@ -37,8 +37,18 @@ from cltr.core.queries import Dataset
 from cltr.options import Options, option
 from cltr.pipeline.workspace import Artifact
 
-__all__ = ["FitOptions", "STAGE", "model_to_arrays", "model_from_arrays", "held_out_rows", "held_out_scores",
-           "score_rows", "compared_depth", "two_tower_probability", "two_tower_scores"]
+__all__ = [
+    "FitOptions",
+    "STAGE",
+    "model_to_arrays",
+    "model_from_arrays",
+    "held_out_rows",
+    "held_out_scores",
+    "score_rows",
+    "compared_depth",
+    "two_tower_probability",
+    "two_tower_scores",
+]
 
 STAGE = "clickmodels"
 _PARAMETERS = ("attractiveness", "examination", "continuation", "satisfaction")
@@ -49,13 +59,23 @@ class FitOptions(Options):
     """What ``cltr clicks fit`` fits, to which log, and how much it holds out."""
 
     log_path: str | None = option(
-        None, "A click table (session, qid, doc or docid, rank, click; e.g. from `cltr clicks import "
-              "--format baidu-raw`) [default: the training split's impressions of the dataset's current "
-              "click log].", path="file", flag="--log")
+        None,
+        "A click table (session, qid, doc or docid, rank, click; e.g. from `cltr clicks import "
+        "--format baidu-raw`) [default: the training split's impressions of the dataset's current "
+        "click log].",
+        path="file",
+        flag="--log",
+    )
     model_name: str = option("pbm", "The click model to fit by EM.", choices=MODELS, flag="--model")
     max_rank: int = option(10, "Fit and judge ranks 1..MAX_RANK.", low=1)
-    held_out: float = option(0.2, "Share of the sessions held out (seeded) for log-likelihood and perplexity.",
-                             low=0, high=1, low_open=True, high_open=True)
+    held_out: float = option(
+        0.2,
+        "Share of the sessions held out (seeded) for log-likelihood and perplexity.",
+        low=0,
+        high=1,
+        low_open=True,
+        high_open=True,
+    )
     iterations: int = option(200, "At most this many EM iterations.", low=1)
 
 
@@ -66,8 +86,13 @@ def model_to_arrays(model: ClickModel) -> dict[str, np.ndarray]:
 
 
 def model_from_arrays(name: str, arrays, info: dict | None = None) -> ClickModel:
-    return ClickModel(name=name, pair_query=np.asarray(arrays["pair_query"]), pair_doc=np.asarray(arrays["pair_doc"]),
-                      **{key: np.asarray(arrays[key]) for key in _PARAMETERS if key in arrays}, info=dict(info or {}))
+    return ClickModel(
+        name=name,
+        pair_query=np.asarray(arrays["pair_query"]),
+        pair_doc=np.asarray(arrays["pair_doc"]),
+        **{key: np.asarray(arrays[key]) for key in _PARAMETERS if key in arrays},
+        info=dict(info or {}),
+    )
 
 
 def held_out_rows(clicks: Artifact, dataset: Dataset, *, split: str = "vali") -> dict[str, np.ndarray]:
@@ -78,9 +103,13 @@ def held_out_rows(clicks: Artifact, dataset: Dataset, *, split: str = "vali") ->
     from cltr.pipeline.stages import export_rows
 
     columns = export_rows(clicks, split, dataset)
-    return {"session": np.asarray(columns["session"]), "query": -1 - np.asarray(columns["qid"], dtype=np.int64),
-            "doc": np.asarray(columns["doc"], dtype=np.int64), "rank": np.asarray(columns["rank"], dtype=np.int64),
-            "click": np.asarray(columns["click"], dtype=np.int64)}
+    return {
+        "session": np.asarray(columns["session"]),
+        "query": -1 - np.asarray(columns["qid"], dtype=np.int64),
+        "doc": np.asarray(columns["doc"], dtype=np.int64),
+        "rank": np.asarray(columns["rank"], dtype=np.int64),
+        "click": np.asarray(columns["click"], dtype=np.int64),
+    }
 
 
 def score_rows(model: ClickModel, rows: dict[str, np.ndarray], max_rank: int) -> ClickModelScores:
@@ -90,8 +119,9 @@ def score_rows(model: ClickModel, rows: dict[str, np.ndarray], max_rank: int) ->
     return evaluate_click_model(model, grid)
 
 
-def held_out_scores(fitted: Artifact, clicks: Artifact, dataset: Dataset, *,
-                    max_rank: int | None = None) -> ClickModelScores:
+def held_out_scores(
+    fitted: Artifact, clicks: Artifact, dataset: Dataset, *, max_rank: int | None = None
+) -> ClickModelScores:
     """The stored click model ``fitted`` judged on the validation sessions of ``clicks``, ranks
     1..``max_rank`` (default: those it was fitted on; fewer keep the first terms of each
     session's likelihood, as its clicks at a rank depend on the ranks above only)."""
@@ -127,8 +157,9 @@ def two_tower_probability(relevance: np.ndarray, bias: np.ndarray, rank: np.ndar
     return expit(np.asarray(relevance, dtype=np.float64)) * expit(logit)
 
 
-def two_tower_scores(model: Artifact, clicks: Artifact, dataset: Dataset, *,
-                     max_rank: int = 10) -> ClickModelScores | None:
+def two_tower_scores(
+    model: Artifact, clicks: Artifact, dataset: Dataset, *, max_rank: int = 10
+) -> ClickModelScores | None:
     """A two-tower model's click prediction on the validation sessions of ``clicks``, ranks
     1..``max_rank`` or those its bias tower has if fewer (``compared_depth`` gives a click
     model the same), or None for a model of another method."""
@@ -149,5 +180,6 @@ def two_tower_scores(model: Artifact, clicks: Artifact, dataset: Dataset, *,
     relevance = scorer_from_arrays(model.arrays).scores(vali.X)
     probability = np.zeros(len(rank))
     probability[shown] = two_tower_probability(relevance[row[shown]], bias, rank[shown], model.info["combination"])
-    return independent_click_scores(probability, np.asarray(columns["session"]), rank, np.asarray(columns["click"]),
-                                    max_rank=depth)
+    return independent_click_scores(
+        probability, np.asarray(columns["session"]), rank, np.asarray(columns["click"]), max_rank=depth
+    )

@@ -108,11 +108,38 @@ if TYPE_CHECKING:
 else:
     pd = lazy_import("pandas")  # imported on first use: `cltr --help` needs no pandas
 
-__all__ = ["Spec", "Task", "ExperimentProgress", "SPEC_DIR", "find_spec_dir", "load_spec", "spec_names", "plan",
-           "task_steps", "run_task", "run_experiment", "run_together", "TaskContext", "method_rows",
-           "METHOD_COLUMNS", "METRICS",
-           "repetition_seed", "CLICK_SETTINGS", "SELECTIONS", "TUNINGS", "tuning_tasks", "tuned", "STATED_MEASURES",
-           "dataset_record", "pool_selection", "poolable", "propensity_choices", "FiguresOptions", "parse_folds"]
+__all__ = [
+    "Spec",
+    "Task",
+    "ExperimentProgress",
+    "SPEC_DIR",
+    "find_spec_dir",
+    "load_spec",
+    "spec_names",
+    "plan",
+    "task_steps",
+    "run_task",
+    "run_experiment",
+    "run_together",
+    "TaskContext",
+    "method_rows",
+    "METHOD_COLUMNS",
+    "METRICS",
+    "repetition_seed",
+    "CLICK_SETTINGS",
+    "SELECTIONS",
+    "TUNINGS",
+    "tuning_tasks",
+    "tuned",
+    "STATED_MEASURES",
+    "dataset_record",
+    "pool_selection",
+    "poolable",
+    "propensity_choices",
+    "FiguresOptions",
+    "parse_folds",
+]
+
 
 def find_spec_dir(package_dir: Path, prefixes: Iterable[Path]) -> Path:
     """Where the specs are: ``experiments/`` of a source checkout (``package_dir``'s parent
@@ -133,13 +160,16 @@ SPEC_DIR = find_spec_dir(Path(__file__).resolve().parents[1], [Path(sys.prefix),
 # ("clip": "auto", the default, chooses TAU on validation; "none"; or a TAU, for the training
 # log only); the rest are the click models' settings
 LOG_SETTINGS = ("model", "passes", "rankers", "top_k", "logging_temperature", "propensities", "correction", "clip")
-CLICK_SETTINGS = (*LOG_SETTINGS, *dict.fromkeys(f.name for m in clickmodels.models().values()
-                                                for f in m.settings.option_fields()))
+CLICK_SETTINGS = (
+    *LOG_SETTINGS,
+    *dict.fromkeys(f.name for m in clickmodels.models().values() for f in m.settings.option_fields()),
+)
 
 
 def propensity_choices() -> tuple[str, ...]:
     """What a spec's ``propensities`` may be: the log's own, or a registered estimator."""
     return ("logged", *estimator_registry.estimators())
+
 
 REFERENCES = ("production", "skyline")
 METRICS = ("avg_dcg", "avg_rank", "ndcg@10", "ndcg@10_relevant_queries")
@@ -169,39 +199,59 @@ class FiguresOptions(Options):
     """How ``cltr figures`` runs a spec: its dataset, repetitions, fan-out, selection and
     tuning overrides, folds, and the check against the paper."""
 
-    dataset: str | None = option(None, "Prepared dataset to run on [default: the spec's, the embedded synthetic "
-                                       "one].")
+    dataset: str | None = option(None, "Prepared dataset to run on [default: the spec's, the embedded synthetic one].")
     reps: int | None = option(None, "Repetitions [default: the spec's].", low=1)
-    n_jobs: int | None = option(None, "Tasks run in parallel [default: one per CPU core]; results do not depend on "
-                                      "it.", low=1)
-    backend: str = option("loky", "Local processes (loky) or a dask.distributed cluster (pip install 'cltr[dask]').",
-                          choices=("loky", "dask"))
-    scheduler: str | None = option(None, "dask scheduler address, e.g. tcp://host:8786 [default: a local cluster "
-                                         "of --n-jobs workers]. Workers must see the same --workdir.")
+    n_jobs: int | None = option(
+        None, "Tasks run in parallel [default: one per CPU core]; results do not depend on it.", low=1
+    )
+    backend: str = option(
+        "loky",
+        "Local processes (loky) or a dask.distributed cluster (pip install 'cltr[dask]').",
+        choices=("loky", "dask"),
+    )
+    scheduler: str | None = option(
+        None,
+        "dask scheduler address, e.g. tcp://host:8786 [default: a local cluster "
+        "of --n-jobs workers]. Workers must see the same --workdir.",
+    )
     quick: bool = option(False, "The spec's reduced version (fewer repetitions and points).", negatable=False)
-    specs: str | None = option(None, "Directory of experiment specs [default: the project's experiments/].",
-                               path="dir")
+    specs: str | None = option(None, "Directory of experiment specs [default: the project's experiments/].", path="dir")
     select: str | None = option(
-        None, "How the linear SVMs' C is chosen: per repetition, each on its own validation clicks, or "
-              "pooled, the paper's way: one C per point for all repetitions, by their mean validation "
-              "SNIPS Avg DCG; table and curve specs only (ccp and propensity keep theirs) [default: the "
-              "spec's select, else repetition].", choices=SELECTIONS)
+        None,
+        "How the linear SVMs' C is chosen: per repetition, each on its own validation clicks, or "
+        "pooled, the paper's way: one C per point for all repetitions, by their mean validation "
+        "SNIPS Avg DCG; table and curve specs only (ccp and propensity keep theirs) [default: the "
+        "spec's select, else repetition].",
+        choices=SELECTIONS,
+    )
     tune: str | None = option(
-        None, "How the tree methods' learning rate and leaves (Deep PropDCG's learning rate) are chosen: "
-              "per model over the whole grid (repetition), once per series by the first repetition at "
-              "the spec's tune_at point and then fixed, as the paper tuned LambdaRank (once), or by the "
-              "first repetition of each point for the others (point); tree counts and epochs are "
-              "early-stopped per model either way; table and curve specs only [default: the spec's tune, "
-              "else repetition].", choices=TUNINGS)
+        None,
+        "How the tree methods' learning rate and leaves (Deep PropDCG's learning rate) are chosen: "
+        "per model over the whole grid (repetition), once per series by the first repetition at "
+        "the spec's tune_at point and then fixed, as the paper tuned LambdaRank (once), or by the "
+        "first repetition of each point for the others (point); tree counts and epochs are "
+        "early-stopped per model either way; table and curve specs only [default: the spec's tune, "
+        "else repetition].",
+        choices=TUNINGS,
+    )
     folds: tuple[int, ...] | None = option(
-        None, "LETOR folds to run, e.g. 1-5 or 1,3: the --dataset (prepared by `cltr prepare letor`) "
-              "is its own fold; every other fold K runs on DATASET-foldK, prepared like it when missing. "
-              "Reports per fold and over all (fold, repetition) runs.", low=1, parse=parse_folds)
+        None,
+        "LETOR folds to run, e.g. 1-5 or 1,3: the --dataset (prepared by `cltr prepare letor`) "
+        "is its own fold; every other fold K runs on DATASET-foldK, prepared like it when missing. "
+        "Reports per fold and over all (fold, repetition) runs.",
+        low=1,
+        parse=parse_folds,
+    )
     check_paper: bool = option(
-        False, "Compare every row with the paper's value ([paper.PREFIX] of the spec) and fail when one is "
-               "more than --tolerance of the paper's standard deviations away.", negatable=False, flag="--check")
-    tolerance: float = option(2.0, "--check's tolerance, in units of the paper's standard deviation.", low=0,
-                              low_open=True)
+        False,
+        "Compare every row with the paper's value ([paper.PREFIX] of the spec) and fail when one is "
+        "more than --tolerance of the paper's standard deviations away.",
+        negatable=False,
+        flag="--check",
+    )
+    tolerance: float = option(
+        2.0, "--check's tolerance, in units of the paper's standard deviation.", low=0, low_open=True
+    )
 
 
 @dataclass(frozen=True)
@@ -245,8 +295,15 @@ class Spec:
             return self.tune_at
         return self.values[len(self.values) // 2] if self.x is not None else None
 
-    def resolved(self, *, dataset: str | None = None, reps: int | None = None, quick: bool = False,
-                 select: str | None = None, tune: str | None = None) -> Spec:
+    def resolved(
+        self,
+        *,
+        dataset: str | None = None,
+        reps: int | None = None,
+        quick: bool = False,
+        select: str | None = None,
+        tune: str | None = None,
+    ) -> Spec:
         """The spec for one dataset, ``--quick`` and ``--reps``.
 
         Order: the spec, then ``[quick]``, then the dataset's ``[datasets.PREFIX]`` (whose
@@ -289,10 +346,36 @@ def _merge(base: dict, overrides: dict) -> dict:
 
 
 def _spec_from_dict(raw: dict, *, where: str) -> Spec:
-    known = {"name", "kind", "artifact", "description", "dataset", "methods", "references", "reps", "seed",
-             "metric", "x", "values", "plot_x", "series", "clicks", "options", "synthetic", "paper",
-             "datasets", "quick", "estimators", "claimed_order", "stated", "select", "compare_to",
-             "tune", "tune_at", "in_all"}
+    known = {
+        "name",
+        "kind",
+        "artifact",
+        "description",
+        "dataset",
+        "methods",
+        "references",
+        "reps",
+        "seed",
+        "metric",
+        "x",
+        "values",
+        "plot_x",
+        "series",
+        "clicks",
+        "options",
+        "synthetic",
+        "paper",
+        "datasets",
+        "quick",
+        "estimators",
+        "claimed_order",
+        "stated",
+        "select",
+        "compare_to",
+        "tune",
+        "tune_at",
+        "in_all",
+    }
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ValueError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
@@ -311,8 +394,9 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
     kind = figure_kinds.get(raw["kind"])
     outside = sorted(set(raw) - set(figure_kinds.COMMON_KEYS) - set(kind.keys))
     if outside:
-        raise ValueError(f"{where}: {outside[0]} applies to kinds {', '.join(figure_kinds.taking(outside[0]))}, "
-                         f"not {kind.name!r}")
+        raise ValueError(
+            f"{where}: {outside[0]} applies to kinds {', '.join(figure_kinds.taking(outside[0]))}, not {kind.name!r}"
+        )
     references = tuple(raw.get("references", ()))
     if set(references) - set(REFERENCES):
         raise ValueError(f"{where}: references must be among {REFERENCES}, found {list(references)}")
@@ -336,20 +420,27 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
     for method, options in raw.get("options", {}).items():
         if method in known_methods:
             known_methods[method].parse_options(options, where=f"{where}: [options.{method}]")
-    passes = [raw.get("clicks", {}).get("passes"), *raw.get("series", {}).get("passes", ()),
-              *(raw.get("values", ()) if x == "passes" else ())]
+    passes = [
+        raw.get("clicks", {}).get("passes"),
+        *raw.get("series", {}).get("passes", ()),
+        *(raw.get("values", ()) if x == "passes" else ()),
+    ]
     bad = [p for p in passes if p not in (None, "default") and (not isinstance(p, int) or p < 1)]
     if bad:
-        raise ValueError(f"{where}: passes must be positive integers (or \"default\"), found {bad}")
+        raise ValueError(f'{where}: passes must be positive integers (or "default"), found {bad}')
     clicks = raw.get("clicks", {})
     model = clickmodels.get(clicks.get("model", clickmodels.DEFAULT_MODEL))
     own = {f.name for f in model.settings.option_fields()}
     unknown = sorted(set(clicks) - own - set(LOG_SETTINGS))
     if unknown:
-        raise ValueError(f"{where}: unknown settings {unknown} of click model {model.name!r}; "
-                         f"known: {', '.join(LOG_SETTINGS)}, {', '.join(sorted(own))}")
-    values_of = {k: [clicks[k]] if k in clicks else []
-                 for k in ("rankers", "top_k", "logging_temperature", "propensities", "correction", "clip")}
+        raise ValueError(
+            f"{where}: unknown settings {unknown} of click model {model.name!r}; "
+            f"known: {', '.join(LOG_SETTINGS)}, {', '.join(sorted(own))}"
+        )
+    values_of = {
+        k: [clicks[k]] if k in clicks else []
+        for k in ("rankers", "top_k", "logging_temperature", "propensities", "correction", "clip")
+    }
     for key, values in raw.get("series", {}).items():
         values_of.setdefault(key, []).extend(values)
     if x is not None:
@@ -360,18 +451,22 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
     bad += [v for v in values_of.get("clip", ()) if not _is_clip(v)]
     bad += [v for v in values_of.get("correction", ()) if v not in corrections.CORRECTIONS]
     bad += [v for v in values_of.get("top_k", ()) if isinstance(v, bool) or not isinstance(v, int) or v < 0]
-    bad += [v for v in values_of.get("logging_temperature", ())
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < float("inf")]
+    bad += [
+        v
+        for v in values_of.get("logging_temperature", ())
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < float("inf")
+    ]
     if bad:
-        raise ValueError(f"{where}: rankers must be positive integers, propensities one of {choices}, "
-                         f"clip \"auto\", \"none\" or a number in (0, 1], correction one of "
-                         f"{tuple(corrections.CORRECTIONS)}, top_k a non-negative integer, logging_temperature a "
-                         f"number >= 0; found {bad}")
+        raise ValueError(
+            f"{where}: rankers must be positive integers, propensities one of {choices}, "
+            f'clip "auto", "none" or a number in (0, 1], correction one of '
+            f"{tuple(corrections.CORRECTIONS)}, top_k a non-negative integer, logging_temperature a "
+            f"number >= 0; found {bad}"
+        )
     if kind.validate is not None:
         kind.validate(raw, where)
     varied = {k for k in [x, *raw.get("series", {})] if k in own}
-    model.parse_settings({k: v for k, v in clicks.items() if k in own and k not in varied},
-                         where=f"{where}: [clicks]")
+    model.parse_settings({k: v for k, v in clicks.items() if k in own and k not in varied}, where=f"{where}: [clicks]")
     reps = raw.get("reps", 1)
     if not isinstance(reps, int) or reps < 1:
         raise ValueError(f"{where}: reps must be a positive integer, found {reps!r}")
@@ -389,21 +484,28 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
     if select == "pooled":
         # pooling averages each C's validation SNIPS estimate over repetitions; a method
         # told to select by another criterion would be pooled by SNIPS without a word
-        other = sorted(m for m in raw.get("methods", ()) if poolable(m, raw.get("options", {}).get(m, {}))
-                       and getattr(known_methods[m].parse_options(raw.get("options", {}).get(m, {})),
-                                   "criterion", "snips") != "snips")
+        other = sorted(
+            m
+            for m in raw.get("methods", ())
+            if poolable(m, raw.get("options", {}).get(m, {}))
+            and getattr(known_methods[m].parse_options(raw.get("options", {}).get(m, {})), "criterion", "snips")
+            != "snips"
+        )
         if other:
-            raise ValueError(f"{where}: select = \"pooled\" pools C by the validation SNIPS estimate; {other} "
-                             f"select by another criterion: set select = \"repetition\" (--select repetition)")
+            raise ValueError(
+                f'{where}: select = "pooled" pools C by the validation SNIPS estimate; {other} '
+                f'select by another criterion: set select = "repetition" (--select repetition)'
+            )
     tune = raw.get("tune", "repetition")
     if tune not in TUNINGS:
         raise ValueError(f"{where}: tune must be one of {TUNINGS}, found {tune!r}")
     tune_at = raw.get("tune_at")
     if tune_at is not None and tune != "once":
-        raise ValueError(f"{where}: tune_at applies to tune = \"once\", not {tune!r}")
+        raise ValueError(f'{where}: tune_at applies to tune = "once", not {tune!r}')
     if tune_at is not None and (x is None or tune_at not in raw.get("values", ())):
-        raise ValueError(f"{where}: tune_at must be one of the x values {list(raw.get('values', ()))}, "
-                         f"found {tune_at!r}")
+        raise ValueError(
+            f"{where}: tune_at must be one of the x values {list(raw.get('values', ()))}, found {tune_at!r}"
+        )
     if not isinstance(raw.get("in_all", True), bool):
         raise ValueError(f"{where}: in_all must be true or false, found {raw['in_all']!r}")
     stated = raw.get("stated", [])
@@ -411,10 +513,15 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
         raise ValueError(f"{where}: stated must be an array of tables ([[stated]]), found {stated!r}")
     for i, entry in enumerate(stated):
         what = f"{where}: [[stated]] entry {i + 1}"
-        if not isinstance(entry, dict) or not {"text", "dataset", "measure", "value"} <= set(entry) \
-                or set(entry) - {"text", "dataset", "measure", "value", "point"}:
-            raise ValueError(f"{what} needs the keys text, dataset, measure, value (and optionally point), "
-                             f"found {sorted(entry) if isinstance(entry, dict) else entry!r}")
+        if (
+            not isinstance(entry, dict)
+            or not {"text", "dataset", "measure", "value"} <= set(entry)
+            or set(entry) - {"text", "dataset", "measure", "value", "point"}
+        ):
+            raise ValueError(
+                f"{what} needs the keys text, dataset, measure, value (and optionally point), "
+                f"found {sorted(entry) if isinstance(entry, dict) else entry!r}"
+            )
         if entry["measure"] not in STATED_MEASURES:
             raise ValueError(f"{what}: measure must be one of {STATED_MEASURES}, found {entry['measure']!r}")
         value = entry["value"]
@@ -422,16 +529,34 @@ def _spec_from_dict(raw: dict, *, where: str) -> Spec:
         if not 1 <= len(numbers) <= 2 or not all(isinstance(v, (int, float)) for v in numbers):
             raise ValueError(f"{what}: value must be a number or [low, high], found {value!r}")
     return Spec(
-        name=raw["name"], kind=raw["kind"], artifact=raw.get("artifact", ""),
-        description=raw.get("description", ""), dataset=raw.get("dataset", "synthetic"),
-        methods=tuple(raw.get("methods", ())), references=references, reps=reps,
-        seed=int(raw.get("seed", 0)), metric=raw.get("metric", "avg_dcg"), x=x,
-        values=tuple(raw.get("values", ())), plot_x=raw.get("plot_x"), series=dict(raw.get("series", {})),
-        clicks=dict(raw.get("clicks", {})), options=dict(raw.get("options", {})),
-        synthetic=dict(raw.get("synthetic", {})), paper=dict(raw.get("paper", {})),
-        estimators=tuple(raw.get("estimators", ())), claimed_order=tuple(raw.get("claimed_order", ())),
-        stated=tuple(raw.get("stated", ())), select=select, compare_to=tuple(raw.get("compare_to", ())),
-        tune=tune, tune_at=tune_at, in_all=raw.get("in_all", True), raw=raw)
+        name=raw["name"],
+        kind=raw["kind"],
+        artifact=raw.get("artifact", ""),
+        description=raw.get("description", ""),
+        dataset=raw.get("dataset", "synthetic"),
+        methods=tuple(raw.get("methods", ())),
+        references=references,
+        reps=reps,
+        seed=int(raw.get("seed", 0)),
+        metric=raw.get("metric", "avg_dcg"),
+        x=x,
+        values=tuple(raw.get("values", ())),
+        plot_x=raw.get("plot_x"),
+        series=dict(raw.get("series", {})),
+        clicks=dict(raw.get("clicks", {})),
+        options=dict(raw.get("options", {})),
+        synthetic=dict(raw.get("synthetic", {})),
+        paper=dict(raw.get("paper", {})),
+        estimators=tuple(raw.get("estimators", ())),
+        claimed_order=tuple(raw.get("claimed_order", ())),
+        stated=tuple(raw.get("stated", ())),
+        select=select,
+        compare_to=tuple(raw.get("compare_to", ())),
+        tune=tune,
+        tune_at=tune_at,
+        in_all=raw.get("in_all", True),
+        raw=raw,
+    )
 
 
 def spec_names(directory: Path = SPEC_DIR) -> list[str]:
@@ -446,8 +571,10 @@ def load_spec(name_or_path: str | Path, directory: Path = SPEC_DIR) -> Spec:
     if path.suffix != ".toml":
         path = Path(directory) / f"{name_or_path}.toml"
     if not path.exists():
-        raise ValueError(f"no experiment spec {str(name_or_path)!r}: {path} does not exist; "
-                         f"known: {', '.join(spec_names(directory)) or 'none'}")
+        raise ValueError(
+            f"no experiment spec {str(name_or_path)!r}: {path} does not exist; "
+            f"known: {', '.join(spec_names(directory)) or 'none'}"
+        )
     try:
         raw = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as error:
@@ -473,24 +600,31 @@ class Task:
     experiment: str
     kind: str
     dataset: str
-    point: dict            # the varied settings of this point, e.g. {"passes": 20}
-    clicks: dict           # every click setting, with the point applied
+    point: dict  # the varied settings of this point, e.g. {"passes": 20}
+    clicks: dict  # every click setting, with the point applied
     methods: tuple
     references: tuple
     options: dict
     repetition: int
     seed: int
-    select: str = "repetition"   # "pooled": poolable methods give a row per C candidate
+    select: str = "repetition"  # "pooled": poolable methods give a row per C candidate
 
     def config(self, fingerprint: str) -> dict:
         """What determines the task's rows (not its experiment's name: identical tasks of
         two specs are computed once)."""
         # select enters only when pooled, so that per-repetition tasks keep their keys
         # "ndcg": rows stored before it meant the relevant-queries average by "ndcg@10"
-        return {"dataset": fingerprint, "kind": self.kind, "clicks": self.clicks, "methods": list(self.methods),
-                "references": list(self.references), "options": self.options, "seed": self.seed,
-                "ndcg": "all-and-relevant-queries",
-                **({"select": self.select} if self.select != "repetition" else {})}
+        return {
+            "dataset": fingerprint,
+            "kind": self.kind,
+            "clicks": self.clicks,
+            "methods": list(self.methods),
+            "references": list(self.references),
+            "options": self.options,
+            "seed": self.seed,
+            "ndcg": "all-and-relevant-queries",
+            **({"select": self.select} if self.select != "repetition" else {}),
+        }
 
 
 def plan(spec: Spec, *, default_passes: int) -> list[Task]:
@@ -522,11 +656,38 @@ def plan(spec: Spec, *, default_passes: int) -> list[Task]:
                 if clicks["passes"] in (None, "default"):
                     clicks["passes"] = default_passes
                 clicks["passes"] = int(clicks["passes"])
-                tasks.append(Task(spec.name, spec.kind, spec.dataset, point, clicks, spec.methods,
-                                  spec.references, spec.options, repetition, seed, spec.select))
+                tasks.append(
+                    Task(
+                        spec.name,
+                        spec.kind,
+                        spec.dataset,
+                        point,
+                        clicks,
+                        spec.methods,
+                        spec.references,
+                        spec.options,
+                        repetition,
+                        seed,
+                        spec.select,
+                    )
+                )
     most = max(task.clicks["passes"] for task in tasks)
-    return [Task(t.experiment, t.kind, t.dataset, t.point, {**t.clicks, "simulated_passes": most}, t.methods,
-                 t.references, t.options, t.repetition, t.seed, t.select) for t in tasks]
+    return [
+        Task(
+            t.experiment,
+            t.kind,
+            t.dataset,
+            t.point,
+            {**t.clicks, "simulated_passes": most},
+            t.methods,
+            t.references,
+            t.options,
+            t.repetition,
+            t.seed,
+            t.select,
+        )
+        for t in tasks
+    ]
 
 
 def dataset_record(workspace: Workspace, name: str) -> dict:
@@ -562,13 +723,19 @@ def run_task(root: str | Path, task: Task, step: Callable[[], None] | None = Non
 
     with threadpool_limits(1):
         artifact, reused = workspace.cached(task.dataset, "tasks", task.config(fingerprint), compute)
-    base = {"experiment": task.experiment, "dataset": task.dataset, "repetition": task.repetition,
-            "seed": task.seed, **{f"point_{k}": v for k, v in task.point.items()}}
+    base = {
+        "experiment": task.experiment,
+        "dataset": task.dataset,
+        "repetition": task.repetition,
+        "seed": task.seed,
+        **{f"point_{k}": v for k, v in task.point.items()},
+    }
     return [{**base, **row} for row in artifact.info["rows"]], reused
 
 
-def _task_rows(workspace: Workspace, dataset: Dataset, fingerprint: str, task: Task,
-               step: Callable[[], None]) -> list[dict]:
+def _task_rows(
+    workspace: Workspace, dataset: Dataset, fingerprint: str, task: Task, step: Callable[[], None]
+) -> list[dict]:
     name, seed, clicks_config = task.dataset, task.seed, task.clicks
     production, _ = production_stage(workspace, name, dataset, fingerprint, seed=seed)
     rankers = int(clicks_config.get("rankers", 1))
@@ -578,9 +745,18 @@ def _task_rows(workspace: Workspace, dataset: Dataset, fingerprint: str, task: T
     # eta_model is applied when the log is read, so that its points share one simulation
     settings = {f.name: clicks_config[f.name] for f in model.settings.option_fields() if f.name != "eta_model"}
     simulated = clicks_config["simulated_passes"]
-    clicks, _ = clicks_stage(workspace, name, dataset, productions if rankers > 1 else production, settings,
-                             model=model.name, passes=simulated, seed=seed, top_k=clicks_config.get("top_k"),
-                             logging_temperature=clicks_config.get("logging_temperature"))
+    clicks, _ = clicks_stage(
+        workspace,
+        name,
+        dataset,
+        productions if rankers > 1 else production,
+        settings,
+        model=model.name,
+        passes=simulated,
+        seed=seed,
+        top_k=clicks_config.get("top_k"),
+        logging_temperature=clicks_config.get("logging_temperature"),
+    )
     step()
     context = TaskContext(workspace, dataset, fingerprint, task, production, clicks, step)
     return figure_kinds.get(task.kind).task_rows(context)
@@ -602,14 +778,19 @@ class TaskContext:
     step: Callable[[], None]
 
 
-def method_rows(context: TaskContext, *,
-                expand: Callable[[dict, Artifact], list[dict]] | None = None) -> list[dict]:
+def method_rows(context: TaskContext, *, expand: Callable[[dict, Artifact], list[dict]] | None = None) -> list[dict]:
     """A task's methods (and its references: the production ranker, the skyline) trained on
     its click log and evaluated: one row per method (``METHOD_COLUMNS``), or the rows
     ``expand(row, trained model artifact)`` makes of it; under pooled selection one row per
     candidate C. The ``task_rows`` of the kinds that compare methods."""
-    workspace, dataset, task, production, clicks, step = (context.workspace, context.dataset, context.task,
-                                                          context.production, context.clicks, context.step)
+    workspace, dataset, task, production, clicks, step = (
+        context.workspace,
+        context.dataset,
+        context.task,
+        context.production,
+        context.clicks,
+        context.step,
+    )
     name, seed, clicks_config = task.dataset, task.seed, task.clicks
     simulated = clicks_config["simulated_passes"]
     passes, eta_model = clicks_config["passes"], clicks_config.get("eta_model")
@@ -624,8 +805,10 @@ def method_rows(context: TaskContext, *,
     # the clicks as logged: a correction may turn them into other examples (affine: displayed documents)
     train_log, _ = click_logs(clicks, passes=passes)
     relevant = dataset.train.relevant(dataset.relevant_from)
-    common = {"train_clicks": len(train_log),
-              "irrelevant_click_share": float(np.mean(~relevant[train_log.doc])) if len(train_log) else float("nan")}
+    common = {
+        "train_clicks": len(train_log),
+        "irrelevant_click_share": float(np.mean(~relevant[train_log.doc])) if len(train_log) else float("nan"),
+    }
     rows = []
     if "production" in task.references:
         test = production_test_metrics(production, dataset)
@@ -638,15 +821,25 @@ def method_rows(context: TaskContext, *,
             continue
         options = dict(task.options.get(method, {}))
         # the skyline sees labels, not clicks: one per repetition, shared by every point
-        subset: dict[str, Any] = {} if method == "skyline" else {
-            "passes": passes, "eta_model": eta_model, "propensity": propensity, "clip": clip, "correction": correction}
+        subset: dict[str, Any] = (
+            {}
+            if method == "skyline"
+            else {
+                "passes": passes,
+                "eta_model": eta_model,
+                "propensity": propensity,
+                "clip": clip,
+                "correction": correction,
+            }
+        )
         candidates = poolable(method, options) if task.select == "pooled" else []
         if candidates:
             # pooled selection: one row per C, each a model trained at that fixed C (its own
             # cached artifact); pool_selection keeps one C per point after every repetition ran
             for C in candidates:
-                trained, _ = model_stage(workspace, name, dataset, clicks, method, {**options, "C": C}, seed=seed,
-                                         **subset)
+                trained, _ = model_stage(
+                    workspace, name, dataset, clicks, method, {**options, "C": C}, seed=seed, **subset
+                )
                 evaluation, _ = evaluation_stage(workspace, name, dataset, trained, clicks, seed=seed)
                 rows.append({**_method_row(method, common, trained, evaluation), "candidate_C": C})
             step()
@@ -660,9 +853,13 @@ def method_rows(context: TaskContext, *,
 
 
 def _method_row(method: str, common: dict, trained, evaluation) -> dict:
-    return {"method": method, **common, **{m: evaluation.info[m] for m in METRICS},
-            "validation_snips_avg_dcg": evaluation.info["validation_snips_avg_dcg"],
-            "chosen": json.dumps(trained.info.get("chosen", {}), sort_keys=True)}
+    return {
+        "method": method,
+        **common,
+        **{m: evaluation.info[m] for m in METRICS},
+        "validation_snips_avg_dcg": evaluation.info["validation_snips_avg_dcg"],
+        "chosen": json.dumps(trained.info.get("chosen", {}), sort_keys=True),
+    }
 
 
 def _is_clip(value) -> bool:
@@ -703,8 +900,12 @@ def pool_selection(frame: pd.DataFrame) -> pd.DataFrame:
     is_candidate = frame["candidate_C"].notna()
     keys = ["dataset", *sorted(c for c in frame.columns if c.startswith("point_")), "method"]
     candidates = frame[is_candidate]
-    means = (candidates.groupby([*keys, "candidate_C"], sort=True, dropna=False)["validation_snips_avg_dcg"]
-             .mean().rename("pooled_validation_snips_avg_dcg").reset_index())
+    means = (
+        candidates.groupby([*keys, "candidate_C"], sort=True, dropna=False)["validation_snips_avg_dcg"]
+        .mean()
+        .rename("pooled_validation_snips_avg_dcg")
+        .reset_index()
+    )
     # sorted by C ascending within each group: idxmax's first maximum is the smallest C
     best = means.loc[means.groupby(keys, sort=False, dropna=False)["pooled_validation_snips_avg_dcg"].idxmax()]
     kept = candidates.reset_index().merge(best, on=[*keys, "candidate_C"], how="inner").set_index("index")
@@ -727,9 +928,16 @@ class ExperimentProgress:
     steps: int
 
 
-def run_experiment(spec: Spec, root: str | Path, *, n_jobs: int = 1, backend: str = "loky",
-                   scheduler: str | None = None, progress: Callable[[ExperimentProgress], None] | None = None,
-                   on_task_done: Callable[[Task, bool], None] | None = None) -> tuple[pd.DataFrame, dict]:
+def run_experiment(
+    spec: Spec,
+    root: str | Path,
+    *,
+    n_jobs: int = 1,
+    backend: str = "loky",
+    scheduler: str | None = None,
+    progress: Callable[[ExperimentProgress], None] | None = None,
+    on_task_done: Callable[[Task, bool], None] | None = None,
+) -> tuple[pd.DataFrame, dict]:
     """Run every task of a resolved spec; return (rows in plan order, counts).
 
     Parameters
@@ -767,8 +975,15 @@ def run_experiment(spec: Spec, root: str | Path, *, n_jobs: int = 1, backend: st
     # a tuning task is one of the tasks (its rows are its point's): it counts once
     total = _Totals(len(tasks), sum(task_steps(task) for task in tasks))
     counts = {"tasks": len(tasks), "reused": 0, "computed": 0}
-    run = dict(root=root, fingerprint=fingerprint, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
-               progress=progress, total=total)
+    run = dict(
+        root=root,
+        fingerprint=fingerprint,
+        n_jobs=n_jobs,
+        backend=backend,
+        scheduler=scheduler,
+        progress=progress,
+        total=total,
+    )
     known = {}
     if tuning:
         chosen = dict(zip(tuning, _run_tasks(list(tuning.values()), **run), strict=True))
@@ -783,9 +998,15 @@ def run_experiment(spec: Spec, root: str | Path, *, n_jobs: int = 1, backend: st
     return frame[_column_order(frame.columns, spec.kind)], counts
 
 
-def run_together(specs: list[Spec], root: str | Path, *, n_jobs: int = 1, backend: str = "loky",
-                 scheduler: str | None = None,
-                 progress: Callable[[ExperimentProgress], None] | None = None) -> dict:
+def run_together(
+    specs: list[Spec],
+    root: str | Path,
+    *,
+    n_jobs: int = 1,
+    backend: str = "loky",
+    scheduler: str | None = None,
+    progress: Callable[[ExperimentProgress], None] | None = None,
+) -> dict:
     """Compute the tasks of several resolved specs in two waves, for ``cltr figures all``.
 
     Run one spec after another, every spec ends with its slowest tasks running while other
@@ -822,8 +1043,17 @@ def run_together(specs: list[Spec], root: str | Path, *, n_jobs: int = 1, backen
     total = _Totals(len(first), sum(task_steps(task) for task in first.values()))
 
     def run(wave: dict[str, Task]) -> None:
-        _run_tasks(list(wave.values()), root=root, fingerprint=None, n_jobs=n_jobs, backend=backend,
-                   scheduler=scheduler, progress=progress, total=total, counts=counts)
+        _run_tasks(
+            list(wave.values()),
+            root=root,
+            fingerprint=None,
+            n_jobs=n_jobs,
+            backend=backend,
+            scheduler=scheduler,
+            progress=progress,
+            total=total,
+            counts=counts,
+        )
 
     run(first)
     second: dict[str, Task] = {}
@@ -852,9 +1082,20 @@ class _Totals:
     steps_done: int = 0
 
 
-def _run_tasks(tasks: list[Task], *, root, fingerprint: str | None, n_jobs: int, backend: str, scheduler: str | None,
-               progress, total: _Totals, counts: dict | None = None, known: dict[int, list[dict]] | None = None,
-               on_task_done: Callable[[Task, bool], None] | None = None) -> list[list[dict]]:
+def _run_tasks(
+    tasks: list[Task],
+    *,
+    root,
+    fingerprint: str | None,
+    n_jobs: int,
+    backend: str,
+    scheduler: str | None,
+    progress,
+    total: _Totals,
+    counts: dict | None = None,
+    known: dict[int, list[dict]] | None = None,
+    on_task_done: Callable[[Task, bool], None] | None = None,
+) -> list[list[dict]]:
     """The rows of every task of ``tasks``, in their order: ``known`` ones (by index) as
     given, finished ones read, the others fanned out. ``fingerprint``: of the tasks' one
     dataset (None: each task's own, read from the workspace)."""
@@ -891,8 +1132,9 @@ def _run_tasks(tasks: list[Task], *, root, fingerprint: str | None, n_jobs: int,
                 tell()
 
     tell()
-    for index, (rows, reused) in _fan_out(root, [tasks[i] for i in pending], pending, n_jobs=n_jobs,
-                                          backend=backend, scheduler=scheduler, on_step=on_step):
+    for index, (rows, reused) in _fan_out(
+        root, [tasks[i] for i in pending], pending, n_jobs=n_jobs, backend=backend, scheduler=scheduler, on_step=on_step
+    ):
         with lock:
             results[index] = rows
             total.steps_done += steps[index] - running.pop(index)
@@ -925,8 +1167,11 @@ def tuning_tasks(spec: Spec, tasks: list[Task]) -> dict[tuple, Task]:
     "repetition"`` or where no method of the spec lists ``tuned_once`` settings."""
     if spec.tune == "repetition" or not any(methods.get(m).tuned_once for m in spec.methods):
         return {}
-    return {_tuned_by(spec, task): task for task in tasks
-            if task.repetition == 0 and (spec.x is None or spec.tune == "point" or task.point[spec.x] == spec.tuned_at)}
+    return {
+        _tuned_by(spec, task): task
+        for task in tasks
+        if task.repetition == 0 and (spec.x is None or spec.tune == "point" or task.point[spec.x] == spec.tuned_at)
+    }
 
 
 def tuned(spec: Spec, tasks: list[Task], rows: dict[tuple, list[dict]]) -> list[Task]:
@@ -943,8 +1188,9 @@ def tuned(spec: Spec, tasks: list[Task], rows: dict[tuple, list[dict]]) -> list[
                 continue
             chosen = json.loads(row["chosen"])
             parsed = method.parse_options(options.get(method.name, {}))
-            fixed_here = {name: chosen[name] for name in method.tuned_once
-                          if getattr(parsed, name) is None and name in chosen}
+            fixed_here = {
+                name: chosen[name] for name in method.tuned_once if getattr(parsed, name) is None and name in chosen
+            }
             if fixed_here:
                 options[method.name] = {**options.get(method.name, {}), **fixed_here}
         fixed[series] = options
@@ -952,8 +1198,14 @@ def tuned(spec: Spec, tasks: list[Task], rows: dict[tuple, list[dict]]) -> list[
 
 
 # the columns of method_rows' rows after "method", in the CSV's order
-METHOD_COLUMNS = ("train_clicks", "irrelevant_click_share", *METRICS, "validation_snips_avg_dcg",
-                  "pooled_validation_snips_avg_dcg", "chosen")
+METHOD_COLUMNS = (
+    "train_clicks",
+    "irrelevant_click_share",
+    *METRICS,
+    "validation_snips_avg_dcg",
+    "pooled_validation_snips_avg_dcg",
+    "chosen",
+)
 _LEADING = ("experiment", "dataset", "repetition", "seed")
 
 
@@ -1015,8 +1267,16 @@ def _children_ignore_interrupts():
         signal.signal(signal.SIGINT, previous)
 
 
-def _fan_out(root, tasks: list[Task], indices: list[int], *, n_jobs: int, backend: str, scheduler: str | None,
-             on_step: Callable[[int], None]) -> Iterable[tuple[int, tuple[list[dict], bool]]]:
+def _fan_out(
+    root,
+    tasks: list[Task],
+    indices: list[int],
+    *,
+    n_jobs: int,
+    backend: str,
+    scheduler: str | None,
+    on_step: Callable[[int], None],
+) -> Iterable[tuple[int, tuple[list[dict], bool]]]:
     if not tasks:
         return
     if n_jobs == 1 and backend == "loky":
@@ -1035,8 +1295,10 @@ def _fan_out(root, tasks: list[Task], indices: list[int], *, n_jobs: int, backen
             steps = manager.Queue()
             relay = threading.Thread(target=_relay, args=(steps, on_step), name="cltr-steps", daemon=True)
             relay.start()
-            calls = (delayed(_indexed_task)(str(root), index, task, steps)
-                     for index, task in zip(indices, tasks, strict=True))
+            calls = (
+                delayed(_indexed_task)(str(root), index, task, steps)
+                for index, task in zip(indices, tasks, strict=True)
+            )
             try:
                 with parallel_config(backend="loky", n_jobs=n_jobs, inner_max_num_threads=1):
                     with _children_ignore_interrupts():  # the workers are started here

@@ -24,5 +24,5 @@ def scorer_from_arrays(arrays):
     """The scorer stored by ``scorer_to_arrays``."""
     kind = scorers.get(str(arrays["scorer_kind"]))
     prefix = "scorer/"
-    own = {key[len(prefix):]: arrays[key] for key in arrays if key.startswith(prefix)}
+    own = {key[len(prefix) :]: arrays[key] for key in arrays if key.startswith(prefix)}
     return kind.load(own)

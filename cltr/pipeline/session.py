@@ -54,9 +54,13 @@ DEFAULT_DATASET = "synthetic"
 class RunOptions(Options):
     """What ``cltr run`` trains after producing and simulating with default settings."""
 
-    method_names: tuple[str, ...] = option(("svm-rank", "svm-proprank", "svm-propdcg"),
-                                           "Methods to train (repeat the option).",
-                                           choices=methods.methods, flag="--method", repeat=True)
+    method_names: tuple[str, ...] = option(
+        ("svm-rank", "svm-proprank", "svm-propdcg"),
+        "Methods to train (repeat the option).",
+        choices=methods.methods,
+        flag="--method",
+        repeat=True,
+    )
 
 
 def _dataset_name(text: str) -> str:
@@ -69,11 +73,15 @@ class PrepareOptions(Options):
     loader's own options are its ``Options``); ``for_loader`` gives the loader's name as
     the default name."""
 
-    name: str | None = option(None, "Name to store it under [default: the loader's name].", parse=_dataset_name,
-                              metavar="NAME")
-    dcg_log: str = option("e", "Base of the log in Avg DCG's gain 1/log(1 + rank): e (the paper's) or 2. It only "
-                               "scales every Avg DCG; comparisons and model selection are the same either way.",
-                          choices=tuple(DCG_LOGS))
+    name: str | None = option(
+        None, "Name to store it under [default: the loader's name].", parse=_dataset_name, metavar="NAME"
+    )
+    dcg_log: str = option(
+        "e",
+        "Base of the log in Avg DCG's gain 1/log(1 + rank): e (the paper's) or 2. It only "
+        "scales every Avg DCG; comparisons and model selection are the same either way.",
+        choices=tuple(DCG_LOGS),
+    )
 
     @classmethod
     def for_loader(cls, loader: str) -> type[PrepareOptions]:
@@ -93,6 +101,7 @@ def train_options(training: TrainOptions | dict | None, changes: dict) -> TrainO
     """``Session.train``'s ``TrainOptions``: ``training`` with ``changes`` on top, where the
     clipping may also be given as the API has always taken it, None for no clipping or a
     number for TAU (the options hold the command line's text: "none", "0.1")."""
+
     def as_text(clip):
         if clip is None:
             return "none"
@@ -134,7 +143,8 @@ def check_relevant_documents(dataset: Dataset) -> None:
             raise SessionError(
                 f"the {split} split of {dataset.name!r} has no relevant document at relevant_from = "
                 f"{dataset.relevant_from} (label counts {label_counts(queries.labels)}): its metrics would be "
-                "undefined; give a lower --relevant-from, or other files")
+                "undefined; give a lower --relevant-from, or other files"
+            )
 
 
 class Session:
@@ -151,8 +161,13 @@ class Session:
         Progress callbacks for long steps (default: none).
     """
 
-    def __init__(self, workdir: Path | str | None = None, *, say: Callable[[str], None] | None = None,
-                 progress: SessionProgress | None = None):
+    def __init__(
+        self,
+        workdir: Path | str | None = None,
+        *,
+        say: Callable[[str], None] | None = None,
+        progress: SessionProgress | None = None,
+    ):
         self.workspace = Workspace(workdir)
         self.say = say or log.info
         self.progress = progress or SessionProgress()
@@ -171,10 +186,14 @@ class Session:
                 interrupted = self.workspace.dataset_path(name).exists()
                 raise SessionError(
                     f"dataset {name!r} is not prepared in {self.workspace.root}"
-                    + (f" (an interrupted `cltr prepare` left {self.workspace.dataset_path(name)} without its record)"
-                       if interrupted else "")
+                    + (
+                        f" (an interrupted `cltr prepare` left {self.workspace.dataset_path(name)} without its record)"
+                        if interrupted
+                        else ""
+                    )
                     + f"; run `cltr prepare synthetic|letor|yahoo|svmlight ... --name {name}` first (see "
-                      f"`cltr prepare --help`); prepared: {', '.join(self.workspace.datasets()) or 'none'}")
+                    f"`cltr prepare --help`); prepared: {', '.join(self.workspace.datasets()) or 'none'}"
+                )
             from cltr.data.synthetic import make_synthetic
 
             self.say(f"dataset {name!r} is not prepared yet: generating it with default settings")
@@ -189,7 +208,8 @@ class Session:
             return
         if spec.dataset != DEFAULT_DATASET and not spec.synthetic:
             raise SessionError(
-                f"dataset {spec.dataset!r} is not prepared in {self.workspace.root}; run `cltr prepare ...` first")
+                f"dataset {spec.dataset!r} is not prepared in {self.workspace.root}; run `cltr prepare ...` first"
+            )
         from cltr.data.synthetic import make_synthetic
 
         self.say(f"dataset {spec.dataset!r} is not prepared yet: generating it ({spec.synthetic or 'defaults'})")
@@ -204,12 +224,15 @@ class Session:
             raise SessionError(
                 f"--folds runs the folds of a LETOR dataset prepared as {base!r}, which is not prepared in "
                 f"{workspace.root}: run `cltr prepare letor --mq2008 DIR --name {base}` first (Fold 1); "
-                f"the other folds are prepared like it")
+                f"the other folds are prepared like it"
+            )
         record = workspace.dataset_record(base)
         meta = record.get("meta", {})
         if meta.get("source") != "LETOR 4.0":
-            raise SessionError(f"--folds needs a LETOR 4.0 dataset (`cltr prepare letor`); {base!r} is "
-                               f"{meta.get('source', 'not one')}: give --dataset letor")
+            raise SessionError(
+                f"--folds needs a LETOR 4.0 dataset (`cltr prepare letor`); {base!r} is "
+                f"{meta.get('source', 'not one')}: give --dataset letor"
+            )
         directories = meta.get("directories")
         names = []
         for fold in folds:
@@ -224,16 +247,24 @@ class Session:
                         f"{name!r} holds fold {found[0]} with relevant = label >= {found[1]} and DCG log base "
                         f"{found[2]:g}, but the run needs fold {fold} prepared like {base!r} (label >= "
                         f"{wanted[1]}, base {wanted[2]:g}): re-prepare it with `cltr prepare letor --fold {fold} "
-                        f"--name {name} ...`")
+                        f"--name {name} ...`"
+                    )
                 continue
             if directories is None:
-                raise SessionError(f"the record of {base!r} does not say where its folds lie (prepared by an "
-                                   f"older cltr): prepare it again with `cltr prepare letor --mq2008 DIR`")
+                raise SessionError(
+                    f"the record of {base!r} does not say where its folds lie (prepared by an "
+                    f"older cltr): prepare it again with `cltr prepare letor --mq2008 DIR`"
+                )
             from cltr.data.loaders import load_letor
 
             self.say(f"preparing {name!r}: LETOR 4.0 Fold{fold} like {base!r} (from {directories['mq2008']})")
-            loaded = load_letor(directories["mq2008"], mq2007_dir=directories["mq2007"], fold=fold,
-                                relevant_from=record["relevant_from"], progress=self.progress.reading())
+            loaded = load_letor(
+                directories["mq2008"],
+                mq2007_dir=directories["mq2007"],
+                fold=fold,
+                relevant_from=record["relevant_from"],
+                progress=self.progress.reading(),
+            )
             self.write_dataset(name, dataclasses.replace(loaded, dcg_base=record.get("dcg_base", DCG_BASE)))
         return names
 
@@ -246,7 +277,8 @@ class Session:
             if artifact is None:
                 raise SessionError(
                     f"no {stage} artifact {key!r} for dataset {dataset_name!r} in {self.workspace.root}; "
-                    f"known: {', '.join(self.workspace.keys(dataset_name, stage)) or 'none'}")
+                    f"known: {', '.join(self.workspace.keys(dataset_name, stage)) or 'none'}"
+                )
             return artifact
         if stage == "clicks":
             self.refuse_substitute(dataset_name)
@@ -277,14 +309,16 @@ class Session:
             raise SessionError(
                 f"dataset {dataset_name!r} has imported train and vali logs but no click log combining them (an "
                 f"interrupted import?): import one of them again with `cltr clicks import LOG --dataset "
-                f"{dataset_name} --split vali`")
-        (have, key), = imported.items()
+                f"{dataset_name} --split vali`"
+            )
+        ((have, key),) = imported.items()
         missing = "vali" if have == "train" else "train"
         raise SessionError(
             f"dataset {dataset_name!r} has an imported {have} log ({key}) but no {missing} log, and cltr will not "
             f"simulate clicks in place of a log you imported: import the {missing} split's log with "
             f"`cltr clicks import LOG --dataset {dataset_name} --split {missing}` (the vali log serves model "
-            f"selection), or name a simulated log with --clicks KEY")
+            f"selection), or name a simulated log with --clicks KEY"
+        )
 
     def propensities(self, dataset_name: str, clicks: Artifact, which: str | None) -> Artifact | None:
         """The propensities a learner uses: None (the log's own), or a propensities artifact.
@@ -295,30 +329,35 @@ class Session:
         has_own = not any(np.isnan(stored.split(split).logged_propensity).any() for split in SPLITS)
         if which == "logged" or (which is None and has_own):
             if not has_own:
-                raise RequestError(f"this click log has no propensity column; use --propensities estimated "
-                                   f"(after `cltr propensities estimate --dataset {dataset_name} --clicks "
-                                   f"{clicks.key}`)")
+                raise RequestError(
+                    f"this click log has no propensity column; use --propensities estimated "
+                    f"(after `cltr propensities estimate --dataset {dataset_name} --clicks "
+                    f"{clicks.key}`)"
+                )
             return None
         if which in (None, "estimated"):
             key = self.workspace.current(dataset_name).get("propensities")
             artifact = self.workspace.load(dataset_name, "propensities", key) if key else None
             if artifact is None or artifact.config["clicks"] != clicks.key:
-                raise SessionError(f"no propensities estimated for click log {clicks.key}: run "
-                                   f"`cltr propensities estimate --dataset {dataset_name} --clicks {clicks.key}` "
-                                   f"first")
+                raise SessionError(
+                    f"no propensities estimated for click log {clicks.key}: run "
+                    f"`cltr propensities estimate --dataset {dataset_name} --clicks {clicks.key}` "
+                    f"first"
+                )
             return artifact
         artifact = self.workspace.load(dataset_name, "propensities", which)
         if artifact is None:
-            raise SessionError(f"no propensities artifact {which!r} for dataset {dataset_name!r}; known: "
-                               f"{', '.join(self.workspace.keys(dataset_name, 'propensities')) or 'none'}")
+            raise SessionError(
+                f"no propensities artifact {which!r} for dataset {dataset_name!r}; known: "
+                f"{', '.join(self.workspace.keys(dataset_name, 'propensities')) or 'none'}"
+            )
         return artifact
 
     def find_model(self, key: str, dataset: str | None = None) -> tuple[str, Artifact]:
         """A model artifact by key, in ``dataset`` or any prepared dataset; (dataset name, artifact)."""
         root = self.workspace.root
         names = [dataset] if dataset else []
-        names += sorted(p.name for p in root.iterdir() if p.is_dir() and p.name != "datasets") \
-            if root.is_dir() else []
+        names += sorted(p.name for p in root.iterdir() if p.is_dir() and p.name != "datasets") if root.is_dir() else []
         for name in dict.fromkeys(names):
             artifact = self.workspace.load(name, "models", key)
             if artifact is not None:
@@ -326,21 +365,29 @@ class Session:
         raise SessionError(f"no model {key!r} in {root}; `cltr train` prints each model's key")
 
     # -- the stages, each made current ------------------------------------------------------
-    def produce(self, dataset_name: str, options: ProductionOptions | dict | None = None, *, seed: int = 0,
-                **changes):
+    def produce(self, dataset_name: str, options: ProductionOptions | dict | None = None, *, seed: int = 0, **changes):
         """Train (or reuse) the production ranker and make it current; (artifact, reused).
 
         ``options``: its ``ProductionOptions`` (or their mapping; default: the defaults),
         ``changes``: options by name on top (``fraction=0.05``)."""
         settings = _options(ProductionOptions, options, changes, "produce")
         dataset, fingerprint = self.dataset(dataset_name)
-        artifact, reused = production_stage(self.workspace, dataset_name, dataset, fingerprint,
-                                            fraction=settings.fraction, C=settings.C, seed=seed)
+        artifact, reused = production_stage(
+            self.workspace, dataset_name, dataset, fingerprint, fraction=settings.fraction, C=settings.C, seed=seed
+        )
         self.workspace.set_current(dataset_name, "production", artifact.key)
         return artifact, reused
 
-    def simulate(self, dataset_name: str, options: SimulationOptions | dict | None = None, *,
-                 production_key: str | None = None, settings=None, seed: int = 0, **changes):
+    def simulate(
+        self,
+        dataset_name: str,
+        options: SimulationOptions | dict | None = None,
+        *,
+        production_key: str | None = None,
+        settings=None,
+        seed: int = 0,
+        **changes,
+    ):
         """Simulate (or reuse) a click log on the production ranker's rankings and make it
         current; (artifact, reused).
 
@@ -352,20 +399,41 @@ class Session:
         production = self.production(dataset_name, production_key)
         loggers: Artifact | list[Artifact] = production
         if simulation.rankers > 1:
-            loggers = logging_rankers(self.workspace, dataset_name, dataset, fingerprint, production,
-                                      simulation.rankers)
+            loggers = logging_rankers(
+                self.workspace, dataset_name, dataset, fingerprint, production, simulation.rankers
+            )
         passes = simulation.passes or default_passes(dataset_name, dataset.meta)
-        artifact, reused = clicks_stage(self.workspace, dataset_name, dataset, loggers, settings or {},
-                                        model=simulation.click_model, passes=passes, seed=seed,
-                                        top_k=simulation.top_k, logging_temperature=simulation.logging_temperature,
-                                        intervention=simulation.intervention,
-                                        intervention_depth=simulation.intervention_depth,
-                                        progress=self.progress.clicks())
+        artifact, reused = clicks_stage(
+            self.workspace,
+            dataset_name,
+            dataset,
+            loggers,
+            settings or {},
+            model=simulation.click_model,
+            passes=passes,
+            seed=seed,
+            top_k=simulation.top_k,
+            logging_temperature=simulation.logging_temperature,
+            intervention=simulation.intervention,
+            intervention_depth=simulation.intervention_depth,
+            progress=self.progress.clicks(),
+        )
         self.workspace.set_current(dataset_name, "clicks", artifact.key)
         return artifact, reused
 
-    def train(self, dataset_name: str, method: str, options, training: TrainOptions | dict | None = None, *,
-              clicks_key: str | None = None, seed: int = 0, progress=None, remember: bool = True, **changes):
+    def train(
+        self,
+        dataset_name: str,
+        method: str,
+        options,
+        training: TrainOptions | dict | None = None,
+        *,
+        clicks_key: str | None = None,
+        seed: int = 0,
+        progress=None,
+        remember: bool = True,
+        **changes,
+    ):
         """Train (or reuse) a model; ``remember``: make it the current model.
 
         ``options``: the method's own; ``training``: how it is told the clicks, its
@@ -375,9 +443,19 @@ class Session:
         dataset, _ = self.dataset(dataset_name)
         clicks = self.clicks(dataset_name, clicks_key)
         propensity = self.propensities(dataset_name, clicks, told.propensities)
-        artifact, reused = model_stage(self.workspace, dataset_name, dataset, clicks, method, options, seed=seed,
-                                       propensity=propensity, clip=told.clip, correction=told.correction,
-                                       progress=progress)
+        artifact, reused = model_stage(
+            self.workspace,
+            dataset_name,
+            dataset,
+            clicks,
+            method,
+            options,
+            seed=seed,
+            propensity=propensity,
+            clip=told.clip,
+            correction=told.correction,
+            progress=progress,
+        )
         if remember:
             self.workspace.set_current(dataset_name, "models", artifact.key)
         return artifact, reused
@@ -388,8 +466,10 @@ class Session:
         model = self.model(dataset_name, model_key)
         clicks = self.workspace.load(dataset_name, "clicks", model.config["clicks"])
         if clicks is None:
-            raise SessionError(f"model {model.key} was trained on click log {model.config['clicks']}, which is not "
-                               f"in the workspace {self.workspace.root} (or not complete)")
+            raise SessionError(
+                f"model {model.key} was trained on click log {model.config['clicks']}, which is not "
+                f"in the workspace {self.workspace.root} (or not complete)"
+            )
         artifact, reused = evaluation_stage(self.workspace, dataset_name, dataset, model, clicks, seed=seed)
         return artifact, model, reused
 
@@ -413,8 +493,9 @@ class _RankedBy:
         return self.values
 
 
-def check_simulation_fits(dataset: Dataset, model: str, settings, *, passes: int, seed: int, top_k: int,
-                          logging_temperature: float) -> None:
+def check_simulation_fits(
+    dataset: Dataset, model: str, settings, *, passes: int, seed: int, top_k: int, logging_temperature: float
+) -> None:
     """Refuse (``RequestError``), before any work, a number of passes whose click log cannot
     fit in memory (``--passes 100000`` ended in a MemoryError).
 
@@ -428,21 +509,34 @@ def check_simulation_fits(dataset: Dataset, model: str, settings, *, passes: int
     from cltr.pipeline.stages import simulate
 
     splits = {split: getattr(dataset, split) for split in ("train", "vali")}
-    displayed = sum(int(np.minimum(np.diff(q.offsets), top_k).sum()) if top_k else q.n_docs
-                    for q in splits.values())
+    displayed = sum(int(np.minimum(np.diff(q.offsets), top_k).sum()) if top_k else q.n_docs for q in splits.values())
     ranks = 4.0 * passes * sum(q.n_docs for q in splits.values()) if logging_temperature else 0.0
     if exceeds_memory(float(passes) * displayed * _BYTES_PER_CLICK + ranks) is None:
         return
     per_pass = 0.0
     for split, queries in splits.items():
         relevant = queries.relevant(dataset.relevant_from)
-        counts = [len(simulate(queries, relevant, [_RankedBy(values)], model, settings, passes=_PILOT_PASSES,
-                               seed=seed, split=split, top_k=top_k or None)[0])
-                  for values in (queries.labels, np.zeros(queries.n_docs))]
+        counts = [
+            len(
+                simulate(
+                    queries,
+                    relevant,
+                    [_RankedBy(values)],
+                    model,
+                    settings,
+                    passes=_PILOT_PASSES,
+                    seed=seed,
+                    split=split,
+                    top_k=top_k or None,
+                )[0]
+            )
+            for values in (queries.labels, np.zeros(queries.n_docs))
+        ]
         per_pass += max(counts) / _PILOT_PASSES
     shortfall = exceeds_memory(passes * per_pass * _BYTES_PER_CLICK + ranks)
     if shortfall:
         raise RequestError(
             f"--passes {passes:,}: a log of about {passes * per_pass:,.0f} clicks (about {per_pass:,.0f} a pass on "
             f"train and vali, counted on a pilot of {_PILOT_PASSES} passes){' and every pass ranking' if ranks else ''}"
-            f" would need {shortfall}; simulate fewer passes")
+            f" would need {shortfall}; simulate fewer passes"
+        )

@@ -54,8 +54,19 @@ from cltr import __version__
 from cltr.data.files import atomic_write, file_sha256, jsonable, remove_stale_temporaries, stream_sha256
 from cltr.data.store import dataset_arrays, dataset_fingerprint, read_dataset, write_npz
 
-__all__ = ["Workspace", "Artifact", "DamagedArtifact", "config_key", "atomic_write", "default_workdir", "jsonable",
-           "file_sha256", "remove_stale_temporaries", "check_name", "NAME_CHARACTERS"]
+__all__ = [
+    "Workspace",
+    "Artifact",
+    "DamagedArtifact",
+    "config_key",
+    "atomic_write",
+    "default_workdir",
+    "jsonable",
+    "file_sha256",
+    "remove_stale_temporaries",
+    "check_name",
+    "NAME_CHARACTERS",
+]
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +82,7 @@ def check_name(name: str, what: str = "name") -> str:
     workspace; a separator or a ``..`` would let a name (typed, or in a shared spec) write
     outside it."""
     if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
-        raise ValueError(f"{what} {name!r} is not a valid name: use {NAME_CHARACTERS} (no path separators, "
-                         f"no '..')")
+        raise ValueError(f"{what} {name!r} is not a valid name: use {NAME_CHARACTERS} (no path separators, no '..')")
     return name
 
 
@@ -100,6 +110,7 @@ class DamagedArtifact(ValueError):
 
 # -- artifacts ------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Artifact:
     """A stored stage result: its arrays and its manifest (config, timing, provenance)."""
@@ -118,8 +129,12 @@ class Artifact:
 
 
 def _provenance() -> dict:
-    return {"cltr_version": __version__, "numpy_version": np.__version__, "python": platform.python_version(),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    return {
+        "cltr_version": __version__,
+        "numpy_version": np.__version__,
+        "python": platform.python_version(),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
 
 
 def _read_json(path: Path) -> dict:
@@ -168,13 +183,15 @@ def _computing(lock_path: Path) -> Iterator[None]:
         os.close(descriptor)
 
 
-def _save_unit(arrays_path: Path, manifest_path: Path, write_arrays: Callable[[BinaryIO], None],
-               manifest: dict) -> dict:
+def _save_unit(
+    arrays_path: Path, manifest_path: Path, write_arrays: Callable[[BinaryIO], None], manifest: dict
+) -> dict:
     """Write the arrays, then the manifest that records their sha256 (so a manifest exists
     only for arrays written whole, and names them). Returns the manifest as written."""
     written: dict[str, str] = {}
-    with atomic_write(arrays_path, before_rename=lambda temporary: written.update(sha256=file_sha256(temporary))) \
-            as stream:
+    with atomic_write(
+        arrays_path, before_rename=lambda temporary: written.update(sha256=file_sha256(temporary))
+    ) as stream:
         write_arrays(stream)
     manifest = {**manifest, "arrays_sha256": written["sha256"]}
     with atomic_write(manifest_path, "w") as stream:
@@ -191,8 +208,11 @@ def _open_unit(arrays_path: Path, manifest_path: Path) -> Iterator[tuple[dict, B
         raise DamagedArtifact(manifest_path, "it records no arrays_sha256: written by an older cltr, or by hand")
     with open(arrays_path, "rb") as stream:
         if stream_sha256(stream) != manifest["arrays_sha256"]:
-            raise DamagedArtifact(arrays_path, f"its bytes are not those {manifest_path.name} was written with: "
-                                               "truncated, changed, or left by an interrupted write")
+            raise DamagedArtifact(
+                arrays_path,
+                f"its bytes are not those {manifest_path.name} was written with: "
+                "truncated, changed, or left by an interrupted write",
+            )
         stream.seek(0)
         yield manifest, stream
 
@@ -225,8 +245,15 @@ class Workspace:
         hash of its content, not of where it was read from) and provenance. Returns the record."""
         path = self.dataset_path(name)
         arrays = dataset_arrays(dataset)
-        record = {"name": name, "fingerprint": dataset_fingerprint(arrays), "relevant_from": dataset.relevant_from,
-                  "dcg_base": dataset.dcg_base, "meta": jsonable(dataset.meta), **(record or {}), **_provenance()}
+        record = {
+            "name": name,
+            "fingerprint": dataset_fingerprint(arrays),
+            "relevant_from": dataset.relevant_from,
+            "dcg_base": dataset.dcg_base,
+            "meta": jsonable(dataset.meta),
+            **(record or {}),
+            **_provenance(),
+        }
         saved = _save_unit(path, path.with_suffix(".json"), lambda stream: write_npz(stream, arrays), record)
         if self.last_dataset() != name:
             with atomic_write(self.root / "current.json", "w") as stream:
@@ -249,8 +276,11 @@ class Workspace:
         folder = self.root / "datasets"
         if not folder.is_dir():
             return []
-        return sorted(p.stem for p in folder.glob("*.npz")
-                      if _NAME.fullmatch(p.stem) and ".." not in p.stem and self.has_dataset(p.stem))
+        return sorted(
+            p.stem
+            for p in folder.glob("*.npz")
+            if _NAME.fullmatch(p.stem) and ".." not in p.stem and self.has_dataset(p.stem)
+        )
 
     def dataset_record(self, name: str) -> dict:
         """The record of a prepared dataset (its arrays are not read)."""
@@ -295,23 +325,39 @@ class Workspace:
         except FileNotFoundError:  # removed since has() looked
             return None
 
-    def save(self, dataset: str, stage: str, config: dict, arrays: dict[str, np.ndarray],
-             info: dict | None = None, seconds: float | None = None, *,
-             cpu_seconds: float | None = None) -> Artifact:
+    def save(
+        self,
+        dataset: str,
+        stage: str,
+        config: dict,
+        arrays: dict[str, np.ndarray],
+        info: dict | None = None,
+        seconds: float | None = None,
+        *,
+        cpu_seconds: float | None = None,
+    ) -> Artifact:
         """Store an artifact; ``seconds`` (wall) and ``cpu_seconds`` (this process's CPU,
         every thread) are what computing it took, nested stages included (bench/figures.py
         reads them)."""
         key = config_key(config)
         arrays_path, manifest_path = self._paths(dataset, stage, key)
-        manifest = {"stage": stage, "dataset": dataset, "key": key, "config": jsonable(config),
-                    "info": jsonable(info or {}), "seconds": seconds, "cpu_seconds": cpu_seconds,
-                    **_provenance()}
+        manifest = {
+            "stage": stage,
+            "dataset": dataset,
+            "key": key,
+            "config": jsonable(config),
+            "info": jsonable(info or {}),
+            "seconds": seconds,
+            "cpu_seconds": cpu_seconds,
+            **_provenance(),
+        }
         manifest = _save_unit(arrays_path, manifest_path, lambda stream: write_npz(stream, arrays), manifest)
         log.info("computed %s in %.1f s", arrays_path, seconds or 0.0)
         return Artifact(key, arrays, manifest)
 
-    def cached(self, dataset: str, stage: str, config: dict,
-               compute: Callable[[], tuple[dict[str, np.ndarray], dict]]) -> tuple[Artifact, bool]:
+    def cached(
+        self, dataset: str, stage: str, config: dict, compute: Callable[[], tuple[dict[str, np.ndarray], dict]]
+    ) -> tuple[Artifact, bool]:
         """Load the artifact of ``config`` or compute, store and return it.
 
         ``compute`` returns (arrays, info). The second value returned says whether the
@@ -341,8 +387,9 @@ class Workspace:
                 return found, True
             start, cpu = time.perf_counter(), time.process_time()
             arrays, info = compute()
-            return self.save(dataset, stage, config, arrays, info, time.perf_counter() - start,
-                             cpu_seconds=time.process_time() - cpu), False
+            return self.save(
+                dataset, stage, config, arrays, info, time.perf_counter() - start, cpu_seconds=time.process_time() - cpu
+            ), False
 
     # -- what each stage used last -----------------------------------------------------
     def current(self, dataset: str) -> dict:

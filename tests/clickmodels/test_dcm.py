@@ -108,5 +108,6 @@ def test_settings_are_validated_and_the_model_is_registered():
         DCMSettings.from_dict({"continuation": 1.5})
     with pytest.raises(ValueError, match=r"unknown option 'eta'"):
         DCMSettings.from_dict({"eta": 1.0})
-    np.testing.assert_allclose(continuation_probability(np.array([1, 2, 4]), DCMSettings(continuation=0.8, decay=2)),
-                               [0.8, 0.2, 0.05])
+    np.testing.assert_allclose(
+        continuation_probability(np.array([1, 2, 4]), DCMSettings(continuation=0.8, decay=2)), [0.8, 0.2, 0.05]
+    )

@@ -47,8 +47,9 @@ def test_probabilities_and_propensities_by_hand():
 
 def test_log_fields_are_consistent_and_logged_with_the_model_eta():
     offsets, rank, relevant = _setup(n_queries=30)
-    log = pbm.MODEL.simulate(rank, relevant, offsets, PBMSettings(eta=1.0, eta_model=2.0), passes=20,
-                             rng=np.random.default_rng(1))
+    log = pbm.MODEL.simulate(
+        rank, relevant, offsets, PBMSettings(eta=1.0, eta_model=2.0), passes=20, rng=np.random.default_rng(1)
+    )
     assert np.array_equal(log.rank, rank[log.doc])
     assert np.allclose(log.propensity, position_propensity(log.rank, 2.0))  # the model's eta
     assert np.array_equal(log.query, log.doc // 8)
@@ -73,7 +74,10 @@ def test_bad_settings_are_refused_naming_what_must_hold():
         PBMSettings.from_dict({"eta": -1})
     with pytest.raises(ValueError, match=r"eta_model must be .*\(or none\), found nan"):
         PBMSettings.from_dict({"eta_model": float("nan")})
-    with pytest.raises(ValueError, match=r"unknown option 'eps_nge' \(did you mean 'eps_neg'\?\); "
-                                         r"valid: eta, eps_pos, eps_neg, eta_model"):
+    with pytest.raises(
+        ValueError,
+        match=r"unknown option 'eps_nge' \(did you mean 'eps_neg'\?\); "
+        r"valid: eta, eps_pos, eps_neg, eta_model",
+    ):
         PBMSettings.from_dict({"eps_nge": 0.1})
     assert PBMSettings.from_dict({}) == PBMSettings() == PBMSettings(eta=1.0, eps_pos=1.0, eps_neg=0.1)

@@ -27,7 +27,7 @@ def test_parse_settings_validates_dicts_and_passes_instances():
         model.parse_settings({"noise": 0.1})
 
 
-FAKE_MODEL = '''
+FAKE_MODEL = """
 from dataclasses import dataclass
 
 from cltr.clickmodels import ClickModel
@@ -45,7 +45,7 @@ def simulate(rank, relevant, offsets, settings, *, passes, rng, progress=None):
 
 MODEL = ClickModel(name="top-one", summary="Only rank 1 is looked at.", settings=TopOneSettings,
                    simulate=simulate)
-'''
+"""
 
 
 def test_a_module_defining_MODEL_is_discovered(tmp_path, monkeypatch):

@@ -16,8 +16,10 @@ def _setup(n_queries=300, size=8, seed=0):
     return offsets, rank, relevant
 
 
-@pytest.mark.parametrize("values", [{}, {"eta": 2.0, "eps_neg": 0.3, "eps_neg_ranks": 3},
-                                    {"eps_pos": 1.0, "eps_pos_step": 0.0, "eps_neg": 0.0}])
+@pytest.mark.parametrize(
+    "values",
+    [{}, {"eta": 2.0, "eps_neg": 0.3, "eps_neg_ranks": 3}, {"eps_pos": 1.0, "eps_pos_step": 0.0, "eps_neg": 0.0}],
+)
 def test_click_rates_per_rank_and_relevance_match_theta_times_eps(values):
     offsets, rank, relevant = _setup()
     settings = TrustSettings.from_dict(values)

@@ -29,8 +29,9 @@ def test_cascade_propensity_by_hand_and_in_any_order():
     expected = [1.0, 0.9, 0.9 * 0.5, 1.0, 0.6, 1.0]
     np.testing.assert_allclose(cascade_propensity(session, rank, lam), expected)
     shuffle = np.random.default_rng(0).permutation(6)
-    np.testing.assert_allclose(cascade_propensity(session[shuffle], rank[shuffle], lam[shuffle]),
-                               np.asarray(expected)[shuffle])
+    np.testing.assert_allclose(
+        cascade_propensity(session[shuffle], rank[shuffle], lam[shuffle]), np.asarray(expected)[shuffle]
+    )
     assert cascade_propensity(np.zeros(0, int), np.zeros(0, int), np.zeros(0)).shape == (0,)
 
 
@@ -38,13 +39,30 @@ def test_simulated_clicks_follow_the_cascade():
     """No click below a session's stop: with lambda = 0 a session has at most one click."""
     rank = np.array([1, 2, 3, 4, 2, 1])
     offsets = np.array([0, 4, 6])
-    log = simulate_cascade(rank, np.full(6, 0.7), np.zeros(6), np.ones(6), offsets, passes=500,
-                           rng=np.random.default_rng(1), chunk_impressions=600)
+    log = simulate_cascade(
+        rank,
+        np.full(6, 0.7),
+        np.zeros(6),
+        np.ones(6),
+        offsets,
+        passes=500,
+        rng=np.random.default_rng(1),
+        chunk_impressions=600,
+    )
     assert np.bincount(log.session).max() == 1
     assert np.all(np.diff(log.pass_index) >= 0) and log.n_passes == 500
     chunks = []
-    simulate_cascade(rank, np.full(6, 0.7), np.zeros(6), np.ones(6), offsets, passes=500,
-                     rng=np.random.default_rng(1), chunk_impressions=600, progress=chunks.append)
+    simulate_cascade(
+        rank,
+        np.full(6, 0.7),
+        np.zeros(6),
+        np.ones(6),
+        offsets,
+        passes=500,
+        rng=np.random.default_rng(1),
+        chunk_impressions=600,
+        progress=chunks.append,
+    )
     assert chunks == [100, 200, 300, 400, 500]
 
 

@@ -26,8 +26,9 @@ def test_true_objective_never_increases(seed, metric):
     result = propdcg_ccp(X, offsets, click_query, click_doc, propensity, 5.0, rank_weight(metric))
     values = [result.initial_objective] + [step.objective for step in result.trace]
     assert all(b <= a + 1e-12 for a, b in pairwise(values))
-    recomputed = true_objective(result.w, slack_sums(result.w, X, offsets, click_query, click_doc), propensity,
-                                rank_weight(metric), 5.0)
+    recomputed = true_objective(
+        result.w, slack_sums(result.w, X, offsets, click_query, click_doc), propensity, rank_weight(metric), 5.0
+    )
     assert recomputed == pytest.approx(result.objective)
 
 
@@ -38,12 +39,15 @@ def test_surrogate_touches_at_expansion_point_and_majorises():
     w_at = rng.normal(size=X.shape[1])
     at = slack_sums(w_at, X, offsets, click_query, click_doc)
     assert surrogate_objective(w_at, at, at, propensity, weight, 2.0) == pytest.approx(
-        true_objective(w_at, at, propensity, weight, 2.0))
+        true_objective(w_at, at, propensity, weight, 2.0)
+    )
     for _ in range(20):
         w = w_at + rng.normal(size=X.shape[1])
         slack = slack_sums(w, X, offsets, click_query, click_doc)
-        assert surrogate_objective(w, slack, at, propensity, weight, 2.0) >= true_objective(
-            w, slack, propensity, weight, 2.0) - 1e-12
+        assert (
+            surrogate_objective(w, slack, at, propensity, weight, 2.0)
+            >= true_objective(w, slack, propensity, weight, 2.0) - 1e-12
+        )
 
 
 def test_average_rank_is_proprank():
@@ -104,11 +108,16 @@ def test_every_step_records_its_inner_tolerance_and_whether_the_solve_met_it(mon
     assert inner_misses(result.trace) == []
     # inner solves cut short after two planes: their gaps exceed their tolerance, and the trace says so
     solve = PairwiseProblem.solve
-    monkeypatch.setattr(PairwiseProblem, "solve", lambda self, *args, **kwargs: solve(self, *args, **kwargs,
-                                                                                     max_iter=2))
+    monkeypatch.setattr(
+        PairwiseProblem, "solve", lambda self, *args, **kwargs: solve(self, *args, **kwargs, max_iter=2)
+    )
     result = propdcg_ccp(X, offsets, click_query, click_doc, propensity, 5.0, rank_weight("dcg"), inner_tol=1e-3)
     misses = inner_misses(result.trace)
     assert misses and all(m["inner_gap"] > m["inner_tol"] for m in misses)
     assert [m["iteration"] for m in misses] == [s.iteration for s in result.trace if not s.inner_converged]
-    assert inner_misses([{"iteration": 1, "inner_gap": 0.5, "inner_tol": 0.1, "inner_converged": False},
-                         {"iteration": 2, "inner_gap": 0.0}]) == [{"iteration": 1, "inner_gap": 0.5, "inner_tol": 0.1}]
+    assert inner_misses(
+        [
+            {"iteration": 1, "inner_gap": 0.5, "inner_tol": 0.1, "inner_converged": False},
+            {"iteration": 2, "inner_gap": 0.0},
+        ]
+    ) == [{"iteration": 1, "inner_gap": 0.5, "inner_tol": 0.1}]

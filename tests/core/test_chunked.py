@@ -73,10 +73,12 @@ def test_chunk_sums_equal_a_double_loop_over_the_pairs():
         r, _, _ = _brute_force(w, X, offsets, query, doc, cost, C)
         assert np.all(b - g @ w <= r + 1e-9)
     w = points[0]
-    assert problem.objective(w, cost, C) == pytest.approx(pairwise_objective(w, X, offsets, query, doc, cost, C),
-                                                          rel=1e-12)
-    np.testing.assert_allclose(problem.slack_sums(w), PairwiseProblem(X, offsets, query, doc).slack_sums(w),
-                               rtol=1e-12, atol=1e-12)
+    assert problem.objective(w, cost, C) == pytest.approx(
+        pairwise_objective(w, X, offsets, query, doc, cost, C), rel=1e-12
+    )
+    np.testing.assert_allclose(
+        problem.slack_sums(w), PairwiseProblem(X, offsets, query, doc).slack_sums(w), rtol=1e-12, atol=1e-12
+    )
 
 
 def test_chunk_weights_add_the_costs_of_one_documents_examples():
@@ -110,7 +112,8 @@ def test_the_chunked_solver_meets_ocas_within_both_certificates(ranking):
         assert chunked.lower_bound <= ocas.objective * (1 + 1e-12)
         assert ocas.lower_bound <= chunked.objective * (1 + 1e-12)
         assert chunked.objective == pytest.approx(
-            pairwise_objective(chunked.w, X, offsets, query, doc, cost, C, candidate=candidate), rel=1e-12)
+            pairwise_objective(chunked.w, X, offsets, query, doc, cost, C, candidate=candidate), rel=1e-12
+        )
 
 
 def test_the_number_of_chunks_changes_the_model_by_rounding_only():
@@ -126,8 +129,18 @@ def test_ccp_runs_on_a_chunked_problem():
     propensity = 1.0 / cost
     weight = rank_weight("dcg")
     plain = propdcg_ccp(X, offsets, query, doc, propensity, 1.0, weight, tol=1e-5, inner_tol=1e-5)
-    chunked = propdcg_ccp(X, offsets, query, doc, propensity, 1.0, weight, tol=1e-5, inner_tol=1e-5,
-                          problem=ChunkedProblem(X, offsets, query, doc, chunks=3))
+    chunked = propdcg_ccp(
+        X,
+        offsets,
+        query,
+        doc,
+        propensity,
+        1.0,
+        weight,
+        tol=1e-5,
+        inner_tol=1e-5,
+        problem=ChunkedProblem(X, offsets, query, doc, chunks=3),
+    )
     objectives = [step.objective for step in chunked.trace]
     assert all(np.diff(objectives) <= 0)  # CCP never rises on chunks either
     # CCP's local optima of the two inner solvers may differ; the DCG bound they reach, barely
@@ -137,8 +150,10 @@ def test_ccp_runs_on_a_chunked_problem():
 @pytest.fixture(scope="module")
 def dask_client():
     distributed = pytest.importorskip("dask.distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         yield client
 
 
@@ -200,8 +215,10 @@ def test_harvest_on_a_dask_cluster_gives_the_in_process_estimate(dask_client):
     from cltr.distributed import DaskMapper
 
     table = _harvest_table(seed=7)
-    runs = [chunked_harvest_propensities(**table, chunks=3, mapper=mapper, max_rank=6, bootstrap=10, rng=1)
-            for mapper in (LocalMapper(), DaskMapper(dask_client))]
+    runs = [
+        chunked_harvest_propensities(**table, chunks=3, mapper=mapper, max_rank=6, bootstrap=10, rng=1)
+        for mapper in (LocalMapper(), DaskMapper(dask_client))
+    ]
     np.testing.assert_allclose(runs[1].propensity, runs[0].propensity, rtol=0, atol=1e-12)
     np.testing.assert_allclose(runs[1].low, runs[0].low, rtol=0, atol=1e-12)
 

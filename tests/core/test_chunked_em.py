@@ -58,12 +58,15 @@ def test_chunked_em_gives_the_in_process_estimate(chunks, band):
     _assert_same(got, want)
 
 
-@pytest.mark.parametrize("options", [
-    {"l2": 0.0, "newton_steps": 3, "max_rank": 4},  # unpenalised, several IRLS steps a M-step, rows cut by rank
-    # stopped before convergence: the same iterate, not just the same fixed point
-    {"iterations": 3},
-    {"iterations": 2, "newton_steps": 3, "l2": 5.0},
-])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"l2": 0.0, "newton_steps": 3, "max_rank": 4},  # unpenalised, several IRLS steps a M-step, rows cut by rank
+        # stopped before convergence: the same iterate, not just the same fixed point
+        {"iterations": 3},
+        {"iterations": 2, "newton_steps": 3, "l2": 5.0},
+    ],
+)
 def test_chunked_em_follows_the_in_process_path_under_other_options(options):
     table, X = _em_table(seed=3, n_queries=25)
     want = em_propensities(**table, X=X, bootstrap=0, rng=0, **options)
@@ -85,8 +88,14 @@ def test_a_chunk_summary_counts_moved_units_by_a_loop():
     table, X = _em_table(seed=5, n_queries=4, depth=3)
     from cltr.core.clicks import Impressions
 
-    t = Impressions(query=table["query"], doc=table["doc"], rank=table["rank"],
-                    ranker=np.zeros_like(table["rank"]), impressions=table["impressions"], clicks=table["clicks"])
+    t = Impressions(
+        query=table["query"],
+        doc=table["doc"],
+        rank=table["rank"],
+        ranker=np.zeros_like(table["rank"]),
+        impressions=table["impressions"],
+        clicks=table["clicks"],
+    )
     summary = em_chunk_summary(em_chunk_cells((t, X, np.arange(len(X))), max_rank=3))
     want = np.zeros((2, 3))
     for q, d in set(zip(table["query"], table["doc"], strict=True)):
@@ -116,8 +125,10 @@ def test_chunked_em_names_what_is_wrong():
 @pytest.fixture(scope="module")
 def dask_client():
     distributed = pytest.importorskip("dask.distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         yield client
 
 

@@ -21,8 +21,12 @@ def _sessions(n: int, rng: np.random.Generator):
     """n sessions of random queries, each showing its query's documents in a random order."""
     query = rng.integers(0, QUERIES, n)
     order = np.argsort(rng.random((n, DOCS)), axis=1)[:, :RANKS]
-    return (np.repeat(np.arange(n), RANKS), np.repeat(query, RANKS), order.reshape(-1),
-            np.tile(np.arange(1, RANKS + 1), n))
+    return (
+        np.repeat(np.arange(n), RANKS),
+        np.repeat(query, RANKS),
+        order.reshape(-1),
+        np.tile(np.arange(1, RANKS + 1), n),
+    )
 
 
 def _truth(name: str, pair_query, pair_doc, rng) -> ClickModel:
@@ -30,7 +34,7 @@ def _truth(name: str, pair_query, pair_doc, rng) -> ClickModel:
     alpha = np.r_[rng.uniform(0.1, 0.9, p), 0.5]
     ranks = np.arange(1, RANKS + 1)
     if name == "pbm":
-        return ClickModel("pbm", pair_query, pair_doc, alpha, examination=ranks ** -0.8)
+        return ClickModel("pbm", pair_query, pair_doc, alpha, examination=ranks**-0.8)
     if name == "ubm":
         distance = ranks[:, None] - np.arange(RANKS)[None, :]
         examination = np.where(distance > 0, 0.05 + 0.9 / (np.maximum(distance, 1) + 0.5), 0.5)
@@ -39,8 +43,15 @@ def _truth(name: str, pair_query, pair_doc, rng) -> ClickModel:
         return ClickModel("cascade", pair_query, pair_doc, alpha * 0.5, info={"max_rank": RANKS})
     if name == "dcm":
         return ClickModel("dcm", pair_query, pair_doc, alpha, continuation=np.linspace(0.8, 0.3, RANKS))
-    return ClickModel("dbn", pair_query, pair_doc, alpha, continuation=np.array([0.85]),
-                      satisfaction=np.r_[rng.uniform(0.2, 0.8, p), 0.5], info={"max_rank": RANKS})
+    return ClickModel(
+        "dbn",
+        pair_query,
+        pair_doc,
+        alpha,
+        continuation=np.array([0.85]),
+        satisfaction=np.r_[rng.uniform(0.2, 0.8, p), 0.5],
+        info={"max_rank": RANKS},
+    )
 
 
 def _simulated(name: str, n: int, seed: int):
@@ -52,8 +63,10 @@ def _simulated(name: str, n: int, seed: int):
 
 
 # 4,000 sessions over 100 (query, document)s, each shown about 400 times
-@pytest.mark.parametrize("name, alpha_mean, alpha_max", [
-    ("pbm", 0.06, 0.2), ("cascade", 0.05, 0.15), ("dcm", 0.05, 0.15), ("ubm", 0.1, 0.3), ("dbn", 0.06, 0.15)])
+@pytest.mark.parametrize(
+    "name, alpha_mean, alpha_max",
+    [("pbm", 0.06, 0.2), ("cascade", 0.05, 0.15), ("dcm", 0.05, 0.15), ("ubm", 0.1, 0.3), ("dbn", 0.06, 0.15)],
+)
 def test_each_model_recovers_its_own_parameters(name, alpha_mean, alpha_max):
     truth, grid = _simulated(name, 4000, seed=1)
     fitted = fit_click_model(name, grid, truth.pair_query, truth.pair_doc)
@@ -73,14 +86,17 @@ def test_each_model_recovers_its_own_parameters(name, alpha_mean, alpha_max):
         assert np.abs(fitted.satisfaction[:-1] - truth.satisfaction[:-1]).mean() < 0.12
 
 
-@pytest.mark.parametrize("generator, better, worse", [("pbm", "pbm", "cascade"), ("cascade", "cascade", "pbm"),
-                                                      ("dbn", "dbn", "pbm")])
+@pytest.mark.parametrize(
+    "generator, better, worse", [("pbm", "pbm", "cascade"), ("cascade", "cascade", "pbm"), ("dbn", "dbn", "pbm")]
+)
 def test_the_generating_model_has_the_lower_held_out_perplexity(generator, better, worse):
     truth, grid = _simulated(generator, 4000, seed=2)
     train = type(grid)(pair=grid.pair[:3000], click=grid.click[:3000], n_pairs=grid.n_pairs)
     held_out = type(grid)(pair=grid.pair[3000:], click=grid.click[3000:], n_pairs=grid.n_pairs)
-    scores = {name: evaluate_click_model(fit_click_model(name, train, truth.pair_query, truth.pair_doc), held_out)
-              for name in (better, worse)}
+    scores = {
+        name: evaluate_click_model(fit_click_model(name, train, truth.pair_query, truth.pair_doc), held_out)
+        for name in (better, worse)
+    }
     assert scores[better].perplexity < scores[worse].perplexity
     assert scores[better].log_likelihood > scores[worse].log_likelihood
     # the truth itself is no worse than its fit by more than noise

@@ -49,8 +49,9 @@ def test_log_fields_are_consistent():
 def test_same_seed_identical_log_and_chunking_does_not_matter():
     offsets, rank, _, probability, propensity = _setup(n_queries=50)
     a = simulate_clicks(rank, probability, propensity, offsets, passes=30, rng=np.random.default_rng(9))
-    b = simulate_clicks(rank, probability, propensity, offsets, passes=30, rng=np.random.default_rng(9),
-                        chunk_impressions=100)
+    b = simulate_clicks(
+        rank, probability, propensity, offsets, passes=30, rng=np.random.default_rng(9), chunk_impressions=100
+    )
     for name, value in a.arrays().items():
         assert np.array_equal(value, b.arrays()[name]), name
 
@@ -84,5 +85,6 @@ def test_with_propensity_keeps_the_clicks():
 
 def test_bad_parameters():
     with pytest.raises(ValueError, match="passes must be at least 1"):
-        simulate_clicks(np.array([1]), np.array([0.5]), np.array([1.0]), np.array([0, 1]), passes=0,
-                        rng=np.random.default_rng(0))
+        simulate_clicks(
+            np.array([1]), np.array([0.5]), np.array([1.0]), np.array([0, 1]), passes=0, rng=np.random.default_rng(0)
+        )

@@ -104,9 +104,13 @@ def _monte_carlo_tables(n_logs, rng):
     impressions = np.array([r[2] for r in rows])
     clicks = rng.binomial(impressions, propensity * GAMMA[doc], size=(n_logs, len(rows)))
     shift = np.arange(n_logs)[:, None]
-    table = PropensityImpressions(query=(DOC_QUERY[doc] + 2 * shift).ravel(), doc=(doc + n_docs * shift).ravel(),
-                                  propensity=np.tile(propensity, n_logs), impressions=np.tile(impressions, n_logs),
-                                  clicks=clicks.ravel())
+    table = PropensityImpressions(
+        query=(DOC_QUERY[doc] + 2 * shift).ravel(),
+        doc=(doc + n_docs * shift).ravel(),
+        propensity=np.tile(propensity, n_logs),
+        impressions=np.tile(impressions, n_logs),
+        clicks=clicks.ravel(),
+    )
     clipped_ips = (clicks / np.maximum(propensity, TAU)) @ np.eye(n_docs)[doc] / sum(SESSIONS)
     ips = (clicks / propensity) @ np.eye(n_docs)[doc] / sum(SESSIONS)
     return table, ips, clipped_ips
@@ -138,8 +142,9 @@ def test_dr_is_unbiased_by_monte_carlo_where_clipped_ips_is_not():
     check(_estimates(table, wrong, n_logs, TAU), wrong * (1 - share) + GAMMA * share, "DR clipped, wrong model")
     # clipped IPS, a click at rank k weighing 1 / max(p_k, tau), has the mean
     # gamma Σ_r (sessions_r / N) p_k(r) / max(p_k(r), tau): far from gamma wherever p_k < tau
-    share_clipped = sum(s * _examination(rank) / np.maximum(_examination(rank), TAU)
-                        for s, rank in zip(SESSIONS, RANKS, strict=True)) / sum(SESSIONS)
+    share_clipped = sum(
+        s * _examination(rank) / np.maximum(_examination(rank), TAU) for s, rank in zip(SESSIONS, RANKS, strict=True)
+    ) / sum(SESSIONS)
     check(clipped_ips, GAMMA * share_clipped, "clipped IPS")
     bias = np.abs(clipped_ips.mean(axis=0) - GAMMA) / (clipped_ips.std(axis=0, ddof=1) / np.sqrt(n_logs))
     assert np.all(bias[share_clipped < 1] > 20), bias
@@ -171,8 +176,13 @@ def test_expected_clicks_give_the_true_relevance_and_the_true_avg_dcg():
     doc = np.concatenate([np.arange(n_docs)] * 2)
     propensity = np.concatenate([_examination(rank) for rank in RANKS])
     impressions = np.repeat(SESSIONS, n_docs)
-    table = PropensityImpressions(query=DOC_QUERY[doc], doc=doc, propensity=propensity, impressions=impressions,
-                                  clicks=impressions * propensity * GAMMA[doc])
+    table = PropensityImpressions(
+        query=DOC_QUERY[doc],
+        doc=doc,
+        propensity=propensity,
+        impressions=impressions,
+        clicks=impressions * propensity * GAMMA[doc],
+    )
     _, weight = dr_document_weights(table, GAMMA, np.full(2, 50), clip=TAU)
     np.testing.assert_allclose(weight, 50 * GAMMA, rtol=1e-12)
     ranks = np.array([4, 3, 2, 1, 1, 3, 2])
@@ -187,9 +197,13 @@ def test_weights_are_nonnegative_for_a_model_in_the_unit_interval():
     for _ in range(50):
         m = 40
         impressions = rng.integers(1, 30, m)
-        table = PropensityImpressions(query=np.zeros(m, dtype=np.int64), doc=rng.integers(0, 15, m),
-                                      propensity=rng.uniform(0.001, 1, m), impressions=impressions,
-                                      clicks=rng.binomial(impressions, 0.3))
+        table = PropensityImpressions(
+            query=np.zeros(m, dtype=np.int64),
+            doc=rng.integers(0, 15, m),
+            propensity=rng.uniform(0.001, 1, m),
+            impressions=impressions,
+            clicks=rng.binomial(impressions, 0.3),
+        )
         relevance = rng.random(15) * rng.integers(0, 2, 15)
         for clip in (None, 0.01, 0.5, 1.0):
             _, weight = dr_document_weights(table, relevance, np.array([impressions.sum()]), clip=clip)
@@ -202,12 +216,19 @@ def test_impressions_by_propensity_aggregate_the_displayed_rows():
     table = impressions_by_propensity(shown)
     assert len(table) == len(np.unique(np.stack([shown.doc, shown.rank]), axis=1).T)
     np.testing.assert_array_equal(np.bincount(table.doc, weights=table.impressions), np.full(7, 50))
-    np.testing.assert_array_equal(np.bincount(table.doc, weights=table.clicks),
-                                  np.bincount(shown.doc, weights=shown.click))
+    np.testing.assert_array_equal(
+        np.bincount(table.doc, weights=table.clicks), np.bincount(shown.doc, weights=shown.click)
+    )
     np.testing.assert_array_equal(table.query, DOC_QUERY[table.doc])
-    unknown = Displayed.from_columns(session=shown.session, query=shown.query, doc=shown.doc, rank=shown.rank,
-                                     click=shown.click, propensity=np.where(shown.rank == 3, np.nan, 1.0),
-                                     ranker=shown.ranker)
+    unknown = Displayed.from_columns(
+        session=shown.session,
+        query=shown.query,
+        doc=shown.doc,
+        rank=shown.rank,
+        click=shown.click,
+        propensity=np.where(shown.rank == 3, np.nan, 1.0),
+        ranker=shown.ranker,
+    )
     with pytest.raises(ValueError, match=r"rank 3: nan\).*--propensities estimated"):
         impressions_by_propensity(unknown)
     with pytest.raises(ValueError, match="clipping threshold"):
@@ -226,8 +247,13 @@ def test_the_likelihood_fit_recovers_the_click_probability():
     rank = rng.integers(1, 11, len(doc))
     propensity = 1.0 / rank
     impressions = rng.integers(100, 300, len(doc))
-    table = PropensityImpressions(query=np.zeros(len(doc), dtype=np.int64), doc=doc, propensity=propensity,
-                                  impressions=impressions, clicks=rng.binomial(impressions, propensity * gamma[doc]))
+    table = PropensityImpressions(
+        query=np.zeros(len(doc), dtype=np.int64),
+        doc=doc,
+        propensity=propensity,
+        impressions=impressions,
+        clicks=rng.binomial(impressions, propensity * gamma[doc]),
+    )
     with threadpool_limits(1):  # as the pipeline fits it: BLAS threads only contend on 5 weights
         model = fit_relevance_model(X, table, l2=1e-6)  # next to no penalty: the likelihood alone
     fitted = model.relevance(X)
@@ -239,8 +265,12 @@ def test_the_likelihood_fit_recovers_the_click_probability():
     other = fit_relevance_model(X, table, l2=1e-6, max_iterations=2)
     assert model.negative_log_likelihood < other.negative_log_likelihood
     with pytest.raises(ValueError, match="no impressions"):
-        fit_relevance_model(X, PropensityImpressions(*(np.zeros(0, dtype=np.int64),) * 2, np.zeros(0),
-                                                     *(np.zeros(0, dtype=np.int64),) * 2))
+        fit_relevance_model(
+            X,
+            PropensityImpressions(
+                *(np.zeros(0, dtype=np.int64),) * 2, np.zeros(0), *(np.zeros(0, dtype=np.int64),) * 2
+            ),
+        )
 
 
 # The validation criterion (``DRValidation``): many independent logs of 8 queries stacked as
@@ -258,11 +288,16 @@ def _stacked_validation_logs(rng):
     shape = (SESSIONS_PER_QUERY, n_queries, DOCS)
     click = (rng.random(shape) < p * gamma).astype(np.int8)
     shown = Displayed.from_columns(
-        session=np.broadcast_to((np.arange(SESSIONS_PER_QUERY)[:, None] * n_queries + np.arange(n_queries))[..., None],
-                                shape).ravel(),
-        query=np.broadcast_to(np.arange(n_queries)[:, None], shape).ravel(), doc=np.broadcast_to(doc, shape).ravel(),
-        rank=np.broadcast_to(rank, shape).ravel(), click=click.ravel(), propensity=np.broadcast_to(p, shape).ravel(),
-        ranker=np.zeros(click.size, dtype=np.int64))
+        session=np.broadcast_to(
+            (np.arange(SESSIONS_PER_QUERY)[:, None] * n_queries + np.arange(n_queries))[..., None], shape
+        ).ravel(),
+        query=np.broadcast_to(np.arange(n_queries)[:, None], shape).ravel(),
+        doc=np.broadcast_to(doc, shape).ravel(),
+        rank=np.broadcast_to(rank, shape).ravel(),
+        click=click.ravel(),
+        propensity=np.broadcast_to(p, shape).ravel(),
+        ranker=np.zeros(click.size, dtype=np.int64),
+    )
     return shown, gamma.ravel(), click.sum(axis=0).ravel(), p.ravel()
 
 
@@ -291,9 +326,17 @@ def test_the_dr_validation_estimate_is_unbiased_under_clipping_and_steadier_than
     dr = _per_log(gain, terms.weight)
     # DRValidation.estimate is the same self-normalised sum (over the one log it is given)
     first = slice(0, QUERIES * DOCS)
-    alone = dr_validation(Displayed.from_columns(**{k: getattr(shown, k)[shown.query < QUERIES] for k in (
-        "session", "query", "doc", "rank", "click", "propensity", "ranker")}), gamma[first],
-        np.full(QUERIES, SESSIONS_PER_QUERY), clip=VALIDATION_TAU)
+    alone = dr_validation(
+        Displayed.from_columns(
+            **{
+                k: getattr(shown, k)[shown.query < QUERIES]
+                for k in ("session", "query", "doc", "rank", "click", "propensity", "ranker")
+            }
+        ),
+        gamma[first],
+        np.full(QUERIES, SESSIONS_PER_QUERY),
+        clip=VALIDATION_TAU,
+    )
     assert alone.estimate(ranking[first]) == pytest.approx(dr[0], rel=1e-12)
     clipped_snips = _per_log(gain, clicks / np.maximum(p, VALIDATION_TAU))
     snips = _per_log(gain, clicks / p)

@@ -96,14 +96,20 @@ def test_swap_band_covers_the_truth_at_its_level(kind):
 def test_swap_estimator_by_hand_and_its_errors():
     # One query, two documents. d0 at rank 1: 4 clicks in 10; at rank 2: 1 in 5. d1 at rank 2:
     # 2 in 10; at rank 1: 3 in 5. p_2 = (1/5 + 2/10) / (4/10 + 3/5) = 0.4.
-    table = {"query": [0, 0, 0, 0], "doc": [0, 0, 1, 1], "rank": [1, 2, 2, 1], "impressions": [10, 5, 10, 5],
-             "clicks": [4, 1, 2, 3]}
+    table = {
+        "query": [0, 0, 0, 0],
+        "doc": [0, 0, 1, 1],
+        "rank": [1, 2, 2, 1],
+        "impressions": [10, 5, 10, 5],
+        "clicks": [4, 1, 2, 3],
+    }
     est = swap_propensities(**table, bootstrap=0, rng=0)
     np.testing.assert_allclose(est.propensity, [1.0, 0.4])
     assert est.info["pairs"] == [0, 2]
     with pytest.raises(ValueError, match="rank 3 has no"):
-        swap_propensities(query=[0, 0, 0], doc=[0, 0, 1], rank=[1, 2, 3], impressions=[5, 5, 5],
-                          clicks=[1, 1, 1], bootstrap=0, rng=0)
+        swap_propensities(
+            query=[0, 0, 0], doc=[0, 0, 1], rank=[1, 2, 3], impressions=[5, 5, 5], clicks=[1, 1, 1], bootstrap=0, rng=0
+        )
     with pytest.raises(ValueError, match="never clicked there"):
         swap_propensities(**{**table, "clicks": [0, 1, 2, 0]}, bootstrap=0, rng=0)
     with pytest.raises(ValueError, match="unknown intervention"):

@@ -59,16 +59,21 @@ def test_compiled_gradient_risk_and_curvature_equal_numpy(monkeypatch, case):
         rng = np.random.default_rng(seed)
         scores, offsets, click_query, click_doc = problem(rng, **case)
         n = len(click_doc)
-        signed = seed % 2 == 1                  # the affine correction's weights, of either sign
-        clicks = (Clicks(click_query, click_doc, rng.normal(size=n)) if signed
-                  else Clicks.from_propensity(click_query, click_doc, rng.uniform(0.05, 1.0, n)))
+        signed = seed % 2 == 1  # the affine correction's weights, of either sign
+        clicks = (
+            Clicks(click_query, click_doc, rng.normal(size=n))
+            if signed
+            else Clicks.from_propensity(click_query, click_doc, rng.uniform(0.05, 1.0, n))
+        )
         candidate = rng.random(len(scores)) < 0.7 if seed % 4 == 2 else None
         weight = ["dcg", "rbp:0.7", "avgrank"][seed % 3]
 
-        oracle, compiled = both(monkeypatch, risk_gradient, scores, offsets, clicks, weight, candidate=candidate,
-                                with_curvature=True)
-        magnitude = risk(scores, offsets, Clicks(click_query, click_doc, np.abs(clicks.cost)), weight,
-                         candidate=candidate)
+        oracle, compiled = both(
+            monkeypatch, risk_gradient, scores, offsets, clicks, weight, candidate=candidate, with_curvature=True
+        )
+        magnitude = risk(
+            scores, offsets, Clicks(click_query, click_doc, np.abs(clicks.cost)), weight, candidate=candidate
+        )
         assert_agree(compiled[0], oracle[0], scale=abs(magnitude))
         assert_agree(compiled[1], oracle[1])
         assert_agree(compiled[2], oracle[2])
@@ -80,13 +85,22 @@ def test_compiled_gradient_risk_and_curvature_equal_numpy(monkeypatch, case):
 def test_kernels_without_examples_or_with_only_empty_candidate_sets(monkeypatch):
     scores, offsets = np.array([0.5, -1.0, 2.0]), np.array([0, 0, 3, 3])
     none = np.zeros(0, dtype=np.int64)
-    oracle, compiled = both(monkeypatch, risk_gradient, scores, offsets, Clicks(none, none, np.ones(0)), "dcg", n=1,
-                            with_curvature=True)
+    oracle, compiled = both(
+        monkeypatch, risk_gradient, scores, offsets, Clicks(none, none, np.ones(0)), "dcg", n=1, with_curvature=True
+    )
     assert compiled[0] == oracle[0] == 0.0 and not compiled[1].any() and not compiled[2].any()
     # the clicked document is no candidate and neither is any other: bound 1, no pair
     click = Clicks(np.array([1]), np.array([1]), np.ones(1))
-    oracle, compiled = both(monkeypatch, risk_gradient, scores, offsets, click, "dcg",
-                            candidate=np.zeros(3, dtype=bool), with_curvature=True)
+    oracle, compiled = both(
+        monkeypatch,
+        risk_gradient,
+        scores,
+        offsets,
+        click,
+        "dcg",
+        candidate=np.zeros(3, dtype=bool),
+        with_curvature=True,
+    )
     assert compiled[0] == pytest.approx(oracle[0], rel=TOLERANCE) and not compiled[1].any()
 
 
@@ -220,10 +234,22 @@ def test_a_whole_solve_and_ccp_agree_either_way(monkeypatch, C):
     click_query = rng.integers(0, len(sizes), 300)
     click_doc = offsets[click_query] + rng.integers(0, sizes[click_query])
     propensity = rng.uniform(0.1, 1.0, len(click_doc))
-    oracle, compiled = both(monkeypatch, solve_pairwise_svm, X, offsets, click_query, click_doc, 1.0 / propensity, C,
-                            tol=1e-6)
+    oracle, compiled = both(
+        monkeypatch, solve_pairwise_svm, X, offsets, click_query, click_doc, 1.0 / propensity, C, tol=1e-6
+    )
     assert oracle.converged and compiled.converged
     assert abs(compiled.objective - oracle.objective) <= 2e-6 * oracle.objective
-    oracle, compiled = both(monkeypatch, propdcg_ccp, X, offsets, click_query, click_doc, propensity, C,
-                            rank_weight("dcg"), inner_tol=1e-6, tol=1e-8)
+    oracle, compiled = both(
+        monkeypatch,
+        propdcg_ccp,
+        X,
+        offsets,
+        click_query,
+        click_doc,
+        propensity,
+        C,
+        rank_weight("dcg"),
+        inner_tol=1e-6,
+        tol=1e-8,
+    )
     assert abs(compiled.objective - oracle.objective) <= 1e-5 * abs(oracle.objective)

@@ -13,8 +13,9 @@ from cltr.core.objectives import click_pairs, risk
 def test_gradient_matches_finite_differences_for_every_parameter(activation, metric, tiny_click_problem):
     X, offsets, click_query, click_doc, propensity = tiny_click_problem(1)
     net = init_mlp(X.shape[1], hidden=(4, 3), activation=activation, rng=np.random.default_rng(2))
-    net = net.with_parameters([p + 0.1 * np.random.default_rng(3).standard_normal(p.shape)
-                               for p in net.parameters()])  # non-zero biases too
+    net = net.with_parameters(
+        [p + 0.1 * np.random.default_rng(3).standard_normal(p.shape) for p in net.parameters()]
+    )  # non-zero biases too
     clicks = Clicks.from_propensity(click_query, click_doc, propensity)
     pair_example, pair_doc = click_pairs(offsets, clicks)
     s = net.scores(X)
@@ -33,8 +34,9 @@ def test_gradient_matches_finite_differences_for_every_parameter(activation, met
                 shifted[index][position] += sign * step
                 values.append(risk(net.with_parameters(shifted).scores(X), offsets, clicks, metric))
             numeric[position] = (values[0] - values[1]) / (2 * step)
-        np.testing.assert_allclose(grads[index], numeric, rtol=1e-5, atol=1e-8,
-                                   err_msg=f"parameter {index} ({activation}, {metric})")
+        np.testing.assert_allclose(
+            grads[index], numeric, rtol=1e-5, atol=1e-8, err_msg=f"parameter {index} ({activation}, {metric})"
+        )
 
 
 def test_query_batched_loss_equals_the_clicks_one_at_a_time(tiny_click_problem):
@@ -97,8 +99,7 @@ def test_relu_gradient_matches_finite_differences_with_inactive_units(tiny_click
     # differences see the true derivative.
     X, offsets, click_query, click_doc, propensity = tiny_click_problem(1)
     net = init_mlp(X.shape[1], hidden=(4, 3), activation="relu", rng=np.random.default_rng(4))
-    net = net.with_parameters([p + 0.3 * np.random.default_rng(14).standard_normal(p.shape)
-                               for p in net.parameters()])
+    net = net.with_parameters([p + 0.3 * np.random.default_rng(14).standard_normal(p.shape) for p in net.parameters()])
     first = X @ net.weights[0] + net.biases[0]
     second = np.maximum(first, 0) @ net.weights[1] + net.biases[1]
     for z in (first, second):

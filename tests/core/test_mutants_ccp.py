@@ -87,6 +87,6 @@ def test_ccp_stops_only_once_a_step_improves_by_less_than_tol():
     result = propdcg_ccp(X, offsets, click_query, click_doc, propensity, 10.0, dcg(), max_iter=50, tol=tol)
     assert result.converged
     objectives = [result.initial_objective] + [step.objective for step in result.trace]
-    assert objectives[0] - objectives[1] > tol * abs(objectives[1])      # the first step alone would not do
+    assert objectives[0] - objectives[1] > tol * abs(objectives[1])  # the first step alone would not do
     assert objectives[-2] - objectives[-1] <= tol * abs(objectives[-1])
     assert np.all(np.diff(objectives) <= 0)

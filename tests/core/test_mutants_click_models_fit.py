@@ -9,8 +9,13 @@ import pytest
 from cltr.core.click_models_fit import ClickModel, click_probabilities, fit_click_model, session_grid
 
 # two sessions (labels 5 and 7): session 5 shows rank 1, 2 and 4 (a gap at 3), session 7 ranks 1, 2
-ROWS = {"session": [5, 5, 5, 7, 7], "query": [1, 1, 1, 2, 2], "doc": [10, 11, 12, 10, 13],
-        "rank": [1, 2, 4, 1, 2], "click": [1, 0, 1, 0, 1]}
+ROWS = {
+    "session": [5, 5, 5, 7, 7],
+    "query": [1, 1, 1, 2, 2],
+    "doc": [10, 11, 12, 10, 13],
+    "rank": [1, 2, 4, 1, 2],
+    "click": [1, 0, 1, 0, 1],
+}
 
 
 def _grid(**changes):
@@ -38,11 +43,14 @@ def test_session_grid_of_one_row():
     np.testing.assert_array_equal(grid.pair, [[0]])
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"click": [1, 0, 1, 0]}, "session, query, doc, rank and click must have one length; found 5, 5, 5, 5, 4"),
-    ({"rank": [1, 2, 0, 1, 2]}, "ranks must be >= 1, found 0"),
-    ({"click": [1, 0, 2, 0, 1]}, "clicks must be 0 or 1"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"click": [1, 0, 1, 0]}, "session, query, doc, rank and click must have one length; found 5, 5, 5, 5, 4"),
+        ({"rank": [1, 2, 0, 1, 2]}, "ranks must be >= 1, found 0"),
+        ({"click": [1, 0, 2, 0, 1]}, "clicks must be 0 or 1"),
+    ],
+)
 def test_session_grid_refuses_bad_rows(changes, message):
     # kills the removed raises and the message's `+` -> `-`
     with pytest.raises(ValueError, match=message):
@@ -64,14 +72,21 @@ def test_grids_and_models_are_immutable_and_say_their_depth():
     with pytest.raises(dataclasses.FrozenInstanceError):
         grid.n_pairs = 0
     alpha = np.full(6, 0.5)
-    dcm = ClickModel(name="dcm", pair_query=pair_query, pair_doc=pair_doc, attractiveness=alpha,
-                     continuation=np.full(3, 0.5))
+    dcm = ClickModel(
+        name="dcm", pair_query=pair_query, pair_doc=pair_doc, attractiveness=alpha, continuation=np.full(3, 0.5)
+    )
     assert dcm.max_rank == 3
     with pytest.raises(dataclasses.FrozenInstanceError):
         dcm.name = "pbm"
     assert ClickModel(name="cascade", pair_query=pair_query, pair_doc=pair_doc, attractiveness=alpha).max_rank == 0
-    dbn = ClickModel(name="dbn", pair_query=pair_query, pair_doc=pair_doc, attractiveness=alpha,
-                     continuation=np.full(1, 0.9), info={"max_rank": 4})
+    dbn = ClickModel(
+        name="dbn",
+        pair_query=pair_query,
+        pair_doc=pair_doc,
+        attractiveness=alpha,
+        continuation=np.full(1, 0.9),
+        info={"max_rank": 4},
+    )
     assert dbn.max_rank == 4
 
 
@@ -85,16 +100,19 @@ def test_an_empty_cell_is_passed_over(name):
     closed, _, _ = _grid(click=[0, 1, 1, 0, 1], rank=[1, 2, 3, 1, 2])
     alpha = np.array([0.3, 0.6, 0.5, 0.4, 0.7, 0.5])
     sigma = np.array([0.2, 0.5, 0.4, 0.3, 0.6, 0.4])
-    extra = {"cascade": {}, "dcm": {"continuation": np.full(4, 0.6)},
-             "dbn": {"continuation": np.array([0.8]), "satisfaction": sigma}}[name]
-    model = ClickModel(name=name, pair_query=pair_query, pair_doc=pair_doc, attractiveness=alpha,
-                       info={"max_rank": 4}, **extra)
+    extra = {
+        "cascade": {},
+        "dcm": {"continuation": np.full(4, 0.6)},
+        "dbn": {"continuation": np.array([0.8]), "satisfaction": sigma},
+    }[name]
+    model = ClickModel(
+        name=name, pair_query=pair_query, pair_doc=pair_doc, attractiveness=alpha, info={"max_rank": 4}, **extra
+    )
     shown = [(0, 0), (0, 1), (0, 3), (1, 0), (1, 1)]
     same = [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1)]
     # the closed grid is one rank shallower: DCM's lambda per rank cut to it (all 0.6)
     shallower = dataclasses.replace(model, continuation=np.full(3, 0.6)) if name == "dcm" else model
-    for with_gap, without in zip(click_probabilities(model, grid), click_probabilities(shallower, closed),
-                                 strict=True):
+    for with_gap, without in zip(click_probabilities(model, grid), click_probabilities(shallower, closed), strict=True):
         np.testing.assert_allclose([with_gap[c] for c in shown], [without[c] for c in same], rtol=1e-12)
 
 

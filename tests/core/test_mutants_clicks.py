@@ -20,9 +20,16 @@ from cltr.core.clicks import (
 
 def _log(weight=None):
     # two passes of two queries: clicks on documents 0 (query 0, rank 1) and 3 (query 1, rank 2)
-    return ClickLog(query=np.array([0, 1, 0]), doc=np.array([0, 3, 0]), rank=np.array([1, 2, 1]),
-                    propensity=np.array([1.0, 0.25, 1.0]), pass_index=np.array([0, 0, 1]), n_passes=2, n_queries=2,
-                    weight=weight)
+    return ClickLog(
+        query=np.array([0, 1, 0]),
+        doc=np.array([0, 3, 0]),
+        rank=np.array([1, 2, 1]),
+        propensity=np.array([1.0, 0.25, 1.0]),
+        pass_index=np.array([0, 0, 1]),
+        n_passes=2,
+        n_queries=2,
+        weight=weight,
+    )
 
 
 def test_effective_sample_size_by_hand():
@@ -36,22 +43,22 @@ def test_effective_sample_size_by_hand():
     # one huge weight: about one example, not NaN (kills `weights / largest` -> `* largest`,
     # which overflows)
     assert effective_sample_size([1.0] * 9 + [1e300]) == pytest.approx(1.0)
-    with pytest.raises(ValueError, match="must be finite, found inf"):   # kills the removed raise
+    with pytest.raises(ValueError, match="must be finite, found inf"):  # kills the removed raise
         effective_sample_size([1.0, np.inf])
 
 
 def test_cost_clipping_and_passes_of_a_log():
     log = _log()
-    np.testing.assert_array_equal(log.cost, [1.0, 4.0, 1.0])            # 1 / q (kills 1.0 -> 2.0, is -> is not)
+    np.testing.assert_array_equal(log.cost, [1.0, 4.0, 1.0])  # 1 / q (kills 1.0 -> 2.0, is -> is not)
     np.testing.assert_array_equal(_log(weight=np.array([2.0, 3.0, 5.0])).cost, [2.0, 3.0, 5.0])
-    np.testing.assert_array_equal(log.clipped(0.5).propensity, [1.0, 0.5, 1.0])   # kills `is not` -> `is`
+    np.testing.assert_array_equal(log.clipped(0.5).propensity, [1.0, 0.5, 1.0])  # kills `is not` -> `is`
     with pytest.raises(ValueError, match=r"clipping threshold must lie in \(0, 1\], found 0"):
-        log.clipped(0.0)                                                # kills the removed raise
+        log.clipped(0.0)  # kills the removed raise
     with pytest.raises(ValueError, match="without --clip"):
         _log(weight=np.ones(3)).clipped(0.5)
-    first = log.first_passes(1)                                         # kills `1 <= passes` -> `1 < passes`
+    first = log.first_passes(1)  # kills `1 <= passes` -> `1 < passes`
     assert len(first) == 2 and first.n_passes == 1
-    assert len(log.first_passes(2)) == 3                                # and `passes <= n_passes` -> `<`
+    assert len(log.first_passes(2)) == 3  # and `passes <= n_passes` -> `<`
     # a weighted log survives the round trip with its weights (kills `weight is None` -> `is not`)
     weighted = ClickLog.from_arrays(_log(weight=np.array([2.0, 3.0, 5.0])).arrays())
     np.testing.assert_array_equal(weighted.weight, [2.0, 3.0, 5.0])
@@ -69,9 +76,15 @@ def test_the_tables_are_frozen():
 
 def _displayed():
     # sessions labelled 7, 3, 7, 5 in file order: renumbered 0, 1, 0, 2 by first appearance
-    return Displayed.from_columns(session=[7, 3, 7, 5, 3], query=[0, 1, 0, 0, 1], doc=[1, 4, 0, 2, 5],
-                                  rank=[2, 1, 1, 1, 2], click=[1, 0, 0, 1, 1], propensity=[0.5, 1.0, 1.0, 1.0, 0.5],
-                                  ranker=[0, 1, 0, 0, 1])
+    return Displayed.from_columns(
+        session=[7, 3, 7, 5, 3],
+        query=[0, 1, 0, 0, 1],
+        doc=[1, 4, 0, 2, 5],
+        rank=[2, 1, 1, 1, 2],
+        click=[1, 0, 0, 1, 1],
+        propensity=[0.5, 1.0, 1.0, 1.0, 0.5],
+        ranker=[0, 1, 0, 0, 1],
+    )
 
 
 def test_displayed_rows_sessions_and_offsets_by_hand():
@@ -79,7 +92,7 @@ def test_displayed_rows_sessions_and_offsets_by_hand():
     # `else 0` -> `else 1` in n_sessions, and the offsets' leading 0 -> 1
     shown = _displayed()
     np.testing.assert_array_equal(shown.session, [0, 0, 1, 1, 2])
-    np.testing.assert_array_equal(shown.doc, [0, 1, 4, 5, 2])     # sorted by (session, rank)
+    np.testing.assert_array_equal(shown.doc, [0, 1, 4, 5, 2])  # sorted by (session, rank)
     assert shown.n_sessions == 3
     np.testing.assert_array_equal(shown.session_offsets(), [0, 2, 4, 5])
     none = np.zeros(0, dtype=np.int64)
@@ -89,8 +102,17 @@ def test_displayed_rows_sessions_and_offsets_by_hand():
 
 
 def _rows(table):
-    return sorted(zip(table.query.tolist(), table.doc.tolist(), table.rank.tolist(), table.ranker.tolist(),
-                      table.impressions.tolist(), table.clicks.tolist(), strict=True))
+    return sorted(
+        zip(
+            table.query.tolist(),
+            table.doc.tolist(),
+            table.rank.tolist(),
+            table.ranker.tolist(),
+            table.impressions.tolist(),
+            table.clicks.tolist(),
+            strict=True,
+        )
+    )
 
 
 def test_aggregate_impressions_is_a_count_per_document_rank_and_ranker():
@@ -119,14 +141,31 @@ def test_presented_impressions_by_hand():
     # 2, 1 | 2, 1. Passes 0, 1, 2 use rankers 1, 0, 0: ranker 1 holds one session (kills
     # `sessions > 0` -> `> 1`). Clicks: doc 1 in pass 0 (ranker 1), doc 0 and doc 3 in pass 1,
     # doc 0 in pass 2 (ranker 0). Kills the key `click_ranker * n_docs + doc` mutants.
-    log = ClickLog(query=np.array([0, 0, 1, 0]), doc=np.array([1, 0, 3, 0]), rank=np.array([1, 1, 2, 1]),
-                   propensity=np.ones(4), pass_index=np.array([0, 1, 1, 2]), n_passes=3, n_queries=2)
+    log = ClickLog(
+        query=np.array([0, 0, 1, 0]),
+        doc=np.array([1, 0, 3, 0]),
+        rank=np.array([1, 1, 2, 1]),
+        propensity=np.ones(4),
+        pass_index=np.array([0, 1, 1, 2]),
+        n_passes=3,
+        n_queries=2,
+    )
     # (a third ranker never used: no rows, not rows of no impressions; kills `> 0` -> `>= 0`)
     presented = np.array([[1, 2, 1, 2], [2, 1, 2, 1], [1, 2, 1, 2]])
     offsets = np.array([0, 2, 4])
     table = presented_impressions(presented, np.array([1, 0, 0]), log, offsets)
-    assert _rows(table) == sorted([(0, 0, 1, 0, 2, 2), (0, 1, 2, 0, 2, 0), (1, 2, 1, 0, 2, 0), (1, 3, 2, 0, 2, 1),
-                                   (0, 0, 2, 1, 1, 0), (0, 1, 1, 1, 1, 1), (1, 2, 2, 1, 1, 0), (1, 3, 1, 1, 1, 0)])
+    assert _rows(table) == sorted(
+        [
+            (0, 0, 1, 0, 2, 2),
+            (0, 1, 2, 0, 2, 0),
+            (1, 2, 1, 0, 2, 0),
+            (1, 3, 2, 0, 2, 1),
+            (0, 0, 2, 1, 1, 0),
+            (0, 1, 1, 1, 1, 1),
+            (1, 2, 2, 1, 1, 0),
+            (1, 3, 1, 1, 1, 0),
+        ]
+    )
     # a top-1 display keeps the rows at rank 1 only (kills `is None` -> `is not None` and
     # `rank <= top_k` -> `<`)
     top = presented_impressions(presented, np.array([1, 0, 0]), log, offsets, top_k=1)
@@ -141,7 +180,7 @@ def test_draw_sessions_draws_each_pass_once_in_chunks():
 
     def draw(chunk):
         chunks.append(chunk)
-        return np.arange(chunk), np.zeros(chunk, dtype=np.int64)    # one click per pass, on document 0
+        return np.arange(chunk), np.zeros(chunk, dtype=np.int64)  # one click per pass, on document 0
 
     pass_index, doc = draw_sessions(draw, passes=5, draws_per_pass=3, chunk_impressions=6, progress=progress.append)
     assert chunks == [2, 2, 1] and progress == [2, 4, 5]

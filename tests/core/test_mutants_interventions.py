@@ -14,7 +14,7 @@ def test_depth_two_swaps_the_top_two_or_leaves_them(kind):
     rank, offsets = np.array([1, 2, 3]), np.array([0, 3])
     rng = np.random.default_rng(0)
     seen = {tuple(intervene(rank, offsets, kind=kind, depth=2, rng=rng)) for _ in range(50)}
-    assert seen == {(1, 2, 3), (2, 1, 3)}      # each arm has probability 1/2: both occur in 50 draws
+    assert seen == {(1, 2, 3), (2, 1, 3)}  # each arm has probability 1/2: both occur in 50 draws
 
 
 def test_the_missing_rank_named_is_the_first_without_a_pair():
@@ -28,10 +28,18 @@ def test_the_missing_rank_named_is_the_first_without_a_pair():
 def test_the_rank_never_clicked_at_one_is_named():
     # kills `... + 2` -> `+ 3` in the message: with ranks 1..3 identified through one pair
     # each, rank 3's pair (document 1) was never clicked at rank 1, rank 2's was
-    table = {"query": [0, 0, 0, 0], "doc": [0, 0, 1, 1], "rank": [1, 2, 1, 3], "impressions": [5, 5, 5, 5],
-             "clicks": [2, 1, 0, 1]}
-    with pytest.raises(ValueError, match=r"rank 3: the documents also shown at rank 1 were never clicked there, "
-                                         r"so p_3 / p_1"):
+    table = {
+        "query": [0, 0, 0, 0],
+        "doc": [0, 0, 1, 1],
+        "rank": [1, 2, 1, 3],
+        "impressions": [5, 5, 5, 5],
+        "clicks": [2, 1, 0, 1],
+    }
+    with pytest.raises(
+        ValueError,
+        match=r"rank 3: the documents also shown at rank 1 were never clicked there, "
+        r"so p_3 / p_1",
+    ):
         swap_propensities(**table, bootstrap=0, rng=0)
 
 
@@ -41,8 +49,13 @@ def test_a_document_id_shared_by_queries_counts_once_per_query():
     # (query 0, doc 1) and (query 2, doc 0) one pair. Click rates at ranks 1 and 2:
     # (q0, d1) 4/10 and 2/10, (q1, d0) 5/10 and 1/10, (q2, d0) 2/10 and 2/10, so
     # p_2 = (0.2 + 0.1 + 0.2) / (0.4 + 0.5 + 0.2) = 5/11 (the mutant: 0.3 / 0.8)
-    table = {"query": [0, 0, 1, 1, 2, 2], "doc": [1, 1, 0, 0, 0, 0], "rank": [1, 2, 1, 2, 1, 2],
-             "impressions": [10] * 6, "clicks": [4, 2, 5, 1, 2, 2]}
+    table = {
+        "query": [0, 0, 1, 1, 2, 2],
+        "doc": [1, 1, 0, 0, 0, 0],
+        "rank": [1, 2, 1, 2, 1, 2],
+        "impressions": [10] * 6,
+        "clicks": [4, 2, 5, 1, 2, 2],
+    }
     est = swap_propensities(**table, bootstrap=0, rng=0)
     np.testing.assert_allclose(est.propensity, [1.0, 5 / 11])
     assert est.info["pairs"] == [0, 3] and est.info["queries"] == 3
@@ -56,8 +69,13 @@ def test_the_band_by_hand_on_two_queries():
     # probabilities 1/4, 1/2, 1/4. The 2.5% and 97.5% quantiles of 200 replicates are the
     # extremes 0.25 and 0.5 unless fewer than 6 of them land on one (expected 50; binomial
     # probability below 1e-15).
-    table = {"query": [0, 0, 1, 1], "doc": [0, 0, 1, 1], "rank": [1, 2, 1, 2], "impressions": [20] * 4,
-             "clicks": [8, 4, 4, 1]}
+    table = {
+        "query": [0, 0, 1, 1],
+        "doc": [0, 0, 1, 1],
+        "rank": [1, 2, 1, 2],
+        "impressions": [20] * 4,
+        "clicks": [8, 4, 4, 1],
+    }
     est = swap_propensities(**table, bootstrap=200, level=0.95, rng=0)
     np.testing.assert_allclose(est.propensity, [1.0, 5 / 12])
     np.testing.assert_allclose(est.low[1:], [0.25])

@@ -52,12 +52,15 @@ def test_layers_of_one_unit_are_accepted():
     assert init_mlp(1, hidden=(1,), rng=np.random.default_rng(0)).hidden == (1,)
 
 
-@pytest.mark.parametrize("activation, first_limit", [
-    ("relu", math.sqrt(6 / 50)),            # He: sqrt(6 / fan_in)
-    ("sigmoid", 4 * math.sqrt(6 / 52)),     # Glorot's uniform limit, times 4 for the logistic
-    ("tanh", math.sqrt(6 / 52)),            # Glorot: sqrt(6 / (fan_in + fan_out))
-    ("linear", math.sqrt(6 / 52)),
-])
+@pytest.mark.parametrize(
+    "activation, first_limit",
+    [
+        ("relu", math.sqrt(6 / 50)),  # He: sqrt(6 / fan_in)
+        ("sigmoid", 4 * math.sqrt(6 / 52)),  # Glorot's uniform limit, times 4 for the logistic
+        ("tanh", math.sqrt(6 / 52)),  # Glorot: sqrt(6 / (fan_in + fan_out))
+        ("linear", math.sqrt(6 / 52)),
+    ],
+)
 def test_initial_weights_fill_their_documented_ranges(activation, first_limit):
     # the output layer (2 -> 1) is Glorot's sqrt(6 / 3) for every activation. The largest of
     # n uniform draws is below 0.97 of the limit with probability 0.97^n (< 1e-2 for the 200
@@ -121,8 +124,9 @@ def test_click_batches_cut_at_batch_docs_in_query_order_without_rng():
     assert [b.clicks.doc.tolist() for b in batches] == [[1, 2], [0, 4]]
     assert [b.clicks.cost.tolist() for b in batches] == [[1.0, 4.0], [0.5, -2.0]]
     # clicks without costs give batches without them
-    assert all(b.clicks.cost is None for b in click_batches(offsets, Clicks(clicks.query, clicks.doc), batch_docs=4,
-                                                            rng=None))
+    assert all(
+        b.clicks.cost is None for b in click_batches(offsets, Clicks(clicks.query, clicks.doc), batch_docs=4, rng=None)
+    )
     # kills `batch_docs < 1` -> `<= 1` / `< 2`: one document per batch is allowed, one query each
     assert len(click_batches(offsets, clicks, batch_docs=1, rng=None)) == 4
 
@@ -130,8 +134,9 @@ def test_click_batches_cut_at_batch_docs_in_query_order_without_rng():
 def test_click_batches_shuffle_queries_with_an_rng():
     offsets = np.array([0, 2, 5, 6, 10])
     order = np.random.default_rng(3).permutation(4)
-    batches = click_batches(offsets, Clicks(np.array([0, 1, 2, 3]), np.array([1, 2, 5, 9])), batch_docs=1,
-                            rng=np.random.default_rng(3))
+    batches = click_batches(
+        offsets, Clicks(np.array([0, 1, 2, 3]), np.array([1, 2, 5, 9])), batch_docs=1, rng=np.random.default_rng(3)
+    )
     assert [int(b.rows[0]) for b in batches] == offsets[order].tolist()
 
 
@@ -141,7 +146,7 @@ def _adam_by_hand(p, grads, lr, *, beta1=0.9, beta2=0.999, epsilon=1e-8, l2=0.0)
         g = g + l2 * p
         m = beta1 * m + (1 - beta1) * g
         v = beta2 * v + (1 - beta2) * g * g
-        p = p - lr * (m / (1 - beta1 ** t)) / (math.sqrt(v / (1 - beta2 ** t)) + epsilon)
+        p = p - lr * (m / (1 - beta1**t)) / (math.sqrt(v / (1 - beta2**t)) + epsilon)
     return p
 
 
@@ -156,7 +161,8 @@ def test_adam_three_steps_with_changing_gradients_and_the_default_betas():
         adam.step([np.array([g])], 0.1)
     assert p[0][0] == pytest.approx(_adam_by_hand(0.5, [1.0, 3.0, -2.0], 0.1), rel=1e-13, abs=1e-15)
     assert _adam_by_hand(0.5, [1.0, 3.0, -2.0], 0.1) != pytest.approx(
-        _adam_by_hand(0.5, [1.0, 3.0, -2.0], 0.1, epsilon=-1e-8), rel=1e-13, abs=1e-15)
+        _adam_by_hand(0.5, [1.0, 3.0, -2.0], 0.1, epsilon=-1e-8), rel=1e-13, abs=1e-15
+    )
 
 
 def test_adam_l2_decay_adds_wd_times_w_to_the_gradient():

@@ -31,7 +31,7 @@ def test_policy_propensity_takes_one_sample_and_refuses_none():
     # one ranking: within each query one document at rank 1 (theta 1) and one at rank 2
     # (theta 0.5); the rest get the floor, one display at the least examined rank / 1 sample
     for q in range(2):
-        np.testing.assert_array_equal(np.sort(rho[OFFSETS[q]:OFFSETS[q + 1]])[-2:], [0.5, 1.0])
+        np.testing.assert_array_equal(np.sort(rho[OFFSETS[q] : OFFSETS[q + 1]])[-2:], [0.5, 1.0])
     assert np.all(rho >= 0.5)
     with pytest.raises(ValueError, match="samples must be at least 1, found 0"):
         policy_propensity(SCORES, OFFSETS, examination, temperature=1.0, rng=np.random.default_rng(0), samples=0)
@@ -40,8 +40,9 @@ def test_policy_propensity_takes_one_sample_and_refuses_none():
 def test_policy_propensity_default_resolution_is_one_display_in_1000():
     # kills the default `samples: int = 1000` -> 1001: a document never displayed (score -60
     # against 0, P(first) = e^-60) gets the Monte Carlo resolution min theta / samples
-    far = policy_propensity(np.array([0.0, -60.0]), np.array([0, 2]), np.array([0.0, 1.0]), temperature=1.0,
-                            rng=np.random.default_rng(0))
+    far = policy_propensity(
+        np.array([0.0, -60.0]), np.array([0, 2]), np.array([0.0, 1.0]), temperature=1.0, rng=np.random.default_rng(0)
+    )
     np.testing.assert_array_equal(far, [1.0, 1.0 / 1000])
 
 
@@ -55,7 +56,11 @@ def test_the_chunk_size_does_not_change_the_estimate():
     # the docstring's promise behind the equivalent chunk_docs mutants (bench/mutation.toml):
     # the draws are consumed in the same order whatever the chunking
     examination = np.array([0.0, 1.0, 0.5])
-    runs = [policy_propensity(SCORES, OFFSETS, examination, temperature=1.0, rng=np.random.default_rng(1),
-                              samples=50, chunk_docs=chunk) for chunk in (1, 7, 20, 1 << 22)]
+    runs = [
+        policy_propensity(
+            SCORES, OFFSETS, examination, temperature=1.0, rng=np.random.default_rng(1), samples=50, chunk_docs=chunk
+        )
+        for chunk in (1, 7, 20, 1 << 22)
+    ]
     for rho in runs[1:]:
         np.testing.assert_array_equal(rho, runs[0])

@@ -28,8 +28,9 @@ from tests.core.test_propensity import (
 
 
 def _estimate(k=3):
-    return PropensityEstimate(np.arange(1, k + 1), 1.0 / np.arange(1, k + 1), np.full(k, np.nan),
-                              np.full(k, np.nan), 0.9, "x")
+    return PropensityEstimate(
+        np.arange(1, k + 1), 1.0 / np.arange(1, k + 1), np.full(k, np.nan), np.full(k, np.nan), 0.9, "x"
+    )
 
 
 def test_an_estimate_is_immutable_compared_by_identity_and_checks_its_ranks():
@@ -57,21 +58,31 @@ def test_at_takes_whole_ranks_of_any_dtype_and_refuses_the_rest():
         est.at(np.array([0.0, 2.0]))
 
 
-_OK = {"query": np.zeros(4, dtype=int), "doc": np.array([0, 1, 0, 1]), "rank": np.array([1, 2, 2, 1]),
-       "ranker": np.array([0, 0, 1, 1]), "impressions": np.full(4, 10), "clicks": np.array([3, 1, 2, 2])}
+_OK = {
+    "query": np.zeros(4, dtype=int),
+    "doc": np.array([0, 1, 0, 1]),
+    "rank": np.array([1, 2, 2, 1]),
+    "ranker": np.array([0, 0, 1, 1]),
+    "impressions": np.full(4, 10),
+    "clicks": np.array([3, 1, 2, 2]),
+}
 
 
 def test_the_table_takes_whole_floats_bools_and_empty_rows_and_names_the_first_bad_row():
-    t = P._check_table(**{**_OK, "rank": np.array([1.0, 2.0, 2.0, 1.0]),
-                          "ranker": np.array([False, False, True, True])})
+    t = P._check_table(
+        **{**_OK, "rank": np.array([1.0, 2.0, 2.0, 1.0]), "ranker": np.array([False, False, True, True])}
+    )
     np.testing.assert_array_equal(t.rank, [1, 2, 2, 1])
     assert t.rank.dtype == np.int64 and t.ranker.dtype == np.int64
     # a row never shown (0 impressions, 0 clicks) is allowed, and harvesting ignores it
     zero = {name: np.r_[values, values[:1]] for name, values in _OK.items()}
     zero["impressions"][-1] = zero["clicks"][-1] = 0
     zero["rank"][-1] = 2
-    np.testing.assert_allclose(harvest_propensities(**zero, bootstrap=0, rng=0).propensity,
-                               harvest_propensities(**_OK, bootstrap=0, rng=0).propensity, rtol=1e-12)
+    np.testing.assert_allclose(
+        harvest_propensities(**zero, bootstrap=0, rng=0).propensity,
+        harvest_propensities(**_OK, bootstrap=0, rng=0).propensity,
+        rtol=1e-12,
+    )
     with pytest.raises(ValueError, match=r"clicks must hold whole numbers; row 1 has .*inf"):
         P._check_table(**{**_OK, "clicks": np.array([1.0, np.inf, 2.0, 0.5])})
     with pytest.raises(ValueError, match=r"clicks must be a flat array, found shape \(2, 2\)"):
@@ -103,11 +114,15 @@ def test_percentile_band_is_the_quantiles_of_the_usable_replicates_widened_to_th
     # 5 replicates x 4 ranks: a column with NaNs uses its finite entries only, one with a single
     # finite replicate gets that value, an all-NaN column stays NaN, and the band is widened to
     # hold the estimate.
-    replicates = np.array([[1.0, 0.1, np.nan, np.nan],
-                           [1.0, 0.5, 0.4, np.nan],
-                           [1.0, 0.3, np.nan, np.nan],
-                           [1.0, 0.2, np.nan, np.nan],
-                           [1.0, 0.4, np.nan, np.nan]])
+    replicates = np.array(
+        [
+            [1.0, 0.1, np.nan, np.nan],
+            [1.0, 0.5, 0.4, np.nan],
+            [1.0, 0.3, np.nan, np.nan],
+            [1.0, 0.2, np.nan, np.nan],
+            [1.0, 0.4, np.nan, np.nan],
+        ]
+    )
     estimate = np.array([1.0, 0.05, 0.6, 0.7])
     with warnings.catch_warnings():  # the all-NaN column is left out, not quantiled ("All-NaN slice")
         warnings.simplefilter("error")
@@ -149,6 +164,7 @@ def test_query_resamples_draw_every_query_alike_and_need_an_rng():
     np.testing.assert_allclose(counts.mean(axis=0), 1.0, atol=0.08)
     with pytest.raises(ValueError, match="the bootstrap needs rng"):
         P._query_resamples(4, 3, None)
+
 
 # --------------------------------------------------------------------------- harvesting, piece by piece
 # (each test names what of cltr/core/propensity/harvest.py it pins; bench/mutation.py)
@@ -248,6 +264,7 @@ def test_a_chunk_without_kept_rows_or_interventions_has_empty_statistics():
 
 def test_pair_relevance_maximises_the_pair_likelihood():
     from scipy.optimize import minimize_scalar
+
     rng = np.random.default_rng(8)
     for _ in range(20):
         pa, pb = rng.uniform(0.05, 1.0, 2)
@@ -259,8 +276,12 @@ def test_pair_relevance_maximises_the_pair_likelihood():
         top = 1.0 / max(pa, pb)
 
         def nll(c, pa=pa, pb=pb, ca=ca, ua=ua, cb=cb, ub=ub):
-            return -(ca * np.log(pa * c) + ua * np.log1p(-min(pa * c, 1 - 1e-15))
-                     + cb * np.log(pb * c) + ub * np.log1p(-min(pb * c, 1 - 1e-15)))
+            return -(
+                ca * np.log(pa * c)
+                + ua * np.log1p(-min(pa * c, 1 - 1e-15))
+                + cb * np.log(pb * c)
+                + ub * np.log1p(-min(pb * c, 1 - 1e-15))
+            )
 
         best = minimize_scalar(nll, bounds=(1e-12, top), method="bounded", options={"xatol": 1e-12})
         got = P._pair_relevance(pa, pb, ca, ua, cb, ub)
@@ -270,8 +291,14 @@ def test_pair_relevance_maximises_the_pair_likelihood():
 
 def test_a_rank_never_clicked_goes_to_the_lower_bound():
     # rank 2 never clicked in its pair: the likelihood rises as p_2 -> 0, held at the bound 1e-8.
-    table = {"query": [0, 0, 0, 0], "doc": [0, 1, 0, 1], "rank": [1, 2, 2, 1], "ranker": [0, 0, 1, 1],
-             "impressions": [10, 10, 10, 10], "clicks": [4, 0, 0, 3]}
+    table = {
+        "query": [0, 0, 0, 0],
+        "doc": [0, 1, 0, 1],
+        "rank": [1, 2, 2, 1],
+        "ranker": [0, 0, 1, 1],
+        "impressions": [10, 10, 10, 10],
+        "clicks": [4, 0, 0, 3],
+    }
     est = harvest_propensities(**table, bootstrap=0, rng=0)
     assert est.propensity[1] == pytest.approx(1e-8, rel=1e-9) and est.info["converged"]
 
@@ -279,9 +306,14 @@ def test_a_rank_never_clicked_goes_to_the_lower_bound():
 def test_harvest_info_and_the_disconnected_replicates():
     # Query 0 swaps ranks 1 and 2, query 1 ranks 2 and 3: a resample without query 0 leaves
     # ranks 2 and 3 unconnected to rank 1, one without query 1 leaves rank 3.
-    table = {"query": [0, 0, 0, 0, 1, 1, 1, 1], "doc": [0, 1, 0, 1, 2, 3, 2, 3],
-             "rank": [1, 2, 2, 1, 2, 3, 3, 2], "ranker": [0, 0, 1, 1, 0, 0, 1, 1],
-             "impressions": [20, 20, 20, 20, 30, 30, 30, 30], "clicks": [8, 3, 4, 6, 9, 5, 6, 7]}
+    table = {
+        "query": [0, 0, 0, 0, 1, 1, 1, 1],
+        "doc": [0, 1, 0, 1, 2, 3, 2, 3],
+        "rank": [1, 2, 2, 1, 2, 3, 3, 2],
+        "ranker": [0, 0, 1, 1, 0, 0, 1, 1],
+        "impressions": [20, 20, 20, 20, 30, 30, 30, 30],
+        "clicks": [8, 3, 4, 6, 9, 5, 6, 7],
+    }
     est = harvest_propensities(**table, bootstrap=40, rng=3)
     counts = P._query_resamples(2, 40, 3)
     assert est.info["bootstrap_disconnected"] == int(2 * np.sum(counts[:, 0] == 0) + np.sum(counts[:, 1] == 0))
@@ -294,9 +326,13 @@ def test_harvest_info_and_the_disconnected_replicates():
     wide = {name: np.r_[np.asarray(v)[:4], np.asarray(v)[:4]] for name, v in table.items()}
     wide["query"] = np.r_[np.zeros(4, int), np.ones(4, int)]
     wide["rank"] = np.r_[[1, 2, 2, 1], [12, 13, 13, 12]]
-    with pytest.raises(ValueError, match=r"rank 3 has no intervention pair connecting it to rank 1 \(ranks without "
-                                         r"one: 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, \.\.\.\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"rank 3 has no intervention pair connecting it to rank 1 \(ranks without "
+        r"one: 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, \.\.\.\)",
+    ):
         harvest_propensities(**wide, bootstrap=0, rng=0)
+
 
 # --------------------------------------------------------------------------- regression EM, piece by piece
 # (each test names what of cltr/core/propensity/em.py it pins; bench/mutation.py)
@@ -376,18 +412,21 @@ def test_a_theta_at_one_pushed_beyond_is_held_and_newton_needs_a_negative_defini
     assert EM._em_newton_direction(np.array([-1.0, -0.5, -0.2]), grad, -hess) is None
 
 
-@pytest.mark.parametrize("name,value,message", [
-    ("iterations", 0, "iterations must be an integer >= 1"),
-    ("iterations", True, "iterations must be an integer >= 1"),
-    ("iterations", 2.0, "iterations must be an integer >= 1"),
-    ("tol", 0.0, "tol must be positive"),
-    ("l2", -1e-9, "l2 must be >= 0"),
-    ("newton_steps", 0, "newton_steps must be an integer >= 1"),
-    ("newton_steps", True, "newton_steps must be an integer >= 1"),
-    ("newton_steps", 1.0, "newton_steps must be an integer >= 1"),
-    ("cross_fit", True, "cross_fit must be an integer >= 1"),
-    ("cross_fit", 2.0, "cross_fit must be an integer >= 1"),
-])
+@pytest.mark.parametrize(
+    "name,value,message",
+    [
+        ("iterations", 0, "iterations must be an integer >= 1"),
+        ("iterations", True, "iterations must be an integer >= 1"),
+        ("iterations", 2.0, "iterations must be an integer >= 1"),
+        ("tol", 0.0, "tol must be positive"),
+        ("l2", -1e-9, "l2 must be >= 0"),
+        ("newton_steps", 0, "newton_steps must be an integer >= 1"),
+        ("newton_steps", True, "newton_steps must be an integer >= 1"),
+        ("newton_steps", 1.0, "newton_steps must be an integer >= 1"),
+        ("cross_fit", True, "cross_fit must be an integer >= 1"),
+        ("cross_fit", 2.0, "cross_fit must be an integer >= 1"),
+    ],
+)
 def test_em_options_are_checked(name, value, message):
     with pytest.raises(ValueError, match=message):
         em_propensities([0, 0], [0, 1], [1, 2], [5, 5], [2, 1], X=np.eye(2), bootstrap=0, rng=0, **{name: value})
@@ -397,8 +436,17 @@ def test_em_accepts_the_boundary_options_and_reports_its_info():
     rng = np.random.default_rng(9)
     table, X, _ = simulate_table(40, 4, eta=1.0, sessions=20, rng=rng, n_rankers=1, n_features=2)
     t = one_ranker(table)
-    est = em_propensities(**t, X=X, l2=0.0, iterations=1, newton_steps=np.int64(2), cross_fit=np.int64(1),
-                          bootstrap=np.int64(3), level=0.8, rng=0)
+    est = em_propensities(
+        **t,
+        X=X,
+        l2=0.0,
+        iterations=1,
+        newton_steps=np.int64(2),
+        cross_fit=np.int64(1),
+        bootstrap=np.int64(3),
+        level=0.8,
+        rng=0,
+    )
     info = est.info
     assert info["iterations"] == 1 and not info["converged"] and 0 <= info["newton_steps"] <= 1
     assert info["documents"] == 160 and info["features"] == 2
@@ -410,9 +458,9 @@ def test_em_accepts_the_boundary_options_and_reports_its_info():
     assert info["identification_version"] == P.IDENTIFICATION_VERSION
     data = P._em_data(P._check_table(t["query"], t["doc"], t["rank"], None, t["impressions"], t["clicks"]), X, 4)
     coef = np.array(info["relevance_coefficients"])
-    assert info["log_likelihood"] == pytest.approx(P._em_loglik(data, np.array(info["examination"]), coef,
-                                                                data.features @ coef, np.zeros(3)), rel=1e-12)
-
+    assert info["log_likelihood"] == pytest.approx(
+        P._em_loglik(data, np.array(info["examination"]), coef, data.features @ coef, np.zeros(3)), rel=1e-12
+    )
 
 
 def _rank_counts(clicks, impressions, moved=0):
@@ -424,10 +472,17 @@ def _rank_counts(clicks, impressions, moved=0):
         cells += [(k, 0, moved // 2, 0), (k, 1, moved - moved // 2, 0)]
     unit, rank0, n, c = (np.array(v) for v in zip(*cells, strict=True))
     units = unit.max() + 1
-    return EM._EMData(n_queries=units, max_rank=k, cell_unit=unit, cell_rank0=rank0,
-                        cell_impressions=n.astype(float), cell_clicks=c.astype(float),
-                        unit_query=np.arange(units), unit_weight=np.bincount(unit, weights=n).astype(float),
-                        features=np.ones((units, 1)))
+    return EM._EMData(
+        n_queries=units,
+        max_rank=k,
+        cell_unit=unit,
+        cell_rank0=rank0,
+        cell_impressions=n.astype(float),
+        cell_clicks=c.astype(float),
+        unit_query=np.arange(units),
+        unit_weight=np.bincount(unit, weights=n).astype(float),
+        features=np.ones((units, 1)),
+    )
 
 
 @pytest.mark.parametrize("m,third,falls", [(600, 0.3, True), (580, 0.3, False), (100000, 0.32, False)])
@@ -465,10 +520,16 @@ def test_document_ids_are_per_query_and_may_repeat_across_queries():
     # must stay one per pair (a key q / n_docs + d would merge (2, 0) with (0, 1) here).
     table, _ = _tiny_log(7)
     local = {**table, "doc": table["doc"] % 100}  # ids 0..3 in each of the 12 queries
-    np.testing.assert_allclose(harvest_propensities(**local, bootstrap=0, rng=0).propensity,
-                               harvest_propensities(**table, bootstrap=0, rng=0).propensity, rtol=1e-12)
-    assert (P._harvest_statistics(P._check_table(**local), 4).n_intervention_docs
-            == P._harvest_statistics(P._check_table(**table), 4).n_intervention_docs > 40)
+    np.testing.assert_allclose(
+        harvest_propensities(**local, bootstrap=0, rng=0).propensity,
+        harvest_propensities(**table, bootstrap=0, rng=0).propensity,
+        rtol=1e-12,
+    )
+    assert (
+        P._harvest_statistics(P._check_table(**local), 4).n_intervention_docs
+        == P._harvest_statistics(P._check_table(**table), 4).n_intervention_docs
+        > 40
+    )
     single = one_ranker(table)
     X = np.random.default_rng(0).normal(size=(1200, 2))
     local_single = {**single, "doc": single["doc"] % 100}
@@ -491,8 +552,14 @@ def test_ranker_sessions_of_rows_all_beyond_k_are_empty():
 def test_harvest_swap_with_the_lower_rank_clicked_every_time():
     # Rank 2 clicked on all 20 impressions and rank 1 on 6 of 20: c* sits on the bound 1 / p_2,
     # theta_2 = 1 and the click rate at rank 1 is p_1 / p_2 = 0.3, so p_2 = 1 / 0.3.
-    table = {"query": [0, 0, 0, 0], "doc": [0, 1, 0, 1], "rank": [1, 2, 2, 1], "ranker": [0, 0, 1, 1],
-             "impressions": [10, 10, 10, 10], "clicks": [3, 10, 10, 3]}
+    table = {
+        "query": [0, 0, 0, 0],
+        "doc": [0, 1, 0, 1],
+        "rank": [1, 2, 2, 1],
+        "ranker": [0, 0, 1, 1],
+        "impressions": [10, 10, 10, 10],
+        "clicks": [3, 10, 10, 3],
+    }
     est = harvest_propensities(**table, bootstrap=0, rng=0)
     np.testing.assert_allclose(est.propensity, [1.0, 1.0 / 0.3], rtol=1e-9)
     assert est.info["converged"]
@@ -527,8 +594,9 @@ def test_allpairs_profile_derivatives_where_a_rank_is_clicked_every_time(case, s
     clicks, shown = clicks * scale, shown * scale
     log_p = np.array(log_p)
     p = np.exp(log_p)
-    relevance = P._pair_relevance(p[i], p[j], clicks[i, j], shown[i, j] - clicks[i, j], clicks[j, i],
-                                  shown[j, i] - clicks[j, i])
+    relevance = P._pair_relevance(
+        p[i], p[j], clicks[i, j], shown[i, j] - clicks[i, j], clicks[j, i], shown[j, i] - clicks[j, i]
+    )
     if bound:
         assert p[a] * relevance == pytest.approx(1.0, abs=1e-12)
     else:
@@ -546,8 +614,14 @@ def test_allpairs_profile_derivatives_where_a_rank_is_clicked_every_time(case, s
 def test_a_rank_clicked_where_rank_1_never_is_goes_to_the_upper_bound():
     # rank 1 never clicked in its pair, rank 2 clicked: the likelihood rises as p_2 -> infinity,
     # held at the bound 1e4
-    table = {"query": [0, 0, 0, 0], "doc": [0, 1, 0, 1], "rank": [1, 2, 2, 1], "ranker": [0, 0, 1, 1],
-             "impressions": [10, 10, 10, 10], "clicks": [0, 4, 3, 0]}
+    table = {
+        "query": [0, 0, 0, 0],
+        "doc": [0, 1, 0, 1],
+        "rank": [1, 2, 2, 1],
+        "ranker": [0, 0, 1, 1],
+        "impressions": [10, 10, 10, 10],
+        "clicks": [0, 4, 3, 0],
+    }
     est = harvest_propensities(**table, bootstrap=0, rng=0)
     assert est.propensity[1] == pytest.approx(1e4, rel=1e-9) and est.info["converged"]
 
@@ -566,8 +640,12 @@ def test_harvest_statistics_where_every_document_is_shown_at_every_rank():
     # 4 rankers showing 4 documents in the 4 cyclic orders: each (query, document) has a run of
     # 4 cells, and every rank pair (also 1-3, 1-4, 2-4) holds all of them.
     rng = np.random.default_rng(11)
-    rows = [(q, 10 * q + d, (d + r) % 4 + 1, r, 20, int(rng.integers(0, 21))) for q in range(3) for r in range(4)
-            for d in range(4)]
+    rows = [
+        (q, 10 * q + d, (d + r) % 4 + 1, r, 20, int(rng.integers(0, 21)))
+        for q in range(3)
+        for r in range(4)
+        for d in range(4)
+    ]
     table = {name: np.array([row[i] for row in rows]) for i, name in enumerate(COLUMNS)}
     _, clicks, shown = _brute_force_allpairs(table, {r: 60.0 for r in range(4)}, K=4)
     got_clicks, got_shown = P._harvest_statistics(P._check_table(**table), 4).totals()
@@ -685,8 +763,9 @@ def test_tree_em_with_an_intercept_only_model_converges():
 
     theta, _, iterations, converged, _ = EM._em_fit_trees(data, intercept, iterations=200, tol=1e-8)
     assert converged and iterations < 200
-    rate = (np.bincount(data.cell_rank0, weights=data.cell_clicks)
-            / np.bincount(data.cell_rank0, weights=data.cell_impressions))
+    rate = np.bincount(data.cell_rank0, weights=data.cell_clicks) / np.bincount(
+        data.cell_rank0, weights=data.cell_impressions
+    )
     np.testing.assert_allclose(theta / theta[0], rate / rate[0], rtol=1e-5)
 
 

@@ -44,20 +44,23 @@ def test_the_containers_are_immutable(toy_queries):
         dataset.relevant_from = 2
 
 
-@pytest.mark.parametrize("changes, message", [
-    # each breaks one condition only (kills `or` -> `and` and every removed raise)
-    ({"X": np.arange(6.0)}, "X must be a 2-D float array, found 1-D"),
-    ({"X": np.arange(6).reshape(3, 2)}, "X must be a 2-D float array, found 2-D int"),
-    ({"labels": np.array([[0, 1, 2]])}, r"labels must be integers of shape \(3,\)"),
-    ({"labels": np.array([0, 1])}, r"labels must be integers of shape \(3,\)"),
-    ({"labels": np.array([0.0, 1.0, 2.0])}, r"labels must be integers of shape \(3,\)"),
-    ({"offsets": np.array([[0, 1, 3]])}, "offsets must be integers of shape"),
-    ({"offsets": np.array([0.0, 1.0, 3.0])}, "offsets must be integers of shape"),
-    ({"offsets": np.array([0]), "qid": np.array([], dtype=np.int64)}, "offsets must be integers of shape"),
-    ({"offsets": np.array([1, 2, 3])}, "offsets must run from 0 to n_docs = 3, found 1 to 3"),
-    ({"offsets": np.array([0, 1, 2])}, "offsets must run from 0 to n_docs = 3, found 0 to 2"),
-    ({"qid": np.array([7, 8, 9])}, r"qid must have shape \(2,\), found \(3,\)"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        # each breaks one condition only (kills `or` -> `and` and every removed raise)
+        ({"X": np.arange(6.0)}, "X must be a 2-D float array, found 1-D"),
+        ({"X": np.arange(6).reshape(3, 2)}, "X must be a 2-D float array, found 2-D int"),
+        ({"labels": np.array([[0, 1, 2]])}, r"labels must be integers of shape \(3,\)"),
+        ({"labels": np.array([0, 1])}, r"labels must be integers of shape \(3,\)"),
+        ({"labels": np.array([0.0, 1.0, 2.0])}, r"labels must be integers of shape \(3,\)"),
+        ({"offsets": np.array([[0, 1, 3]])}, "offsets must be integers of shape"),
+        ({"offsets": np.array([0.0, 1.0, 3.0])}, "offsets must be integers of shape"),
+        ({"offsets": np.array([0]), "qid": np.array([], dtype=np.int64)}, "offsets must be integers of shape"),
+        ({"offsets": np.array([1, 2, 3])}, "offsets must run from 0 to n_docs = 3, found 1 to 3"),
+        ({"offsets": np.array([0, 1, 2])}, "offsets must run from 0 to n_docs = 3, found 0 to 2"),
+        ({"qid": np.array([7, 8, 9])}, r"qid must have shape \(2,\), found \(3,\)"),
+    ],
+)
 def test_check_queries_names_each_violation(changes, message):
     with pytest.raises(ValueError, match=message):
         check_queries(_queries(**changes), where="toy")

@@ -19,7 +19,7 @@ def test_ndcg_of_a_query_without_relevant_documents_is_nan_without_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         values = ndcg_per_query(ranks, relevant, np.array([0, 2, 4]))
-    assert values[0] == pytest.approx(1 / np.log2(3))   # DCG 1/log2(3) over ideal 1
+    assert values[0] == pytest.approx(1 / np.log2(3))  # DCG 1/log2(3) over ideal 1
     assert np.isnan(values[1])
 
 

@@ -7,8 +7,10 @@ import pytest
 from cltr.core.resources import describe_bytes, physical_memory
 
 
-@pytest.mark.parametrize("pages, size, expected", [(1, 1, 1), (3, 4096, 3 * 4096), (0, 4096, None), (-1, 4096, None),
-                                                   (4096, 0, None), (4096, -1, None)])
+@pytest.mark.parametrize(
+    "pages, size, expected",
+    [(1, 1, 1), (3, 4096, 3 * 4096), (0, 4096, None), (-1, 4096, None), (4096, 0, None), (4096, -1, None)],
+)
 def test_physical_memory_is_unknown_unless_both_counts_are_positive(monkeypatch, pages, size, expected):
     # kills `pages > 0 and size > 0` -> `or`, `>=` for either `>`, and `> 1` for either `> 0`:
     # sysconf answers -1 (or 0) for a count the system does not know

@@ -14,8 +14,8 @@ def test_ess_fraction_by_hand():
     # information, an effective sample of none
     assert ess_fraction(np.zeros(3)) == 0.0
     assert ess_fraction(np.ones(4)) == 1.0
-    assert ess_fraction(np.array([1.0, 0.0, 0.0, 0.0])) == 0.25    # (1)^2 / 1 / 4
-    assert ess_fraction(np.array([1.0, -1.0])) == 1.0               # |w| for signed weights
+    assert ess_fraction(np.array([1.0, 0.0, 0.0, 0.0])) == 0.25  # (1)^2 / 1 / 4
+    assert ess_fraction(np.array([1.0, -1.0])) == 1.0  # |w| for signed weights
 
 
 def test_a_single_document_query_does_not_vary_the_query_before_it():
@@ -24,7 +24,7 @@ def test_a_single_document_query_does_not_vary_the_query_before_it():
     # of the starts would fold its row into query 0, whose two rows are equal
     # (and `sizes > 0` -> `sizes >= 0`: an empty last query would start past the last row)
     X = np.array([[1.0, 5.0], [1.0, 5.0], [2.0, 5.0], [0.0, 0.0], [0.0, 1.0]])
-    offsets = np.array([0, 2, 3, 3, 5, 5])       # queries 2 and 4 are empty
+    offsets = np.array([0, 2, 3, 3, 5, 5])  # queries 2 and 4 are empty
     np.testing.assert_array_equal(varied_queries(X, offsets), [False, False, False, True, False])
 
 
@@ -46,11 +46,19 @@ def test_paired_estimate_of_weights_summing_to_zero_is_nan():
 def test_grid_edges_skip_rows_without_a_number_on_the_axis():
     # kills the first `and` -> `or` of the filter of tried values: a row whose TAU is None
     # (the unclipped candidate) or a word is not a value tried on the TAU axis
-    table = [{"C": 0.1, "tau": None}, {"C": 1.0, "tau": "none"}, {"C": 10.0, "tau": 0.1},
-             {"C": 10.0, "tau": 0.3}, {"C": 10.0, "tau": 0.03}, {"C": 1.0, "tau": True}]
+    table = [
+        {"C": 0.1, "tau": None},
+        {"C": 1.0, "tau": "none"},
+        {"C": 10.0, "tau": 0.1},
+        {"C": 10.0, "tau": 0.3},
+        {"C": 10.0, "tau": 0.03},
+        {"C": 1.0, "tau": True},
+    ]
     edges = edges_of_grid(table, {"C": 10.0, "tau": 0.3}, axes=("C", "tau"))
-    assert edges == [{"axis": "C", "value": 10.0, "side": "high", "grid": [0.1, 1.0, 10.0]},
-                     {"axis": "tau", "value": 0.3, "side": "high", "grid": [0.03, 0.1, 0.3]}]
+    assert edges == [
+        {"axis": "C", "value": 10.0, "side": "high", "grid": [0.1, 1.0, 10.0]},
+        {"axis": "tau", "value": 0.3, "side": "high", "grid": [0.03, 0.1, 0.3]},
+    ]
 
 
 def test_a_grid_holding_zero_is_refused():

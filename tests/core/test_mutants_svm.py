@@ -28,10 +28,15 @@ def slsqp_dual(g, b):
     """max_β b.β - ½‖β g‖² over the simplex by a generic solver."""
     G = g @ g.T
     k = len(b)
-    result = minimize(lambda x: 0.5 * x @ G @ x - b @ x, np.full(k, 1.0 / k), jac=lambda x: G @ x - b,
-                      method="SLSQP", bounds=[(0, None)] * k,
-                      constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1.0}],
-                      options={"ftol": 1e-15, "maxiter": 1000})
+    result = minimize(
+        lambda x: 0.5 * x @ G @ x - b @ x,
+        np.full(k, 1.0 / k),
+        jac=lambda x: G @ x - b,
+        method="SLSQP",
+        bounds=[(0, None)] * k,
+        constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1.0}],
+        options={"ftol": 1e-15, "maxiter": 1000},
+    )
     return -result.fun
 
 
@@ -84,7 +89,7 @@ def test_every_plane_qp_solve_is_optimal_as_planes_arrive(case):
     for t in range(1, k):
         qp.add(b[t], g[t])
         w, value = qp.solve(1e-12 * max(1.0, abs(float(b[t]))))
-        assert_qp_optimal(qp, w, value, g[:t + 1], b[:t + 1], 1e-12 * max(1.0, abs(float(b[t]))))
+        assert_qp_optimal(qp, w, value, g[: t + 1], b[: t + 1], 1e-12 * max(1.0, abs(float(b[t]))))
 
 
 def test_plane_qp_is_scale_invariant():
@@ -147,8 +152,7 @@ def test_plane_qp_restart_keeps_only_the_new_plane():
     for t in range(20, 40):
         qp.add(b[t], g[t])
         w, value = qp.solve(1e-12)
-        assert_qp_optimal(qp, w, value, kept_g[:t - 17], kept_b[:t - 17], 1e-12)
-
+        assert_qp_optimal(qp, w, value, kept_g[: t - 17], kept_b[: t - 17], 1e-12)
 
 
 def test_a_plane_idle_for_more_than_IDLE_solves_is_dropped_and_no_other():
@@ -164,7 +168,7 @@ def test_a_plane_idle_for_more_than_IDLE_solves_is_dropped_and_no_other():
     qp.add(-1e3, useless)  # far below the objective: never in use
     for solve in range(1, _IDLE + 3):
         qp.solve(1e-12)
-        kept = [tuple(g) for g in qp.g[:qp.size]]
+        kept = [tuple(g) for g in qp.g[: qp.size]]
         assert (1.0, 0.0, 0.0) in kept
         assert (tuple(useless) in kept) == (solve <= _IDLE), solve
         # a second useless plane, one solve younger, outlives the first by one solve
@@ -197,21 +201,31 @@ def brute_objective(w, X, offsets, click_query, click_doc, cost, C):
     return 0.5 * float(w @ w) + C / len(click_doc) * total
 
 
-@pytest.mark.parametrize("change, message", [
-    (dict(offsets=np.array([0.0, 2.0, 5.0])), "offsets must be a 1-D integer array"),
-    (dict(offsets=np.array([[0, 2, 5]])), "offsets must be a 1-D integer array"),
-    (dict(offsets=np.zeros(0, dtype=np.int64)), "offsets must be a 1-D integer array"),
-    (dict(click_query=np.array([[0, 1]])), "click_query and click_doc must be 1-D"),
-    (dict(click_doc=np.array([[1, 3]])), "click_query and click_doc must be 1-D"),
-    (dict(click_query=np.array([0, 1, 1])), "click_query and click_doc must have one entry per example"),
-    (dict(click_doc=np.array([1.0, 3.0])), "click_doc must hold integer indices, found dtype float64"),
-    (dict(click_query=np.array([0.0, 1.0])), "click_query must hold integer indices, found dtype float64"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(offsets=np.array([0.0, 2.0, 5.0])), "offsets must be a 1-D integer array"),
+        (dict(offsets=np.array([[0, 2, 5]])), "offsets must be a 1-D integer array"),
+        (dict(offsets=np.zeros(0, dtype=np.int64)), "offsets must be a 1-D integer array"),
+        (dict(click_query=np.array([[0, 1]])), "click_query and click_doc must be 1-D"),
+        (dict(click_doc=np.array([[1, 3]])), "click_query and click_doc must be 1-D"),
+        (dict(click_query=np.array([0, 1, 1])), "click_query and click_doc must have one entry per example"),
+        (dict(click_doc=np.array([1.0, 3.0])), "click_doc must hold integer indices, found dtype float64"),
+        (dict(click_query=np.array([0.0, 1.0])), "click_query must hold integer indices, found dtype float64"),
+    ],
+)
 def test_malformed_problems_are_refused(change, message):
     # kills problem.py's removed raises (offsets, 1-D clicks, lengths, integer indices) and
     # `or` -> `and` in their conditions
-    arguments = dict(w=np.zeros(3), X=np.ones((5, 3)), offsets=[0, 2, 5], click_query=np.array([0, 1]),
-                     click_doc=np.array([1, 3]), cost=np.array([1.0, 2.0]), C=1.0)
+    arguments = dict(
+        w=np.zeros(3),
+        X=np.ones((5, 3)),
+        offsets=[0, 2, 5],
+        click_query=np.array([0, 1]),
+        click_doc=np.array([1, 3]),
+        cost=np.array([1.0, 2.0]),
+        C=1.0,
+    )
     arguments.update(change)
     with pytest.raises(ValueError, match=message):
         pairwise_objective(*arguments.values())
@@ -278,11 +292,13 @@ def test_small_pair_blocks_give_the_same_objective_and_optimum(monkeypatch, bloc
     rng = np.random.default_rng(9)
     for w in (np.zeros(3), rng.normal(size=3)):
         assert pairwise_objective(w, X, offsets, click_query, click_doc, cost, 2.0) == pytest.approx(
-            brute_objective(w, X, offsets, click_query, click_doc, cost, 2.0), rel=1e-12)
+            brute_objective(w, X, offsets, click_query, click_doc, cost, 2.0), rel=1e-12
+        )
     result = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 2.0, tol=1e-8)
     assert result.converged
     assert result.objective == pytest.approx(
-        brute_objective(result.w, X, offsets, click_query, click_doc, cost, 2.0), rel=1e-12)
+        brute_objective(result.w, X, offsets, click_query, click_doc, cost, 2.0), rel=1e-12
+    )
     # both certificates bound the one optimum
     assert result.lower_bound <= unblocked.objective * (1 + 1e-12)
     assert unblocked.lower_bound <= result.objective * (1 + 1e-12)
@@ -296,8 +312,8 @@ def test_float32_objective_is_the_exact_objective_of_its_values():
     X32 = (100.0 * X).astype(np.float32)  # large margins: a float32 product misses by ~1e-5
     w = np.random.default_rng(10).normal(size=3)
     assert pairwise_objective(w, X32, offsets, click_query, click_doc, cost, 1.0) == pytest.approx(
-        pairwise_objective(w, X32.astype(np.float64), offsets, click_query, click_doc, cost, 1.0), rel=1e-13)
-
+        pairwise_objective(w, X32.astype(np.float64), offsets, click_query, click_doc, cost, 1.0), rel=1e-13
+    )
 
 
 # --------------------------------------------------------------------------- pairs.py
@@ -346,8 +362,7 @@ def test_line_search_is_exact_whatever_the_samples_bracket(share, curvature):
     assert change0 == pytest.approx(phi(k0) - phi(0.0), rel=1e-9)
     grid = np.linspace(0.0, 3.0 * k0, 301)
     assert phi(k0) <= min(phi(k) for k in grid) + 1e-12 * abs(phi(k0))
-    for low, high in ((0.0, 1e-3 * k0), (0.1 * k0, 0.2 * k0), (2.0 * k0, np.inf), (3.0 * k0, 4.0 * k0),
-                      (0.0, np.inf)):
+    for low, high in ((0.0, 1e-3 * k0), (0.1 * k0, 0.2 * k0), (2.0 * k0, np.inf), (3.0 * k0, 4.0 * k0), (0.0, np.inf)):
         pairs = pairs_with_state(slack, slope, weight)
         pairs.bracket = lambda *_, bounds=(low, high): bounds
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -381,22 +396,24 @@ def test_line_root_over_many_breakpoints_is_a_minimiser(share, ties, curvature):
     assert k > 0 and left <= 1e-9 * scale and right >= -1e-9 * scale
 
 
-
 def test_runs_of_zero_weight_are_left_out_whatever_their_length():
     # an example of cost 0 changes nothing: the solve with it equals the solve without it, also
     # when its run has a single pair (a query of two documents) and the other runs are kept
     # (kills `keep[problem.count > 0]` -> `> 1`, which then leaves the pairs misaligned)
     X, offsets, click_query, click_doc, cost = tiny_problem(19, sizes=(2, 5, 4, 6), n_examples=10)
-    click_query, click_doc, cost = (np.concatenate([[0], click_query[click_query > 0]]),
-                                    np.concatenate([[1], click_doc[click_query > 0]]),
-                                    np.concatenate([[0.0], cost[click_query > 0]]))
+    click_query, click_doc, cost = (
+        np.concatenate([[0], click_query[click_query > 0]]),
+        np.concatenate([[1], click_doc[click_query > 0]]),
+        np.concatenate([[0.0], cost[click_query > 0]]),
+    )
     n = len(click_doc)
     with_zero = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 2.0, tol=1e-9)
     # without the example, C rescaled so that a_i = C c_i / n stays the same
     without = solve_pairwise_svm(X, offsets, click_query[1:], click_doc[1:], cost[1:], 2.0 * (n - 1) / n, tol=1e-9)
     assert with_zero.objective == pytest.approx(without.objective, rel=1e-7)
     assert with_zero.objective == pytest.approx(
-        brute_objective(with_zero.w, X, offsets, click_query, click_doc, cost, 2.0), rel=1e-12)
+        brute_objective(with_zero.w, X, offsets, click_query, click_doc, cost, 2.0), rel=1e-12
+    )
 
 
 # --------------------------------------------------------------------------- ocas.py
@@ -452,7 +469,6 @@ def test_an_extreme_C_with_ordinary_weights_blames_C_only():
     assert message.endswith("use a smaller C") and "propensity" not in message and "clip" not in message
 
 
-
 class _Queries:
     """The three fields of cltr.core.queries.Queries the trainers read."""
 
@@ -483,4 +499,5 @@ def test_the_paper_trainers_solve_their_problems_to_the_default_gap():
     clicks = train_svm_on_clicks(queries, click_query, click_doc, cost, C=10.0)
     assert clicks.converged and clicks.gap <= 1e-3
     assert clicks.objective == pytest.approx(
-        brute_objective(clicks.w, X, offsets, click_query, click_doc, cost, 10.0), rel=1e-12)
+        brute_objective(clicks.w, X, offsets, click_query, click_doc, cost, 10.0), rel=1e-12
+    )

@@ -15,9 +15,14 @@ _NO_REPLICATES = np.empty((0, 2, 2))
 
 
 def _estimate(replicates=_NO_REPLICATES, level=0.9) -> TrustEstimate:
-    return TrustEstimate(rank=np.array([1, 2]), relevant_click=np.array([0.5, 0.25]),
-                         irrelevant_click=np.array([0.1, 0.05]), prior=np.array([0.5, 0.4]), level=level,
-                         replicates=replicates)
+    return TrustEstimate(
+        rank=np.array([1, 2]),
+        relevant_click=np.array([0.5, 0.25]),
+        irrelevant_click=np.array([0.1, 0.05]),
+        prior=np.array([0.5, 0.4]),
+        level=level,
+        replicates=replicates,
+    )
 
 
 def test_trust_parameters_are_hashable_values_that_cannot_be_rebound():
@@ -30,24 +35,30 @@ def test_trust_parameters_are_hashable_values_that_cannot_be_rebound():
             value.level = 0.5
 
 
-@pytest.mark.parametrize("theta, plus, minus", [
-    ((1.0, 0.5), (0.9,), (0.1, 0.2)),                     # lengths differ
-    (((1.0,), (0.5,)), ((0.9,), (0.9,)), ((0.1,), (0.2,))),  # one shape, but 2-D
-    ((), (), ()),                                          # empty
-])
+@pytest.mark.parametrize(
+    "theta, plus, minus",
+    [
+        ((1.0, 0.5), (0.9,), (0.1, 0.2)),  # lengths differ
+        (((1.0,), (0.5,)), ((0.9,), (0.9,)), ((0.1,), (0.2,))),  # one shape, but 2-D
+        ((), (), ()),  # empty
+    ],
+)
 def test_trust_bias_needs_flat_arrays_of_one_length(theta, plus, minus):
     # kills `or` -> `and` and the removed raise
     with pytest.raises(ValueError, match="must be flat arrays of one length >= 1"):
         _bias(theta, plus, minus)
 
 
-@pytest.mark.parametrize("theta, plus, minus, what", [
-    ((1.0, 0.0), (0.9, 0.9), (0.1, 0.2), "0 < theta_k <= 1; rank 2"),
-    ((1.0, 1.5), (0.9, 0.9), (0.1, 0.2), "0 < theta_k <= 1; rank 2"),
-    ((1.0, 0.5), (0.9, 1.5), (0.1, 0.2), "0 <= eps-_k and eps._k <= 1; rank 2"),
-    ((1.0, 0.5), (0.9, 0.9), (0.1, -0.1), "0 <= eps-_k and eps._k <= 1; rank 2"),
-    ((1.0, 0.5), (0.9, 0.2), (0.1, 0.2), "eps._k > eps-_k; rank 2"),
-])
+@pytest.mark.parametrize(
+    "theta, plus, minus, what",
+    [
+        ((1.0, 0.0), (0.9, 0.9), (0.1, 0.2), "0 < theta_k <= 1; rank 2"),
+        ((1.0, 1.5), (0.9, 0.9), (0.1, 0.2), "0 < theta_k <= 1; rank 2"),
+        ((1.0, 0.5), (0.9, 1.5), (0.1, 0.2), "0 <= eps-_k and eps._k <= 1; rank 2"),
+        ((1.0, 0.5), (0.9, 0.9), (0.1, -0.1), "0 <= eps-_k and eps._k <= 1; rank 2"),
+        ((1.0, 0.5), (0.9, 0.2), (0.1, 0.2), "eps._k > eps-_k; rank 2"),
+    ],
+)
 def test_trust_bias_refuses_each_bound_alone(theta, plus, minus, what):
     # kills `&` -> `|`, `theta > 0` -> `>=`, `plus > minus` -> `>=` and `<= 1` -> `<= 2` (twice)
     with pytest.raises(ValueError, match=f"trust-bias parameters must satisfy {what}"):
@@ -113,8 +124,17 @@ def test_propensity_estimate_divides_by_rank_1():
 
 # one row per (query, document, rank): impressions and clicks; document 3's excess over its
 # rank's click rate lies in (0, 1], document 4 alone at rank 3 (one impression, clicked)
-EM_ROWS = np.array([[0, 0, 1, 40, 32], [0, 0, 2, 40, 20], [0, 1, 1, 40, 4], [0, 1, 2, 40, 2],
-                    [1, 2, 2, 40, 18], [1, 3, 2, 3, 2], [1, 4, 3, 1, 1]])
+EM_ROWS = np.array(
+    [
+        [0, 0, 1, 40, 32],
+        [0, 0, 2, 40, 20],
+        [0, 1, 1, 40, 4],
+        [0, 1, 2, 40, 2],
+        [1, 2, 2, 40, 18],
+        [1, 3, 2, 3, 2],
+        [1, 4, 3, 1, 1],
+    ]
+)
 FLOOR = 1e-9
 
 
@@ -138,8 +158,10 @@ def test_one_em_step_from_the_documented_start():
     # rate's divisor floor 1.0 -> 2.0 (rank 3 has one impression), `excess > 0` -> `>= 0`
     # (document 4's excess is 0) and -> `> 1` (document 3's is 0.98), the clips' `1 - floor`
     # -> `1 + floor` / `2 - floor` (rank 3's c+ and c- are 1), and the iteration count
-    rate = {k: sum(row[4] for row in EM_ROWS if row[2] == k) / sum(row[3] for row in EM_ROWS if row[2] == k)
-            for k in (1, 2, 3)}
+    rate = {
+        k: sum(row[4] for row in EM_ROWS if row[2] == k) / sum(row[3] for row in EM_ROWS if row[2] == k)
+        for k in (1, 2, 3)
+    }
     excess = {d: sum(row[4] - row[3] * rate[row[2]] for row in EM_ROWS if row[1] == d) for d in range(5)}
     assert 0 < excess[3] <= 1 and excess[4] == 0
     plus, minus, prior = _m_step({d: 0.9 if excess[d] > 0 else 0.1 for d in range(5)})
@@ -161,8 +183,9 @@ def test_the_reported_log_likelihood_is_the_mixtures_at_the_returned_parameters(
         rows = [row for row in EM_ROWS if row[1] == d]
         j = min(row[2] for row in rows) - 1
         relevant = prior[j] * np.prod([plus[r[2] - 1] ** r[4] * (1 - plus[r[2] - 1]) ** (r[3] - r[4]) for r in rows])
-        irrelevant = (1 - prior[j]) * np.prod([minus[r[2] - 1] ** r[4] * (1 - minus[r[2] - 1]) ** (r[3] - r[4])
-                                               for r in rows])
+        irrelevant = (1 - prior[j]) * np.prod(
+            [minus[r[2] - 1] ** r[4] * (1 - minus[r[2] - 1]) ** (r[3] - r[4]) for r in rows]
+        )
         total += np.log(relevant + irrelevant)
     assert estimate.info["converged"] is True
     np.testing.assert_allclose(estimate.info["log_likelihood"], total, rtol=1e-9)
@@ -176,8 +199,9 @@ def test_em_stops_at_the_first_relative_rise_below_tol():
     # brute force: the log-likelihood after i iterations for i = 1.. (the fit is deterministic),
     # the stop is the first i >= 2 whose rise is <= tol |loglik|. Kills `tol * abs(loglik)` ->
     # `tol / abs(...)` and the default tol 1e-9 -> 1.000000001
-    fits = [trust_em(*EM_ROWS.T, iterations=i, min_clicks=0.0, bootstrap=0).info["log_likelihood"]
-            for i in range(1, 30)]
+    fits = [
+        trust_em(*EM_ROWS.T, iterations=i, min_clicks=0.0, bootstrap=0).info["log_likelihood"] for i in range(1, 30)
+    ]
     stop = next(i for i in range(2, 30) if fits[i - 1] - fits[i - 2] <= 1e-9 * abs(fits[i - 1]))
     assert stop > 2
     assert trust_em(*EM_ROWS.T, min_clicks=0.0, bootstrap=0).info["iterations"] == stop
@@ -214,11 +238,14 @@ def _columns(**changes):
     return columns
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"rank": (0, 0)}, "ranks must be >= 1 and 0 <= clicks <= impressions"),
-    ({"clicks": (1, -1)}, "ranks must be >= 1 and 0 <= clicks <= impressions"),
-    ({"clicks": (1, 41)}, "ranks must be >= 1 and 0 <= clicks <= impressions"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"rank": (0, 0)}, "ranks must be >= 1 and 0 <= clicks <= impressions"),
+        ({"clicks": (1, -1)}, "ranks must be >= 1 and 0 <= clicks <= impressions"),
+        ({"clicks": (1, 41)}, "ranks must be >= 1 and 0 <= clicks <= impressions"),
+    ],
+)
 def test_trust_em_refuses_each_bad_row(changes, message):
     # kills `or` -> `and` and the removed raise of the row check
     columns = _columns(**changes)

@@ -93,11 +93,13 @@ def test_rank_weight_values_by_hand():
     assert average_rank().value(r).tolist() == [1.0, 2.0, 3.5]
     assert average_rank().derivative(r).tolist() == [1.0, 1.0, 1.0]
     assert dcg().value(r) == pytest.approx([-1 / math.log(2), -1 / math.log(3), -1 / math.log(4.5)])
-    assert dcg().derivative(r) == pytest.approx([1 / (2 * math.log(2) ** 2), 1 / (3 * math.log(3) ** 2),
-                                                 1 / (4.5 * math.log(4.5) ** 2)])
-    assert rbp(0.8).value(r) == pytest.approx([-0.2, -0.2 * 0.8, -0.2 * 0.8 ** 2.5])
+    assert dcg().derivative(r) == pytest.approx(
+        [1 / (2 * math.log(2) ** 2), 1 / (3 * math.log(3) ** 2), 1 / (4.5 * math.log(4.5) ** 2)]
+    )
+    assert rbp(0.8).value(r) == pytest.approx([-0.2, -0.2 * 0.8, -0.2 * 0.8**2.5])
     assert rbp(0.8).derivative(r) == pytest.approx(
-        [-0.2 * math.log(0.8), -0.2 * math.log(0.8) * 0.8, -0.2 * math.log(0.8) * 0.8 ** 2.5])
+        [-0.2 * math.log(0.8), -0.2 * math.log(0.8) * 0.8, -0.2 * math.log(0.8) * 0.8**2.5]
+    )
     assert precision_at_k(2).value(r).tolist() == [-0.5, -0.5, 0.0]
 
 
@@ -148,8 +150,24 @@ def test_rank_weight_parsing_and_round_trip():
     assert back == w and float(back.value(np.array(1.0))) == pytest.approx(-0.2)
 
 
-@pytest.mark.parametrize("spec", ["", "ndcg", "rank", "rbp", "rbp:", "rbp:1", "rbp:0", "rbp:1.5",
-                                  "rbp:-0.2", "rbp:abc", "prec@10", "dcg@10", "avgrank:2"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "",
+        "ndcg",
+        "rank",
+        "rbp",
+        "rbp:",
+        "rbp:1",
+        "rbp:0",
+        "rbp:1.5",
+        "rbp:-0.2",
+        "rbp:abc",
+        "prec@10",
+        "dcg@10",
+        "avgrank:2",
+    ],
+)
 def test_rank_weight_rejects_unknown_specs(spec):
     with pytest.raises(ValueError, match="rank weight|persistence"):
         rank_weight(spec)
@@ -192,17 +210,14 @@ def test_risk_by_hand_for_each_weight():
     args = (scores, offsets, Clicks.from_propensity(click_query, click_doc, propensity))
     # (1/3) [3.5 / 0.5 + 10.5 / 1 + 1.5 / 0.25]
     assert risk(*args, average_rank()) == pytest.approx((7.0 + 10.5 + 6.0) / 3)
-    assert risk(*args, dcg()) == pytest.approx(
-        -(2 / math.log(4.5) + 1 / math.log(11.5) + 4 / math.log(2.5)) / 3)
-    assert risk(*args, "rbp:0.5") == pytest.approx(
-        -(2 * 0.5 * 0.5 ** 2.5 + 0.5 * 0.5 ** 9.5 + 4 * 0.5 * 0.5 ** 0.5) / 3)
+    assert risk(*args, dcg()) == pytest.approx(-(2 / math.log(4.5) + 1 / math.log(11.5) + 4 / math.log(2.5)) / 3)
+    assert risk(*args, "rbp:0.5") == pytest.approx(-(2 * 0.5 * 0.5**2.5 + 0.5 * 0.5**9.5 + 4 * 0.5 * 0.5**0.5) / 3)
     assert risk(*args, average_rank(), n=10) == pytest.approx(23.5 / 10)
 
 
 def test_gradient_by_hand_for_average_rank():
     scores, offsets, click_query, click_doc, propensity = hand_problem()
-    value, grad = risk_gradient(scores, offsets, Clicks.from_propensity(click_query, click_doc, propensity),
-                                "avgrank")
+    value, grad = risk_gradient(scores, offsets, Clicks.from_propensity(click_query, click_doc, propensity), "avgrank")
     assert value == pytest.approx(23.5 / 3)
     # c_i = 1 / (n q_i) = [2/3, 1/3, 4/3]; each active pair adds c_i to the other document
     # and takes c_i from the clicked one. Active: ex 0 -> docs 1, 3; ex 1 -> docs 0, 1, 3;
@@ -225,8 +240,7 @@ def test_hinge_exactly_at_its_kink_is_inactive():
 @pytest.mark.parametrize("seed", range(8))
 def test_vectorised_bound_and_risk_equal_double_loops(seed):
     rng = np.random.default_rng(seed)
-    scores, offsets, click_query, click_doc, propensity = random_problem(
-        rng, n_queries=5, integer_scores=seed % 2 == 1)
+    scores, offsets, click_query, click_doc, propensity = random_problem(rng, n_queries=5, integer_scores=seed % 2 == 1)
     if len(click_doc) == 0:
         pytest.skip("no clicks drawn")
     candidate = rng.random(len(scores)) < 0.6
@@ -271,7 +285,8 @@ def test_sorted_hinges_equal_the_expanded_pairs(seed, compiled, monkeypatch):
         pairs = click_pairs(offsets, clicks, mask)
         args = (scores, offsets, clicks, "dcg")
         assert hinge_rank_bound(*args[:3], candidate=mask) == pytest.approx(
-            hinge_rank_bound(*args[:3], pairs=pairs), rel=1e-13, abs=1e-13)
+            hinge_rank_bound(*args[:3], pairs=pairs), rel=1e-13, abs=1e-13
+        )
         fast = risk_gradient(*args, candidate=mask, with_curvature=True)
         slow = risk_gradient(*args, pairs=pairs, with_curvature=True)
         assert fast[0] == pytest.approx(slow[0], rel=1e-13, abs=1e-13)
@@ -303,8 +318,9 @@ def test_risk_bounds_the_ips_estimate_of_the_exact_metric(seed):
             ranks = exact_ranks(scores, offsets, click_query, click_doc, mask)
             for weight in weights:
                 ips = np.mean(weight.value(ranks) / propensity)
-                bound = risk(scores, offsets, Clicks.from_propensity(click_query, click_doc, propensity), weight,
-                             candidate=mask)
+                bound = risk(
+                    scores, offsets, Clicks.from_propensity(click_query, click_doc, propensity), weight, candidate=mask
+                )
                 assert bound >= ips - 1e-12
 
 
@@ -351,8 +367,7 @@ def test_gradient_of_a_linear_scorer_is_x_transpose_grad():
     args = (offsets, Clicks.from_propensity(click_query, click_doc, propensity), "dcg")
     _, grad = risk_gradient(X @ w, *args)
     h = 1e-6
-    numeric = [(risk(X @ (w + h * e), *args) - risk(X @ (w - h * e), *args)) / (2 * h)
-               for e in np.eye(3)]
+    numeric = [(risk(X @ (w + h * e), *args) - risk(X @ (w - h * e), *args)) / (2 * h) for e in np.eye(3)]
     assert X.T @ grad == pytest.approx(numeric, rel=1e-4, abs=1e-7)
 
 
@@ -374,8 +389,7 @@ def test_permuting_documents_and_examples_changes_nothing(seed):
     scores, offsets, click_query, click_doc, propensity = random_problem(rng, n_queries=5)
     candidate = rng.random(len(scores)) < 0.7
     # new row j holds old document perm[j]; perm only moves documents within their query
-    perm = np.concatenate([rng.permutation(np.arange(offsets[q], offsets[q + 1]))
-                           for q in range(len(offsets) - 1)])
+    perm = np.concatenate([rng.permutation(np.arange(offsets[q], offsets[q + 1])) for q in range(len(offsets) - 1)])
     new_row = np.empty_like(perm)
     new_row[perm] = np.arange(len(perm))
     order = rng.permutation(len(click_doc))  # and the examples too
@@ -387,8 +401,9 @@ def test_permuting_documents_and_examples_changes_nothing(seed):
             after = risk(scores[perm], offsets, moved, spec, candidate=None if mask is None else mask[perm])
             assert after == pytest.approx(before, rel=1e-12)
             _, g_before = risk_gradient(scores, offsets, clicks, spec, candidate=mask)
-            _, g_after = risk_gradient(scores[perm], offsets, moved, spec,
-                                       candidate=None if mask is None else mask[perm])
+            _, g_after = risk_gradient(
+                scores[perm], offsets, moved, spec, candidate=None if mask is None else mask[perm]
+            )
             assert g_after == pytest.approx(g_before[perm], rel=1e-12, abs=1e-15)
 
 
@@ -398,7 +413,8 @@ def test_unit_propensity_average_rank_is_the_mean_bound():
     ones = np.ones(len(click_doc))
     bound = hinge_rank_bound(scores, offsets, Clicks(click_query, click_doc))
     assert risk(scores, offsets, Clicks.from_propensity(click_query, click_doc, ones), "avgrank") == pytest.approx(
-        bound.mean())
+        bound.mean()
+    )
 
 
 def test_minibatches_with_the_full_normaliser_add_up_to_the_full_risk():
@@ -412,7 +428,7 @@ def test_minibatches_with_the_full_normaliser_add_up_to_the_full_risk():
         lo, hi = offsets[batch[0]], offsets[batch[-1] + 1]
         take = (click_query >= batch[0]) & (click_query <= batch[-1])
         local = Clicks(click_query[take] - batch[0], click_doc[take] - lo, clicks.cost[take])
-        value, g = risk_gradient(scores[lo:hi], offsets[batch[0]:batch[-1] + 2] - lo, local, "dcg", n=n)
+        value, g = risk_gradient(scores[lo:hi], offsets[batch[0] : batch[-1] + 2] - lo, local, "dcg", n=n)
         total += value
         grad[lo:hi] += g
     assert total == pytest.approx(full_value)

@@ -43,8 +43,7 @@ def test_displayed_keeps_the_top_k_of_each_query_contiguous():
 @pytest.mark.parametrize("temperature", [1.0, 0.5])
 def test_plackett_luce_rank_marginals_match_enumeration(temperature):
     samples = 40_000
-    ranks = plackett_luce_ranks(SCORES, OFFSETS, temperature=temperature, rng=np.random.default_rng(3),
-                                samples=samples)
+    ranks = plackett_luce_ranks(SCORES, OFFSETS, temperature=temperature, rng=np.random.default_rng(3), samples=samples)
     assert ranks.shape == (samples, 7)
     for q in range(2):
         rows = slice(OFFSETS[q], OFFSETS[q + 1])
@@ -63,14 +62,27 @@ def test_policy_propensity_matches_the_exact_expectation():
     """rho(d) = sum_r P(rank(d) = r) theta_r over the displayed ranks, by enumeration."""
     examination = np.array([0.0, 1.0, 0.5])  # top-2 display, theta_r = 1/r
     samples = 20_000
-    rho = policy_propensity(SCORES, OFFSETS, examination, temperature=1.0, rng=np.random.default_rng(5),
-                            samples=samples, chunk_docs=7 * 3000)
+    rho = policy_propensity(
+        SCORES,
+        OFFSETS,
+        examination,
+        temperature=1.0,
+        rng=np.random.default_rng(5),
+        samples=samples,
+        chunk_docs=7 * 3000,
+    )
     for q in range(2):
         rows = slice(OFFSETS[q], OFFSETS[q + 1])
         marginals = _rank_marginals(SCORES[rows], 1.0)
         exact = marginals[:, 0] * 1.0 + marginals[:, 1] * 0.5
         np.testing.assert_allclose(rho[rows], exact, atol=4.5 * np.sqrt(0.25 / samples))
     # a document never displayed in the samples keeps the resolution of one display
-    far = policy_propensity(np.array([0.0, -60.0]), np.array([0, 2]), np.array([0.0, 1.0]), temperature=1.0,
-                            rng=np.random.default_rng(0), samples=100)
+    far = policy_propensity(
+        np.array([0.0, -60.0]),
+        np.array([0, 2]),
+        np.array([0.0, 1.0]),
+        temperature=1.0,
+        rng=np.random.default_rng(0),
+        samples=100,
+    )
     np.testing.assert_allclose(far, [1.0, 1.0 / 100])

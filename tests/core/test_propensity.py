@@ -26,8 +26,9 @@ COLUMNS = ("query", "doc", "rank", "ranker", "impressions", "clicks")
 # --------------------------------------------------------------------------- simulator
 
 
-def simulate_table(n_queries, n_docs, *, eta, sessions, rng, n_rankers=2, noise=1.0, n_features=5,
-                   offset=-1.0, max_rank=None):
+def simulate_table(
+    n_queries, n_docs, *, eta, sessions, rng, n_rankers=2, noise=1.0, n_features=5, offset=-1.0, max_rank=None
+):
     """A position-based-model impression table with a known propensity curve.
 
     Relevance gamma = sigma(x . beta + offset) from Gaussian features; ranker 0 sorts by a
@@ -58,8 +59,16 @@ def simulate_table(n_queries, n_docs, *, eta, sessions, rng, n_rankers=2, noise=
         keep = rank <= shown
         s = int(per_ranker[ranker])
         clicks = rng.binomial(s, (1.0 / rank[keep]) ** eta * gamma[keep])
-        parts.append((np.repeat(np.arange(n_queries), n_docs)[keep], np.arange(n)[keep], rank[keep],
-                      np.full(keep.sum(), ranker), np.full(keep.sum(), s), clicks))
+        parts.append(
+            (
+                np.repeat(np.arange(n_queries), n_docs)[keep],
+                np.arange(n)[keep],
+                rank[keep],
+                np.full(keep.sum(), ranker),
+                np.full(keep.sum(), s),
+                clicks,
+            )
+        )
     table = {name: np.concatenate([p[i] for p in parts]) for i, name in enumerate(COLUMNS)}
     return table, X, gamma
 
@@ -123,8 +132,14 @@ def test_harvest_swap_by_hand():
     # has (120 * 4/3 + 20 * 4) / 800 = 0.3 and rank 2 (20 * 4 + 30 * 4/3) / 800 = 0.15 weighted
     # click rate: with one rank pair the likelihood is saturated and p_2 = 0.15 / 0.3.
     # (Unweighted pooling would give (50 / 400) / (140 / 400) = 0.357.)
-    table = {"query": [7, 7, 7, 7], "doc": [0, 1, 0, 1], "rank": [1, 2, 2, 1], "ranker": [0, 0, 1, 1],
-             "impressions": [300, 300, 100, 100], "clicks": [120, 30, 20, 20]}
+    table = {
+        "query": [7, 7, 7, 7],
+        "doc": [0, 1, 0, 1],
+        "rank": [1, 2, 2, 1],
+        "ranker": [0, 0, 1, 1],
+        "impressions": [300, 300, 100, 100],
+        "clicks": [120, 30, 20, 20],
+    }
     est = harvest_propensities(**table, bootstrap=0, rng=0)
     np.testing.assert_allclose(est.propensity, [1.0, 0.5], rtol=1e-9)
     assert est.info["intervention_docs"] == 2 and est.info["rank_pairs"] == 1
@@ -133,8 +148,14 @@ def test_harvest_swap_by_hand():
 def test_harvest_swap_with_a_rank_clicked_every_time():
     # Rank 1 clicked on all 20 impressions: c* sits on its bound 1 / p_1, theta_1 = 1 and
     # p_2 = the click rate at rank 2, (4 + 2) / 20.
-    table = {"query": [0, 0, 0, 0], "doc": [0, 1, 0, 1], "rank": [1, 2, 2, 1], "ranker": [0, 0, 1, 1],
-             "impressions": [10, 10, 10, 10], "clicks": [10, 2, 4, 10]}
+    table = {
+        "query": [0, 0, 0, 0],
+        "doc": [0, 1, 0, 1],
+        "rank": [1, 2, 2, 1],
+        "ranker": [0, 0, 1, 1],
+        "impressions": [10, 10, 10, 10],
+        "clicks": [10, 2, 4, 10],
+    }
     est = harvest_propensities(**table, bootstrap=0, rng=0)
     np.testing.assert_allclose(est.propensity, [1.0, 0.3], rtol=1e-9)
     assert est.info["converged"]
@@ -199,7 +220,7 @@ def _brute_force_allpairs(table, sessions, K):
     pairs = [(k, k2) for k in range(K) for k2 in range(k + 1, K) if shown[k, k2] > 0]
 
     def nll(x):
-        log_p = np.r_[0.0, x[:K - 1]]
+        log_p = np.r_[0.0, x[: K - 1]]
         total = 0.0
         for index, (k, k2) in enumerate(pairs):
             for a, b in ((k, k2), (k2, k)):
@@ -211,9 +232,13 @@ def _brute_force_allpairs(table, sessions, K):
 
     x0 = np.r_[np.zeros(K - 1), np.full(len(pairs), np.log(0.2))]
     result = optimize.minimize(nll, x0, method="BFGS", options={"gtol": 1e-11, "maxiter": 10000})
-    result = optimize.minimize(nll, result.x, method="Nelder-Mead",
-                               options={"xatol": 1e-11, "fatol": 1e-15, "maxiter": 200000, "maxfev": 200000})
-    return np.exp(np.r_[0.0, result.x[:K - 1]]), clicks, shown
+    result = optimize.minimize(
+        nll,
+        result.x,
+        method="Nelder-Mead",
+        options={"xatol": 1e-11, "fatol": 1e-15, "maxiter": 200000, "maxfev": 200000},
+    )
+    return np.exp(np.r_[0.0, result.x[: K - 1]]), clicks, shown
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -254,8 +279,7 @@ def _em_problem(seed=3):
     rng = np.random.default_rng(seed)
     table, X, _ = simulate_table(150, 5, eta=1.0, sessions=30, rng=rng, n_rankers=1, n_features=2)
     t = one_ranker(table)
-    checked = P._check_table(t["query"], t["doc"], t["rank"], np.zeros_like(t["rank"]),
-                             t["impressions"], t["clicks"])
+    checked = P._check_table(t["query"], t["doc"], t["rank"], np.zeros_like(t["rank"]), t["impressions"], t["clicks"])
     return t, X, P._em_data(checked, X, 5)
 
 
@@ -295,8 +319,9 @@ def test_em_reaches_the_maximum_of_the_marginal_likelihood():
         pi = theta[k0] * expit(z @ x[5:])[unit]
         return -(np.sum(c * np.log(pi) + (n - c) * np.log1p(-pi)) - 0.5 * np.sum(x[6:] ** 2)) / n.sum()
 
-    result = optimize.minimize(nll, np.r_[np.zeros(5), np.zeros(z.shape[1])], method="BFGS",
-                               options={"gtol": 1e-10, "maxiter": 10000})
+    result = optimize.minimize(
+        nll, np.r_[np.zeros(5), np.zeros(z.shape[1])], method="BFGS", options={"gtol": 1e-10, "maxiter": 10000}
+    )
     theta = expit(result.x[:5])
     assert est.info["log_likelihood"] >= -result.fun * n.sum() - 1e-6
     np.testing.assert_allclose(est.propensity, theta / theta[0], atol=2e-4)
@@ -347,8 +372,10 @@ def test_band_covers_the_truth_at_its_level(estimator):
 def test_no_bootstrap_gives_nan_bands_and_seeds_reproduce_them():
     rng = np.random.default_rng(22)
     table, X, _ = simulate_table(200, 6, eta=1.0, sessions=20, rng=rng)
-    for est in (harvest_propensities(**table, bootstrap=0, rng=0),
-                em_propensities(**one_ranker(table), X=X, bootstrap=0, rng=0)):
+    for est in (
+        harvest_propensities(**table, bootstrap=0, rng=0),
+        em_propensities(**one_ranker(table), X=X, bootstrap=0, rng=0),
+    ):
         assert np.all(np.isnan(est.low)) and np.all(np.isnan(est.high))
         assert np.all(np.isfinite(est.propensity))
     a = harvest_propensities(**table, bootstrap=30, rng=np.random.default_rng(4))
@@ -368,8 +395,9 @@ def test_row_order_ids_and_split_rows_change_nothing():
     shuffled = {name: values[order] for name, values in table.items()}
     shuffled["query"] = shuffled["query"] * 7 + 1000
     shuffled["ranker"] = np.where(shuffled["ranker"] == 0, 5, 2)
-    np.testing.assert_allclose(harvest_propensities(**shuffled, bootstrap=0, rng=0).propensity,
-                               base.propensity, rtol=1e-9)
+    np.testing.assert_allclose(
+        harvest_propensities(**shuffled, bootstrap=0, rng=0).propensity, base.propensity, rtol=1e-9
+    )
     # A row split into two (the impressions and clicks divided between them) is the same data.
     first = {name: values[:1].copy() for name, values in table.items()}
     first["impressions"][:] = 3
@@ -378,8 +406,7 @@ def test_row_order_ids_and_split_rows_change_nothing():
     rest["impressions"][0] -= 3
     rest["clicks"][0] -= first["clicks"][0]
     split = {name: np.r_[first[name], rest[name]] for name in COLUMNS}
-    np.testing.assert_allclose(harvest_propensities(**split, bootstrap=0, rng=0).propensity,
-                               base.propensity, rtol=1e-9)
+    np.testing.assert_allclose(harvest_propensities(**split, bootstrap=0, rng=0).propensity, base.propensity, rtol=1e-9)
     em_base = em_propensities(**one_ranker(table), X=X, bootstrap=0, rng=0, tol=1e-10)
     em_shuffled = em_propensities(**one_ranker(shuffled, ranker=5), X=X, bootstrap=0, rng=0, tol=1e-10)
     np.testing.assert_allclose(em_shuffled.propensity, em_base.propensity, rtol=1e-6)
@@ -390,11 +417,16 @@ def test_max_rank_limits_the_estimate_and_at_extends_it_flat():
     table, _, _ = simulate_table(500, 12, eta=1.0, sessions=50, rng=rng)
     est = harvest_propensities(**table, max_rank=6, bootstrap=0, rng=0)
     assert est.max_rank == 6 and list(est.rank) == [1, 2, 3, 4, 5, 6]
-    np.testing.assert_array_equal(est.at(np.array([[1, 6], [7, 40]])),
-                                  [[1.0, est.propensity[5]], [est.propensity[5], est.propensity[5]]])
+    np.testing.assert_array_equal(
+        est.at(np.array([[1, 6], [7, 40]])), [[1.0, est.propensity[5]], [est.propensity[5], est.propensity[5]]]
+    )
     rows = est.to_rows()
-    assert rows[2] == {"rank": 3, "propensity": float(est.propensity[2]), "low": rows[2]["low"],
-                       "high": rows[2]["high"]}
+    assert rows[2] == {
+        "rank": 3,
+        "propensity": float(est.propensity[2]),
+        "low": rows[2]["low"],
+        "high": rows[2]["high"],
+    }
     assert np.isnan(rows[2]["low"])
     with pytest.raises(ValueError, match=">= 1"):
         est.at([0, 2])
@@ -430,34 +462,54 @@ def test_harvest_rejects_a_rank_without_interventions():
 
 
 @pytest.mark.parametrize("estimator", ["harvest", "em"])
-@pytest.mark.parametrize("column,value,message", [
-    ("clicks", 11, "clicks must not exceed impressions; row 1 has 11 clicks and 10 impressions"),
-    ("clicks", -1, "clicks must be >= 0; row 1 has -1"),
-    ("impressions", -2, "impressions must be >= 0; row 1 has -2"),
-    ("rank", 0, "rank must be >= 1; row 1 has 0"),
-])
+@pytest.mark.parametrize(
+    "column,value,message",
+    [
+        ("clicks", 11, "clicks must not exceed impressions; row 1 has 11 clicks and 10 impressions"),
+        ("clicks", -1, "clicks must be >= 0; row 1 has -1"),
+        ("impressions", -2, "impressions must be >= 0; row 1 has -2"),
+        ("rank", 0, "rank must be >= 1; row 1 has 0"),
+    ],
+)
 def test_bad_counts_are_rejected(estimator, column, value, message):
-    table = {"query": np.zeros(4, dtype=int), "doc": np.array([0, 1, 0, 1]), "rank": np.array([1, 2, 2, 1]),
-             "ranker": np.array([0, 0, 1, 1]), "impressions": np.full(4, 10), "clicks": np.array([3, 1, 2, 2])}
+    table = {
+        "query": np.zeros(4, dtype=int),
+        "doc": np.array([0, 1, 0, 1]),
+        "rank": np.array([1, 2, 2, 1]),
+        "ranker": np.array([0, 0, 1, 1]),
+        "impressions": np.full(4, 10),
+        "clicks": np.array([3, 1, 2, 2]),
+    }
     table[column] = table[column].copy()
     table[column][1] = value
     with pytest.raises(ValueError, match=message):
         if estimator == "harvest":
             harvest_propensities(**table, bootstrap=0, rng=0)
         else:
-            em_propensities(**one_ranker({**table, "ranker": np.zeros(4, dtype=int)}), X=np.ones((2, 1)),
-                            bootstrap=0, rng=0)
+            em_propensities(
+                **one_ranker({**table, "ranker": np.zeros(4, dtype=int)}), X=np.ones((2, 1)), bootstrap=0, rng=0
+            )
 
 
 def test_mismatched_lengths_and_bad_options_are_rejected():
-    ok = {"query": np.zeros(4, dtype=int), "doc": np.array([0, 1, 0, 1]), "rank": np.array([1, 2, 2, 1]),
-          "ranker": np.array([0, 0, 1, 1]), "impressions": np.full(4, 10), "clicks": np.array([3, 1, 2, 2])}
+    ok = {
+        "query": np.zeros(4, dtype=int),
+        "doc": np.array([0, 1, 0, 1]),
+        "rank": np.array([1, 2, 2, 1]),
+        "ranker": np.array([0, 0, 1, 1]),
+        "impressions": np.full(4, 10),
+        "clicks": np.array([3, 1, 2, 2]),
+    }
     with pytest.raises(ValueError, match="one length; found query 4, doc 4, rank 3"):
         harvest_propensities(**{**ok, "rank": np.array([1, 2, 2])}, bootstrap=0, rng=0)
-    with pytest.raises(ValueError, match="query, doc, rank, impressions, clicks must have one length; "
-                                         "found query 4, doc 4, rank 4, impressions 2, clicks 4"):
-        em_propensities(ok["query"], ok["doc"], ok["rank"], ok["impressions"][:2], ok["clicks"],
-                        np.ones((2, 1)), bootstrap=0, rng=0)
+    with pytest.raises(
+        ValueError,
+        match="query, doc, rank, impressions, clicks must have one length; "
+        "found query 4, doc 4, rank 4, impressions 2, clicks 4",
+    ):
+        em_propensities(
+            ok["query"], ok["doc"], ok["rank"], ok["impressions"][:2], ok["clicks"], np.ones((2, 1)), bootstrap=0, rng=0
+        )
     with pytest.raises(ValueError, match="whole numbers; row 0"):
         harvest_propensities(**{**ok, "clicks": np.array([0.5, 1, 2, 2])}, bootstrap=0, rng=0)
     with pytest.raises(ValueError, match="empty"):
@@ -526,8 +578,12 @@ def test_em_step_uses_the_posteriors_of_bayes_rule():
     examined = joint[1, 0] / not_clicked
     relevant = joint[0, 1] / not_clicked
     n, c = data.cell_impressions, data.cell_clicks
-    expected_theta = np.array([np.sum((c + (n - c) * examined)[data.cell_rank0 == k]) / np.sum(n[data.cell_rank0 == k])
-                               for k in range(data.max_rank)])
+    expected_theta = np.array(
+        [
+            np.sum((c + (n - c) * examined)[data.cell_rank0 == k]) / np.sum(n[data.cell_rank0 == k])
+            for k in range(data.max_rank)
+        ]
+    )
     np.testing.assert_allclose(new_theta, expected_theta, rtol=1e-10)
     positives = np.bincount(data.cell_unit, weights=c + (n - c) * relevant, minlength=len(data.unit_weight))
     gradient = data.features.T @ (positives - data.unit_weight * expit(data.features @ new_coef)) - pen * new_coef

@@ -164,18 +164,21 @@ def test_a_bootstrap_copy_is_the_query_shown_again_not_its_counts_doubled():
     assert len(copies.unit_weight) == len(written.unit_weight) == int(counts[data.unit_query].sum())
     rng = np.random.default_rng(5)
     theta, levels = rng.uniform(0.2, 0.9, size=data.max_rank), np.array([0.15, 0.8])
+
     # the prior's features are standardised afresh by _em_data; compare the class likelihoods,
     # which depend on the cells alone, unit by unit in a canonical order
     def per_unit(d):
         ll = C.class_logliks(d, theta, levels)
         return ll[np.lexsort(ll.T)]
+
     np.testing.assert_allclose(per_unit(copies), per_unit(written), rtol=1e-12)
     # doubling the counts instead is a different likelihood for the mixture (not for one class)
     scaled, _ = P.em._em_resample(data, counts)
     mixture = lambda d: np.sum(np.logaddexp.reduce(C.class_logliks(d, theta, levels) + np.log(0.5), axis=1))  # noqa: E731
     assert mixture(copies) != pytest.approx(mixture(scaled), rel=1e-6)
     assert np.sum(C.class_logliks(copies, theta, levels)[:, 0]) == pytest.approx(
-        np.sum(C.class_logliks(scaled, theta, levels)[:, 0]), rel=1e-12)
+        np.sum(C.class_logliks(scaled, theta, levels)[:, 0]), rel=1e-12
+    )
 
 
 def test_the_band_re_runs_the_whole_estimate_on_copies_of_the_drawn_queries():
@@ -189,15 +192,22 @@ def test_the_band_re_runs_the_whole_estimate_on_copies_of_the_drawn_queries():
     data = P._em_data(P._check_table(*table[:3], None, *table[3:]), X, 4)
     counts = P._query_resamples(data.n_queries, 3, 9)
     replicates, warm, scaled = [], [], []
-    full = C.classes_fit(data, classes=2, iterations=8, tol=1e-6, l2=1.0,
-                         logistic_theta=P.em._em_fit(data, iterations=100, tol=1e-6, l2=1.0, newton_steps=1)[0])
+    full = C.classes_fit(
+        data,
+        classes=2,
+        iterations=8,
+        tol=1e-6,
+        l2=1.0,
+        logistic_theta=P.em._em_fit(data, iterations=100, tol=1e-6, l2=1.0, newton_steps=1)[0],
+    )
     for b in range(3):
-        for out, d, start in ((replicates, P.em._em_resample_copies(data, counts[b]), None),
-                              (warm, P.em._em_resample_copies(data, counts[b]), full[:3]),
-                              (scaled, P.em._em_resample(data, counts[b])[0], None)):
+        for out, d, start in (
+            (replicates, P.em._em_resample_copies(data, counts[b]), None),
+            (warm, P.em._em_resample_copies(data, counts[b]), full[:3]),
+            (scaled, P.em._em_resample(data, counts[b])[0], None),
+        ):
             logistic = None if start else P.em._em_fit(d, iterations=100, tol=1e-6, l2=1.0, newton_steps=1)[0]
-            theta = C.classes_fit(d, classes=2, iterations=8, tol=1e-6, l2=1.0, start=start,
-                                  logistic_theta=logistic)[0]
+            theta = C.classes_fit(d, classes=2, iterations=8, tol=1e-6, l2=1.0, start=start, logistic_theta=logistic)[0]
             out.append(theta / theta[0])
     np.testing.assert_allclose(full[0] / full[0][0], est.propensity, rtol=1e-12)
     low, high = P._percentile_band(np.array(replicates), est.propensity, 0.8)

@@ -32,8 +32,15 @@ def ranker_log(rankers, *, seed=0, n_queries=120, n_docs=10, eta=1.0, sessions=2
         rank = np.empty(score.shape, dtype=np.int64)
         np.put_along_axis(rank, np.argsort(-score, axis=1), np.arange(1, n_docs + 1)[None, :], axis=1)
         rank = rank.ravel()
-        parts.append((np.repeat(np.arange(n_queries), n_docs), np.arange(n), rank, np.full(n, sessions),
-                      rng.binomial(sessions, (1.0 / rank) ** eta * gamma)))
+        parts.append(
+            (
+                np.repeat(np.arange(n_queries), n_docs),
+                np.arange(n),
+                rank,
+                np.full(n, sessions),
+                rng.binomial(sessions, (1.0 / rank) ** eta * gamma),
+            )
+        )
     query, doc, rank, impressions, clicks = (np.concatenate([p[i] for p in parts]) for i in range(5))
     return (query, doc, rank, impressions, clicks), X
 
@@ -52,8 +59,13 @@ def test_rank_variation_is_zero_for_one_deterministic_ranker_and_counted_by_hand
     table, X = ranker_log(1)
     assert P.rank_variation(em_data(table, X)) == 0.0
     # by hand: documents 0 and 1 of one query swap ranks in a second session, document 2 stays
-    hand = (np.zeros(5, int), np.array([0, 1, 0, 1, 2]), np.array([1, 2, 2, 1, 3]), np.array([3, 3, 1, 1, 4]),
-            np.array([1, 0, 0, 1, 1]))
+    hand = (
+        np.zeros(5, int),
+        np.array([0, 1, 0, 1, 2]),
+        np.array([1, 2, 2, 1, 3]),
+        np.array([3, 3, 1, 1, 4]),
+        np.array([1, 0, 0, 1, 1]),
+    )
     assert P.rank_variation(em_data(hand, np.eye(3), max_rank=3)) == pytest.approx(8 / 12)
 
 
@@ -73,7 +85,9 @@ def test_a_flat_estimate_on_a_single_ranker_log_whose_clicks_fall_is_a_collapse(
     assert not em_identification(em_data(flat_clicks, X), np.ones(10), flexible=False)[0]["collapsed"]
     # a falling estimate is no collapse
     assert em_identification(data, 1.0 / np.arange(1, 11), flexible=False) == (
-        {**diagnostics, "collapsed": False, "identified": True}, [])
+        {**diagnostics, "collapsed": False, "identified": True},
+        [],
+    )
 
 
 @pytest.mark.parametrize("fitter", [memorise, SMALL_TREES], ids=["memorise", "trees"])
@@ -96,19 +110,40 @@ def test_logistic_em_on_one_rankers_log_is_not_flagged():
 
 
 def test_a_collapsed_estimate_is_refused_for_training_and_an_unidentified_one_warned(caplog):
-    collapsed = SimpleNamespace(key="abc", config={"clicks": "log1"},
-                                info={"method": "em", "collapsed": True, "warnings": ["EM collapsed: ..."],
-                                      "identification_version": P.IDENTIFICATION_VERSION})
+    collapsed = SimpleNamespace(
+        key="abc",
+        config={"clicks": "log1"},
+        info={
+            "method": "em",
+            "collapsed": True,
+            "warnings": ["EM collapsed: ..."],
+            "identification_version": P.IDENTIFICATION_VERSION,
+        },
+    )
     with pytest.raises(ValueError, match="abc.*refused as training weights.*EM collapsed"):
         check_estimate(collapsed)
-    unidentified = SimpleNamespace(key="def", config={"clicks": "log1"},
-                                   info={"method": "em", "collapsed": False, "warnings": ["not identified: ..."],
-                                         "identification_version": P.IDENTIFICATION_VERSION})
+    unidentified = SimpleNamespace(
+        key="def",
+        config={"clicks": "log1"},
+        info={
+            "method": "em",
+            "collapsed": False,
+            "warnings": ["not identified: ..."],
+            "identification_version": P.IDENTIFICATION_VERSION,
+        },
+    )
     check_estimate(unidentified)
     assert "propensities def: not identified" in caplog.text
     check_estimate(SimpleNamespace(key="h", config={}, info={"method": "harvest"}))  # no identification to check
-    estimate = P.PropensityEstimate(rank=np.arange(1, 4), propensity=np.ones(3), low=np.ones(3), high=np.ones(3),
-                                    level=0.9, method="regression-em", info=collapsed.info)
+    estimate = P.PropensityEstimate(
+        rank=np.arange(1, 4),
+        propensity=np.ones(3),
+        low=np.ones(3),
+        high=np.ones(3),
+        level=0.9,
+        method="regression-em",
+        info=collapsed.info,
+    )
     with pytest.raises(ValueError, match="refused as training weights"):  # the API's fit(propensities=...)
         as_told(None, estimate)
 
@@ -154,14 +189,20 @@ def test_cross_fitted_trees_on_one_rankers_log_are_identified_only_by_their_form
     table, X = ranker_log(1)
     diagnostics, warnings = em_identification(em_data(table, X), 1.0 / np.arange(1, 11), flexible=True, cross_fit=5)
     assert not diagnostics["identified"] and not diagnostics["collapsed"]
-    assert len(warnings) == 1 and warnings[0].startswith(
-        "identified only by the relevance model's form across queries") and "5 folds" in warnings[0]
+    assert (
+        len(warnings) == 1
+        and warnings[0].startswith("identified only by the relevance model's form across queries")
+        and "5 folds" in warnings[0]
+    )
     # in sample: the stronger words; on a log of three rankers: nothing to say
     assert em_identification(em_data(table, X), 1.0 / np.arange(1, 11), flexible=True)[1][0].startswith(
-        "not identified")
+        "not identified"
+    )
     several = ranker_log(3)
     assert em_identification(em_data(*several), 1.0 / np.arange(1, 11), flexible=True, cross_fit=5) == (
-        {**em_identification(em_data(*several), 1.0 / np.arange(1, 11), flexible=False)[0]}, [])
+        {**em_identification(em_data(*several), 1.0 / np.arange(1, 11), flexible=False)[0]},
+        [],
+    )
     # em_propensities passes its cross-fitting on: warned, not refused
     table, X = ranker_log(1, n_queries=30)
     estimate = em_propensities(*table, X, relevance_model=SMALL_TREES, cross_fit=3, iterations=2, bootstrap=0, rng=0)
@@ -189,8 +230,9 @@ def test_a_bootstrap_replicate_of_queries_all_in_one_fold_is_left_out_and_counte
         seen.append(len(features))
         return np.zeros(len(features) if predict is None else len(predict))
 
-    estimate = em_propensities(*table, X, relevance_model=fit, cross_fit=2, iterations=2, bootstrap=bootstrap,
-                               rng=np.random.default_rng(4))
+    estimate = em_propensities(
+        *table, X, relevance_model=fit, cross_fit=2, iterations=2, bootstrap=bootstrap, rng=np.random.default_rng(4)
+    )
     assert estimate.info["bootstrap_one_fold"] == expected
     assert np.all(np.isfinite(estimate.low)) and np.all(np.isfinite(estimate.high))
 
@@ -201,8 +243,14 @@ def test_an_em_estimate_stored_before_the_check_is_checked_again_from_its_stored
     from cltr.pipeline.stages import propensities
 
     table, X = ranker_log(1)
-    impressions = Impressions(query=table[0], doc=table[1], rank=table[2], ranker=np.zeros(len(table[0]), np.int64),
-                              impressions=table[3], clicks=table[4])
+    impressions = Impressions(
+        query=table[0],
+        doc=table[1],
+        rank=table[2],
+        ranker=np.zeros(len(table[0]), np.int64),
+        impressions=table[3],
+        clicks=table[4],
+    )
     # check_estimate (cltr.pipeline.stages.propensities) looks impressions_of up in its own module
     monkeypatch.setattr(propensities, "impressions_of", lambda clicks, split, dataset: impressions)
     dataset = SimpleNamespace(train=SimpleNamespace(X=X))
@@ -211,15 +259,15 @@ def test_an_em_estimate_stored_before_the_check_is_checked_again_from_its_stored
     old = {"method": "em", "relevance_model": "logistic", "cross_fit": 1}
 
     def stored(propensity, info, clicks="log1"):
-        return SimpleNamespace(key="old", config={"clicks": clicks}, info=info,
-                               arrays={"rank": np.arange(1, 11), "propensity": propensity})
+        return SimpleNamespace(
+            key="old", config={"clicks": clicks}, info=info, arrays={"rank": np.arange(1, 11), "propensity": propensity}
+        )
 
     with pytest.raises(ValueError, match="propensities old .* refused as training weights: EM collapsed"):
         stages.check_estimate(stored(np.ones(10), old), workspace=workspace, name="d", dataset=dataset)
     stages.check_estimate(stored(1.0 / np.arange(1, 11), old), workspace=workspace, name="d", dataset=dataset)
     # cross-fitted trees stored as identified under the older rules: warned now
-    trees = {**old, "relevance_model": "fitted", "cross_fit": 5, "collapsed": False, "identified": True,
-             "warnings": []}
+    trees = {**old, "relevance_model": "fitted", "cross_fit": 5, "collapsed": False, "identified": True, "warnings": []}
     stages.check_estimate(stored(1.0 / np.arange(1, 11), trees), workspace=workspace, name="d", dataset=dataset)
     assert "identified only by the relevance model's form across queries" in caplog.text
     # without the log it was estimated from it cannot be checked: refused

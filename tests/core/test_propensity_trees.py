@@ -28,8 +28,13 @@ def nonlinear_log(n_queries, n_docs, *, eta, sessions, rng):
     rank = np.empty(base.shape, dtype=np.int64)
     np.put_along_axis(rank, np.argsort(-base, axis=1), np.arange(1, n_docs + 1)[None, :], axis=1)
     rank = rank.ravel()
-    table = {"query": np.repeat(np.arange(n_queries), n_docs), "doc": np.arange(n), "rank": rank,
-             "impressions": np.full(n, sessions), "clicks": rng.binomial(sessions, (1.0 / rank) ** eta * expit(score))}
+    table = {
+        "query": np.repeat(np.arange(n_queries), n_docs),
+        "doc": np.arange(n),
+        "rank": rank,
+        "impressions": np.full(n, sessions),
+        "clicks": rng.binomial(sessions, (1.0 / rank) ** eta * expit(score)),
+    }
     return table, X
 
 

@@ -41,9 +41,14 @@ from cltr.core.svm import pairwise_objective, solve_pairwise_svm
 from cltr.core.trust import TrustBias, affine_document_weights, bayes_ips_weight, weighted_estimate
 
 # bench/mutation.py sets CLTR_NO_SHRINK: a killed mutant needs no minimal example
-EXAMPLES = settings(max_examples=40, derandomize=True, database=None, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow],
-                    phases=[Phase.explicit, Phase.generate] if os.environ.get("CLTR_NO_SHRINK") else list(Phase))
+EXAMPLES = settings(
+    max_examples=40,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    phases=[Phase.explicit, Phase.generate] if os.environ.get("CLTR_NO_SHRINK") else list(Phase),
+)
 WEIGHTS = ["avgrank", "dcg", "rbp:0.7"]
 
 
@@ -58,11 +63,13 @@ def click_problems(draw, *, max_queries=4, max_docs=6, distinct=False):
     if distinct:
         scores = np.array(draw(st.permutations(range(n_docs))), dtype=np.float64) * 0.37
     else:
-        scores = np.array(draw(st.lists(st.sampled_from([-1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 3.0]),
-                                        min_size=n_docs, max_size=n_docs)))
+        scores = np.array(
+            draw(st.lists(st.sampled_from([-1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 3.0]), min_size=n_docs, max_size=n_docs))
+        )
     n_clicks = draw(st.integers(1, 8))
-    click_query = np.array(draw(st.lists(st.integers(0, len(sizes) - 1), min_size=n_clicks, max_size=n_clicks)),
-                           dtype=np.int64)
+    click_query = np.array(
+        draw(st.lists(st.integers(0, len(sizes) - 1), min_size=n_clicks, max_size=n_clicks)), dtype=np.int64
+    )
     within = draw(st.lists(st.integers(0, max_docs - 1), min_size=n_clicks, max_size=n_clicks))
     click_doc = offsets[click_query] + np.array(within, dtype=np.int64) % np.diff(offsets)[click_query]
     propensity = np.array(draw(st.lists(st.floats(0.05, 1.0), min_size=n_clicks, max_size=n_clicks)))
@@ -85,6 +92,7 @@ def within_query_permutation(offsets, seed):
 
 
 # -- permuting documents within a query --------------------------------------------------------
+
 
 @EXAMPLES
 @given(click_problems(), st.integers(0, 2**32 - 1), st.sampled_from(WEIGHTS))
@@ -116,14 +124,23 @@ def test_permuting_documents_changes_no_metric_or_estimate(problem, seed, releva
     np.testing.assert_array_equal(moved_ranks, ranks[order])
 
     def metrics(r, rel, docs):
-        return [avg_dcg(r, rel), avg_rank(r, rel), *ndcg_averages(r, rel, offsets, 3),
-                snips_avg_dcg(r, docs, propensity)]
+        return [
+            avg_dcg(r, rel),
+            avg_rank(r, rel),
+            *ndcg_averages(r, rel, offsets, 3),
+            snips_avg_dcg(r, docs, propensity),
+        ]
 
-    np.testing.assert_allclose(metrics(moved_ranks, relevant[order], new_row[click_doc]),
-                               metrics(ranks, relevant, click_doc), rtol=1e-12, equal_nan=True)
+    np.testing.assert_allclose(
+        metrics(moved_ranks, relevant[order], new_row[click_doc]),
+        metrics(ranks, relevant, click_doc),
+        rtol=1e-12,
+        equal_nan=True,
+    )
 
 
 # -- propensity 1 ------------------------------------------------------------------------------
+
 
 @EXAMPLES
 @given(click_problems(), st.sampled_from(WEIGHTS), st.integers(1, 20))
@@ -159,9 +176,9 @@ def test_propensity_one_reduces_every_estimator_to_the_naive_one(problem, weight
 
 # -- the SVM's C convention ----------------------------------------------------------------------
 
+
 @EXAMPLES
-@given(click_problems(max_queries=3, max_docs=5), st.floats(0.1, 10.0), st.floats(0.1, 10.0),
-       st.integers(0, 2**32 - 1))
+@given(click_problems(max_queries=3, max_docs=5), st.floats(0.1, 10.0), st.floats(0.1, 10.0), st.integers(0, 2**32 - 1))
 def test_scaling_every_cost_by_s_is_scaling_C_by_s(problem, C, s, seed):
     # P(w) = ½‖w‖² + (C/n) Σ_i c_i Σ_y hinge: (s c, C) and (c, s C) are one objective, so
     # one minimiser; the certified gap bounds each solution's distance to it (P is
@@ -171,7 +188,8 @@ def test_scaling_every_cost_by_s_is_scaling_C_by_s(problem, C, s, seed):
     cost = 1.0 / propensity
     w = np.random.default_rng(seed + 1).normal(size=3)
     assert pairwise_objective(w, X, offsets, click_query, click_doc, s * cost, C) == pytest.approx(
-        pairwise_objective(w, X, offsets, click_query, click_doc, cost, s * C), rel=1e-12)
+        pairwise_objective(w, X, offsets, click_query, click_doc, cost, s * C), rel=1e-12
+    )
     scaled_costs = solve_pairwise_svm(X, offsets, click_query, click_doc, s * cost, C, tol=1e-9)
     scaled_C = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, s * C, tol=1e-9)
     assert scaled_costs.objective == pytest.approx(scaled_C.objective, rel=1e-6, abs=1e-12)
@@ -181,20 +199,36 @@ def test_scaling_every_cost_by_s_is_scaling_C_by_s(problem, C, s, seed):
 
 # -- CCP -------------------------------------------------------------------------------------------
 
+
 @EXAMPLES
-@given(click_problems(max_queries=3, max_docs=6), st.sampled_from(["dcg", "rbp:0.7"]), st.floats(0.1, 20.0),
-       st.integers(0, 2**32 - 1), st.booleans())
+@given(
+    click_problems(max_queries=3, max_docs=6),
+    st.sampled_from(["dcg", "rbp:0.7"]),
+    st.floats(0.1, 20.0),
+    st.integers(0, 2**32 - 1),
+    st.booleans(),
+)
 def test_ccp_objective_never_rises(problem, weight, C, seed, warm):
     _, offsets, click_query, click_doc, propensity = problem
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(int(offsets[-1]), 3))
-    result = propdcg_ccp(X, offsets, click_query, click_doc, propensity, C, rank_weight(weight),
-                         w0=rng.normal(size=3) if warm else None, max_iter=8)
+    result = propdcg_ccp(
+        X,
+        offsets,
+        click_query,
+        click_doc,
+        propensity,
+        C,
+        rank_weight(weight),
+        w0=rng.normal(size=3) if warm else None,
+        max_iter=8,
+    )
     values = [result.initial_objective] + [step.objective for step in result.trace]
     assert all(b <= a + 1e-12 * max(1.0, abs(a)) for a, b in pairwise(values)), values
 
 
 # -- the sorted hinges against the expanded pairs ----------------------------------------------------
+
 
 @EXAMPLES
 @given(click_problems(max_docs=8), st.sampled_from(WEIGHTS), st.integers(0, 2**32 - 1), st.booleans())
@@ -217,6 +251,7 @@ def test_sorted_hinges_equal_the_expanded_pairs_on_tied_scores(problem, weight, 
 
 
 # -- ranges --------------------------------------------------------------------------------------------
+
 
 @EXAMPLES
 @given(click_problems(max_docs=12), st.integers(0, 2**32 - 1), st.integers(1, 12))

@@ -8,10 +8,20 @@ from cltr.core.queries import Queries, check_queries, concatenate_queries, defau
 
 def test_describe_split_hand_computed(toy_queries):
     queries = toy_queries([3, 2, 3], labels=[0, 2, 1, 0, 0, 0, 0, 1], n_features=5)
-    assert describe_split(queries, 1) == {"queries": 3, "documents": 8, "relevant": 3,
-                                          "queries_without_relevant": 1, "features": 5}
-    assert describe_split(queries, 2) == {"queries": 3, "documents": 8, "relevant": 1,
-                                          "queries_without_relevant": 2, "features": 5}
+    assert describe_split(queries, 1) == {
+        "queries": 3,
+        "documents": 8,
+        "relevant": 3,
+        "queries_without_relevant": 1,
+        "features": 5,
+    }
+    assert describe_split(queries, 2) == {
+        "queries": 3,
+        "documents": 8,
+        "relevant": 1,
+        "queries_without_relevant": 2,
+        "features": 5,
+    }
 
 
 def test_concatenate_and_check_queries(toy_queries):
@@ -23,8 +33,7 @@ def test_concatenate_and_check_queries(toy_queries):
     with pytest.raises(ValueError, match="qid 1 is in two parts"):
         concatenate_queries([a, a])
     with pytest.raises(ValueError, match="strictly"):
-        check_queries(Queries(X=a.X, labels=a.labels, qid=np.array([1, 2, 3]),
-                              offsets=np.array([0, 1, 1, 3])))
+        check_queries(Queries(X=a.X, labels=a.labels, qid=np.array([1, 2, 3]), offsets=np.array([0, 1, 1, 3])))
     with pytest.raises(ValueError, match="qid 1 names two queries"):
         check_queries(Queries(X=a.X, labels=a.labels, qid=np.array([1, 1]), offsets=a.offsets))
     with pytest.raises(ValueError, match="not finite"):

@@ -45,8 +45,7 @@ def test_constant_scorer_gets_random_ranking_value():
     # One query, 2 relevant docs among 4: the expected Avg Rank of a random ranking is 2.5.
     offsets = np.array([0, 4])
     relevant = np.array([True, False, True, False])
-    values = [avg_rank(rank_documents(np.zeros(4), offsets, np.random.default_rng(s)), relevant)
-              for s in range(4000)]
+    values = [avg_rank(rank_documents(np.zeros(4), offsets, np.random.default_rng(s)), relevant) for s in range(4000)]
     assert np.mean(values) == pytest.approx(2.5, abs=0.05)
 
 
@@ -107,8 +106,7 @@ def test_ndcg_two_conventions_hand_computed():
         ndcg_at_k(ranks, relevant, offsets, queries="some")
     # evaluate reports both, named, on the same ranking (scores = -rank: no ties)
     queries = SimpleNamespace(X=-ranks[:, None].astype(float), offsets=offsets)
-    metrics = evaluate(LinearScorer(np.array([1.0])), queries, relevant, rng=np.random.default_rng(0),
-                       dcg_base=np.e)
+    metrics = evaluate(LinearScorer(np.array([1.0])), queries, relevant, rng=np.random.default_rng(0), dcg_base=np.e)
     assert metrics["ndcg@10"] == pytest.approx((q0 + 0 + 0) / 3, rel=1e-12)
     assert metrics["ndcg@10_relevant_queries"] == pytest.approx((q0 + 0) / 2, rel=1e-12)
 
@@ -117,8 +115,7 @@ def test_metrics_with_tied_scores_average_to_permutation_mean():
     offsets = np.array([0, 3])
     relevant = np.array([True, False, False])
     scores = np.array([1.0, 1.0, 0.0])  # the relevant doc ties with one irrelevant doc
-    values = [avg_dcg(rank_documents(scores, offsets, np.random.default_rng(s)), relevant)
-              for s in range(4000)]
+    values = [avg_dcg(rank_documents(scores, offsets, np.random.default_rng(s)), relevant) for s in range(4000)]
     assert np.mean(values) == pytest.approx((1 / np.log(2) + 1 / np.log(3)) / 2, abs=0.01)
 
 
@@ -138,8 +135,7 @@ def test_ips_is_unbiased_and_naive_is_not():
     presented = np.array([1, 2, 3, 4, 5])  # the logging ranking
     evaluated = np.array([5, 1, 4, 2, 3])  # the ranking whose DCG we estimate
     truth = dcg_gain(evaluated[relevant]).sum()  # per-session DCG summed over relevant docs
-    click_probability, propensity = position_based_model(presented, relevant,
-                                                            PBMSettings(eta=1.0, eps_neg=0.0))
+    click_probability, propensity = position_based_model(presented, relevant, PBMSettings(eta=1.0, eps_neg=0.0))
     rng = np.random.default_rng(11)
     ips, naive = [], []
     for _ in range(300):
@@ -190,17 +186,26 @@ def test_evaluate_and_validation_estimate_rank_as_rank_documents():
     metrics = evaluate(scorer, queries, relevant, rng=np.random.default_rng(0), dcg_base=np.e)
     assert metrics["avg_rank"] == pytest.approx((2 + 3 + 2) / 3)
     assert metrics["avg_dcg"] == pytest.approx(avg_dcg(ranks, relevant))
-    assert evaluate(scorer, queries, relevant, rng=np.random.default_rng(0), dcg_base=2)["avg_dcg"] == \
-        pytest.approx(avg_dcg(ranks, relevant, base=2))
+    assert evaluate(scorer, queries, relevant, rng=np.random.default_rng(0), dcg_base=2)["avg_dcg"] == pytest.approx(
+        avg_dcg(ranks, relevant, base=2)
+    )
     assert metrics["ndcg@10"] == pytest.approx(ndcg_at_k(ranks, relevant, queries.offsets, k=10, queries="all"))
-    assert metrics["ndcg@10_relevant_queries"] == \
-        pytest.approx(ndcg_at_k(ranks, relevant, queries.offsets, k=10, queries="relevant"))
-    log = ClickLog(query=np.array([0, 0, 1]), doc=np.array([0, 1, 4]), rank=np.array([1, 2, 2]),
-                   propensity=np.array([0.5, 1.0, 0.25]), pass_index=np.zeros(3, dtype=np.int64), n_passes=1,
-                   n_queries=2)
+    assert metrics["ndcg@10_relevant_queries"] == pytest.approx(
+        ndcg_at_k(ranks, relevant, queries.offsets, k=10, queries="relevant")
+    )
+    log = ClickLog(
+        query=np.array([0, 0, 1]),
+        doc=np.array([0, 1, 4]),
+        rank=np.array([1, 2, 2]),
+        propensity=np.array([0.5, 1.0, 0.25]),
+        pass_index=np.zeros(3, dtype=np.int64),
+        n_passes=1,
+        n_queries=2,
+    )
     expected = (2 * dcg_gain(2) + 1 * dcg_gain(1) + 4 * dcg_gain(2)) / 7  # SNIPS: weights 1/q
-    assert validation_estimate(scorer, queries, log, rng=np.random.default_rng(0), dcg_base=np.e) == \
-        pytest.approx(expected)
+    assert validation_estimate(scorer, queries, log, rng=np.random.default_rng(0), dcg_base=np.e) == pytest.approx(
+        expected
+    )
 
 
 @pytest.mark.letor
@@ -228,8 +233,11 @@ def test_trec_run_and_its_ndcg_agree_with_ir_measures_on_mq2008(tmp_path, invoke
 
     test, _ = load_svmlight_split(test_file, n_features=46)
     relevant = test.labels >= 2
-    qrels = [ir_measures.Qrel(str(test.qid[q]), str(test.docid[d]), int(relevant[d]))
-             for q in range(test.n_queries) for d in range(test.offsets[q], test.offsets[q + 1])]
+    qrels = [
+        ir_measures.Qrel(str(test.qid[q]), str(test.docid[d]), int(relevant[d]))
+        for q in range(test.n_queries)
+        for d in range(test.offsets[q], test.offsets[q + 1])
+    ]
     rows = [line.split() for line in (tmp_path / "run.txt").read_text().splitlines()]
     assert len(rows) == test.n_docs and {r[1] for r in rows} == {"Q0"}
     by_query = {}
@@ -239,8 +247,11 @@ def test_trec_run_and_its_ndcg_agree_with_ir_measures_on_mq2008(tmp_path, invoke
         entries.sort()
         assert [r for r, _, _ in entries] == list(range(1, len(entries) + 1)), qid
         assert all(a[1] >= b[1] for a, b in itertools.pairwise(entries)), qid  # scores non-increasing in rank
-    run = [ir_measures.ScoredDoc(qid, docid, -float(rank)) for qid, entries in by_query.items()
-           for rank, _, docid in entries]
+    run = [
+        ir_measures.ScoredDoc(qid, docid, -float(rank))
+        for qid, entries in by_query.items()
+        for rank, _, docid in entries
+    ]
     theirs = {m.query_id: m.value for m in ir_measures.iter_calc([ir_measures.nDCG @ 10], qrels, run)}
     assert len(theirs) == test.n_queries == 156
 

@@ -13,8 +13,10 @@ def test_physical_memory_is_the_systems_page_count_times_page_size():
     assert physical_memory() == expected > 0
 
 
-@pytest.mark.parametrize("count, text", [(0, "0 B"), (1000, "1000 B"), (1536, "1.5 KiB"),
-                                         (15.7 * 2**30, "15.7 GiB"), (1024 * 1e8 * 8, "763 GiB")])
+@pytest.mark.parametrize(
+    "count, text",
+    [(0, "0 B"), (1000, "1000 B"), (1536, "1.5 KiB"), (15.7 * 2**30, "15.7 GiB"), (1024 * 1e8 * 8, "763 GiB")],
+)
 def test_describe_bytes(count, text):
     assert describe_bytes(count) == text
 

@@ -22,22 +22,28 @@ from cltr.core.selection import (
 
 def test_selection_keeps_best_and_ties_go_to_first():
     values = {0.1: 0.5, 1.0: 0.7, 10.0: 0.7}
-    selection = select_on_validation([{"C": c} for c in values], lambda p, prev: (p["C"], {}),
-                                     lambda model: values[model])
+    selection = select_on_validation(
+        [{"C": c} for c in values], lambda p, prev: (p["C"], {}), lambda model: values[model]
+    )
     assert selection.best == 1.0 and selection.best_estimate == 0.7 and len(selection.table) == 3
 
 
 def test_selection_skips_nan():
-    selection = select_on_validation([{"C": 1.0}, {"C": 2.0}], lambda p, prev: (p["C"], {}),
-                                     lambda model: float("nan") if model == 1.0 else 0.3)
+    selection = select_on_validation(
+        [{"C": 1.0}, {"C": 2.0}], lambda p, prev: (p["C"], {}), lambda model: float("nan") if model == 1.0 else 0.3
+    )
     assert selection.best == 2.0
 
 
 def test_each_candidate_warm_starts_from_the_previous_and_reports_its_row():
     previous, rows = [], []
-    selection = select_on_validation([{"C": 1.0}, {"C": 2.0}, {"C": 3.0}],
-                                     lambda p, prev: (previous.append(prev) or p["C"], {"extra": p["C"] * 2}),
-                                     lambda model: -abs(model - 2.0), progress=rows.append, criterion="score")
+    selection = select_on_validation(
+        [{"C": 1.0}, {"C": 2.0}, {"C": 3.0}],
+        lambda p, prev: (previous.append(prev) or p["C"], {"extra": p["C"] * 2}),
+        lambda model: -abs(model - 2.0),
+        progress=rows.append,
+        criterion="score",
+    )
     assert previous == [None, 1.0, 2.0]
     assert [row["extra"] for row in rows] == [2.0, 4.0, 6.0] and rows == selection.table
     assert [row["score"] for row in rows] == [-1.0, 0.0, -1.0]
@@ -65,8 +71,11 @@ def test_parse_grid_refuses_non_finite_values_and_a_grid_that_cannot_fit(monkeyp
         parse_grid("0.1:10:0")
     # refused before the grid exists: 0.1:10:1000000000 grew to 15.7 GB in 40 s
     monkeypatch.setattr(resources, "physical_memory", lambda: 8 << 30)
-    with pytest.raises(ValueError, match=r"grid '0.1:10:1000000000' has 1,000,000,000 values, one training each, "
-                                         r"and .* would need about 279 GiB, more than this machine's 8 GiB"):
+    with pytest.raises(
+        ValueError,
+        match=r"grid '0.1:10:1000000000' has 1,000,000,000 values, one training each, "
+        r"and .* would need about 279 GiB, more than this machine's 8 GiB",
+    ):
         parse_grid("0.1:10:1000000000")
     assert len(parse_grid("0.1:10:1000")) == 1000
 
@@ -83,33 +92,55 @@ def test_a_grid_that_cannot_fit_is_a_usage_error_before_any_work(tmp_path, invok
 # -- the guard (issue 22) ---------------------------------------------------------------------
 
 
-
 def test_guard_never_picks_a_constant_scorer_even_with_the_best_raw_estimate():
     # the constant model's estimate (a lucky random ranking) is the highest of the grid
     values = {"constant": 0.9, "weak": 0.5, "good": 0.7}
     share = {"constant": 1.0, "weak": 0.0, "good": 0.2}
-    selection = select_on_validation([{"name": n} for n in values], lambda p, prev: (p["name"], {}),
-                                     lambda model: values[model], alike=lambda model: share[model])
+    selection = select_on_validation(
+        [{"name": n} for n in values],
+        lambda p, prev: (p["name"], {}),
+        lambda model: values[model],
+        alike=lambda model: share[model],
+    )
     assert selection.best == "good" and selection.best_estimate == 0.7 and not selection.warnings
     assert [row["alike_share"] for row in selection.table] == [1.0, 0.0, 0.2]
     # without the guard the constant one wins: the test can fail
-    assert select_on_validation([{"name": n} for n in values], lambda p, prev: (p["name"], {}),
-                                lambda model: values[model]).best == "constant"
+    assert (
+        select_on_validation(
+            [{"name": n} for n in values], lambda p, prev: (p["name"], {}), lambda model: values[model]
+        ).best
+        == "constant"
+    )
 
 
 def test_when_every_candidate_is_constant_the_best_is_kept_and_said():
-    selection = select_on_validation([{"C": 1.0}, {"C": 2.0}], lambda p, prev: (p["C"], {}),
-                                     lambda model: model / 10, alike=lambda model: ALIKE_SHARE)
+    selection = select_on_validation(
+        [{"C": 1.0}, {"C": 2.0}],
+        lambda p, prev: (p["C"], {}),
+        lambda model: model / 10,
+        alike=lambda model: ALIKE_SHARE,
+    )
     assert selection.best == 2.0 and len(selection.warnings) == 1 and "alike" in selection.warnings[0]
 
 
 def test_alike_share_by_hand():
     offsets = np.array([0, 3, 5, 6, 9, 12])
-    scores = np.array([1.0, 1.0, 1.0,      # alike
-                       2.0, 3.0,           # ranked
-                       7.0,                # one document: not counted
-                       5.0, 5.0 + 1e-12, 5.0,  # spread 1e-12 <= 1e-9 * 7: alike
-                       0.0, 1e-3, 0.0])    # ranked
+    scores = np.array(
+        [
+            1.0,
+            1.0,
+            1.0,  # alike
+            2.0,
+            3.0,  # ranked
+            7.0,  # one document: not counted
+            5.0,
+            5.0 + 1e-12,
+            5.0,  # spread 1e-12 <= 1e-9 * 7: alike
+            0.0,
+            1e-3,
+            0.0,
+        ]
+    )  # ranked
     assert alike_share(scores, offsets) == pytest.approx(2 / 4)
     # a linear model's scale is arbitrary: a tiny w still ranks
     assert alike_share(scores * 1e-8, offsets) == pytest.approx(2 / 4)
@@ -160,8 +191,7 @@ def test_ess_fraction():
 
 def test_edges_of_grid():
     table = [{"C": c} for c in (0.1, 1.0, 10.0)]
-    assert edges_of_grid(table, {"C": 10.0}) == [{"axis": "C", "value": 10.0, "side": "high",
-                                                  "grid": [0.1, 1.0, 10.0]}]
+    assert edges_of_grid(table, {"C": 10.0}) == [{"axis": "C", "value": 10.0, "side": "high", "grid": [0.1, 1.0, 10.0]}]
     assert edges_of_grid(table, {"C": 0.1})[0]["side"] == "low"
     assert edges_of_grid(table, {"C": 1.0}) == []
     assert edges_of_grid(table[:2], {"C": 1.0}) == []  # two values: every choice is an edge
@@ -211,8 +241,10 @@ def test_the_validation_clip_follows_the_validation_clicks_never_the_training_cl
     space = Workspace(tmp_path)
     produced, _ = production_stage(space, "s", synthetic_dataset, "fingerprint", seed=0)
     hard, _ = clicks_stage(space, "s", synthetic_dataset, produced, {"eta": 2.0, "eps_neg": 0.3}, passes=10, seed=0)
-    models = [model_stage(space, "s", synthetic_dataset, hard, "svm-proprank", {"C": 1.0}, clip=clip)[0]
-              for clip in (None, 0.05)]
+    models = [
+        model_stage(space, "s", synthetic_dataset, hard, "svm-proprank", {"C": 1.0}, clip=clip)[0]
+        for clip in (None, 0.05)
+    ]
     taus = {m.info["validation_clip"] for m in models}
     assert len(taus) == 1 and taus != {None}
     assert all(m.config["validation_clip"] == m.info["validation_clip"] for m in models)

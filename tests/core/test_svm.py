@@ -59,9 +59,15 @@ def qp_optimum(X, offsets, click_query, click_doc, cost, C, candidate=None):
     margin_jac = np.hstack([diffs, np.eye(m)])
     constraints = [{"type": "ineq", "fun": lambda z: z[d:] + diffs @ z[:d] - 1.0, "jac": lambda z: margin_jac}]
     z0 = np.concatenate([np.zeros(d), np.ones(m)])
-    result = minimize(objective, z0, jac=True, method="SLSQP", constraints=constraints,
-                      bounds=[(None, None)] * d + [(0.0, None)] * m,
-                      options={"ftol": 1e-14, "maxiter": 2000})
+    result = minimize(
+        objective,
+        z0,
+        jac=True,
+        method="SLSQP",
+        constraints=constraints,
+        bounds=[(None, None)] * d + [(0.0, None)] * m,
+        options={"ftol": 1e-14, "maxiter": 2000},
+    )
     assert result.success, result.message
     w = result.x[:d]
     # the exact primal at the QP's w: an upper bound on min P, tight to SLSQP's accuracy
@@ -78,9 +84,11 @@ def test_objective_equals_double_loop(seed):
     candidate = np.random.default_rng(200 + seed).random(len(X)) < 0.6
     for C in (0.3, 7.0):
         assert pairwise_objective(w, X, offsets, click_query, click_doc, cost, C) == pytest.approx(
-            brute_objective(w, X, offsets, click_query, click_doc, cost, C), rel=1e-12)
+            brute_objective(w, X, offsets, click_query, click_doc, cost, C), rel=1e-12
+        )
         assert pairwise_objective(w, X, offsets, click_query, click_doc, cost, C, candidate=candidate) == (
-            pytest.approx(brute_objective(w, X, offsets, click_query, click_doc, cost, C, candidate), rel=1e-12))
+            pytest.approx(brute_objective(w, X, offsets, click_query, click_doc, cost, C, candidate), rel=1e-12)
+        )
 
 
 def test_objective_by_hand():
@@ -115,10 +123,10 @@ def test_full_information_ranking_svm_is_a_special_case():
     ones = np.ones(len(click_doc))
     for w in (rng.normal(size=4), np.zeros(4)):
         assert pairwise_objective(w, X, offsets, click_query, click_doc, ones, 2.0, candidate=~relevant) == (
-            pytest.approx(full_information_objective(w, X, offsets, relevant, 2.0), rel=1e-12))
+            pytest.approx(full_information_objective(w, X, offsets, relevant, 2.0), rel=1e-12)
+        )
     result = solve_pairwise_svm(X, offsets, click_query, click_doc, ones, 2.0, candidate=~relevant, tol=1e-6)
-    assert result.objective == pytest.approx(full_information_objective(result.w, X, offsets, relevant, 2.0),
-                                             rel=1e-12)
+    assert result.objective == pytest.approx(full_information_objective(result.w, X, offsets, relevant, 2.0), rel=1e-12)
     _, optimum = qp_optimum(X, offsets, click_query, click_doc, ones, 2.0, ~relevant)
     assert result.objective == pytest.approx(optimum, rel=1e-5)
 
@@ -147,8 +155,9 @@ def test_solver_matches_generic_qp_and_certificate_is_real(seed, C, masked):
     assert result.lower_bound <= optimum + 1e-8
     assert result.objective >= optimum - 1e-8 * max(1.0, optimum)
     assert result.gap == pytest.approx((result.objective - result.lower_bound) / result.objective)
-    assert result.objective == pairwise_objective(result.w, X, offsets, click_query, click_doc, cost, C,
-                                                  candidate=candidate)
+    assert result.objective == pairwise_objective(
+        result.w, X, offsets, click_query, click_doc, cost, C, candidate=candidate
+    )
     assert result.w.dtype == np.float64 and result.w.shape == (X.shape[1],)
 
 
@@ -170,8 +179,9 @@ def test_larger_problem_certificate_and_tight_solve():
 def test_callback_sees_every_iteration_and_a_valid_bracket():
     X, offsets, click_query, click_doc, cost = tiny_problem(3, n_examples=9)
     seen = []
-    result = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 20.0, tol=1e-6,
-                                callback=lambda *args: seen.append(args))
+    result = solve_pairwise_svm(
+        X, offsets, click_query, click_doc, cost, 20.0, tol=1e-6, callback=lambda *args: seen.append(args)
+    )
     assert [s[0] for s in seen] == list(range(1, result.iterations + 1))
     objectives = [s[1] for s in seen]
     bounds = [s[2] for s in seen]
@@ -204,8 +214,9 @@ def test_float32_features_work():
     result32 = solve_pairwise_svm(X.astype(np.float32), offsets, click_query, click_doc, cost, 3.0, tol=1e-6)
     assert result32.converged and result32.w.dtype == np.float64
     assert result32.objective == pytest.approx(result64.objective, rel=1e-5)
-    assert result32.objective == pairwise_objective(result32.w, X.astype(np.float32), offsets, click_query,
-                                                    click_doc, cost, 3.0)
+    assert result32.objective == pairwise_objective(
+        result32.w, X.astype(np.float32), offsets, click_query, click_doc, cost, 3.0
+    )
 
 
 def test_float32_products_give_way_when_they_cannot_resolve_the_gap(monkeypatch):
@@ -228,7 +239,7 @@ def test_float32_products_give_way_when_they_cannot_resolve_the_gap(monkeypatch)
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     X = np.round(rng.normal(size=(offsets[-1], 7)) * 100 + 300).astype(np.float32)
     click_query = np.arange(12)
-    click_doc = np.array([offsets[q] + np.argmax(X[offsets[q]:offsets[q + 1], 0]) for q in click_query])
+    click_doc = np.array([offsets[q] + np.argmax(X[offsets[q] : offsets[q + 1], 0]) for q in click_query])
     cost = rng.uniform(0.5, 5.0, 12)
     result = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 10.0)
     reference = solve_pairwise_svm(X.astype(np.float64), offsets, click_query, click_doc, cost, 10.0, tol=1e-10)
@@ -251,8 +262,9 @@ def test_float32_certificate_is_exact(C):
     click_doc = offsets[click_query] + (rng.random(150) * sizes[click_query]).astype(np.int64)
     cost = rng.uniform(1.0, 10.0, 150)
     result = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, C)
-    optimum = solve_pairwise_svm(X.astype(np.float64), offsets, click_query, click_doc, cost, C, tol=1e-9,
-                                 max_iter=5000)
+    optimum = solve_pairwise_svm(
+        X.astype(np.float64), offsets, click_query, click_doc, cost, C, tol=1e-9, max_iter=5000
+    )
     assert result.converged and result.gap <= 1e-3
     assert result.lower_bound <= optimum.lower_bound + 1e-9 * optimum.objective  # a true bound
     assert result.objective >= optimum.lower_bound
@@ -269,20 +281,22 @@ def test_pairs_are_every_other_candidate_of_the_query():
         click_doc = np.unique(rng.integers(0, offsets[-1], rng.integers(1, offsets[-1] + 1)))
         click_query = np.searchsorted(offsets, click_doc, side="right") - 1
         for candidate in (None, rng.random(offsets[-1]) < 0.5):
-            problem = PairwiseProblem(np.zeros((offsets[-1], 1)), offsets, click_query, click_doc,
-                                      candidate=candidate)
+            problem = PairwiseProblem(np.zeros((offsets[-1], 1)), offsets, click_query, click_doc, candidate=candidate)
             negative = problem.negative if problem.rows is None else problem.rows[problem.negative]
-            found = [(int(d), int(y))
-                     for d, count, start in zip(problem.doc, problem.count, problem.run_start, strict=True)
-                     for y in negative[start:start + count]]
+            found = [
+                (int(d), int(y))
+                for d, count, start in zip(problem.doc, problem.count, problem.run_start, strict=True)
+                for y in negative[start : start + count]
+            ]
             assert found == [(p, y) for _, p, y in brute_pairs(offsets, click_query, click_doc, candidate)]
 
 
 def test_duplicate_examples_and_order_do_not_matter():
     X, offsets, click_query, click_doc, cost = tiny_problem(6, n_examples=5)
     # the same examples twice with half the cost, and n doubled: C doubles to compensate
-    doubled = solve_pairwise_svm(X, offsets, np.repeat(click_query, 2), np.repeat(click_doc, 2),
-                                 np.repeat(cost / 2, 2), 2 * 4.0, tol=1e-8)
+    doubled = solve_pairwise_svm(
+        X, offsets, np.repeat(click_query, 2), np.repeat(click_doc, 2), np.repeat(cost / 2, 2), 2 * 4.0, tol=1e-8
+    )
     once = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, 4.0, tol=1e-8)
     assert doubled.objective == pytest.approx(once.objective, rel=1e-7)
     order = np.random.default_rng(0).permutation(len(click_doc))
@@ -302,8 +316,7 @@ def test_queries_without_examples_are_skipped_exactly():
     big = solve_pairwise_svm(big_X, big_offsets, click_query + 20, click_doc + 100, cost, 2.0, tol=1e-8)
     assert big.objective == pytest.approx(small.objective, rel=1e-7)
     np.testing.assert_allclose(big.w, small.w, atol=1e-4)
-    assert big.objective == pairwise_objective(big.w, big_X, big_offsets, click_query + 20, click_doc + 100,
-                                               cost, 2.0)
+    assert big.objective == pairwise_objective(big.w, big_X, big_offsets, click_query + 20, click_doc + 100, cost, 2.0)
 
 
 def test_no_examples_or_no_cost_gives_zero():
@@ -375,7 +388,7 @@ def test_line_search_is_exact(n, share):
     assert k > 0 and derivative(k, -1) <= 1e-9 * scale
     assert change == pytest.approx(phi(k) - phi(0.0), rel=1e-9, abs=1e-9 * scale)
     grid = np.linspace(0.0, 3.0 * k, 101)
-    on_grid = along * grid + 0.5 * curvature * grid ** 2 + np.maximum(0.0, slack - grid[:, None] * slope) @ weight
+    on_grid = along * grid + 0.5 * curvature * grid**2 + np.maximum(0.0, slack - grid[:, None] * slope) @ weight
     assert phi(k) <= on_grid.min() + 1e-12 * abs(phi(k))
     assert _line_root(1.0, 1.0, np.array([0.5]), np.array([1.0])) == 0.0  # ascent: stay
 
@@ -384,10 +397,15 @@ def slsqp_simplex(g, b):
     """min ½ βᵀ(g gᵀ)β - bᵀβ over the simplex by a generic solver: the QP's oracle."""
     G = g @ g.T
     k = len(b)
-    reference = minimize(lambda x: 0.5 * x @ G @ x - b @ x, np.full(k, 1.0 / k), jac=lambda x: G @ x - b,
-                         method="SLSQP", bounds=[(0, None)] * k,
-                         constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1.0}],
-                         options={"ftol": 1e-15, "maxiter": 1000})
+    reference = minimize(
+        lambda x: 0.5 * x @ G @ x - b @ x,
+        np.full(k, 1.0 / k),
+        jac=lambda x: G @ x - b,
+        method="SLSQP",
+        bounds=[(0, None)] * k,
+        constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1.0}],
+        options={"ftol": 1e-15, "maxiter": 1000},
+    )
     return reference.fun
 
 
@@ -410,9 +428,9 @@ def test_plane_qp_matches_slsqp_on_singular_gram_matrices(one_by_one):
             if one_by_one:
                 qp.solve(1e-12)
         w, value = qp.solve(1e-12)
-        beta = qp.beta[:qp.size]
+        beta = qp.beta[: qp.size]
         assert beta.min() >= 0 and beta.sum() == pytest.approx(1.0)
-        kept_b = qp.b[:qp.size]
+        kept_b = qp.b[: qp.size]
         assert value == pytest.approx(float(beta @ kept_b - 0.5 * w @ w), rel=1e-12, abs=1e-12)
         assert -value <= slsqp_simplex(g, b) + 1e-9 * max(1.0, abs(value))
 
@@ -420,26 +438,35 @@ def test_plane_qp_matches_slsqp_on_singular_gram_matrices(one_by_one):
 # --------------------------------------------------------------------------- validation
 
 
-@pytest.mark.parametrize("change,message", [
-    (dict(cost=np.array([1.0, -1.0])), "cost must be finite and >= 0"),
-    (dict(cost=np.array([1.0, np.nan])), "cost must be finite and >= 0"),
-    (dict(cost=np.array([1.0])), "one entry per example"),
-    (dict(C=0.0), "C must be a finite number > 0"),
-    (dict(C=-1.0), "C must be a finite number > 0"),
-    (dict(tol=0.0), "tol must be a number > 0"),
-    (dict(max_iter=0), "max_iter must be an integer >= 1"),
-    (dict(X=np.ones(5)), "X must be 2-D"),
-    (dict(offsets=[0, 2, 4]), "offsets must rise from 0 to n_docs = 5"),
-    (dict(offsets=[0, 3, 2, 5]), "offsets must rise"),
-    (dict(click_doc=np.array([1, 1])), "example 1: clicked document 1 is not a row of its query 1"),
-    (dict(click_query=np.array([0, 2])), "example 1: query 2 is outside the 2 queries"),
-    (dict(candidate=np.ones(4, dtype=bool)), "candidate must be a boolean mask over the documents"),
-    (dict(w0=np.ones(2)), "w0 must have shape (n_features,) = (3,)"),
-    (dict(w0=np.array([1.0, np.inf, 0.0])), "w0 must be finite"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (dict(cost=np.array([1.0, -1.0])), "cost must be finite and >= 0"),
+        (dict(cost=np.array([1.0, np.nan])), "cost must be finite and >= 0"),
+        (dict(cost=np.array([1.0])), "one entry per example"),
+        (dict(C=0.0), "C must be a finite number > 0"),
+        (dict(C=-1.0), "C must be a finite number > 0"),
+        (dict(tol=0.0), "tol must be a number > 0"),
+        (dict(max_iter=0), "max_iter must be an integer >= 1"),
+        (dict(X=np.ones(5)), "X must be 2-D"),
+        (dict(offsets=[0, 2, 4]), "offsets must rise from 0 to n_docs = 5"),
+        (dict(offsets=[0, 3, 2, 5]), "offsets must rise"),
+        (dict(click_doc=np.array([1, 1])), "example 1: clicked document 1 is not a row of its query 1"),
+        (dict(click_query=np.array([0, 2])), "example 1: query 2 is outside the 2 queries"),
+        (dict(candidate=np.ones(4, dtype=bool)), "candidate must be a boolean mask over the documents"),
+        (dict(w0=np.ones(2)), "w0 must have shape (n_features,) = (3,)"),
+        (dict(w0=np.array([1.0, np.inf, 0.0])), "w0 must be finite"),
+    ],
+)
 def test_bad_inputs_are_refused_with_clear_messages(change, message):
-    arguments = dict(X=np.ones((5, 3)), offsets=[0, 2, 5], click_query=np.array([0, 1]),
-                     click_doc=np.array([1, 3]), cost=np.array([1.0, 2.0]), C=1.0)
+    arguments = dict(
+        X=np.ones((5, 3)),
+        offsets=[0, 2, 5],
+        click_query=np.array([0, 1]),
+        click_doc=np.array([1, 3]),
+        cost=np.array([1.0, 2.0]),
+        C=1.0,
+    )
     arguments.update(change)
     options = {key: arguments.pop(key) for key in ("tol", "max_iter", "candidate", "w0") if key in arguments}
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -460,12 +487,20 @@ def test_objective_refuses_a_wrong_shaped_w():
 
 # -- extreme C and weights (issue 21) ------------------------------------------------------
 
-@pytest.mark.parametrize("C, extreme_cost, message", [
-    (1e300, None, r"C = 1e\+300 with example weights up to 3 is too extreme .* overflow.*use a smaller C$"),
-    (1.0, 1e300, r"example weights up to 1e\+300 \(example 2 of 6; a weight 1/q means a propensity q of 1e-300\)"
-                 r".*clip"),
-    (1e30, None, r"C = 1e\+30 .* exceeds the objective itself"),
-])
+
+@pytest.mark.parametrize(
+    "C, extreme_cost, message",
+    [
+        (1e300, None, r"C = 1e\+300 with example weights up to 3 is too extreme .* overflow.*use a smaller C$"),
+        (
+            1.0,
+            1e300,
+            r"example weights up to 1e\+300 \(example 2 of 6; a weight 1/q means a propensity q of 1e-300\)"
+            r".*clip",
+        ),
+        (1e30, None, r"C = 1e\+30 .* exceeds the objective itself"),
+    ],
+)
 def test_extreme_C_or_weights_are_refused_naming_them(C, extreme_cost, message):
     # the plane QP's Gram entries are ~‖g‖² ~ (C · cost)²: at 1e300 they overflow, and it
     # ended in an IndexError; at 1e30 their rounding exceeds the objective

@@ -41,14 +41,16 @@ def test_default_parameters_by_hand():
 def test_weights_by_hand():
     # Bayes-IPS: eps+ / (eps+ + eps-) / theta
     assert bayes_ips_weight(np.array([1, 2]), TRUST).tolist() == pytest.approx(
-        [0.98 / (0.98 + 0.65), 0.97 / (0.97 + 0.325) * 2])
+        [0.98 / (0.98 + 0.65), 0.97 / (0.97 + 0.325) * 2]
+    )
     # Affine, document 7 shown 10 times at rank 1 (3 clicks) and 5 times at rank 2 (1 click)
     documents, weight = affine_document_weights([7, 7, 3], [1, 2, 2], [10, 5, 4], [3, 1, 0], TRUST)
     alpha = [0.98 - 0.65, (0.97 - 0.325) / 2]
     beta = [0.65, 0.325 / 2]
     assert documents.tolist() == [3, 7]
-    assert weight.tolist() == pytest.approx([(0 - 4 * beta[1]) / alpha[1],
-                                             (3 - 10 * beta[0]) / alpha[0] + (1 - 5 * beta[1]) / alpha[1]])
+    assert weight.tolist() == pytest.approx(
+        [(0 - 4 * beta[1]) / alpha[1], (3 - 10 * beta[0]) / alpha[0] + (1 - 5 * beta[1]) / alpha[1]]
+    )
 
 
 def test_affine_weights_are_the_sum_of_per_impression_relevance_estimates():
@@ -75,9 +77,16 @@ def _simulated_estimates(n_logs=4000, sessions=50, seed=1):
     gain = dcg_gain(TARGET_RANK)
     ips = (clicks * gain / position_propensity(LOGGED_RANK, 1.0)).sum(axis=1) / sessions
     bayes = (clicks * gain * bayes_ips_weight(LOGGED_RANK, TRUST)).sum(axis=1) / sessions
-    affine = np.array([weighted_estimate(gain, affine_document_weights(np.arange(4), LOGGED_RANK,
-                                                                       np.full(4, sessions), c, TRUST)[1],
-                                         n_sessions=sessions) for c in clicks])
+    affine = np.array(
+        [
+            weighted_estimate(
+                gain,
+                affine_document_weights(np.arange(4), LOGGED_RANK, np.full(4, sessions), c, TRUST)[1],
+                n_sessions=sessions,
+            )
+            for c in clicks
+        ]
+    )
     return ips, bayes, affine
 
 
@@ -119,16 +128,20 @@ def test_signed_example_weights_in_the_risk():
     click_query, click_doc = np.array([0, 0, 1, 1]), np.array([0, 2, 4, 6])
     positive = np.array([2.0, 0.5, 1.0, 4.0])
     assert risk(scores, offsets, Clicks(click_query, click_doc, positive), "dcg") == pytest.approx(
-        risk(scores, offsets, Clicks.from_propensity(click_query, click_doc, 1.0 / positive), "dcg"))
+        risk(scores, offsets, Clicks.from_propensity(click_query, click_doc, 1.0 / positive), "dcg")
+    )
     signed = Clicks(click_query, click_doc, np.array([2.0, -0.5, 1.0, -4.0]))
     value, grad, curvature = risk_gradient(scores, offsets, signed, "dcg", with_curvature=True)
     step = 1e-6
-    numeric = [(risk(scores + step * e, offsets, signed, "dcg") - risk(scores - step * e, offsets, signed, "dcg"))
-               / (2 * step) for e in np.eye(7)]
+    numeric = [
+        (risk(scores + step * e, offsets, signed, "dcg") - risk(scores - step * e, offsets, signed, "dcg")) / (2 * step)
+        for e in np.eye(7)
+    ]
     assert grad == pytest.approx(numeric, abs=1e-7)
     # the curvature sums the pair terms' sizes: that of the weights' absolute values
-    _, _, absolute = risk_gradient(scores, offsets, Clicks(click_query, click_doc, np.abs(signed.cost)), "dcg",
-                                   with_curvature=True)
+    _, _, absolute = risk_gradient(
+        scores, offsets, Clicks(click_query, click_doc, np.abs(signed.cost)), "dcg", with_curvature=True
+    )
     assert curvature == pytest.approx(absolute) and np.all(curvature >= 0)
     check_signed_weights(signed.cost, "dcg")
     with pytest.raises(ValueError, match="bounded rank weight"):
@@ -146,7 +159,6 @@ def _two_ranker_table(seed=0, n_queries=400, size=10, sessions=100):
         rows.append((np.arange(n_queries * size) // size, np.arange(n_queries * size), rank, clicks))
     query, doc, rank, clicks = (np.concatenate(parts) for parts in zip(*rows, strict=True))
     return query, doc, rank, np.full(len(doc), sessions), clicks
-
 
 
 def test_em_recovers_the_click_probabilities_of_both_kinds_of_document():

@@ -40,17 +40,19 @@ def _write(path, lines: list[bytes]):
 
 
 def test_missing_documents_leave_a_gap_and_the_others_block_takes_no_place(tmp_path):
-    lines = [_session(5),
-             _document(1, b"a", click=1, dwell=b"40", first=b"1"),
-             _document(2, b"-", title=MISSING_TITLE),
-             _document(3, b"c"),
-             _document(4, b"-", title=OTHERS_SEARCHED_TITLE),
-             _document(5, b"d", click=1, dwell=b"-", last=b"1"),
-             _session(9),
-             _document(1, b"c")]
+    lines = [
+        _session(5),
+        _document(1, b"a", click=1, dwell=b"40", first=b"1"),
+        _document(2, b"-", title=MISSING_TITLE),
+        _document(3, b"c"),
+        _document(4, b"-", title=OTHERS_SEARCHED_TITLE),
+        _document(5, b"d", click=1, dwell=b"-", last=b"1"),
+        _session(9),
+        _document(1, b"c"),
+    ]
     rows = read_raw_partition(_write(tmp_path / "part-00000.gz", lines), first_session=3)
     assert rows.url.tolist() == [b"a", b"c", b"d", b"c"]
-    assert rows.rank.tolist() == [1, 3, 4, 1]          # the gap at 2 stays; the block is no place
+    assert rows.rank.tolist() == [1, 3, 4, 1]  # the gap at 2 stays; the block is no place
     assert rows.session.tolist() == [3, 3, 3, 4]
     assert rows.qid.tolist() == [5, 5, 5, 9]
     assert rows.click.tolist() == [1, 0, 1, 0]
@@ -59,13 +61,16 @@ def test_missing_documents_leave_a_gap_and_the_others_block_takes_no_place(tmp_p
     assert rows.n_sessions == 2 and rows.n_lines == 8
 
 
-@pytest.mark.parametrize("line, message", [
-    (b"1\t2", "line 3: 2 tab-separated fields"),
-    (_document(2, b"b", click=2), "line 3: field 5 (click) must be an integer in 0..1, found '2'"),
-    (_document(31, b"b"), "line 3: field 0 (position) must be an integer in 1..30, found '31'"),
-    (_document(2, b"b", dwell=b"long"), "line 3: field 16 (dwelling_time) must be a number or -, found 'long'"),
-    (b"", "line 3: an empty line"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        (b"1\t2", "line 3: 2 tab-separated fields"),
+        (_document(2, b"b", click=2), "line 3: field 5 (click) must be an integer in 0..1, found '2'"),
+        (_document(31, b"b"), "line 3: field 0 (position) must be an integer in 1..30, found '31'"),
+        (_document(2, b"b", dwell=b"long"), "line 3: field 16 (dwelling_time) must be a number or -, found 'long'"),
+        (b"", "line 3: an empty line"),
+    ],
+)
 def test_a_malformed_line_is_named_by_partition_and_line(tmp_path, line, message):
     path = _write(tmp_path / "part-00007.gz", [_session(1), _document(1, b"a"), line, _document(3, b"c")])
     with pytest.raises(ValueError, match="part-00007.gz: " + message.replace("(", r"\(").replace(")", r"\)")):
@@ -131,41 +136,92 @@ def test_harvesting_by_ordering_recovers_the_generated_position_bias(generated):
     table = raw_table(rows)
     _, doc = np.unique(table["docid"], return_inverse=True)
     impressions = aggregate_impressions(table["qid"], doc, table["rank"], table["ranker"], table["click"])
-    estimate = harvest_propensities(impressions.query, impressions.doc, impressions.rank, impressions.ranker,
-                                    impressions.impressions, impressions.clicks, max_rank=10, bootstrap=0, rng=0)
+    estimate = harvest_propensities(
+        impressions.query,
+        impressions.doc,
+        impressions.rank,
+        impressions.ranker,
+        impressions.impressions,
+        impressions.clicks,
+        max_rank=10,
+        bootstrap=0,
+        rng=0,
+    )
     # 6,000 sessions of 60 queries with 4 orderings each: within 0.08 of the truth at every rank
     # (seeds 0-4 gave errors of at most 0.068, mostly at rank 2)
     np.testing.assert_allclose(estimate.propensity, truth.propensity, atol=0.08)
     # without the ordering ids there is one ranker and nothing to harvest
     with pytest.raises(ValueError, match="at least 2 rankers"):
-        harvest_propensities(impressions.query, impressions.doc, impressions.rank,
-                             np.zeros_like(impressions.ranker), impressions.impressions, impressions.clicks,
-                             max_rank=10, bootstrap=0, rng=0)
+        harvest_propensities(
+            impressions.query,
+            impressions.doc,
+            impressions.rank,
+            np.zeros_like(impressions.ranker),
+            impressions.impressions,
+            impressions.clicks,
+            max_rank=10,
+            bootstrap=0,
+            rng=0,
+        )
 
 
 def test_cli_imports_raw_partitions_harvests_and_fits_a_click_model(generated, tmp_path, invoke):
     truth, _ = generated
     table = tmp_path / "log.parquet"
-    result = invoke("clicks", "import", "--format", "baidu-raw", *truth.paths, "--out", table, "--harvest", "10",
-                    workdir=tmp_path / "ws")
+    result = invoke(
+        "clicks",
+        "import",
+        "--format",
+        "baidu-raw",
+        *truth.paths,
+        "--out",
+        table,
+        "--harvest",
+        "10",
+        workdir=tmp_path / "ws",
+    )
     assert f"of {truth.n_sessions} sessions" in result.output and table.exists()
     harvested = [float(line.split()[1]) for line in result.output.splitlines()[-10:]]
     np.testing.assert_allclose(harvested, truth.propensity, atol=0.08)
     side_by_side = tmp_path / "log-jobs.parquet"
-    invoke("clicks", "import", "--format", "baidu-raw", *truth.paths, "--out", side_by_side, "--jobs", "2",
-           workdir=tmp_path / "ws")
+    invoke(
+        "clicks",
+        "import",
+        "--format",
+        "baidu-raw",
+        *truth.paths,
+        "--out",
+        side_by_side,
+        "--jobs",
+        "2",
+        workdir=tmp_path / "ws",
+    )
     assert side_by_side.read_bytes() == table.read_bytes()
-    fitted = invoke("clicks", "fit", "--log", table, "--model", "pbm", "--iterations", "40",
-                    workdir=tmp_path / "ws").output
+    fitted = invoke(
+        "clicks", "fit", "--log", table, "--model", "pbm", "--iterations", "40", workdir=tmp_path / "ws"
+    ).output
     lines = fitted.splitlines()
-    assert "held out: 1200 sessions" in fitted and lines[2].split() == ["rank", "examination", "propensity",
-                                                                         "held_out_perplexity"]
+    assert "held out: 1200 sessions" in fitted and lines[2].split() == [
+        "rank",
+        "examination",
+        "propensity",
+        "held_out_perplexity",
+    ]
     propensity = [float(line.split()[2]) for line in lines[3:13]]
     np.testing.assert_allclose(propensity, truth.propensity, atol=0.08)
 
 
 def test_cli_names_the_bad_line_of_a_raw_partition(tmp_path, invoke):
     path = _write(tmp_path / "part-00003.gz", [_session(1), _document(1, b"a"), b"1\t2"])
-    result = invoke("clicks", "import", "--format", "baidu-raw", path, "--out", tmp_path / "t.parquet",
-                    workdir=tmp_path / "ws", expect=1)
+    result = invoke(
+        "clicks",
+        "import",
+        "--format",
+        "baidu-raw",
+        path,
+        "--out",
+        tmp_path / "t.parquet",
+        workdir=tmp_path / "ws",
+        expect=1,
+    )
     assert "part-00003.gz: line 3: 2 tab-separated fields" in result.output

@@ -34,8 +34,9 @@ def _same(fast, slow):
 @pytest.mark.parametrize("compressed", [True, False])
 @pytest.mark.parametrize("newline", [b"\n", b"\r\n"])
 def test_the_arrow_path_reads_what_the_line_reader_reads(compressed, newline, tmp_path, monkeypatch):
-    truth = write_raw_partitions(tmp_path, n_queries=8, sessions_per_query=12, missing_rate=0.1, others_rate=0.5,
-                                 seed=3)
+    truth = write_raw_partitions(
+        tmp_path, n_queries=8, sessions_per_query=12, missing_rate=0.1, others_rate=0.5, seed=3
+    )
     path = truth.paths[0]
     text = gzip.open(path).read().replace(b"\n", newline)
     target = tmp_path / ("part-x.gz" if compressed else "part-x")
@@ -53,17 +54,20 @@ def _document(position=b"1", url=b"a", *, click=b"0", title=b"7\x018", dwell=b"1
     return b"\t".join(fields)
 
 
-@pytest.mark.parametrize("line", [
-    b"1\t2",                             # another field count
-    b"",                                 # an empty line
-    _document(position=b"0"),            # position out of 1..30
-    _document(position=b"-"),
-    _document(click=b"2"),
-    _document(click=b"x"),
-    _document(dwell=b"-3"),              # negative
-    _document(first=b""),                # empty, not "-"
-    _document(url=b""),
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"1\t2",  # another field count
+        b"",  # an empty line
+        _document(position=b"0"),  # position out of 1..30
+        _document(position=b"-"),
+        _document(click=b"2"),
+        _document(click=b"x"),
+        _document(dwell=b"-3"),  # negative
+        _document(first=b""),  # empty, not "-"
+        _document(url=b""),
+    ],
+)
 def test_the_arrow_path_declines_what_the_line_reader_refuses(line, tmp_path, monkeypatch):
     path = tmp_path / "part-00003.gz"
     path.write_bytes(gzip.compress(b"\n".join([b"1\tq\t-", _document(), line, _document(b"3", b"c")]) + b"\n"))
@@ -73,8 +77,10 @@ def test_the_arrow_path_declines_what_the_line_reader_refuses(line, tmp_path, mo
 
 
 def test_a_bad_query_id_or_a_document_before_any_session_is_the_line_reader_s_to_name(tmp_path):
-    for lines, where in (([b"x1\tq\t-", _document()], "line 2: its session's query id"),
-                         ([_document(), b"1\tq\t-"], "line 1: a document line")):
+    for lines, where in (
+        ([b"x1\tq\t-", _document()], "line 2: its session's query id"),
+        ([_document(), b"1\tq\t-"], "line 1: a document line"),
+    ):
         path = tmp_path / "part-00004.gz"
         path.write_bytes(gzip.compress(b"\n".join(lines) + b"\n"))
         assert baidu._read_with_arrow(path, gzipped=True, first_session=0) is None

@@ -16,23 +16,38 @@ from cltr.data.clicklog import AggregatedRows, LoggedRows
 
 
 def _log(n_clicks: int = 3, *, sessions_per_query=None) -> ClickLog:
-    return ClickLog(query=np.array([0, 0, 1][:n_clicks], np.int64), doc=np.array([0, 2, 4][:n_clicks], np.int64),
-                    rank=np.array([1, 3, 2][:n_clicks], np.int64), propensity=np.array([1.0, 1 / 3, 0.5][:n_clicks]),
-                    pass_index=np.array([0, 1, 1][:n_clicks], np.int64), n_passes=2, n_queries=2,
-                    sessions_per_query=sessions_per_query)
+    return ClickLog(
+        query=np.array([0, 0, 1][:n_clicks], np.int64),
+        doc=np.array([0, 2, 4][:n_clicks], np.int64),
+        rank=np.array([1, 3, 2][:n_clicks], np.int64),
+        propensity=np.array([1.0, 1 / 3, 0.5][:n_clicks]),
+        pass_index=np.array([0, 1, 1][:n_clicks], np.int64),
+        n_passes=2,
+        n_queries=2,
+        sessions_per_query=sessions_per_query,
+    )
 
 
 def _simulated() -> SplitClicks:
     # 5 documents in 2 queries, two logging rankers taking turns
     rank = np.array([[1, 2, 3, 1, 2], [3, 1, 2, 2, 1]], np.int32)
-    return SplitClicks(log=_log(), presented=Presented(rank=rank, pass_ranker=np.array([0, 1], np.int8)),
-                       policy_propensity=np.array([0.9, 0.6, 0.4, 0.8, 0.7]))
+    return SplitClicks(
+        log=_log(),
+        presented=Presented(rank=rank, pass_ranker=np.array([0, 1], np.int8)),
+        policy_propensity=np.array([0.9, 0.6, 0.4, 0.8, 0.7]),
+    )
 
 
 def _rows() -> LoggedRows:
-    return LoggedRows(session=np.array([0, 0, 1, 1]), query=np.array([0, 0, 0, 0]), doc=np.array([0, 2, 0, 2]),
-                      rank=np.array([1, 2, 1, 2]), click=np.array([1, 0, 0, 1]),
-                      propensity=np.array([1.0, 0.5, 1.0, 0.5]), ranker=np.array([0, 0, 0, 0]))
+    return LoggedRows(
+        session=np.array([0, 0, 1, 1]),
+        query=np.array([0, 0, 0, 0]),
+        doc=np.array([0, 2, 0, 2]),
+        rank=np.array([1, 2, 1, 2]),
+        click=np.array([1, 0, 0, 1]),
+        propensity=np.array([1.0, 0.5, 1.0, 0.5]),
+        ranker=np.array([0, 0, 0, 0]),
+    )
 
 
 def _imported() -> SplitClicks:
@@ -40,9 +55,17 @@ def _imported() -> SplitClicks:
 
 
 def _aggregated() -> SplitClicks:
-    counts = AggregatedRows(query=np.array([0, 0]), doc=np.array([0, 2]), rank=np.array([1, 2]),
-                            ranker=np.array([0, 0]), propensity=np.array([1.0, 0.5]), impressions=np.array([2, 2]),
-                            clicks=np.array([1, 1]), sessions_per_query=np.array([2, 0]), rows=4)
+    counts = AggregatedRows(
+        query=np.array([0, 0]),
+        doc=np.array([0, 2]),
+        rank=np.array([1, 2]),
+        ranker=np.array([0, 0]),
+        propensity=np.array([1.0, 0.5]),
+        impressions=np.array([2, 2]),
+        clicks=np.array([1, 1]),
+        sessions_per_query=np.array([2, 0]),
+        rows=4,
+    )
     return SplitClicks(aggregated=counts, n_queries=2)
 
 
@@ -73,10 +96,12 @@ def test_the_layout_is_the_one_the_stages_wrote_before_the_view():
     # that workspaces written before the view are read, and the view writes the same bytes
     simulated, imported, aggregated = _simulated(), _imported(), _aggregated()
     assert simulated.log is not None and simulated.presented is not None and imported.log is not None
-    old_simulated = {**{f"train/{k}": v for k, v in simulated.log.arrays().items()},
-                     "train/presented_rank": simulated.presented.rank,
-                     "train/pass_ranker": simulated.presented.pass_ranker,
-                     "train/policy_propensity": simulated.policy_propensity}
+    old_simulated = {
+        **{f"train/{k}": v for k, v in simulated.log.arrays().items()},
+        "train/presented_rank": simulated.presented.rank,
+        "train/pass_ranker": simulated.presented.pass_ranker,
+        "train/policy_propensity": simulated.policy_propensity,
+    }
     old_imported = {**imported.log.arrays(), **{f"rows/{k}": v for k, v in _rows().arrays().items()}}
     assert aggregated.aggregated is not None
     old_aggregated = {"n_queries": np.int64(2), **{f"agg/{k}": v for k, v in aggregated.aggregated.arrays().items()}}
@@ -107,8 +132,18 @@ def test_a_real_stage_artifact_reads_back(tmp_path):
     _same(ClicksArtifact.of(loaded).arrays(), stored.arrays())
 
 
-@pytest.mark.parametrize("key", ["train/doc", "vali/n_passes", "train/pass_ranker", "train/presented_rank",
-                                 "vali/rows/click", "train/agg/impressions", "train/n_queries"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "train/doc",
+        "vali/n_passes",
+        "train/pass_ranker",
+        "train/presented_rank",
+        "vali/rows/click",
+        "train/agg/impressions",
+        "train/n_queries",
+    ],
+)
 def test_a_missing_key_is_named_with_the_artifact(key):
     train = _aggregated() if "agg" in key or key == "train/n_queries" else _simulated()
     arrays = ClicksArtifact(train=train, vali=_imported()).arrays()
@@ -117,18 +152,21 @@ def test_a_missing_key_is_named_with_the_artifact(key):
         ClicksArtifact.from_arrays(arrays, where="clicks artifact k")
 
 
-@pytest.mark.parametrize("key, value, problem", [
-    ("train/doc", np.array([0, 2], np.int64), "has length 2, expected 3, as train/query"),
-    ("train/propensity", np.ones(4), "has length 4, expected 3, as train/query"),
-    ("train/pass_ranker", np.zeros(3, np.int8), "has length 3, expected 2, one per pass"),
-    ("train/policy_propensity", np.ones(4), "has length 4, expected 5, one per document"),
-    ("vali/sessions_per_query", np.ones(3, np.int64), "has length 3, expected 2, one per query"),
-    ("vali/rows/rank", np.ones(3, np.int64), "has length 3, expected 4, as vali/rows/session"),
-    ("train/query", np.zeros(3), "holds float64, expected integers"),
-    ("train/propensity", np.ones(3, np.int64), "holds int64, expected floats"),
-    ("train/presented_rank", np.ones(5, np.int32), r"has shape \(5,\), expected 2-dimensional"),
-    ("train/n_passes", np.array([2]), r"has shape \(1,\), expected a scalar"),
-])
+@pytest.mark.parametrize(
+    "key, value, problem",
+    [
+        ("train/doc", np.array([0, 2], np.int64), "has length 2, expected 3, as train/query"),
+        ("train/propensity", np.ones(4), "has length 4, expected 3, as train/query"),
+        ("train/pass_ranker", np.zeros(3, np.int8), "has length 3, expected 2, one per pass"),
+        ("train/policy_propensity", np.ones(4), "has length 4, expected 5, one per document"),
+        ("vali/sessions_per_query", np.ones(3, np.int64), "has length 3, expected 2, one per query"),
+        ("vali/rows/rank", np.ones(3, np.int64), "has length 3, expected 4, as vali/rows/session"),
+        ("train/query", np.zeros(3), "holds float64, expected integers"),
+        ("train/propensity", np.ones(3, np.int64), "holds int64, expected floats"),
+        ("train/presented_rank", np.ones(5, np.int32), r"has shape \(5,\), expected 2-dimensional"),
+        ("train/n_passes", np.array([2]), r"has shape \(1,\), expected a scalar"),
+    ],
+)
 def test_a_bad_array_is_named_with_what_was_expected(key, value, problem):
     arrays = ClicksArtifact(train=_simulated(), vali=_imported()).arrays()
     arrays[key] = value
@@ -139,8 +177,9 @@ def test_a_bad_array_is_named_with_what_was_expected(key, value, problem):
 def test_a_stored_artifact_is_named_by_its_key():
     class Stored:
         key = "abc123"
-        arrays = {k: v for k, v in ClicksArtifact(train=_simulated(), vali=_simulated()).arrays().items()
-                  if k != "vali/query"}
+        arrays = {
+            k: v for k, v in ClicksArtifact(train=_simulated(), vali=_simulated()).arrays().items() if k != "vali/query"
+        }
 
     with pytest.raises(ValueError, match="^clicks artifact abc123: missing vali/query;"):
         ClicksArtifact.of(Stored())

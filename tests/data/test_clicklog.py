@@ -60,6 +60,7 @@ def files_under(root: Path) -> dict[str, bytes]:
 
 # -- a simulated log, exported and imported back ---------------------------------------
 
+
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory, invoke):
     """``cltr simulate --rankers 2 --passes 20`` and ``train svm-proprank -C 1`` on it."""
@@ -135,6 +136,7 @@ def _same_session_row(frame: pd.DataFrame) -> int:
 def _set(column, value):
     def corrupt(frame, sizes):
         frame.loc[ROW, column] = value
+
     return corrupt
 
 
@@ -149,6 +151,7 @@ def _rank_beyond(frame, sizes):
 def _repeat(column):
     def corrupt(frame, sizes):
         frame.loc[ROW, column] = frame.loc[_same_session_row(frame), column]
+
     return corrupt
 
 
@@ -176,8 +179,13 @@ CORRUPTIONS = {  # name: (corrupt(frame, sizes by qid), pattern of the message a
     "doc empty": (_set("doc", ""), r"the doc cell is empty; every row needs one$"),
     "rank empty": (_set("rank", ""), r"the rank cell is empty; every row needs one$"),
     "propensity empty": (_set("propensity", ""), r"the propensity cell is empty while other rows have one"),
-    "rank beyond the query": (_rank_beyond, (r"rank \d+ is beyond the \d+ documents of qid \d+; a rank is a "
-                                             r"displayed position, from 1 to at most")),
+    "rank beyond the query": (
+        _rank_beyond,
+        (
+            r"rank \d+ is beyond the \d+ documents of qid \d+; a rank is a "
+            r"displayed position, from 1 to at most"
+        ),
+    ),
     "rank 1e11": (_set("rank", "1e11"), r"rank (1e11|100000000000\.0) is beyond the \d+ documents of qid \d+"),
     "rank 1e20": (_set("rank", "1e20"), r"rank (1e20|1e\+20) is beyond the \d+ documents of qid \d+"),
     "doc 1e20": (_set("doc", "1e20"), r"doc (1e20|1e\+20) is not a document of qid \d+"),
@@ -232,8 +240,10 @@ def test_every_bad_row_is_reported_with_file_and_line_and_nothing_is_stored(suff
         assert re.search("^Error: " + pattern, result.output, re.MULTILINE), (name, result.output)
         with pytest.raises(ValueError) as error:
             read_click_log(path, train)
-        assert re.fullmatch(pattern + (".*" if not message.endswith("$") else ""), str(error.value)), \
-            (name, str(error.value))
+        assert re.fullmatch(pattern + (".*" if not message.endswith("$") else ""), str(error.value)), (
+            name,
+            str(error.value),
+        )
     assert files_under(sim.work) == before
 
 
@@ -243,8 +253,12 @@ def test_messages_name_the_offending_values(sim, clean_rows, tmp_path):
     qid, session = int(frame.qid[ROW]), frame.session[ROW]
     previous = frame.loc[ROW - 1]
     _repeat("rank")(frame, None)
-    with pytest.raises(ValueError, match=re.escape(f"line {ROW + 2} of {tmp_path / 'a.tsv'}: rank {previous['rank']} "
-                                                   f"appears twice in session {session}")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            f"line {ROW + 2} of {tmp_path / 'a.tsv'}: rank {previous['rank']} appears twice in session {session}"
+        ),
+    ):
         read_click_log(_write(frame, tmp_path / "a.tsv"), train)
     frame = clean_rows.copy()
     size = int(np.diff(train.offsets)[np.flatnonzero(train.qid == qid)[0]])
@@ -282,10 +296,12 @@ def test_file_level_errors_store_nothing(sim, clean_rows, tmp_path, invoke):
 
 def test_line_numbers_count_blank_lines_in_plain_and_compressed_files(tmp_path, toy_queries):
     queries = toy_queries([3, 4], qid_start=10)
-    text = ("\nsession\tqid\tdoc\trank\tclick\n"  # line 2 is the header
-            "a\t10\t0\t1\t1\n\n"  # lines 3, 4
-            "a\t10\t1\t2\t0\r\n\n"  # lines 5, 6
-            "b\t11\t3\t1\t2\n")  # line 7: the bad click
+    text = (
+        "\nsession\tqid\tdoc\trank\tclick\n"  # line 2 is the header
+        "a\t10\t0\t1\t1\n\n"  # lines 3, 4
+        "a\t10\t1\t2\t0\r\n\n"  # lines 5, 6
+        "b\t11\t3\t1\t2\n"
+    )  # line 7: the bad click
     plain, packed = tmp_path / "log.tsv", tmp_path / "log.tsv.gz"
     plain.write_text(text)
     packed.write_bytes(gzip.compress(text.encode()))
@@ -299,11 +315,13 @@ def test_repeats_are_found_however_deep_the_ranks(tmp_path, toy_queries):
     # (session, rank) and must sort instead; the answer is the same
     queries = toy_queries([3, 4000], qid_start=10)
     path = tmp_path / "log.tsv"
-    path.write_text("session\tqid\tdoc\trank\tclick\na\t11\t0\t1\t1\na\t11\t1\t3999\t0\nb\t11\t0\t3999\t0\n"
-                    "b\t11\t1\t1\t0\n")
+    path.write_text(
+        "session\tqid\tdoc\trank\tclick\na\t11\t0\t1\t1\na\t11\t1\t3999\t0\nb\t11\t0\t3999\t0\nb\t11\t1\t1\t0\n"
+    )
     assert read_click_log(path, queries).rank.tolist() == [1, 3999, 3999, 1]  # two sessions: no repeat
-    path.write_text("session\tqid\tdoc\trank\tclick\na\t11\t0\t3999\t1\nb\t11\t0\t1\t0\na\t11\t1\t3999\t0\n"
-                    "a\t11\t2\t1\t0\n")
+    path.write_text(
+        "session\tqid\tdoc\trank\tclick\na\t11\t0\t3999\t1\nb\t11\t0\t1\t0\na\t11\t1\t3999\t0\na\t11\t2\t1\t0\n"
+    )
     with pytest.raises(ValueError, match=re.escape(f"line 4 of {path}: rank 3999 appears twice in session 'a'")):
         read_click_log(path, queries)
 
@@ -348,8 +366,9 @@ def test_both_readers_refuse_every_bad_row_with_the_same_message(suffix, sim, cl
 def test_a_bad_click_is_reported_on_its_own_line_by_either_reader(reader, suffix, tmp_path, toy_queries):
     # pyarrow once read a column of 0, 1 and one "true" as booleans and blamed line 2
     queries = toy_queries([3, 4], qid_start=10)
-    text = (HEADER + "a\t10\t0\t1\t1\na\t10\t1\t2\t0\n"
-            "b\t11\t0\t1\t0\nb\t11\t1\t2\t1\nb\t11\t2\t3\t0\nb\t11\t3\t4\ttrue\n")
+    text = (
+        HEADER + "a\t10\t0\t1\t1\na\t10\t1\t2\t0\nb\t11\t0\t1\t0\nb\t11\t1\t2\t1\nb\t11\t2\t3\t0\nb\t11\t3\t4\ttrue\n"
+    )
     path = tmp_path / f"log{suffix}"
     path.write_bytes(gzip.compress(text.encode()) if suffix.endswith(".gz") else text.encode())
     assert _refusal(path, queries, reader) == f"line 7 of {path}: click must be 0 or 1, found 'true'"
@@ -363,9 +382,11 @@ def test_bytes_that_are_not_utf8_are_named_with_file_and_line(reader, suffix, tm
         path = tmp_path / f"log{line}{suffix}"
         data = text.encode("latin-1")
         path.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
-        assert _refusal(path, queries, reader) == (f"line {line} of {path}: not UTF-8 text (byte 0xe9 at byte "
-                                                   f"{2 if line == 1 else 1} of the line); a click log must be saved "
-                                                   f"as UTF-8")
+        assert _refusal(path, queries, reader) == (
+            f"line {line} of {path}: not UTF-8 text (byte 0xe9 at byte "
+            f"{2 if line == 1 else 1} of the line); a click log must be saved "
+            f"as UTF-8"
+        )
 
 
 @pytest.mark.parametrize("reader", READERS)
@@ -381,18 +402,24 @@ def test_a_row_with_another_number_of_cells_than_the_header(reader, tmp_path, to
 def test_ranks_start_at_1_and_stay_within_the_query(reader, tmp_path, toy_queries):
     queries = toy_queries([3, 4], qid_start=10)
     path = tmp_path / "log.tsv"
-    beyond = "is beyond the 3 documents of qid 10; a rank is a displayed position, from 1 to at most the number " \
-             "of the query's documents"
+    beyond = (
+        "is beyond the 3 documents of qid 10; a rank is a displayed position, from 1 to at most the number "
+        "of the query's documents"
+    )
     cases = {  # every rank shifted by 100; numbers as written, never wrapped round to -2**63
         "a\t10\t0\t101\t1\na\t10\t1\t102\t0\n": f"line 2 of {path}: rank 101 {beyond}",
         "a\t10\t0\t1\t1\na\t10\t1\t1e11\t0\n": f"line 3 of {path}: rank 1e11 {beyond}",
         "a\t10\t0\t1e20\t1\n": f"line 2 of {path}: rank 1e20 {beyond}",
         "a\t10\t0\t100000000000000000000\t1\n": f"line 2 of {path}: rank 100000000000000000000 {beyond}",
-        "a\t10\t0\t1\t1\nb\t10\t0\t2\t0\nb\t10\t1\t3\t0\n": (f"line 3 of {path}: the smallest rank of session 'b' "
-                                                           f"is 2; the ranks of a session count from 1 (the top "
-                                                           f"of the page)"),
-        "7\t10\t0\t3\t1\n7\t10\t1\t2\t0\n": (f"line 3 of {path}: the smallest rank of session 7 is 2; the ranks of a "
-                                            f"session count from 1 (the top of the page)"),
+        "a\t10\t0\t1\t1\nb\t10\t0\t2\t0\nb\t10\t1\t3\t0\n": (
+            f"line 3 of {path}: the smallest rank of session 'b' "
+            f"is 2; the ranks of a session count from 1 (the top "
+            f"of the page)"
+        ),
+        "7\t10\t0\t3\t1\n7\t10\t1\t2\t0\n": (
+            f"line 3 of {path}: the smallest rank of session 7 is 2; the ranks of a "
+            f"session count from 1 (the top of the page)"
+        ),
     }
     for rows, message in cases.items():
         path.write_text(HEADER + rows)
@@ -416,17 +443,18 @@ def test_an_empty_cell_is_an_error_not_a_value(reader, column, tmp_path, toy_que
 
 
 @pytest.mark.parametrize("reader", READERS)
-def test_an_empty_propensity_column_means_no_propensities_a_partly_empty_one_is_an_error(reader, tmp_path,
-                                                                                        toy_queries):
+def test_an_empty_propensity_column_means_no_propensities_a_partly_empty_one_is_an_error(reader, tmp_path, toy_queries):
     queries = toy_queries([3], qid_start=10)
     path = tmp_path / "log.tsv"
     path.write_text("session\tqid\tdoc\trank\tclick\tpropensity\na\t10\t0\t1\t1\t\na\t10\t1\t2\t0\t\n")
     rows = read_click_log(path, queries, reader=reader)
     assert not rows.has_propensity and np.isnan(rows.propensity).all()
     path.write_text("session\tqid\tdoc\trank\tclick\tpropensity\na\t10\t0\t1\t1\t1\na\t10\t1\t2\t0\t\n")
-    assert _refusal(path, queries, reader) == (f"line 3 of {path}: the propensity cell is empty while other rows "
-                                               f"have one; give every row its propensity, or leave the whole column "
-                                               f"empty for a log without propensities")
+    assert _refusal(path, queries, reader) == (
+        f"line 3 of {path}: the propensity cell is empty while other rows "
+        f"have one; give every row its propensity, or leave the whole column "
+        f"empty for a log without propensities"
+    )
 
 
 @pytest.mark.parametrize("reader", READERS)
@@ -437,7 +465,8 @@ def test_unknown_columns_are_refused_unless_ignored(reader, tmp_path, toy_querie
     assert _refusal(path, queries, reader) == (
         f"{path}: unknown columns 'propensty', 'user'; expected session, qid, doc or docid, rank, click "
         f"[, propensity, ranker] (to read the log without other columns: --ignore-extra-columns, or "
-        f"ignore_extra_columns=True)")
+        f"ignore_extra_columns=True)"
+    )
     rows = read_click_log(path, queries, reader=reader, ignore_extra_columns=True)
     assert rows.ignored_columns == ("propensty", "user") and not rows.has_propensity
     assert rows.click.tolist() == [1, 0]
@@ -519,14 +548,17 @@ def test_pyarrow_the_fast_reader_is_installed_with_cltr():
 
 # -- sessions without clicks, docids ----------------------------------------------------
 
+
 def test_sessions_without_clicks_count_as_sessions_and_impressions(tmp_path, toy_queries):
     queries = toy_queries([3, 4], qid_start=10)  # qid 10: rows 0-2; qid 11: rows 3-6
     path = tmp_path / "log.csv"
-    path.write_text("session,qid,doc,rank,click,propensity\n"
-                    "a,10,0,1,0,1\na,10,1,2,1,0.5\na,10,2,3,0,0.25\n"   # one click
-                    "b,10,2,1,0,1\nb,10,1,2,0,0.5\nb,10,0,3,0,0.25\n"   # none
-                    "c,11,3,1,0,1\nc,11,0,2,0,0.5\n"                    # none (doc 0 of qid 11 is row 3)
-                    "d,10,0,1,1,1\nd,10,1,2,1,0.5\n")                   # two
+    path.write_text(
+        "session,qid,doc,rank,click,propensity\n"
+        "a,10,0,1,0,1\na,10,1,2,1,0.5\na,10,2,3,0,0.25\n"  # one click
+        "b,10,2,1,0,1\nb,10,1,2,0,0.5\nb,10,0,3,0,0.25\n"  # none
+        "c,11,3,1,0,1\nc,11,0,2,0,0.5\n"  # none (doc 0 of qid 11 is row 3)
+        "d,10,0,1,1,1\nd,10,1,2,1,0.5\n"
+    )  # two
     rows = read_click_log(path, queries)
     assert rows.doc.tolist() == [0, 1, 2, 2, 1, 0, 6, 3, 0, 1]
     assert rows.session.tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 3, 3]
@@ -538,8 +570,15 @@ def test_sessions_without_clicks_count_as_sessions_and_impressions(tmp_path, toy
     assert click_log_summary(log, np.ones(7, bool))["clicks_per_query"] == 3 / 4
     table = rows.impressions()
     found = {(d, r): (n, c) for d, r, n, c in zip(table.doc, table.rank, table.impressions, table.clicks, strict=True)}
-    assert found == {(0, 1): (2, 1), (0, 3): (1, 0), (1, 2): (3, 2), (2, 3): (1, 0), (2, 1): (1, 0),
-                     (6, 1): (1, 0), (3, 2): (1, 0)}
+    assert found == {
+        (0, 1): (2, 1),
+        (0, 3): (1, 0),
+        (1, 2): (3, 2),
+        (2, 3): (1, 0),
+        (2, 1): (1, 0),
+        (6, 1): (1, 0),
+        (3, 2): (1, 0),
+    }
     assert table.impressions.sum() == 10  # every row, with or without a click
 
 
@@ -554,9 +593,11 @@ def _docid_queries(toy_queries):
 @pytest.mark.parametrize("suffix", [".tsv", ".tsv.gz"])
 def test_docid_column_names_documents_within_their_query(suffix, tmp_path, toy_queries):
     queries = _docid_queries(toy_queries)
-    text = ("session\tqid\tdocid\trank\tclick\n"
-            "a\t10\t007\t1\t1\na\t10\tGX-a\t2\t0\n"   # "007" stays text, not 7
-            "b\t11\tGX-a\t1\t0\nb\t11\tx3\t2\t1\n")  # GX-a of qid 11 is row 3, not row 0
+    text = (
+        "session\tqid\tdocid\trank\tclick\n"
+        "a\t10\t007\t1\t1\na\t10\tGX-a\t2\t0\n"  # "007" stays text, not 7
+        "b\t11\tGX-a\t1\t0\nb\t11\tx3\t2\t1\n"
+    )  # GX-a of qid 11 is row 3, not row 0
     path = tmp_path / f"log{suffix}"
     path.write_bytes(gzip.compress(text.encode()) if suffix.endswith(".gz") else text.encode())
     rows = read_click_log(path, queries)
@@ -565,8 +606,10 @@ def test_docid_column_names_documents_within_their_query(suffix, tmp_path, toy_q
     for wrong, line, name in (("b\t11\tx9", 4, "'x9'"), ("b\t10\tx1", 4, "'x1'")):
         changed = text.replace("b\t11\tGX-a", wrong)
         path.write_bytes(gzip.compress(changed.encode()) if suffix.endswith(".gz") else changed.encode())
-        with pytest.raises(ValueError, match=re.escape(f"line {line} of {path}: docid {name} is not a document of "
-                                                       f"qid {wrong.split()[1]}")):
+        with pytest.raises(
+            ValueError,
+            match=re.escape(f"line {line} of {path}: docid {name} is not a document of qid {wrong.split()[1]}"),
+        ):
             read_click_log(path, queries)
 
 
@@ -579,6 +622,7 @@ def test_docid_column_needs_docids_in_the_dataset(tmp_path, toy_queries):
 
 # -- a log written by a different program -------------------------------------------------
 
+
 def write_foreign_log(queries: Queries, path: Path, *, passes: int, seed: int, propensity: bool = True) -> int:
     """A click log as another system would write it, independent of cltr's simulator and
     writer: two rankers ("prod", "alt") that sort each query by its labels plus their own
@@ -588,8 +632,10 @@ def write_foreign_log(queries: Queries, path: Path, *, passes: int, seed: int, p
     sorted). Returns the number of clicks."""
     rng = np.random.default_rng(seed)
     bounds = list(pairwise(queries.offsets))
-    orders = {name: [np.argsort(-(queries.labels[a:b] + rng.standard_normal(b - a)), kind="stable")
-                     for a, b in bounds] for name in ("prod", "alt")}
+    orders = {
+        name: [np.argsort(-(queries.labels[a:b] + rng.standard_normal(b - a)), kind="stable") for a, b in bounds]
+        for name in ("prod", "alt")
+    }
     records = []
     session = 0
     for _ in range(passes):
@@ -602,8 +648,13 @@ def write_foreign_log(queries: Queries, path: Path, *, passes: int, seed: int, p
             click = examined & (relevant | (rng.random(b - a) < 0.05))
             session += 1
             for d, r, c in zip(order, rank, click, strict=True):
-                record = {"session": f"s-{session}", "qid": int(queries.qid[q]), "doc": int(d), "rank": int(r),
-                          "click": int(c)}
+                record = {
+                    "session": f"s-{session}",
+                    "qid": int(queries.qid[q]),
+                    "doc": int(d),
+                    "rank": int(r),
+                    "click": int(c),
+                }
                 if propensity:
                     record["propensity"] = 1.0 / r
                 record["ranker"] = name
@@ -648,8 +699,9 @@ def test_harvested_propensities_when_the_log_has_none(foreign, invoke):
         assert "without propensities" in out
     invoke("train", "svm-proprank", "--propensities", "logged", workdir=work, expect=2)
     assert "no propensities estimated" in invoke("train", "svm-proprank", workdir=work, expect=1).output
-    out = invoke("propensities", "estimate", "--method", "harvest", "--max-rank", 6, "--bootstrap", 20,
-              workdir=work).output
+    out = invoke(
+        "propensities", "estimate", "--method", "harvest", "--max-rank", 6, "--bootstrap", 20, workdir=work
+    ).output
     assert "(2 ranker(s))" in out
     estimate = current(work, "propensities")
     propensity = estimate.arrays["propensity"]
@@ -664,14 +716,26 @@ def test_harvested_propensities_when_the_log_has_none(foreign, invoke):
 
 # -- clipping --------------------------------------------------------------------------
 
+
 def test_clipping_weights_hand_computed():
     assert effective_sample_size([1.0, 10.0]) == pytest.approx(121 / 101)
     assert effective_sample_size([1.0, 5.0]) == pytest.approx(36 / 26)  # 1/q clipped at 1/0.2
     # one query of four documents ranked 1..4; clicks at ranks 1 and 3 with q = 1 and 0.05
-    queries = Queries(X=np.array([[3.0], [2.0], [1.0], [0.0]]), labels=np.zeros(4, np.int64), qid=np.array([1]),
-                      offsets=np.array([0, 4]))
-    log = ClickLog(query=np.array([0, 0]), doc=np.array([0, 2]), rank=np.array([1, 3]),
-                   propensity=np.array([1.0, 0.05]), pass_index=np.array([0, 0]), n_passes=1, n_queries=1)
+    queries = Queries(
+        X=np.array([[3.0], [2.0], [1.0], [0.0]]),
+        labels=np.zeros(4, np.int64),
+        qid=np.array([1]),
+        offsets=np.array([0, 4]),
+    )
+    log = ClickLog(
+        query=np.array([0, 0]),
+        doc=np.array([0, 2]),
+        rank=np.array([1, 3]),
+        propensity=np.array([1.0, 0.05]),
+        pass_index=np.array([0, 0]),
+        n_passes=1,
+        n_queries=1,
+    )
     scorer = LinearScorer(np.array([1.0]))
     g1, g3 = dcg_gain(np.array([1, 3]))
 
@@ -732,6 +796,7 @@ def test_clip_changes_the_model_its_weights_and_its_selection(sim, invoke):
 
 # -- cltr score and evaluate across datasets ----------------------------------------------
 
+
 def write_svmlight(queries: Queries, path: Path, docids=None) -> None:
     lines = []
     for q, (a, b) in enumerate(pairwise(queries.offsets)):
@@ -751,16 +816,30 @@ def test_score_writes_the_model_scores_and_a_trec_run(sim, tmp_path, invoke):
     features = tmp_path / "test.txt"
     write_svmlight(test, features)
     scores_path, run = tmp_path / "scores.txt", tmp_path / "run.txt"
-    invoke("score", "--model", sim.model.key, features, "--out", scores_path, "--trec", run, "--run-name", "mine",
-        workdir=sim.work)
+    invoke(
+        "score",
+        "--model",
+        sim.model.key,
+        features,
+        "--out",
+        scores_path,
+        "--trec",
+        run,
+        "--run-name",
+        "mine",
+        workdir=sim.work,
+    )
     expected = scorer_from_arrays(sim.model.arrays).scores(test.X)
     written = np.array([float(line) for line in scores_path.read_text().splitlines()])
     np.testing.assert_allclose(written, expected, rtol=1e-9, atol=1e-12)
 
     lines = _trec_lines(run)
     assert len(lines) == test.n_docs and all(len(fields) == 6 for fields in lines)
-    score_of = {f"q{test.qid[q]}-d{i}": expected[test.offsets[q] + i]
-                for q in range(test.n_queries) for i in range(int(np.diff(test.offsets)[q]))}
+    score_of = {
+        f"q{test.qid[q]}-d{i}": expected[test.offsets[q] + i]
+        for q in range(test.n_queries)
+        for i in range(int(np.diff(test.offsets)[q]))
+    }
     by_query = {}
     for qid, q0, docid, rank, score, name in lines:
         assert q0 == "Q0" and name == "mine"
@@ -776,7 +855,7 @@ def test_score_writes_the_model_scores_and_a_trec_run(sim, tmp_path, invoke):
 
     # without --out and --trec the scores go to standard output
     out = invoke("score", "--model", sim.model.key, features, workdir=sim.work).output
-    assert out.splitlines()[:test.n_docs] == scores_path.read_text().splitlines()
+    assert out.splitlines()[: test.n_docs] == scores_path.read_text().splitlines()
 
 
 def test_score_uses_the_docid_comments(sim, tmp_path, invoke):
@@ -801,8 +880,13 @@ def test_evaluate_a_model_on_another_dataset_of_the_same_width(sim, invoke):
     out = invoke("evaluate", "--model", sim.model.key, "--dataset", "other", workdir=sim.work).output
     assert f"trained on '{DATASET}') on 'other'" in out
     other = load_dataset(Workspace(sim.work).dataset_path("other"))
-    expected = evaluate(scorer_from_arrays(sim.model.arrays), other.test, other.test.relevant(other.relevant_from),
-                        rng=stream(0, "evaluate"), dcg_base=other.dcg_base)
+    expected = evaluate(
+        scorer_from_arrays(sim.model.arrays),
+        other.test,
+        other.test.relevant(other.relevant_from),
+        rng=stream(0, "evaluate"),
+        dcg_base=other.dcg_base,
+    )
     assert table_value(out, "test Avg DCG") == pytest.approx(expected["avg_dcg"], abs=5e-5)
     assert table_value(out, "test Avg Rank") == pytest.approx(expected["avg_rank"], abs=5e-3)
     out = invoke("evaluate", "--model", sim.model.key, "--dataset", "narrow", workdir=sim.work, expect=1).output
@@ -813,6 +897,7 @@ def test_the_same_bytes_under_a_name_of_another_format_are_read_again_not_reused
     invoke("clicks", "import", exported["train"], "--split", "train", "--dataset", DATASET, workdir=sim.work)
     misnamed = tmp_path / "train.csv"  # tab-separated bytes under a comma-separated name
     misnamed.write_bytes(exported["train"].read_bytes())
-    out = invoke("clicks", "import", misnamed, "--split", "train", "--dataset", DATASET, workdir=sim.work,
-                 expect=1).output
+    out = invoke(
+        "clicks", "import", misnamed, "--split", "train", "--dataset", DATASET, workdir=sim.work, expect=1
+    ).output
     assert "(reused)" not in out and "Error:" in out and "train.csv" in out

@@ -23,17 +23,31 @@ def make_log(seed: int = 0, *, sessions: int = 4) -> pd.DataFrame:
         q = s % len(SIZES)
         depth = int(rng.integers(2, SIZES[q] + 1))
         for rank, doc in enumerate(rng.permutation(SIZES[q])[:depth], start=1):
-            rows.append({"session": f"s{s}", "qid": q + 1, "doc": int(doc), "rank": rank,
-                         "click": int(rng.random() < 0.6 / rank), "propensity": 1.0 / rank,
-                         "ranker": "ab"[int(rng.integers(2))]})
+            rows.append(
+                {
+                    "session": f"s{s}",
+                    "qid": q + 1,
+                    "doc": int(doc),
+                    "rank": rank,
+                    "click": int(rng.random() < 0.6 / rank),
+                    "propensity": 1.0 / rank,
+                    "ranker": "ab"[int(rng.integers(2))],
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def write(frame: pd.DataFrame, path):
     # Parquet types a column: one of mixed cells (a corrupted one) is written as text
-    write_click_log(path, {name: frame[name].astype(str).to_numpy() if frame[name].dtype == object
-                           and frame[name].map(type).nunique() > 1 else frame[name].to_numpy()
-                           for name in frame.columns})
+    write_click_log(
+        path,
+        {
+            name: frame[name].astype(str).to_numpy()
+            if frame[name].dtype == object and frame[name].map(type).nunique() > 1
+            else frame[name].to_numpy()
+            for name in frame.columns
+        },
+    )
     return path
 
 
@@ -49,12 +63,14 @@ SUFFIXES = [".tsv", ".csv.gz", ".parquet"]
 def test_every_chunk_size_gives_the_same_counts_byte_for_byte(suffix, queries, tmp_path):
     path = write(make_log(), tmp_path / f"log{suffix}")
     whole = read_click_log_aggregated(path, queries).arrays()
-    for chunk_rows in (1, 2, 7, 10 ** 9):
+    for chunk_rows in (1, 2, 7, 10**9):
         chunked = read_click_log_aggregated(path, queries, chunk_rows=chunk_rows).arrays()
         assert chunked.keys() == whole.keys()
         for name, values in whole.items():
-            assert chunked[name].dtype == values.dtype and chunked[name].tobytes() == values.tobytes(), (chunk_rows,
-                                                                                                           name)
+            assert chunked[name].dtype == values.dtype and chunked[name].tobytes() == values.tobytes(), (
+                chunk_rows,
+                name,
+            )
 
 
 @pytest.mark.parametrize("suffix", SUFFIXES)
@@ -67,6 +83,7 @@ def test_the_counts_are_those_of_the_whole_file_reader(suffix, queries, tmp_path
         assert np.array_equal(getattr(expected, name), getattr(found, name)), name
     # every click, as a multiset of training examples
     log, again = rows.click_log(queries.n_queries), counts.click_log(queries.n_queries)
+
     def examples(c):
         return sorted(zip(c.query.tolist(), c.doc.tolist(), c.rank.tolist(), c.propensity.tolist(), strict=True))
 
@@ -110,7 +127,7 @@ def test_an_error_in_a_late_chunk_names_its_own_line(kind, suffix, queries, tmp_
     where = f"row {row + 1} of" if suffix == ".parquet" else f"line {row + 2} of"
     with pytest.raises(ValueError) as whole:
         read_click_log(path, queries)
-    for chunk_rows in (3, 10 ** 9):
+    for chunk_rows in (3, 10**9):
         with pytest.raises(ValueError) as chunked:
             read_click_log_aggregated(path, queries, chunk_rows=chunk_rows)
         assert str(chunked.value).startswith(where), str(chunked.value)
@@ -136,7 +153,7 @@ def test_the_propensity_column_is_judged_over_the_whole_log(queries, tmp_path):
     counts = read_click_log_aggregated(write(frame, tmp_path / "none.tsv"), queries, chunk_rows=3)
     assert not counts.has_propensity and np.isnan(counts.propensity).all()
     # empty in the first chunks, filled later: named at the first empty cell
-    frame.loc[len(frame) - 5:, "propensity"] = 0.5
+    frame.loc[len(frame) - 5 :, "propensity"] = 0.5
     with pytest.raises(ValueError, match=r"^line 2 of .*propensity cell is empty while other rows have one"):
         read_click_log_aggregated(write(frame, tmp_path / "partly.tsv"), queries, chunk_rows=3)
 
@@ -164,10 +181,11 @@ def test_cli_imports_in_chunks_store_the_same_bytes_and_train(tmp_path, invoke):
     workspace = Workspace(work)
     dataset, record = workspace.load_dataset("synthetic")
     stored = []
-    for chunk_rows in (97, 10 ** 9):  # chunks that cut sessions, and one chunk
+    for chunk_rows in (97, 10**9):  # chunks that cut sessions, and one chunk
         other = Workspace(tmp_path / f"work-{chunk_rows}")
-        part, _ = import_stage(other, "synthetic", dataset, record["fingerprint"], paths["train"], split="train",
-                               chunk_rows=chunk_rows)
+        part, _ = import_stage(
+            other, "synthetic", dataset, record["fingerprint"], paths["train"], split="train", chunk_rows=chunk_rows
+        )
         stored.append((other.root / "synthetic" / "imports" / f"{part.key}.npz").read_bytes())
     assert stored[0] == stored[1]
 
@@ -218,6 +236,7 @@ def test_the_affine_correction_reads_the_impressions_of_an_import_in_chunks(quer
     path = write(make_log(8), tmp_path / "log.tsv")
     rows = read_click_log(path, queries)
     counts = read_click_log_aggregated(path, queries, chunk_rows=4)
+
     def stored(split: SplitClicks) -> SimpleNamespace:
         return SimpleNamespace(key="k", arrays=ClicksArtifact(train=split, vali=split).arrays(), config={})
 
@@ -240,11 +259,12 @@ def test_a_session_that_comes_back_is_refused_at_its_line_for_every_chunk_size(s
     back = len(s0) - 1 + len(rest)  # the 0-based row of s0's return
     where = f"row {back + 1} of" if suffix == ".parquet" else f"line {back + 2} of"
     # chunks of 1, 2 and 3 rows close s0 long before it comes back; the others hold both
-    for chunk_rows in (None, 1, 2, 3, len(s0), len(s0) + 1, back, back + 1, 10 ** 9):
+    for chunk_rows in (None, 1, 2, 3, len(s0), len(s0) + 1, back, back + 1, 10**9):
         with pytest.raises(ValueError) as refused:
             read_click_log_aggregated(path, queries, chunk_rows=chunk_rows)
         assert str(refused.value).startswith(f"{where} ") and "session 's0' reappears after other sessions" in str(
-            refused.value), (chunk_rows, str(refused.value))
+            refused.value
+        ), (chunk_rows, str(refused.value))
     # the whole-file reader reads rows in any order: s0 is one session there
     rows = read_click_log(path, queries)
     assert len(np.unique(rows.session)) == frame["session"].nunique()
@@ -252,8 +272,9 @@ def test_a_session_that_comes_back_is_refused_at_its_line_for_every_chunk_size(s
 
 def test_ids_that_differ_only_as_text_are_two_sessions_in_chunks(queries, tmp_path):
     frame = make_log(10, sessions=1)
-    frame["session"] = frame["session"].map({f"s{i}": name for i, name in enumerate(
-        ["7", "007", "7.0", " 7", "a", "A", "b", "B"])})
+    frame["session"] = frame["session"].map(
+        {f"s{i}": name for i, name in enumerate(["7", "007", "7.0", " 7", "a", "A", "b", "B"])}
+    )
     path = write(frame, tmp_path / "log.tsv")
     for chunk_rows in (1, 4):
         counts = read_click_log_aggregated(path, queries, chunk_rows=chunk_rows)
@@ -266,8 +287,10 @@ def test_the_set_of_closed_session_hashes_against_a_python_set():
     rng = np.random.default_rng(11)
     hashes, oracle = _HashSet(), set()
     # random sizes with small values (many repeats), then shrinking additions of new values
-    for size, high in [*((size, 300) for size in rng.integers(0, 40, size=60)), *((size, 2 ** 63) for size in
-                                                                                  range(60, 0, -1))]:
+    for size, high in [
+        *((size, 300) for size in rng.integers(0, 40, size=60)),
+        *((size, 2**63) for size in range(60, 0, -1)),
+    ]:
         values = rng.integers(0, high, size=size).astype(np.uint64)
         assert hashes.holds(values).tolist() == [int(v) in oracle for v in values]
         hashes.add(values)

@@ -12,6 +12,7 @@ from cltr.data.svmlight import load_svmlight_split
 
 # -- LETOR 4.0 -----------------------------------------------------------------------------
 
+
 def test_letor_mq2008_alone_and_with_mq2007(tmp_path, make_letor_tree):
     mq2008 = make_letor_tree(tmp_path / "MQ2008", suffix=".xz", qid_start=10000)
     mq2007 = make_letor_tree(tmp_path / "MQ2007", suffix=".gz", qid_start=1000, seed=1)
@@ -61,8 +62,10 @@ def test_letor_qid_collision_between_mq2007_and_mq2008(tmp_path, make_letor_tree
 
 def test_letor_feature_widths_differ_between_splits(tmp_path, make_letor_tree):
     root = make_letor_tree(tmp_path / "MQ2008", widths={"vali": 45})
-    with pytest.raises(ValueError, match="feature widths differ between splits: .*train.txt has 46, "
-                                         ".*vali.txt has 45, .*test.txt has 46 features"):
+    with pytest.raises(
+        ValueError,
+        match="feature widths differ between splits: .*train.txt has 46, .*vali.txt has 45, .*test.txt has 46 features",
+    ):
         load_letor(root)
 
 
@@ -81,6 +84,7 @@ def test_letor_label_and_index_checks_apply(tmp_path, make_letor_tree):
 
 
 # -- Yahoo! LTR set 1 (licensed: tested on generated files of the same shape) ----------------
+
 
 def yahoo_text(rng, qids):
     lines = []
@@ -117,8 +121,11 @@ def test_yahoo_checks(tmp_path, write_file):
     with pytest.raises(FileNotFoundError, match="no set1.valid.txt"):
         load_yahoo(tmp_path)
     write_file(tmp_path / "set1.valid.txt", "1 qid:4 1:1 701:0.5\n")
-    with pytest.raises(ValueError, match=r"line 1 of .*set1.valid.txt: feature index 701 is out of range; "
-                                         r"expected 1\.\.700"):
+    with pytest.raises(
+        ValueError,
+        match=r"line 1 of .*set1.valid.txt: feature index 701 is out of range; "
+        r"expected 1\.\.700",
+    ):
         load_yahoo(tmp_path)
     write_file(tmp_path / "set1.valid.txt", "5 qid:4 1:1\n")
     with pytest.raises(ValueError, match=r"label 5 is outside the allowed range 0\.\.4"):
@@ -126,6 +133,7 @@ def test_yahoo_checks(tmp_path, write_file):
 
 
 # -- the real LETOR 4.0 MQ2008 Fold1 (MANIFEST.md numbers) ---------------------------------
+
 
 @pytest.mark.letor
 def test_real_mq2008_fold1_matches_manifest(mq2008):
@@ -135,18 +143,22 @@ def test_real_mq2008_fold1_matches_manifest(mq2008):
     assert provenance["label_counts"] == {"0": 7820, "1": 1223, "2": 587}
 
     dataset = load_letor(mq2008, fold=1)
-    expected = {"train": (9630, 471, {"0": 7820, "1": 1223, "2": 587}),
-                "vali": (2707, 157, {"0": 2140, "1": 400, "2": 167}),
-                "test": (2874, 156, {"0": 2319, "1": 378, "2": 177})}
+    expected = {
+        "train": (9630, 471, {"0": 7820, "1": 1223, "2": 587}),
+        "vali": (2707, 157, {"0": 2140, "1": 400, "2": 167}),
+        "test": (2874, 156, {"0": 2319, "1": 378, "2": 177}),
+    }
     for split, queries in dataset.splits().items():
         lines, n_queries, counts = expected[split]
         assert (queries.n_docs, queries.n_queries, queries.n_features) == (lines, n_queries, 46)
         assert dataset.meta["label_counts"][split] == counts
         assert queries.X.min() >= 0 and queries.X.max() <= 1  # QueryLevelNorm
-    assert dataset.meta["files"]["vali"][0]["sha256"] == \
-        "a239850bc6fe960ad08c2b7b0d99db90fe976dd93a15358e98036591b4e7a2ac"
-    assert dataset.meta["files"]["test"][0]["sha256"] == \
-        "c68c52feb1ecae7f17b64c8e2fda2098302681bbd4ea5fad8c73a1d32a1cf2b2"
+    assert (
+        dataset.meta["files"]["vali"][0]["sha256"] == "a239850bc6fe960ad08c2b7b0d99db90fe976dd93a15358e98036591b4e7a2ac"
+    )
+    assert (
+        dataset.meta["files"]["test"][0]["sha256"] == "c68c52feb1ecae7f17b64c8e2fda2098302681bbd4ea5fad8c73a1d32a1cf2b2"
+    )
     assert dataset.train.qid[0] == 10002 and dataset.vali.qid[0] == 15928 and dataset.test.qid[0] == 18219
     assert dataset.meta["mq2007"] is False
 

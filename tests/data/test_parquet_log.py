@@ -38,8 +38,10 @@ def _log(queries, *, seed=0, passes=6, by_query=False) -> dict:
                 rows.append((f"s{p}-{q}", int(queries.qid[q]), int(d), r, click, 1.0 / r, "ab"[p % 2]))
     if by_query:
         rows.sort(key=lambda row: (-row[1], row[0]))  # a log written query by query
-    return {name: [row[i] for row in rows]
-            for i, name in enumerate(("session", "qid", "doc", "rank", "click", "propensity", "ranker"))}
+    return {
+        name: [row[i] for row in rows]
+        for i, name in enumerate(("session", "qid", "doc", "rank", "click", "propensity", "ranker"))
+    }
 
 
 def _write(path, columns, row_group_size=50):
@@ -59,8 +61,9 @@ def test_the_chunks_read_from_the_file_give_the_estimate_of_the_whole_import(tmp
     path = _write(tmp_path / "log.parquet", _log(queries, by_query=by_query))
     want = _in_memory(path, queries, max_rank=6, bootstrap=20, rng=0)
     # 37 rows a batch: sessions cut across batches and row groups are completed by the next
-    got = harvest_parquet_log(path, queries, chunks=chunks, mapper=LocalMapper(), max_rank=6, bootstrap=20,
-                              rng=0, batch_rows=37)
+    got = harvest_parquet_log(
+        path, queries, chunks=chunks, mapper=LocalMapper(), max_rank=6, bootstrap=20, rng=0, batch_rows=37
+    )
     assert got.info["chunks"] == chunks
     assert got.info["rows"] == len(read_click_log(path, queries).doc)
     for name in ("propensity", "low", "high"):
@@ -86,12 +89,14 @@ def test_a_log_written_query_by_query_gives_each_chunk_its_own_row_groups(tmp_pa
         # a row of its queries: those of a brute-force scan
         file, found = pq.ParquetFile(path), index_click_log(path, queries)
         position = {int(q): i for i, q in enumerate(queries.qid)}
-        holds = [{position[int(q)] for q in file.read_row_group(g, columns=["qid"]).column(0).to_pylist()}
-                 for g in range(file.num_row_groups)]
+        holds = [
+            {position[int(q)] for q in file.read_row_group(g, columns=["qid"]).column(0).to_pylist()}
+            for g in range(file.num_row_groups)
+        ]
         for spec in plan_chunks(found, 4):
             want = [g for g, held in enumerate(holds) if any(spec.first <= q < spec.stop for q in held)]
             assert spec.groups.tolist() == want
-    rows = [int(index.rows_per_query[s.first:s.stop].sum()) for s in specs]
+    rows = [int(index.rows_per_query[s.first : s.stop].sum()) for s in specs]
     assert max(rows) - min(rows) <= 2 * int(index.rows_per_query.max())  # about equal rows, whole queries
 
 
@@ -108,16 +113,19 @@ def test_bad_rows_are_named_by_file_and_row(tmp_path):
     bad["rank"][last] = 99
     path = _write(tmp_path / "rank.parquet", bad)
     with pytest.raises(ValueError, match=rf"row {last + 1} of .*rank\.parquet: rank 99 is beyond the"):
-        harvest_parquet_log(path, queries, chunks=3, mapper=LocalMapper(), max_rank=6, bootstrap=0, rng=0,
-                            batch_rows=16)
+        harvest_parquet_log(
+            path, queries, chunks=3, mapper=LocalMapper(), max_rank=6, bootstrap=0, rng=0, batch_rows=16
+        )
     # filled for the first queries' chunk, empty for the others': each chunk alone is consistent
-    half = dict(columns, propensity=[None if q < 900 else v
-                                     for q, v in zip(columns["qid"], columns["propensity"], strict=True)])
+    half = dict(
+        columns, propensity=[None if q < 900 else v for q, v in zip(columns["qid"], columns["propensity"], strict=True)]
+    )
     path = _write(tmp_path / "half.parquet", half)
     with pytest.raises(ValueError, match="the propensity cell is empty while other rows have one"):
         harvest_parquet_log(path, queries, chunks=3, mapper=LocalMapper(), max_rank=6, bootstrap=0, rng=0)
-    clicked = {name: [v for v, c in zip(values, columns["click"], strict=True) if c]
-               for name, values in columns.items()}
+    clicked = {
+        name: [v for v, c in zip(values, columns["click"], strict=True) if c] for name, values in columns.items()
+    }
     path = _write(tmp_path / "clicked.parquet", clicked)
     with pytest.raises(ValueError, match="clicked rows only"):
         harvest_parquet_log(path, queries, chunks=2, mapper=LocalMapper(), max_rank=6, bootstrap=0, rng=0)
@@ -130,8 +138,10 @@ def test_bad_rows_are_named_by_file_and_row(tmp_path):
 @pytest.fixture(scope="module")
 def dask_client():
     distributed = pytest.importorskip("dask.distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         yield client
 
 
@@ -141,7 +151,8 @@ def test_a_dask_cluster_reads_the_chunks_and_gives_the_estimate_of_the_whole_imp
     queries = _split(seed=3)
     path = _write(tmp_path / "log.parquet", _log(queries, seed=3))
     want = _in_memory(path, queries, max_rank=6, bootstrap=10, rng=1)
-    got = harvest_parquet_log(path, queries, chunks=3, mapper=DaskMapper(dask_client), max_rank=6, bootstrap=10,
-                              rng=1, batch_rows=50)
+    got = harvest_parquet_log(
+        path, queries, chunks=3, mapper=DaskMapper(dask_client), max_rank=6, bootstrap=10, rng=1, batch_rows=50
+    )
     for name in ("propensity", "low", "high"):
         np.testing.assert_allclose(getattr(got, name), getattr(want, name), rtol=0, atol=1e-8)

@@ -23,9 +23,13 @@ def table_row(output: str, prefix: str) -> dict:
 
 
 def write_svmlight(queries, path):
-    lines = [f"{queries.labels[row]} qid:{queries.qid[q]} " + " ".join(f"{j + 1}:{v:.17g}"
-                                                                      for j, v in enumerate(queries.X[row])) + "\n"
-             for q in range(queries.n_queries) for row in range(queries.offsets[q], queries.offsets[q + 1])]
+    lines = [
+        f"{queries.labels[row]} qid:{queries.qid[q]} "
+        + " ".join(f"{j + 1}:{v:.17g}" for j, v in enumerate(queries.X[row]))
+        + "\n"
+        for q in range(queries.n_queries)
+        for row in range(queries.offsets[q], queries.offsets[q + 1])
+    ]
     path.write_text("".join(lines))
 
 
@@ -49,8 +53,9 @@ def test_a_run_of_cltr_score_evaluates_to_the_models_own_numbers(scored, invoke,
     work, _, model, run, scores = scored
     expected = table_row(invoke("evaluate", "--model", model, "--seed", seed, workdir=work).output, "test")
     for path in (run, scores):
-        got = table_row(invoke("evaluate", "--run", path, "--split", "test", "--seed", seed, workdir=work).output,
-                        "test")
+        got = table_row(
+            invoke("evaluate", "--run", path, "--split", "test", "--seed", seed, workdir=work).output, "test"
+        )
         assert {m: got[f"test {m}"] for m in METRICS} == {m: expected[f"test {m}"] for m in METRICS}
 
 
@@ -72,16 +77,29 @@ def _broken(tmp_path, run, edit):
     return path
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda ls: ["999999 " + ls[0].split(" ", 1)[1]] + ls[1:], r"line 1 of .*broken.txt: qid 999999 is not a query"),
-    (lambda ls: [ls[0]] + [" ".join(ls[1].split()[:2] + ["nope"] + ls[1].split()[3:])] + ls[2:],
-     r"line 2 of .*: docid nope is not a document of qid"),
-    (lambda ls: ls[:2] + [" ".join(ls[2].split()[:4] + ["high"] + ls[2].split()[5:])] + ls[3:],
-     r"line 3 of .*: score 'high' is not a number"),
-    (lambda ls: ls[:-1], r"broken.txt: 1 of the test split's \d+ documents have no line, e.g. qid \d+ docid q\d+-d\d+"),
-    (lambda ls: ls + [ls[0]], r"line \d+ of .*: qid \d+ docid q\d+-d\d+ is scored a second time"),
-    (lambda ls: ["1 2 3"] + ls, r"line 1 of .*: 3 fields; expected a TREC run line"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (
+            lambda ls: ["999999 " + ls[0].split(" ", 1)[1]] + ls[1:],
+            r"line 1 of .*broken.txt: qid 999999 is not a query",
+        ),
+        (
+            lambda ls: [ls[0]] + [" ".join(ls[1].split()[:2] + ["nope"] + ls[1].split()[3:])] + ls[2:],
+            r"line 2 of .*: docid nope is not a document of qid",
+        ),
+        (
+            lambda ls: ls[:2] + [" ".join(ls[2].split()[:4] + ["high"] + ls[2].split()[5:])] + ls[3:],
+            r"line 3 of .*: score 'high' is not a number",
+        ),
+        (
+            lambda ls: ls[:-1],
+            r"broken.txt: 1 of the test split's \d+ documents have no line, e.g. qid \d+ docid q\d+-d\d+",
+        ),
+        (lambda ls: ls + [ls[0]], r"line \d+ of .*: qid \d+ docid q\d+-d\d+ is scored a second time"),
+        (lambda ls: ["1 2 3"] + ls, r"line 1 of .*: 3 fields; expected a TREC run line"),
+    ],
+)
 def test_a_broken_run_names_file_and_line(scored, tmp_path, edit, message):
     _, dataset, _, run, _ = scored
     with pytest.raises(ValueError, match=message):
@@ -109,7 +127,10 @@ def test_clicks_export_features_writes_each_rows_feature_vector(scored, invoke, 
     assert list(wide_table.columns) == list(plain_table.columns) + [f"f{j}" for j in range(1, d + 1)]
     assert not any(c.startswith("f") and c[1:].isdigit() for c in plain_table.columns)
     pd.testing.assert_frame_equal(wide_table[plain_table.columns], plain_table)
-    query = np.searchsorted(dataset.train.qid, wide_table["qid"]) if np.all(np.diff(dataset.train.qid) > 0) else \
-        np.array([list(dataset.train.qid).index(q) for q in wide_table["qid"]])
+    query = (
+        np.searchsorted(dataset.train.qid, wide_table["qid"])
+        if np.all(np.diff(dataset.train.qid) > 0)
+        else np.array([list(dataset.train.qid).index(q) for q in wide_table["qid"]])
+    )
     rows = dataset.train.offsets[query] + wide_table["doc"].to_numpy()
     np.testing.assert_array_equal(wide_table[[f"f{j}" for j in range(1, d + 1)]].to_numpy(), dataset.train.X[rows])

@@ -68,5 +68,14 @@ def test_failed_save_leaves_nothing(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["x.npz"]  # no temporary left behind ...
     assert (tmp_path / "x.npz").read_bytes() == before  # ... and the old file intact
     with pytest.raises(TypeError):
-        save_dataset(Dataset(name="x", train=dataset.train, vali=dataset.vali, test=dataset.test,
-                             relevant_from=1, meta={"not json": object()}), tmp_path / "y.npz")
+        save_dataset(
+            Dataset(
+                name="x",
+                train=dataset.train,
+                vali=dataset.vali,
+                test=dataset.test,
+                relevant_from=1,
+                meta={"not json": object()},
+            ),
+            tmp_path / "y.npz",
+        )

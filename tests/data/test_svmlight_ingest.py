@@ -33,8 +33,21 @@ def write(path: Path, text: str | bytes) -> Path:
 
 # -- scikit-learn's reader as the oracle ----------------------------------------------------
 
-_VALUES = ["0", "1", "0.5", "-0.25", ".5", "5.", "1e-3", "2.5E+02", "-0", "123456.789",
-           "0.1234567890123456789", "3.4028234e38", "1e-320"]
+_VALUES = [
+    "0",
+    "1",
+    "0.5",
+    "-0.25",
+    ".5",
+    "5.",
+    "1e-3",
+    "2.5E+02",
+    "-0",
+    "123456.789",
+    "0.1234567890123456789",
+    "3.4028234e38",
+    "1e-320",
+]
 _SLOW_VALUES = ["+0.5", "1_0", "+2e1"]  # valid for Python's float(), not for the bulk parser
 
 
@@ -52,7 +65,7 @@ def random_file(rng: np.random.Generator, *, n_features: int, density: float, sl
             line = space.join([label, f"qid:{qid}"] + [f"{j}:{v}" for j, v in zip(present, values, strict=True)])
             docid = None
             if rng.random() < 0.6:
-                docid = f"GX{rng.integers(1000):03d}-{rng.integers(100):02d}-{rng.integers(10 ** 7):07d}"
+                docid = f"GX{rng.integers(1000):03d}-{rng.integers(100):02d}-{rng.integers(10**7):07d}"
                 line += f" #docid = {docid} inc = 1 prob = {rng.random():.4f}"
             elif rng.random() < 0.2:
                 line += "  # a comment without an id: 1:2 qid:3"
@@ -67,8 +80,9 @@ def oracle(path: Path, width: int):
     """X (n_rows, width), labels, qid per query, offsets by scikit-learn's reader."""
     load_svmlight_file = pytest.importorskip("sklearn.datasets").load_svmlight_file  # the oracle only
 
-    sparse, y, qid = load_svmlight_file(str(path), dtype=np.float64, zero_based=True, query_id=True,
-                                        n_features=width + 1)
+    sparse, y, qid = load_svmlight_file(
+        str(path), dtype=np.float64, zero_based=True, query_id=True, n_features=width + 1
+    )
     X = sparse.toarray()[:, 1:]
     starts = np.flatnonzero(np.concatenate([[True], qid[1:] != qid[:-1]]))
     return X, y.astype(np.int64), qid[starts], np.append(starts, len(y))
@@ -128,8 +142,9 @@ def test_compressed_files_read_like_plain_ones(tmp_path, suffix, block_size):
     rng = np.random.default_rng(7)
     text = "".join(random_file(rng, n_features=20, density=0.3)[0] + "\n" for _ in range(4))
     plain, _ = load_svmlight_split(write(tmp_path / "train.txt", text), n_features=20)
-    packed, provenance = load_svmlight_split(write(tmp_path / f"train.txt{suffix}", text), n_features=20,
-                                             block_size=block_size)
+    packed, provenance = load_svmlight_split(
+        write(tmp_path / f"train.txt{suffix}", text), n_features=20, block_size=block_size
+    )
     np.testing.assert_array_equal(packed.X, plain.X)
     np.testing.assert_array_equal(packed.offsets, plain.offsets)
     assert packed.docid.tolist() == plain.docid.tolist()
@@ -151,8 +166,11 @@ def test_float32_is_the_float64_value_rounded_once(tmp_path):
     # a value float64 holds but float32 does not is an error, not a silent inf
     big = write(tmp_path / "big.txt", "0 qid:1 1:1\n1 qid:1 1:3.4028234e38 2:-3.5e38\n")
     assert load_svmlight_split(big)[0].X[1, 1] == -3.5e38
-    with pytest.raises(ValueError, match=r"line 2 of .*big.txt: feature 2 has the value -3.5e\+38, beyond the "
-                                         "range of float32; read the file as float64"):
+    with pytest.raises(
+        ValueError,
+        match=r"line 2 of .*big.txt: feature 2 has the value -3.5e\+38, beyond the "
+        "range of float32; read the file as float64",
+    ):
         load_svmlight_split(big, dtype=np.float32)
 
 
@@ -170,8 +188,7 @@ def test_rows_beyond_the_first_estimate_and_wide_late_indices(tmp_path):
     # short rows first, then long ones: the row estimate of the first block is far too low
     # for the compressed file, and the width jumps late; X is grown and narrowed correctly.
     short = "".join(f"0 qid:{q} 1:1\n" for q in range(1, 400))
-    long = "".join(f"1 qid:{q} " + " ".join(f"{j}:{j}" for j in range(1, 200, 3)) + "\n"
-                   for q in range(400, 420))
+    long = "".join(f"1 qid:{q} " + " ".join(f"{j}:{j}" for j in range(1, 200, 3)) + "\n" for q in range(400, 420))
     text = short + long + "2 qid:999 150:0.5\n"
     path = write(tmp_path / "grow.txt.xz", text)
     expected = oracle(write(tmp_path / "grow.txt", text), 199)
@@ -187,50 +204,117 @@ _UNPARSABLE = "0 qid:1 1:0.5 2:1\n\n{}\n0 qid:1 1:1\n"
 MALFORMED = [
     # (file name, content, options, message with {file} for the escaped file name)
     ("bad.txt", _UNPARSABLE.format("abc qid:1 1:0.5"), {}, "line 3 of .*{file}: the label 'abc' is not a number"),
-    ("bad.txt", _UNPARSABLE.format("1 qid:1 1:abc"), {},
-     r"line 3 of .*{file}: the feature value of '1:abc' is not a number"),
-    ("bad.txt", _UNPARSABLE.format("1 qid:1 x:0.5"), {},
-     r"line 3 of .*{file}: the feature index of 'x:0.5' is not an integer"),
-    ("bad.txt", _UNPARSABLE.format("1 qid:1 1:0.5 junk"), {},
-     "line 3 of .*{file}: cannot read 'junk' as '<index>:<value>'"),
-    ("bad.txt", _UNPARSABLE.format("1 qid:1 3:0.5 2:1"), {},
-     "line 3 of .*{file}: feature indices must increase along a line; 2 follows 3"),
-    ("bad.txt", _UNPARSABLE.format("1 qid:1 2:0.5 2:1"), {},
-     "line 3 of .*{file}: feature indices must increase along a line; 2 follows 2"),
-    ("bad.txt", _UNPARSABLE.format("1 qid:1 1:0.5 qid:2"), {},
-     "line 3 of .*{file}: 'qid:2' must come right after the label"),
+    (
+        "bad.txt",
+        _UNPARSABLE.format("1 qid:1 1:abc"),
+        {},
+        r"line 3 of .*{file}: the feature value of '1:abc' is not a number",
+    ),
+    (
+        "bad.txt",
+        _UNPARSABLE.format("1 qid:1 x:0.5"),
+        {},
+        r"line 3 of .*{file}: the feature index of 'x:0.5' is not an integer",
+    ),
+    (
+        "bad.txt",
+        _UNPARSABLE.format("1 qid:1 1:0.5 junk"),
+        {},
+        "line 3 of .*{file}: cannot read 'junk' as '<index>:<value>'",
+    ),
+    (
+        "bad.txt",
+        _UNPARSABLE.format("1 qid:1 3:0.5 2:1"),
+        {},
+        "line 3 of .*{file}: feature indices must increase along a line; 2 follows 3",
+    ),
+    (
+        "bad.txt",
+        _UNPARSABLE.format("1 qid:1 2:0.5 2:1"),
+        {},
+        "line 3 of .*{file}: feature indices must increase along a line; 2 follows 2",
+    ),
+    (
+        "bad.txt",
+        _UNPARSABLE.format("1 qid:1 1:0.5 qid:2"),
+        {},
+        "line 3 of .*{file}: 'qid:2' must come right after the label",
+    ),
     ("bad.txt", _UNPARSABLE.format("1 qid:x 1:0.5"), {}, "line 3 of .*{file}: cannot read 'qid:x' as 'qid:<integer>'"),
     ("bad.txt", _UNPARSABLE.format("1 qid:1 -1:0.5"), {}, "line 3 of .*{file}: feature index -1 is negative"),
-    ("train.txt", "0 qid:1 1:0.5\n# comment\n1 1:0.5 2:1\n", {},
-     "line 3 of .*{file}: expected 'qid:<integer>' after the label, found '1:0.5'; every row must name its query"),
-    ("train.txt", "0 qid:42 1:1\n1 qid:42 1:0\n0 qid:43 1:1\n\n1 qid:42 1:0.5\n", {},
-     "line 5 of .*{file}: qid 42 reappears after qid 43; a query's rows must be contiguous"),
-    ("train.txt", "0 qid:1 1:1\n1 qid:1 0:0.0 2:1\n", {"n_features": 5},
-     "line 2 of .*{file}: feature index 0 is out of range; feature indices are 1-based"),
-    ("train.txt", "0 qid:1 1:1 5:1\n1 qid:1 2:1 6:0.5\n", {"n_features": 5},
-     r"line 2 of .*{file}: feature index 6 is out of range; expected 1\.\.5"),
-    *[("train.txt", f"0 qid:1 1:1\n1 qid:1 1:0.5 2:{value}\n", {},
-       f"line 2 of .*{{file}}: feature 2 has the value {shown}; feature values must be finite")
-      for value, shown in [("nan", "nan"), ("inf", "inf"), ("-inf", "-inf"), ("1e400", "inf")]],
-    ("train.txt", "0 qid:1 1:1\n2 qid:1 1:0\n3 qid:2 1:0.5\n", {"label_range": (0, 2)},
-     r"line 3 of .*{file}: label 3 is outside the allowed range 0\.\.2"),
-    ("negative.txt", "-1 qid:1 1:1\n", {"label_range": (0, 4)},
-     r"line 1 of .*{file}: label -1 is outside the allowed range 0\.\.4"),
-    *[("train.txt", f"0 qid:1 1:1\n{label} qid:1 1:0\n", {}, f"line 2 of .*{{file}}: label {label} is not an integer")
-      for label in ["1.5", "nan"]],
-    *[("vali.txt", text, {}, "{file}: no data rows .*an empty split")
-      for text in ["", "\n\n", "# only a comment\n   \n"]],
-    ("train.txt", "0 qid:1 1:1\n5 qid:1 1:1\n1 qid:1 1:nan\n0 qid:2 1:0\n1 qid:1 1:0\n", {"label_range": (0, 2)},
-     "line 2 of .*: label 5 is outside"),
-    ("train.txt", "0 qid:1 1:1\n1 qid:1 1:nan\n5 qid:1 1:1\n", {"label_range": (0, 2)},
-     "line 2 of .*: feature 1 has the value nan"),
+    (
+        "train.txt",
+        "0 qid:1 1:0.5\n# comment\n1 1:0.5 2:1\n",
+        {},
+        "line 3 of .*{file}: expected 'qid:<integer>' after the label, found '1:0.5'; every row must name its query",
+    ),
+    (
+        "train.txt",
+        "0 qid:42 1:1\n1 qid:42 1:0\n0 qid:43 1:1\n\n1 qid:42 1:0.5\n",
+        {},
+        "line 5 of .*{file}: qid 42 reappears after qid 43; a query's rows must be contiguous",
+    ),
+    (
+        "train.txt",
+        "0 qid:1 1:1\n1 qid:1 0:0.0 2:1\n",
+        {"n_features": 5},
+        "line 2 of .*{file}: feature index 0 is out of range; feature indices are 1-based",
+    ),
+    (
+        "train.txt",
+        "0 qid:1 1:1 5:1\n1 qid:1 2:1 6:0.5\n",
+        {"n_features": 5},
+        r"line 2 of .*{file}: feature index 6 is out of range; expected 1\.\.5",
+    ),
+    *[
+        (
+            "train.txt",
+            f"0 qid:1 1:1\n1 qid:1 1:0.5 2:{value}\n",
+            {},
+            f"line 2 of .*{{file}}: feature 2 has the value {shown}; feature values must be finite",
+        )
+        for value, shown in [("nan", "nan"), ("inf", "inf"), ("-inf", "-inf"), ("1e400", "inf")]
+    ],
+    (
+        "train.txt",
+        "0 qid:1 1:1\n2 qid:1 1:0\n3 qid:2 1:0.5\n",
+        {"label_range": (0, 2)},
+        r"line 3 of .*{file}: label 3 is outside the allowed range 0\.\.2",
+    ),
+    (
+        "negative.txt",
+        "-1 qid:1 1:1\n",
+        {"label_range": (0, 4)},
+        r"line 1 of .*{file}: label -1 is outside the allowed range 0\.\.4",
+    ),
+    *[
+        ("train.txt", f"0 qid:1 1:1\n{label} qid:1 1:0\n", {}, f"line 2 of .*{{file}}: label {label} is not an integer")
+        for label in ["1.5", "nan"]
+    ],
+    *[
+        ("vali.txt", text, {}, "{file}: no data rows .*an empty split")
+        for text in ["", "\n\n", "# only a comment\n   \n"]
+    ],
+    (
+        "train.txt",
+        "0 qid:1 1:1\n5 qid:1 1:1\n1 qid:1 1:nan\n0 qid:2 1:0\n1 qid:1 1:0\n",
+        {"label_range": (0, 2)},
+        "line 2 of .*: label 5 is outside",
+    ),
+    (
+        "train.txt",
+        "0 qid:1 1:1\n1 qid:1 1:nan\n5 qid:1 1:1\n",
+        {"label_range": (0, 2)},
+        "line 2 of .*: feature 1 has the value nan",
+    ),
     ("train.txt.xz", b"this is not xz data", {}, "{file}: cannot decompress it as xz"),
 ]
 
 
 @pytest.mark.parametrize("block_size", [1, 1 << 20])
-@pytest.mark.parametrize("name, text, options, message", MALFORMED,
-                         ids=[f"{i}-{case[3][:40]}" for i, case in enumerate(MALFORMED)])
+@pytest.mark.parametrize(
+    "name, text, options, message", MALFORMED, ids=[f"{i}-{case[3][:40]}" for i, case in enumerate(MALFORMED)]
+)
 def test_malformed_input_is_reported_as_before(tmp_path, name, text, options, message, block_size):
     assert len(MALFORMED) == 27
     path = tmp_path / name
@@ -248,8 +332,9 @@ def _shift_lines(message: str, shift: int) -> str:
 
 
 @pytest.mark.parametrize("suffix", ["", ".gz"])
-@pytest.mark.parametrize("name, text, options, message",
-                         [case for case in MALFORMED if isinstance(case[1], str) and "qid" in case[1]])
+@pytest.mark.parametrize(
+    "name, text, options, message", [case for case in MALFORMED if isinstance(case[1], str) and "qid" in case[1]]
+)
 def test_malformed_line_far_into_the_file_names_its_line(tmp_path, name, text, options, message, suffix):
     # 300 good lines first (bulk-parsed, many blocks): the bad one is found in a later block
     prefix = "".join(f"0 qid:{100000 + q // 3} 1:0.5 3:1 #docid = D{q}\n" for q in range(300))
@@ -301,8 +386,7 @@ def test_docids_are_captured_and_none_where_absent(tmp_path):
 def test_docids_follow_subset_and_concatenate(tmp_path):
     queries, _ = load_svmlight_split(write(tmp_path / "d.txt", LETOR_LINES))
     assert queries.subset(np.array([1])).docid.tolist() == [None, None]
-    assert queries.subset(np.array([1, 0])).docid.tolist() == [None, None, "GX000-00-0000001",
-                                                              "GX000-00-0000002"]
+    assert queries.subset(np.array([1, 0])).docid.tolist() == [None, None, "GX000-00-0000001", "GX000-00-0000002"]
     other, _ = load_svmlight_split(write(tmp_path / "o.txt", "1 qid:50 1:1 2:0\n"))
     both = concatenate_queries([other, queries])
     assert both.docid.tolist() == [None, "GX000-00-0000001", "GX000-00-0000002", None, None]
@@ -339,8 +423,13 @@ def test_files_without_docids_still_load(tmp_path):
 def test_letor_and_yahoo_loaders_keep_docids(tmp_path):
     rng = np.random.default_rng(0)
     for i, split in enumerate(("train", "vali", "test")):
-        lines = [f"{rng.integers(0, 3)} qid:{100 + 10 * i + q} " + " ".join(f"{j}:0.5" for j in range(1, 47))
-                 + f" #docid = GX{i}{q}-{d} inc = 1 prob = 0.5" for q in range(2) for d in range(3)]
+        lines = [
+            f"{rng.integers(0, 3)} qid:{100 + 10 * i + q} "
+            + " ".join(f"{j}:0.5" for j in range(1, 47))
+            + f" #docid = GX{i}{q}-{d} inc = 1 prob = 0.5"
+            for q in range(2)
+            for d in range(3)
+        ]
         write(tmp_path / "MQ2008" / "Fold1" / f"{split}.txt.xz", "\n".join(lines) + "\n")
     dataset = load_letor(tmp_path / "MQ2008")
     assert dataset.train.docid.tolist() == [f"GX0{q}-{d}" for q in range(2) for d in range(3)]
@@ -355,11 +444,15 @@ def test_letor_and_yahoo_loaders_keep_docids(tmp_path):
 
 # -- three files: load_svmlight_dataset and `cltr prepare svmlight` ---------------------------
 
+
 def _three_files(root: Path, widths=(5, 5, 5), qids=(1, 10, 20)) -> list[Path]:
     paths = []
     for split, width, qid in zip(("train", "vali", "test"), widths, qids, strict=True):
-        text = "".join(f"{label} qid:{qid + q} 1:0.5 {width}:1 #docid = {split}-{q}-{label}\n"
-                       for q in range(2) for label in (0, 2, 1))
+        text = "".join(
+            f"{label} qid:{qid + q} 1:0.5 {width}:1 #docid = {split}-{q}-{label}\n"
+            for q in range(2)
+            for label in (0, 2, 1)
+        )
         paths.append(write(root / f"{split}.txt.gz", text))
     return paths
 
@@ -373,8 +466,11 @@ def test_load_svmlight_dataset(tmp_path):
     assert dataset.vali.docid[1] == "vali-0-2"
     assert dataset.meta["files"]["test"][0]["path"] == str(test)
     narrow = _three_files(tmp_path / "narrow", widths=(5, 4, 5))
-    with pytest.raises(ValueError, match="feature widths differ between splits: .*train.txt.gz has 5, "
-                                         ".*vali.txt.gz has 4, .*test.txt.gz has 5 features"):
+    with pytest.raises(
+        ValueError,
+        match="feature widths differ between splits: .*train.txt.gz has 5, "
+        ".*vali.txt.gz has 4, .*test.txt.gz has 5 features",
+    ):
         load_svmlight_dataset(*narrow)
     assert load_svmlight_dataset(*narrow, n_features=6).vali.n_features == 6
     shared = _three_files(tmp_path / "shared", qids=(1, 10, 11))
@@ -392,8 +488,21 @@ def _cli(workdir: Path, *args):
 
 def test_cli_prepare_svmlight(tmp_path):
     train, vali, test = _three_files(tmp_path / "files")
-    result = _cli(tmp_path / "work", "--train", train, "--vali", vali, "--test", test, "--relevant-from", 2,
-                  "--dtype", "float32", "--name", "mine")
+    result = _cli(
+        tmp_path / "work",
+        "--train",
+        train,
+        "--vali",
+        vali,
+        "--test",
+        test,
+        "--relevant-from",
+        2,
+        "--dtype",
+        "float32",
+        "--name",
+        "mine",
+    )
     assert result.exit_code == 0, result.output
     assert "prepared 'mine'" in result.output
     dataset = load_dataset(tmp_path / "work" / "datasets" / "mine.npz")

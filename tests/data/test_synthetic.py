@@ -71,9 +71,14 @@ def test_synthetic_tiny_and_options():
     wide = make_synthetic(n_queries=20, n_features=1, fractions=(1, 1, 2), relevant_from=2)
     assert [q.n_queries for q in wide.splits().values()] == [5, 5, 10] and wide.relevant_from == 2
     assert all(q.relevant(2).any() for q in wide.splits().values())
-    for bad, message in [({"n_queries": 2}, "n_queries"), ({"docs": (1, 5)}, "docs"),
-                         ({"relevant_share": 1.0}, "relevant_share"), ({"nonlinearity": 2}, "nonlinearity"),
-                         ({"fractions": (1, 0, 1)}, "fractions"), ({"relevant_from": 3}, "relevant_from")]:
+    for bad, message in [
+        ({"n_queries": 2}, "n_queries"),
+        ({"docs": (1, 5)}, "docs"),
+        ({"relevant_share": 1.0}, "relevant_share"),
+        ({"nonlinearity": 2}, "nonlinearity"),
+        ({"fractions": (1, 0, 1)}, "fractions"),
+        ({"relevant_from": 3}, "relevant_from"),
+    ]:
         with pytest.raises(ValueError, match=message):
             make_synthetic(**bad)
 

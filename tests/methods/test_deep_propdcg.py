@@ -34,9 +34,19 @@ def linear_avgrank_optimum(X, offsets, click_query, click_doc, propensity):
 def test_linear_activation_net_reaches_the_linear_models_risk(tiny_click_problem):
     X, offsets, click_query, click_doc, propensity = tiny_click_problem(7, sizes=(5, 6, 4, 7, 5), n_clicks=12)
     optimum = linear_avgrank_optimum(X, offsets, click_query, click_doc, propensity)
-    settings = DeepOptions(hidden=(6,), activation="linear", epochs=1500, learning_rates=(3e-2,),
-                           schedule=(0, 1.0, 600, 0.1, 1100, 0.01), batch_docs=1000, weight_decay=0.0, decay="l2",
-                           metric="avgrank", dtype="float64", patience=None)
+    settings = DeepOptions(
+        hidden=(6,),
+        activation="linear",
+        epochs=1500,
+        learning_rates=(3e-2,),
+        schedule=(0, 1.0, 600, 0.1, 1100, 0.01),
+        batch_docs=1000,
+        weight_decay=0.0,
+        decay="l2",
+        metric="avgrank",
+        dtype="float64",
+        patience=None,
+    )
     clicks = Clicks.from_propensity(click_query, click_doc, propensity)
     result = train_deep_propdcg(X, offsets, clicks, settings=settings, rng=np.random.default_rng(0))
     reached = risk(result.scorer.scores(X), offsets, clicks, "avgrank")
@@ -57,14 +67,16 @@ def test_same_seed_gives_identical_weights_and_the_loss_decreases(synthetic_clic
     settings = deep_settings("default", epochs=6, lr=1e-3, hidden=(16,), patience=None)
 
     def fit(seed):
-        return train_deep_propdcg(train_split.X, train_split.offsets, Clicks.from_log(log), settings=settings,
-                                  rng=np.random.default_rng(seed))
+        return train_deep_propdcg(
+            train_split.X, train_split.offsets, Clicks.from_log(log), settings=settings, rng=np.random.default_rng(seed)
+        )
 
     first, again, other = fit(11), fit(11), fit(12)
     for a, b in zip(first.scorer.parameters(), again.scorer.parameters(), strict=True):
         assert a.dtype == np.float32 and np.array_equal(a, b)
-    assert not all(np.array_equal(a, b)
-                   for a, b in zip(first.scorer.parameters(), other.scorer.parameters(), strict=True))
+    assert not all(
+        np.array_equal(a, b) for a, b in zip(first.scorer.parameters(), other.scorer.parameters(), strict=True)
+    )
     losses = [record.train_loss for record in first.trace]
     assert len(losses) == 6 and losses[-1] < losses[1] < losses[0]
 
@@ -74,11 +86,13 @@ def test_method_selects_on_validation_and_scorer_round_trips(synthetic_clicks):
     events = []
     # the default preset's three learning rates, 4 epochs each (patience 20 never stops them)
     scorer, info = train("deep-propdcg", data, {"epochs": 4, "hidden": [8]}, progress=events.append)
-    assert len(events) == 12 and all(e["event"] == "progress" and e["unit"] == "epoch" and e["total"] == 12
-                                     for e in events)
+    assert len(events) == 12 and all(
+        e["event"] == "progress" and e["unit"] == "epoch" and e["total"] == 12 for e in events
+    )
     epochs = info["trace"]  # one record per epoch, in training order
-    assert [(e["learning_rate"], e["epoch"]) for e in epochs] == [(lr, k) for lr in (3e-3, 1e-2, 3e-2)
-                                                                  for k in range(1, 5)]
+    assert [(e["learning_rate"], e["epoch"]) for e in epochs] == [
+        (lr, k) for lr in (3e-3, 1e-2, 3e-2) for k in range(1, 5)
+    ]
     best = max(epochs, key=lambda e: e["validation_snips_avg_dcg"])  # the earliest of ties
     assert info["chosen"] == {"lr": best["learning_rate"], "epoch": best["epoch"]}
     assert info["validation_snips_avg_dcg"] == pytest.approx(data.estimate(scorer))
@@ -91,22 +105,59 @@ def test_method_selects_on_validation_and_scorer_round_trips(synthetic_clicks):
 # The presets and the resolution of options given on top of them before the options had real
 # defaults: each preset a DeepSettings, the options None ("the preset's") unless given.
 OLD_PRESETS = {
-    "paper": {"hidden": (200,), "activation": "sigmoid", "epochs": 750, "learning_rates": (1e-6,),
-              "schedule": ((0, 1.0), (300, 0.1), (500, 0.01)), "batch_docs": 1000, "weight_decay": 1e-6,
-              "decay": "l2", "metric": "dcg", "dtype": "float64", "patience": None, "standardize": False},
-    "default": {"hidden": (200,), "activation": "sigmoid", "epochs": 100, "learning_rates": (3e-3, 1e-2, 3e-2),
-                "schedule": ((0, 1.0),), "batch_docs": 1000, "weight_decay": 1e-6, "decay": "decoupled",
-                "metric": "dcg", "dtype": "float32", "patience": 20, "standardize": False}}
-OLD_RECORD_FIELDS = ("preset", "hidden", "activation", "epochs", "lr", "batch_docs", "weight_decay", "decay",
-                     "metric", "dtype", "patience", "blas_threads")
+    "paper": {
+        "hidden": (200,),
+        "activation": "sigmoid",
+        "epochs": 750,
+        "learning_rates": (1e-6,),
+        "schedule": ((0, 1.0), (300, 0.1), (500, 0.01)),
+        "batch_docs": 1000,
+        "weight_decay": 1e-6,
+        "decay": "l2",
+        "metric": "dcg",
+        "dtype": "float64",
+        "patience": None,
+        "standardize": False,
+    },
+    "default": {
+        "hidden": (200,),
+        "activation": "sigmoid",
+        "epochs": 100,
+        "learning_rates": (3e-3, 1e-2, 3e-2),
+        "schedule": ((0, 1.0),),
+        "batch_docs": 1000,
+        "weight_decay": 1e-6,
+        "decay": "decoupled",
+        "metric": "dcg",
+        "dtype": "float32",
+        "patience": 20,
+        "standardize": False,
+    },
+}
+OLD_RECORD_FIELDS = (
+    "preset",
+    "hidden",
+    "activation",
+    "epochs",
+    "lr",
+    "batch_docs",
+    "weight_decay",
+    "decay",
+    "metric",
+    "dtype",
+    "patience",
+    "blas_threads",
+)
 
 
 def _old_resolution(given: dict) -> tuple[dict, dict]:
     """(training settings, the options record a model key holds) as they were resolved."""
     given = {k: v for k, v in given.items() if v is not None}
     preset = given.get("preset", "default")
-    settings = {**OLD_PRESETS[preset], **{k: tuple(v) if isinstance(v, list) else v for k, v in given.items()
-                                          if k in OLD_PRESETS[preset]}}
+    settings = {
+        **OLD_PRESETS[preset],
+        **{k: tuple(v) if isinstance(v, list) else v for k, v in given.items() if k in OLD_PRESETS[preset]},
+    }
     if "lr" in given:
         settings["learning_rates"] = (given["lr"],)
     record = {name: given.get(name) for name in OLD_RECORD_FIELDS}
@@ -116,11 +167,21 @@ def _old_resolution(given: dict) -> tuple[dict, dict]:
     return settings, {k: list(v) if isinstance(v, tuple) else v for k, v in record.items()}
 
 
-@pytest.mark.parametrize("given", [
-    {}, {"preset": "paper"}, {"epochs": 2}, {"preset": "paper", "epochs": 2}, {"hidden": [8], "epochs": 5},
-    {"preset": "paper", "hidden": [16, 8], "lr": 0.01}, {"lr": 0.01, "patience": 5, "dtype": "float64"},
-    {"decay": "l2", "weight_decay": 0.0, "batch_docs": 50, "activation": "relu", "metric": "rbp:0.8"},
-    {"preset": "paper", "patience": 3, "blas_threads": 2}, {"criterion": "dr", "epochs": None}])
+@pytest.mark.parametrize(
+    "given",
+    [
+        {},
+        {"preset": "paper"},
+        {"epochs": 2},
+        {"preset": "paper", "epochs": 2},
+        {"hidden": [8], "epochs": 5},
+        {"preset": "paper", "hidden": [16, 8], "lr": 0.01},
+        {"lr": 0.01, "patience": 5, "dtype": "float64"},
+        {"decay": "l2", "weight_decay": 0.0, "batch_docs": 50, "activation": "relu", "metric": "rbp:0.8"},
+        {"preset": "paper", "patience": 3, "blas_threads": 2},
+        {"criterion": "dr", "epochs": None},
+    ],
+)
 def test_presets_and_options_on_them_resolve_and_are_recorded_as_before(given):
     options = DeepOptions.from_dict(given)
     settings, record = _old_resolution(given)
@@ -153,8 +214,11 @@ def test_bad_settings_say_what_was_expected():
     with pytest.raises(ValueError, match="batch_docs must be an integer >= 1"):
         deep_settings("default", batch_docs=0)
     # the method's options: checked field by field, and the settings they make as a whole
-    with pytest.raises(ValueError, match=r"activation must be one of sigmoid, tanh, relu, linear, "
-                                         r"found 'softplus'"):
+    with pytest.raises(
+        ValueError,
+        match=r"activation must be one of sigmoid, tanh, relu, linear, "
+        r"found 'softplus'",
+    ):
         DeepOptions.from_dict({"activation": "softplus"})
     with pytest.raises(ValueError, match="unknown rank weight 'prec@3'"):
         DeepOptions.from_dict({"metric": "prec@3"})
@@ -166,7 +230,8 @@ def test_bad_settings_say_what_was_expected():
     paper = deep_settings("paper")
     assert (paper.epochs, paper.learning_rates, paper.batch_docs, paper.weight_decay) == (750, (1e-6,), 1000, 1e-6)
     assert [paper.learning_rate(1e-6, e) for e in (0, 299, 300, 499, 500, 749)] == pytest.approx(
-        [1e-6, 1e-6, 1e-7, 1e-7, 1e-8, 1e-8])
+        [1e-6, 1e-6, 1e-7, 1e-7, 1e-8, 1e-8]
+    )
 
 
 def test_deep_propdcg_beats_svm_propdcg_where_relevance_is_non_linear(make_training_data, avg_dcg_of):
@@ -182,8 +247,10 @@ def test_deep_propdcg_beats_svm_propdcg_where_relevance_is_non_linear(make_train
     gains = []
     for seed in range(2):
         _, data, _ = make_training_data(dataset, seed=seed, passes=60)
-        scores = {method: avg_dcg_of(train(method, data, options[method])[0], dataset, relevant, seed=seed)
-                  for method in ("svm-propdcg", "deep-propdcg")}
+        scores = {
+            method: avg_dcg_of(train(method, data, options[method])[0], dataset, relevant, seed=seed)
+            for method in ("svm-propdcg", "deep-propdcg")
+        }
         gains.append(scores["deep-propdcg"] - scores["svm-propdcg"])
     assert np.mean(gains) > THRESHOLD, gains
 
@@ -202,8 +269,7 @@ def test_deep_propdcg_beats_svm_propdcg_on_synthetic_data_with_enough_clicks(mak
     gains = []
     for seed in range(2):
         _, data, _ = make_training_data(dataset, seed=seed, passes=100)
-        options = {"svm-propdcg": {"grid": [10.0, 100.0, 1000.0]},
-                   "deep-propdcg": {"lr": 1e-2, "epochs": 30}}
+        options = {"svm-propdcg": {"grid": [10.0, 100.0, 1000.0]}, "deep-propdcg": {"lr": 1e-2, "epochs": 30}}
         scores = {}
         for method in ("svm-propdcg", "deep-propdcg"):
             scorer, _ = train(method, data, options[method])
@@ -217,13 +283,21 @@ def test_reported_training_loss_estimates_the_risk_whatever_the_batch_size(tiny_
     # estimates R(f) itself. With a learning rate too small to move the net, the first
     # epoch's loss is R(f) at the initial weights for one batch and for many; without the
     # factor B it would be R(f) / B.
-    X, offsets, click_query, click_doc, propensity = tiny_click_problem(
-        2, sizes=(3, 7, 2, 5, 4, 6, 5, 3), n_clicks=16)
+    X, offsets, click_query, click_doc, propensity = tiny_click_problem(2, sizes=(3, 7, 2, 5, 4, 6, 5, 3), n_clicks=16)
     clicks = Clicks.from_propensity(click_query, click_doc, propensity)
     losses = {}
     for batch_docs in (1000, 5, 1):
-        settings = DeepOptions(hidden=(5,), epochs=1, learning_rates=(1e-12,), batch_docs=batch_docs,
-                               weight_decay=0.0, decay="l2", metric="dcg", dtype="float64", patience=None)
+        settings = DeepOptions(
+            hidden=(5,),
+            epochs=1,
+            learning_rates=(1e-12,),
+            batch_docs=batch_docs,
+            weight_decay=0.0,
+            decay="l2",
+            metric="dcg",
+            dtype="float64",
+            patience=None,
+        )
         result = train_deep_propdcg(X, offsets, clicks, settings=settings, rng=np.random.default_rng(0))
         losses[batch_docs] = result.trace[0].train_loss
         initial_risk = risk(result.scorer.scores(X), offsets, clicks, "dcg")

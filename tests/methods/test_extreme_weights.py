@@ -14,8 +14,10 @@ def tiny_data(toy_queries, toy_log):
     """Six queries of five documents per split; one click per query, the one in query 2 of
     propensity 1e-300."""
     labels = np.tile([1, 0, 0, 0, 0], 6)
-    splits = {name: toy_queries([5] * 6, n_features=3, seed=seed, labels=labels)
-              for seed, name in enumerate(("train", "vali", "test"))}
+    splits = {
+        name: toy_queries([5] * 6, n_features=3, seed=seed, labels=labels)
+        for seed, name in enumerate(("train", "vali", "test"))
+    }
     dataset = Dataset("tiny", splits["train"], splits["vali"], splits["test"], relevant_from=1)
     propensity = np.full(6, 0.5)
     propensity[2] = 1e-300
@@ -26,9 +28,12 @@ def tiny_data(toy_queries, toy_log):
 
 @pytest.mark.parametrize("method", ["svm-proprank", "svm-propdcg"])
 def test_svms_refuse_a_click_of_propensity_1e_300_naming_it(tiny_data, method):
-    with pytest.raises(ValueError, match=r"example weights up to (1e\+300|5.19e\+298) \(example 2 of 6; "
-                                         r"a weight 1/q means a propensity q of (1e-300|1.93e-299)\) is too extreme "
-                                         r".*clip the propensities"):
+    with pytest.raises(
+        ValueError,
+        match=r"example weights up to (1e\+300|5.19e\+298) \(example 2 of 6; "
+        r"a weight 1/q means a propensity q of (1e-300|1.93e-299)\) is too extreme "
+        r".*clip the propensities",
+    ):
         train(method, tiny_data, {"C": 1.0})
 
 
@@ -38,6 +43,9 @@ def test_svm_rank_refuses_C_1e300_naming_it(tiny_data):
 
 
 def test_deep_names_the_extreme_weight_rather_than_the_learning_rate(tiny_data):
-    with pytest.raises(ValueError, match=r"diverged .* an extreme example weight is the cause: example 2 weighs "
-                                         r"1e\+300 where the median weight is 2.*clip the propensities"):
+    with pytest.raises(
+        ValueError,
+        match=r"diverged .* an extreme example weight is the cause: example 2 weighs "
+        r"1e\+300 where the median weight is 2.*clip the propensities",
+    ):
         train("deep-propdcg", tiny_data, {"hidden": (4,), "epochs": 2, "lr": 0.01})

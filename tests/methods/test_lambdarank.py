@@ -18,6 +18,7 @@ QUICK = {"learning_rate": 0.1, "max_rounds": 60, "eval_every": 5, "patience": 20
 
 # -- click labels -----------------------------------------------------------------------
 
+
 def test_document_labels_one_group_per_clicked_query_and_unclicked_queries_left_out(toy_queries, toy_log):
     queries = toy_queries([3, 2, 4])
     # Query 1 (rows 3-4) has no click; row 1 is clicked twice, row 7 once.
@@ -62,8 +63,12 @@ def test_bad_label_choice_and_empty_log_are_refused(toy_queries, toy_log):
         LambdaRankOptions.from_dict({"labels": "clicks"})
     # A log without a clicked training query leaves LambdaRank nothing to learn from: the
     # method says so (``methods.train`` refuses an empty log before that, for every method).
-    data = TrainingData(Dataset("toy", queries, queries, queries, relevant_from=1),
-                        toy_log([], [], n_queries=3), toy_log([0], [1], n_queries=3), seed=0)
+    data = TrainingData(
+        Dataset("toy", queries, queries, queries, relevant_from=1),
+        toy_log([], [], n_queries=3),
+        toy_log([0], [1], n_queries=3),
+        seed=0,
+    )
     with pytest.raises(ValueError, match="no training query has a clicked document"):
         lambdarank.train(data, LambdaRankOptions(learning_rate=0.1, num_leaves=2, n_estimators=3))
     with pytest.raises(ValueError, match="the training click log has no clicks"):
@@ -71,6 +76,7 @@ def test_bad_label_choice_and_empty_log_are_refused(toy_queries, toy_log):
 
 
 # -- determinism, storage, early stopping ---------------------------------------------------
+
 
 def test_same_seed_same_model_and_scores_and_the_model_survives_storage(noise_free_clicks, tmp_path):
     dataset, _, data, _ = noise_free_clicks
@@ -99,11 +105,15 @@ def test_early_stopping_uses_the_selection_estimate_and_n_estimators_disables_it
     assert scorer.booster.num_trees() == row["n_estimators"] == info["chosen"]["n_estimators"]
     assert row["rounds"] <= QUICK["max_rounds"] and row["n_estimators"] % QUICK["eval_every"] == 0
     fixed, info = train("lambdarank", data, {"learning_rate": 0.1, "num_leaves": 4, "n_estimators": 7})
-    assert fixed.booster.num_trees() == 7 and info["chosen"] == {"learning_rate": 0.1, "num_leaves": 4,
-                                                                  "n_estimators": 7}
+    assert fixed.booster.num_trees() == 7 and info["chosen"] == {
+        "learning_rate": 0.1,
+        "num_leaves": 4,
+        "n_estimators": 7,
+    }
 
 
 # -- the learner held to a threshold --------------------------------------------------------
+
 
 def test_lambdarank_beats_production_on_noise_free_clicks(noise_free_clicks, avg_dcg_of):
     dataset, production, data, test_relevant = noise_free_clicks

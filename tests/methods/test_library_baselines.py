@@ -40,8 +40,13 @@ def hard(tmp_path_factory, invoke):
     dataset = load_dataset(Workspace(work).dataset_path(DATASET))
     production = table_value(invoke("evaluate", "--production", workdir=work).output, "test Avg DCG")
     constant = LinearScorer(np.zeros(dataset.test.n_features))
-    random = evaluate(constant, dataset.test, dataset.test.relevant(dataset.relevant_from), rng=stream(0, "evaluate"),
-                      dcg_base=dataset.dcg_base)["avg_dcg"]
+    random = evaluate(
+        constant,
+        dataset.test,
+        dataset.test.relevant(dataset.relevant_from),
+        rng=stream(0, "evaluate"),
+        dcg_base=dataset.dcg_base,
+    )["avg_dcg"]
     return work, dataset, production, random
 
 
@@ -52,8 +57,19 @@ def _trained(work):
 
 def test_lightgbm_position_beats_production_on_a_hard_log(hard, invoke):
     work, dataset, production, random = hard
-    invoke("train", "lightgbm-position", "--learning-rate", 0.1, "--num-leaves", 8, "--patience", 20,
-           "--max-rounds", 100, workdir=work)
+    invoke(
+        "train",
+        "lightgbm-position",
+        "--learning-rate",
+        0.1,
+        "--num-leaves",
+        8,
+        "--patience",
+        20,
+        "--max-rounds",
+        100,
+        workdir=work,
+    )
     model = _trained(work)
     info = model.info
     # sessions without a click are left out, identical ones merged with their count
@@ -81,16 +97,35 @@ def test_lightgbm_position_passes_positions_to_lightgbm(hard):
     with_positions, _ = train("lightgbm-position", data, options)
     displayed = data.displayed("train")
     groups = session_groups(displayed, clicked_sessions(displayed), merge=True)
-    without, _ = select_trees(data, options, name="lightgbm-position", X=dataset.train.X[groups.doc],
-                              label=groups.label, group=groups.group, objective=None, weight=groups.row_weight)
+    without, _ = select_trees(
+        data,
+        options,
+        name="lightgbm-position",
+        X=dataset.train.X[groups.doc],
+        label=groups.label,
+        group=groups.group,
+        objective=None,
+        weight=groups.row_weight,
+    )
     assert with_positions.model_string != without.model_string
 
 
 def test_xgboost_unbiased_beats_production_and_learns_decreasing_position_biases(hard, invoke):
     pytest.importorskip("xgboost")
     work, dataset, production, random = hard
-    invoke("train", "xgboost-unbiased", "--learning-rate", 0.1, "--max-depth", 4, "--patience", 20,
-           "--max-rounds", 100, workdir=work)
+    invoke(
+        "train",
+        "xgboost-unbiased",
+        "--learning-rate",
+        0.1,
+        "--max-depth",
+        4,
+        "--patience",
+        20,
+        "--max-rounds",
+        100,
+        workdir=work,
+    )
     model = _trained(work)
     info = model.info
     assert info["parameters"]["lambdarank_unbiased"] is True and info["parameters"]["objective"] == "rank:ndcg"

@@ -11,8 +11,19 @@ import cltr.methods
 from cltr.methods import Method, get, methods, train
 from cltr.options import Options
 
-ALL_METHODS = ["svm-rank", "lambdarank", "svm-proprank", "svm-propdcg", "deep-propdcg", "tree-propdcg",
-               "unbiased-lambdamart", "two-tower", "lightgbm-position", "xgboost-unbiased", "skyline"]
+ALL_METHODS = [
+    "svm-rank",
+    "lambdarank",
+    "svm-proprank",
+    "svm-propdcg",
+    "deep-propdcg",
+    "tree-propdcg",
+    "unbiased-lambdamart",
+    "two-tower",
+    "lightgbm-position",
+    "xgboost-unbiased",
+    "skyline",
+]
 
 
 def test_every_method_is_found_in_help_order():
@@ -30,8 +41,11 @@ def test_every_method_is_found_in_help_order():
 
 def test_options_are_validated_before_any_work():
     # options are parsed before the data are looked at: no data needed to see the errors
-    with pytest.raises(ValueError, match=r"options of svm-rank: unknown option 'tols' \(did you mean 'tol'\?\); "
-                                         r"valid: backend, scheduler, chunks, criterion, C, grid, tol"):
+    with pytest.raises(
+        ValueError,
+        match=r"options of svm-rank: unknown option 'tols' \(did you mean 'tol'\?\); "
+        r"valid: backend, scheduler, chunks, criterion, C, grid, tol",
+    ):
         train("svm-rank", None, {"tols": 1e-3})
     with pytest.raises(ValueError, match=r"max_ccp_iter must be an integer >= 1, found 0"):
         train("svm-propdcg", None, {"max_ccp_iter": 0})
@@ -42,8 +56,14 @@ def test_options_are_validated_before_any_work():
 def test_an_empty_training_log_is_refused(noise_free_clicks):
     _, _, data, _ = noise_free_clicks
     empty = data.train_log.first_passes(1)
-    empty = dataclasses.replace(empty, query=empty.query[:0], doc=empty.doc[:0], rank=empty.rank[:0],
-                                propensity=empty.propensity[:0], pass_index=empty.pass_index[:0])
+    empty = dataclasses.replace(
+        empty,
+        query=empty.query[:0],
+        doc=empty.doc[:0],
+        rank=empty.rank[:0],
+        propensity=empty.propensity[:0],
+        pass_index=empty.pass_index[:0],
+    )
     for name in ALL_METHODS:
         with pytest.raises(ValueError, match="the training click log has no clicks"):
             train(name, dataclasses.replace(data, train_log=empty), {})
@@ -69,7 +89,7 @@ def test_test_labels_are_never_used_for_selection(noise_free_clicks):
         assert clean["chosen"] == dirty["chosen"], method
 
 
-FAKE_METHOD = '''
+FAKE_METHOD = """
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,7 +112,7 @@ def train(data, options, *, progress=None):
 
 METHOD = Method(name="constant", label="Constant", summary="Every weight the same.", options=ConstantOptions,
                 train=train)
-'''
+"""
 
 
 def test_a_module_defining_METHOD_is_discovered(tmp_path, monkeypatch, noise_free_clicks):

@@ -15,16 +15,21 @@ def _displayed(sessions):
             for k, v in zip(columns, (s, docs[0] // 10, d, r, c), strict=True):
                 columns[k].append(v)
     n = len(columns["doc"])
-    return Displayed(**{k: np.array(v, dtype=np.int8 if k == "click" else np.int64) for k, v in columns.items()},
-                     propensity=np.ones(n), ranker=np.zeros(n, dtype=np.int64))
+    return Displayed(
+        **{k: np.array(v, dtype=np.int8 if k == "click" else np.int64) for k, v in columns.items()},
+        propensity=np.ones(n),
+        ranker=np.zeros(n, dtype=np.int64),
+    )
 
 
-SESSIONS = [([0, 1, 2], [0, 1, 0]),   # 0
-            ([0, 1, 2], [0, 0, 0]),   # 1: no click, left out
-            ([10, 11], [1, 0]),       # 2
-            ([0, 1, 2], [0, 1, 0]),   # 3: same as 0
-            ([0, 2, 1], [0, 1, 0]),   # 4: other order, its own group
-            ([10, 11], [1, 0])]       # 5: same as 2
+SESSIONS = [
+    ([0, 1, 2], [0, 1, 0]),  # 0
+    ([0, 1, 2], [0, 0, 0]),  # 1: no click, left out
+    ([10, 11], [1, 0]),  # 2
+    ([0, 1, 2], [0, 1, 0]),  # 3: same as 0
+    ([0, 2, 1], [0, 1, 0]),  # 4: other order, its own group
+    ([10, 11], [1, 0]),
+]  # 5: same as 2
 
 
 def test_clicked_sessions_leave_out_sessions_without_a_click():

@@ -23,8 +23,9 @@ def synthetic_runs(make_training_data):
         run = {"data": data}
         for method in ("svm-proprank", "svm-propdcg"):
             scorer, info = train(method, data, {"grid": [0.1, 1.0, 10.0, 100.0]})
-            run[method] = evaluate(scorer, dataset.test, test_relevant, rng=stream(seed, "evaluate"),
-                                   dcg_base=dataset.dcg_base)["avg_dcg"]
+            run[method] = evaluate(
+                scorer, dataset.test, test_relevant, rng=stream(seed, "evaluate"), dcg_base=dataset.dcg_base
+            )["avg_dcg"]
             run[method + " info"] = info
         runs.append(run)
     return runs
@@ -89,14 +90,21 @@ def test_proprank_init_starts_the_ccp_at_the_svm_proprank_solution(make_training
     split, log = dataset.train, data.train_log
     assert np.ptp(log.propensity) > 0.5  # clicks from many ranks: 1/q and q give other solutions
     proprank, _ = train("svm-proprank", data, {"C": 10.0, "tol": 1e-6})
-    _, info = train("svm-propdcg", data, {"C": 10.0, "tol": 1e-6, "init": "proprank", "max_ccp_iter": 1,
-                                          "trace_estimate": True})
+    _, info = train(
+        "svm-propdcg", data, {"C": 10.0, "tol": 1e-6, "init": "proprank", "max_ccp_iter": 1, "trace_estimate": True}
+    )
     _, zero = train("svm-propdcg", data, {"C": 10.0, "tol": 1e-6, "init": "zero", "max_ccp_iter": 1})
     row, zero_row = info["selection"][0], zero["selection"][0]
-    expected = true_objective(proprank.w, slack_sums(proprank.w, split.X, split.offsets, log.query, log.doc),
-                              log.propensity, rank_weight("dcg"), 10.0)
+    expected = true_objective(
+        proprank.w,
+        slack_sums(proprank.w, split.X, split.offsets, log.query, log.doc),
+        log.propensity,
+        rank_weight("dcg"),
+        10.0,
+    )
     assert row["initial_objective"] == pytest.approx(expected, rel=1e-6)
     assert abs(row["initial_objective"] - zero_row["initial_objective"]) > 1e-3 * abs(expected)
-    estimate = validation_estimate(proprank, split, log, rng=stream(data.seed, "training-estimate"),
-                                   dcg_base=dataset.dcg_base)
+    estimate = validation_estimate(
+        proprank, split, log, rng=stream(data.seed, "training-estimate"), dcg_base=dataset.dcg_base
+    )
     assert row["initial_train_snips_avg_dcg"] == pytest.approx(estimate)

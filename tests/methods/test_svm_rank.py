@@ -11,11 +11,13 @@ def test_svm_rank_is_the_linear_svm_on_clicks_with_unit_costs(noise_free_clicks)
     scorer, info = train("svm-rank", data, {"C": 1.0, "tol": 1e-6})
     assert info["chosen"] == {"C": 1.0} and len(info["selection"]) == 1
     train_split, log = dataset.train, data.train_log
-    reference = solve_pairwise_svm(train_split.X, train_split.offsets, log.query, log.doc,
-                                   np.ones(len(log)), 1.0, tol=1e-6)
+    reference = solve_pairwise_svm(
+        train_split.X, train_split.offsets, log.query, log.doc, np.ones(len(log)), 1.0, tol=1e-6
+    )
     np.testing.assert_allclose(scorer.w, reference.w, rtol=1e-3, atol=1e-3 * np.abs(reference.w).max())
-    weighted = solve_pairwise_svm(train_split.X, train_split.offsets, log.query, log.doc,
-                                  1.0 / log.propensity, 1.0, tol=1e-6)
+    weighted = solve_pairwise_svm(
+        train_split.X, train_split.offsets, log.query, log.doc, 1.0 / log.propensity, 1.0, tol=1e-6
+    )
     assert np.abs(weighted.w - scorer.w).max() > 10 * np.abs(reference.w - scorer.w).max()
 
 

@@ -17,6 +17,7 @@ QUICK = {"learning_rate": 0.1, "max_rounds": 100}
 
 # -- the objective handed to LightGBM ----------------------------------------------------
 
+
 @pytest.mark.parametrize("metric", ["dcg", "rbp:0.8", "avgrank"])
 def test_gradient_given_to_lightgbm_is_n_times_finite_differences_of_the_risk(metric, toy_queries, toy_log):
     rng = np.random.default_rng(3)
@@ -43,8 +44,9 @@ def test_gradient_given_to_lightgbm_is_n_times_finite_differences_of_the_risk(me
     assert np.min(np.abs(diff - 1.0)) > 1e-3
     grad, hess = objective(scores, None)
     step = 1e-6
-    numeric = np.array([(total_risk(scores + step * e) - total_risk(scores - step * e)) / (2 * step)
-                        for e in np.eye(len(scores))])
+    numeric = np.array(
+        [(total_risk(scores + step * e) - total_risk(scores - step * e)) / (2 * step) for e in np.eye(len(scores))]
+    )
     np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-7)
     # The curvature is positive and bounds the gradient per document (leaf steps <= 1).
     assert np.all(hess > 0) and np.all(np.abs(grad) <= hess * (1 + 1e-12))
@@ -106,8 +108,9 @@ def test_one_tree_moves_each_leaf_by_at_most_the_learning_rate(toy_queries, toy_
     query = np.repeat(np.arange(10), 4)
     doc = queries.offsets[query] + rng.integers(0, 30, size=len(query))
     log = toy_log(query, doc, propensity=rng.uniform(0.05, 1.0, size=len(query)), n_queries=10)
-    scorer, info = train("tree-propdcg", _toy_data(queries, log),
-                         {"learning_rate": 0.7, "num_leaves": 4, "n_estimators": 1})
+    scorer, info = train(
+        "tree-propdcg", _toy_data(queries, log), {"learning_rate": 0.7, "num_leaves": 4, "n_estimators": 1}
+    )
     assert scorer.booster.num_trees() == 1 and info["training_rows"] == 300
     scores = scorer.scores(queries.X)
     assert 0 < np.abs(scores).max() <= 0.7 + 1e-9
@@ -115,8 +118,8 @@ def test_one_tree_moves_each_leaf_by_at_most_the_learning_rate(toy_queries, toy_
 
 # -- the method on simulated clicks -------------------------------------------------------
 
-def test_tree_propdcg_beats_lambdarank_on_position_biased_clicks(synthetic_dataset, make_training_data,
-                                                                  avg_dcg_of):
+
+def test_tree_propdcg_beats_lambdarank_on_position_biased_clicks(synthetic_dataset, make_training_data, avg_dcg_of):
     # 8 leaves per tree for both (chosen over 2..256 the test took ten times longer): the
     # gain over seeds 0-5 is +0.007..+0.091, mean 0.050 (0.067 over seeds 0-2 with the leaves
     # chosen on validation)

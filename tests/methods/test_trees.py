@@ -35,8 +35,10 @@ def test_lightgbm_params_are_deterministic_and_checked():
 
 def test_lightgbm_is_imported_only_when_a_tree_model_is_trained_or_loaded(tmp_path, noise_free_clicks):
     # The command line, the model store and every method module load without LightGBM ...
-    code = ("import sys, cltr.cli, cltr.pipeline.models, cltr.pipeline.stages, cltr.methods; "
-            "cltr.methods.methods(); sys.exit('lightgbm' in sys.modules)")
+    code = (
+        "import sys, cltr.cli, cltr.pipeline.models, cltr.pipeline.stages, cltr.methods; "
+        "cltr.methods.methods(); sys.exit('lightgbm' in sys.modules)"
+    )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
     # ... and a fresh interpreter that knows only the model store loads a tree model
     # (the lightgbm kind's module is imported when such a model is read).
@@ -45,10 +47,12 @@ def test_lightgbm_is_imported_only_when_a_tree_model_is_trained_or_loaded(tmp_pa
     np.savez(tmp_path / "model.npz", **scorer_to_arrays(scorer))
     np.save(tmp_path / "X.npy", dataset.test.X)
     np.save(tmp_path / "scores.npy", scorer.scores(dataset.test.X))
-    code = ("import sys, numpy as np; from cltr.pipeline.models import scorer_from_arrays; "
-            f"s = scorer_from_arrays(dict(np.load({str(tmp_path / 'model.npz')!r}))); "
-            f"X, expected = np.load({str(tmp_path / 'X.npy')!r}), np.load({str(tmp_path / 'scores.npy')!r}); "
-            "same = np.array_equal(s.scores(X), expected); sys.exit(not (same and 'lightgbm' in sys.modules))")
+    code = (
+        "import sys, numpy as np; from cltr.pipeline.models import scorer_from_arrays; "
+        f"s = scorer_from_arrays(dict(np.load({str(tmp_path / 'model.npz')!r}))); "
+        f"X, expected = np.load({str(tmp_path / 'X.npy')!r}), np.load({str(tmp_path / 'scores.npy')!r}); "
+        "same = np.array_equal(s.scores(X), expected); sys.exit(not (same and 'lightgbm' in sys.modules))"
+    )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 

@@ -18,8 +18,11 @@ def test_click_loss_is_the_binomial_likelihood_and_its_gradients_are_its_derivat
     impressions = rng.integers(1, 20, size=6).astype(float)
     clicks = np.floor(impressions * rng.random(6))
     loss, grad_relevance, grad_bias = click_loss(relevance, bias, impressions, clicks, combination=combination)
-    sigma = 1 / (1 + np.exp(-relevance - bias)) if combination == "additive" else \
-        1 / (1 + np.exp(-relevance)) / (1 + np.exp(-bias))
+    sigma = (
+        1 / (1 + np.exp(-relevance - bias))
+        if combination == "additive"
+        else 1 / (1 + np.exp(-relevance)) / (1 + np.exp(-bias))
+    )
     assert loss == pytest.approx(-np.sum(clicks * np.log(sigma) + (impressions - clicks) * np.log(1 - sigma)))
     step = 1e-6
     for grad, which in ((grad_relevance, 0), (grad_bias, 1)):
@@ -28,8 +31,10 @@ def test_click_loss_is_the_binomial_likelihood_and_its_gradients_are_its_derivat
             up, down = [a.copy() for a in shifted], [a.copy() for a in shifted]
             up[which] += step * e
             down[which] -= step * e
-            numeric = (click_loss(*up, impressions, clicks, combination=combination)[0]
-                       - click_loss(*down, impressions, clicks, combination=combination)[0]) / (2 * step)
+            numeric = (
+                click_loss(*up, impressions, clicks, combination=combination)[0]
+                - click_loss(*down, impressions, clicks, combination=combination)[0]
+            ) / (2 * step)
             assert grad @ e == pytest.approx(numeric, rel=1e-5, abs=1e-7)
     with pytest.raises(ValueError, match="combination must be one of additive, multiplicative"):
         click_loss(relevance, bias, impressions, clicks, combination="product")

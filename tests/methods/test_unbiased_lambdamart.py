@@ -17,19 +17,22 @@ def _displayed(sessions):
         for doc, rank, click in shown:
             for name, value in zip(columns, (number, query, doc, rank, click), strict=True):
                 columns[name].append(value)
-    return Displayed.from_columns(**columns, propensity=np.ones(len(columns["doc"])),
-                                  ranker=np.zeros(len(columns["doc"])))
+    return Displayed.from_columns(
+        **columns, propensity=np.ones(len(columns["doc"])), ranker=np.zeros(len(columns["doc"]))
+    )
 
 
 def test_session_pairs_are_every_clicked_non_clicked_pair_merged_over_sessions():
     # query 0 holds documents 0-3, query 1 documents 4-6; session 2 repeats session 0 exactly,
     # session 3 shows query 0 in another order; session 4 has no click, session 5 only clicks
-    sessions = [(0, [(2, 1, 1), (0, 2, 0), (3, 3, 1), (1, 4, 0)]),
-                (1, [(5, 1, 0), (4, 2, 1), (6, 3, 0)]),
-                (0, [(2, 1, 1), (0, 2, 0), (3, 3, 1), (1, 4, 0)]),
-                (0, [(0, 1, 1), (2, 2, 0), (1, 3, 0), (3, 4, 0)]),
-                (1, [(4, 1, 0), (5, 2, 0), (6, 3, 0)]),
-                (1, [(6, 1, 1), (4, 2, 1), (5, 3, 1)])]
+    sessions = [
+        (0, [(2, 1, 1), (0, 2, 0), (3, 3, 1), (1, 4, 0)]),
+        (1, [(5, 1, 0), (4, 2, 1), (6, 3, 0)]),
+        (0, [(2, 1, 1), (0, 2, 0), (3, 3, 1), (1, 4, 0)]),
+        (0, [(0, 1, 1), (2, 2, 0), (1, 3, 0), (3, 4, 0)]),
+        (1, [(4, 1, 0), (5, 2, 0), (6, 3, 0)]),
+        (1, [(6, 1, 1), (4, 2, 1), (5, 3, 1)]),
+    ]
     pairs = session_pairs(_displayed(sessions), positions=3)
     # brute force: a double loop over every session's documents
     expected = {}
@@ -38,9 +41,10 @@ def test_session_pairs_are_every_clicked_non_clicked_pair_merged_over_sessions()
             if click_i and not click_j:
                 key = (doc_i, min(rank_i, 3) - 1, doc_j, min(rank_j, 3) - 1)
                 expected[key] = expected.get(key, 0) + 1
-    found = {(int(pairs.rows[h]), int(hb), int(pairs.rows[lo]), int(lb)): c
-             for h, hb, lo, lb, c in zip(pairs.high, pairs.high_bin, pairs.low, pairs.low_bin, pairs.count,
-                                         strict=True)}
+    found = {
+        (int(pairs.rows[h]), int(hb), int(pairs.rows[lo]), int(lb)): c
+        for h, hb, lo, lb, c in zip(pairs.high, pairs.high_bin, pairs.low, pairs.low_bin, pairs.count, strict=True)
+    }
     assert found == expected
     assert pairs.session_pairs == sum(expected.values()) == 2 * 4 + 2 + 3
     assert pairs.rows.tolist() == list(range(7)) and pairs.offsets.tolist() == [0, 4, 7]
@@ -77,18 +81,27 @@ def test_gradient_is_the_debiased_pair_loss_derivative_and_biases_follow_the_clo
     step = 1e-6
     objective_fixed = PairwiseDebiasingObjective(pairs)
     objective_fixed.click_bias, objective_fixed.nonclick_bias = click_bias, nonclick_bias
-    numeric = np.array([(_pair_loss(objective_fixed, scores + step * e, discount)
-                         - _pair_loss(objective_fixed, scores - step * e, discount)) / (2 * step)
-                        for e in np.eye(len(scores))])
+    numeric = np.array(
+        [
+            (
+                _pair_loss(objective_fixed, scores + step * e, discount)
+                - _pair_loss(objective_fixed, scores - step * e, discount)
+            )
+            / (2 * step)
+            for e in np.eye(len(scores))
+        ]
+    )
     np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-8)
     assert np.all(hess > 0)
     # the biases after the call: the closed form with p = 0, from the costs at these scores
     delta = np.abs(discount[pairs.high] - discount[pairs.low])
     cost = pairs.count * delta * np.logaddexp(0.0, -(scores[pairs.high] - scores[pairs.low]))
-    clicked = np.array([cost[(pairs.high_bin == k)] @ (1 / nonclick_bias[pairs.low_bin[pairs.high_bin == k]])
-                        for k in range(4)])
-    non_clicked = np.array([cost[(pairs.low_bin == k)] @ (1 / click_bias[pairs.high_bin[pairs.low_bin == k]])
-                            for k in range(4)])
+    clicked = np.array(
+        [cost[(pairs.high_bin == k)] @ (1 / nonclick_bias[pairs.low_bin[pairs.high_bin == k]]) for k in range(4)]
+    )
+    non_clicked = np.array(
+        [cost[(pairs.low_bin == k)] @ (1 / click_bias[pairs.high_bin[pairs.low_bin == k]]) for k in range(4)]
+    )
     np.testing.assert_allclose(objective.click_bias, clicked / clicked[0])
     np.testing.assert_allclose(objective.nonclick_bias, non_clicked / non_clicked[0])
     # the lambdas of this tree used the biases it was given; they are kept per tree
@@ -125,8 +138,9 @@ def test_cli_unbiased_lambdamart_beats_production_on_a_hard_log(tmp_path, invoke
     # +0.036 +0.116 +0.050 +0.032 +0.013. Seed 0 here, held to +0.02.
     invoke("prepare", "synthetic", "--queries", 300, "--seed", 0, workdir=tmp_path)
     invoke("simulate", "--eta", 2, "--eps-neg", 0.3, "--passes", 30, "--seed", 0, workdir=tmp_path)
-    out = invoke("train", "unbiased-lambdamart", "--learning-rate", 0.1, "--num-leaves", 8, "--max-rounds", 60,
-                 workdir=tmp_path).output
+    out = invoke(
+        "train", "unbiased-lambdamart", "--learning-rate", 0.1, "--num-leaves", 8, "--max-rounds", 60, workdir=tmp_path
+    ).output
     # the chosen model's biases: 1 at rank 1, falling with the rank, ranks from 8 on in one bin
     at = out.index("position biases of the chosen model")
     rows = [line.split() for line in out[at:].splitlines()[2:10]]

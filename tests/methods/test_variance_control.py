@@ -20,13 +20,18 @@ def _with_noise_clicks(data: TrainingData, count: int = 20) -> TrainingData:
     against at most 2.8 for every real click)."""
     log, queries = data.train_log, data.dataset.train
     score = queries.X[:, 0] + queries.X[:, 1] / 2
-    doc = np.array([queries.offsets[q] + np.argmin(score[queries.offsets[q]:queries.offsets[q + 1]])
-                    for q in range(count)])
-    noisy = ClickLog(query=np.concatenate([log.query, np.arange(count)]), doc=np.concatenate([log.doc, doc]),
-                     rank=np.concatenate([log.rank, np.full(count, 8)]),
-                     propensity=np.concatenate([log.propensity, np.full(count, 1e-4)]),
-                     pass_index=np.concatenate([log.pass_index, np.zeros(count, dtype=np.int64)]),
-                     n_passes=log.n_passes, n_queries=log.n_queries)
+    doc = np.array(
+        [queries.offsets[q] + np.argmin(score[queries.offsets[q] : queries.offsets[q + 1]]) for q in range(count)]
+    )
+    noisy = ClickLog(
+        query=np.concatenate([log.query, np.arange(count)]),
+        doc=np.concatenate([log.doc, doc]),
+        rank=np.concatenate([log.rank, np.full(count, 8)]),
+        propensity=np.concatenate([log.propensity, np.full(count, 1e-4)]),
+        pass_index=np.concatenate([log.pass_index, np.zeros(count, dtype=np.int64)]),
+        n_passes=log.n_passes,
+        n_queries=log.n_queries,
+    )
     return TrainingData(data.dataset, noisy, data.vali_log, data.seed)
 
 
@@ -102,10 +107,12 @@ def test_a_model_worse_than_the_logging_ranker_is_said(monkeypatch, shuffled_ses
     # sessions sorted by relevance plus noise: the logging ranker is good, the reversed model bad
     data, _ = shuffled_sessions(eta=1.0, passes=20, noise=0.3)
     data = TrainingData(data.dataset, data.train_log, data.vali_log, data.seed)
-    _fake_method(monkeypatch, "reversed", lambda d, o, progress=None: (LinearScorer(np.array([-1.0, -0.5, 0.0])),
-                                                                        {"chosen": {}}))
-    _fake_method(monkeypatch, "right", lambda d, o, progress=None: (LinearScorer(np.array([1.0, 0.5, 0.0])),
-                                                                     {"chosen": {}}))
+    _fake_method(
+        monkeypatch, "reversed", lambda d, o, progress=None: (LinearScorer(np.array([-1.0, -0.5, 0.0])), {"chosen": {}})
+    )
+    _fake_method(
+        monkeypatch, "right", lambda d, o, progress=None: (LinearScorer(np.array([1.0, 0.5, 0.0])), {"chosen": {}})
+    )
     _, worse = methods.train("reversed", data)
     versus = worse["versus_logging"]
     assert versus["difference"] < -versus["standard_error"] < 0

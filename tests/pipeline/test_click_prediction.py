@@ -20,8 +20,9 @@ def _pattern_probability(model: ClickModel, alpha: list[float], sigma: list[floa
     """P(C_1..C_n = clicks) by the model's story, summing over whether each rank is examined."""
     n = len(clicks)
     if model.name == "pbm":
-        return math.prod(model.examination[r] * alpha[r] if clicks[r] else 1 - model.examination[r] * alpha[r]
-                         for r in range(n))
+        return math.prod(
+            model.examination[r] * alpha[r] if clicks[r] else 1 - model.examination[r] * alpha[r] for r in range(n)
+        )
     if model.name == "ubm":
         p, previous = 1.0, 0
         for r in range(n):
@@ -64,8 +65,10 @@ def brute_force(model: ClickModel, sessions: list[tuple[list[int], list[int]]]):
         n = len(pairs)
         alpha = [model.attractiveness[p] for p in pairs]
         sigma = [model.satisfaction[p] if model.satisfaction is not None else 0.0 for p in pairs]
-        joint = {pattern: _pattern_probability(model, alpha, sigma, pattern)
-                 for pattern in itertools.product((0, 1), repeat=n)}
+        joint = {
+            pattern: _pattern_probability(model, alpha, sigma, pattern)
+            for pattern in itertools.product((0, 1), repeat=n)
+        }
         assert abs(sum(joint.values()) - 1) < 1e-12
 
         def prefix(length, clicks=clicks, joint=joint):
@@ -93,8 +96,14 @@ def toy_model(name: str) -> ClickModel:
     elif name == "dbn":
         kwargs["continuation"] = np.array([0.8])
         kwargs["satisfaction"] = np.append(rng.uniform(0.1, 0.9, pairs), 0.5)
-    return ClickModel(name=name, pair_query=np.array([1, 1, 2, 2]), pair_doc=np.array([0, 1, 0, 1]),
-                      attractiveness=alpha, info={"max_rank": 3}, **kwargs)
+    return ClickModel(
+        name=name,
+        pair_query=np.array([1, 1, 2, 2]),
+        pair_doc=np.array([0, 1, 0, 1]),
+        attractiveness=alpha,
+        info={"max_rank": 3},
+        **kwargs,
+    )
 
 
 SESSIONS = [  # (query, documents from rank 1, clicks)
@@ -137,9 +146,12 @@ def test_evaluate_prints_the_click_prediction_of_the_fitted_model(tmp_path, invo
     out = invoke("clicks", "fit", "--model", "dcm", "--max-rank", 4, "--iterations", 50, workdir=work).output
     key = re.search(r"stored as click model (\S+);", out).group(1)
     out = invoke("evaluate", workdir=work).output
-    found = re.search(r"click model (\S+) \(dcm, .*? on its (\d+) vali sessions at ranks 1\.\.4: log-likelihood "
-                      r"(-?[\d.]+) per "
-                      r"session, perplexity ([\d.]+)", out)
+    found = re.search(
+        r"click model (\S+) \(dcm, .*? on its (\d+) vali sessions at ranks 1\.\.4: log-likelihood "
+        r"(-?[\d.]+) per "
+        r"session, perplexity ([\d.]+)",
+        out,
+    )
     assert found and found.group(1) == key
     # the brute force on the stored model and the vali sessions of the log it was fitted on
     workspace = Workspace(work)
@@ -175,8 +187,9 @@ def test_independent_click_scores_match_the_enumerated_click_patterns_of_a_pbm()
             rank.append(r + 1)
             click.append(c)
         sessions.append((pairs, clicks))
-    scores = independent_click_scores(np.array(probability), np.array(session), np.array(rank), np.array(click),
-                                      max_rank=3)
+    scores = independent_click_scores(
+        np.array(probability), np.array(session), np.array(rank), np.array(click), max_rank=3
+    )
     log_likelihood, per_rank, mean = brute_force(model, sessions)
     assert scores.log_likelihood == pytest.approx(log_likelihood, rel=1e-12)
     assert scores.perplexity_by_rank == pytest.approx(per_rank, rel=1e-12)
@@ -194,8 +207,11 @@ def test_evaluate_prints_the_click_prediction_of_a_two_tower_model(tmp_path, inv
     invoke("simulate", "--passes", 3, "--top-k", 5, workdir=work)
     invoke("train", "two-tower", "--l2", "0.1", workdir=work)
     out = invoke("evaluate", workdir=work).output
-    found = re.search(r"click prediction of model (\S+) \(relevance tower x bias tower, (\w+)\) on its (\d+) vali "
-                      r"sessions at ranks 1\.\.5: log-likelihood (-?[\d.]+) per session, perplexity ([\d.]+)", out)
+    found = re.search(
+        r"click prediction of model (\S+) \(relevance tower x bias tower, (\w+)\) on its (\d+) vali "
+        r"sessions at ranks 1\.\.5: log-likelihood (-?[\d.]+) per session, perplexity ([\d.]+)",
+        out,
+    )
     assert found, out
     workspace = Workspace(work)
     model = workspace.load("synthetic", "models", found.group(1))
@@ -207,8 +223,9 @@ def test_evaluate_prints_the_click_prediction_of_a_two_tower_model(tmp_path, inv
     qid_row = {qid: q for q, qid in enumerate(dataset.vali.qid.tolist())}
     per_session: dict = {}
     per_rank: dict = {}
-    for s, qid, doc, rank, c in zip(*(columns[k].tolist() for k in ("session", "qid", "doc", "rank", "click")),
-                                    strict=True):
+    for s, qid, doc, rank, c in zip(
+        *(columns[k].tolist() for k in ("session", "qid", "doc", "rank", "click")), strict=True
+    ):
         if rank > len(bias):
             continue
         r = relevance[dataset.vali.offsets[qid_row[qid]] + doc]
@@ -235,10 +252,21 @@ def test_a_two_tower_model_and_a_click_model_are_judged_at_the_same_ranks(monkey
     assert compared_depth(SimpleNamespace(config={"method": "svm-rank"}, info={}), None) == 10
     # the click model is scored at the depth asked, never deeper than it was fitted
     model = toy_model("pbm")
-    rows = {key: np.array(values) for key, values in zip(
-        ("session", "query", "doc", "rank", "click"),
-        zip(*[(s, q, d, r + 1, c) for s, (q, docs, clicks) in enumerate(SESSIONS)
-              for r, (d, c) in enumerate(zip(docs, clicks, strict=True))], strict=True), strict=True)}
+    rows = {
+        key: np.array(values)
+        for key, values in zip(
+            ("session", "query", "doc", "rank", "click"),
+            zip(
+                *[
+                    (s, q, d, r + 1, c)
+                    for s, (q, docs, clicks) in enumerate(SESSIONS)
+                    for r, (d, c) in enumerate(zip(docs, clicks, strict=True))
+                ],
+                strict=True,
+            ),
+            strict=True,
+        )
+    }
     monkeypatch.setattr(click_prediction, "model_from_arrays", lambda name, arrays, info=None: model)
     monkeypatch.setattr(click_prediction, "held_out_rows", lambda clicks, dataset: rows)
     for depth, expected in ((2, 2), (3, 3), (None, 3), (7, 3)):

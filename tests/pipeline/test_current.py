@@ -12,8 +12,9 @@ from cltr.pipeline.experiments import load_spec
 from cltr.pipeline.workspace import Workspace, check_name
 
 
-@pytest.mark.parametrize("name", ["../../escape", "a/b", "..", "a..b", "/abs", "", ".hidden", "a\\b", "x" * 101,
-                                  "sp ace"])
+@pytest.mark.parametrize(
+    "name", ["../../escape", "a/b", "..", "a..b", "/abs", "", ".hidden", "a\\b", "x" * 101, "sp ace"]
+)
 def test_names_with_separators_or_dots_are_refused(name):
     with pytest.raises(ValueError, match="is not a valid name"):
         check_name(name, "dataset")
@@ -38,9 +39,9 @@ def test_a_dataset_name_cannot_write_outside_the_workspace(tmp_path, invoke):
 
 
 def test_a_spec_dataset_cannot_be_a_path(tmp_path, tiny_spec_text):
-    text = re.sub(r'^dataset\s*=.*$', 'dataset = "../../x"', tiny_spec_text, flags=re.M)
+    text = re.sub(r"^dataset\s*=.*$", 'dataset = "../../x"', tiny_spec_text, flags=re.M)
     if 'dataset = "../../x"' not in text:
-        text = text.replace('kind =', 'dataset = "../../x"\nkind =', 1)
+        text = text.replace("kind =", 'dataset = "../../x"\nkind =', 1)
     name = re.search(r'^name\s*=\s*"([^"]+)"', text, flags=re.M).group(1)
     (tmp_path / f"{name}.toml").write_text(text)
     with pytest.raises(ValueError, match="dataset '../../x' is not a valid name"):
@@ -66,8 +67,11 @@ def test_a_missing_vali_import_is_an_error_never_a_simulated_substitute(tmp_path
     out = invoke("clicks", "import", log, "--split", "train", workdir=tmp_path).output
     hint = re.search(r"`cltr (clicks import LOG [^`]+)`", out).group(1)
     assert "--dataset users --split vali" in hint
-    for command in (["train", "svm-propdcg", "-C", "1"], ["propensities", "estimate"], ["clicks", "export",
-                                                                                     tmp_path / "x.tsv"]):
+    for command in (
+        ["train", "svm-propdcg", "-C", "1"],
+        ["propensities", "estimate"],
+        ["clicks", "export", tmp_path / "x.tsv"],
+    ):
         out = invoke(*command, workdir=tmp_path, expect=1).output
         assert "will not simulate clicks in place of a log you imported" in out, out
         assert "making one with default settings" not in out

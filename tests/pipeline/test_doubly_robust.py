@@ -51,8 +51,9 @@ def _per_session_weights(rows, relevance, n_docs, sessions, clip):
 def test_dr_without_clipping_is_the_ips_log_aggregated_per_document(hard_clicks, passes):
     _, dataset, clicks, _ = hard_clicks
     logs = click_logs(clicks, passes=passes)
-    for split, ips, dr in zip(("train", "vali"), logs, click_logs(clicks, passes=passes, correction="dr",
-                                                                   dataset=dataset), strict=True):
+    for split, ips, dr in zip(
+        ("train", "vali"), logs, click_logs(clicks, passes=passes, correction="dr", dataset=dataset), strict=True
+    ):
         queries = getattr(dataset, split)
         summed = np.bincount(ips.doc, weights=ips.cost, minlength=queries.n_docs)
         np.testing.assert_array_equal(dr.doc, np.unique(ips.doc))
@@ -102,11 +103,13 @@ def test_dr_on_an_imported_log_equals_dr_on_the_simulated_one(hard_clicks, tmp_p
     parts, blind = {}, {}
     for split in ("train", "vali"):
         columns = export_rows(clicks, split, dataset)
-        parts[split], _ = import_stage(space, "d", dataset, "fp", write_click_log(tmp_path / f"{split}.csv", columns),
-                                       split=split)
+        parts[split], _ = import_stage(
+            space, "d", dataset, "fp", write_click_log(tmp_path / f"{split}.csv", columns), split=split
+        )
         del columns["propensity"]
-        blind[split], _ = import_stage(space, "d", dataset, "fp",
-                                       write_click_log(tmp_path / f"{split}-blind.csv", columns), split=split)
+        blind[split], _ = import_stage(
+            space, "d", dataset, "fp", write_click_log(tmp_path / f"{split}-blind.csv", columns), split=split
+        )
     imported, _ = imported_clicks_stage(space, "d", parts["train"], parts["vali"])
     mine, _ = click_logs(clicks, passes=9, clip=0.05, correction="dr", dataset=dataset)
     theirs, _ = click_logs(imported, passes=9, clip=0.05, correction="dr", dataset=dataset)
@@ -120,8 +123,10 @@ def test_dr_on_an_imported_log_equals_dr_on_the_simulated_one(hard_clicks, tmp_p
 def test_dr_reaches_the_methods_that_take_example_weights(hard_clicks):
     space, dataset, clicks, _ = hard_clicks
     for method in ("lambdarank", "svm-rank"):
-        with pytest.raises(ValueError, match=f"correction 'dr' applies to svm-proprank, svm-propdcg, deep-propdcg, "
-                                             f"tree-propdcg, not '{method}'"):
+        with pytest.raises(
+            ValueError,
+            match=f"correction 'dr' applies to svm-proprank, svm-propdcg, deep-propdcg, tree-propdcg, not '{method}'",
+        ):
             model_stage(space, "d", dataset, clicks, method, {}, correction="dr", clip=0.05)
     train_log, vali_log = click_logs(clicks, correction="dr", dataset=dataset, clip=0.05)
     _, info = train("svm-proprank", TrainingData(dataset, train_log, vali_log), {"C": 1.0})
@@ -133,6 +138,7 @@ def test_cli_trains_tree_propdcg_with_dr_and_beats_production_on_a_hard_log(tmp_
     setting gave DR at tau 0.05 a margin over production of +0.05, +0.03, +0.02, +0.02,
     -0.00 and -0.01 test Avg DCG (the test split has 60 queries): seed 0 is held to a
     margin of 0.02."""
+
     def avg_dcg(output):
         lines = output.splitlines()
         header = next(i for i, line in enumerate(lines) if line.lstrip().startswith("test Avg DCG"))
@@ -140,8 +146,21 @@ def test_cli_trains_tree_propdcg_with_dr_and_beats_production_on_a_hard_log(tmp_
 
     invoke("prepare", "synthetic", "--queries", "300", "--relevant-from", "1", "--seed", "0", workdir=tmp_path)
     invoke("simulate", "--eta", "2", "--eps-neg", "0.3", "--passes", "100", "--seed", "0", workdir=tmp_path)
-    out = invoke("train", "tree-propdcg", "--learning-rate", "0.1", "--num-leaves", "4", "--max-rounds", "100",
-                 "--correction", "dr", "--clip", "0.05", workdir=tmp_path).output
+    out = invoke(
+        "train",
+        "tree-propdcg",
+        "--learning-rate",
+        "0.1",
+        "--num-leaves",
+        "4",
+        "--max-rounds",
+        "100",
+        "--correction",
+        "dr",
+        "--clip",
+        "0.05",
+        workdir=tmp_path,
+    ).output
     assert "examples (displayed documents)" in out
     learned = avg_dcg(invoke("evaluate", workdir=tmp_path).output)
     production = avg_dcg(invoke("evaluate", "--production", workdir=tmp_path).output)

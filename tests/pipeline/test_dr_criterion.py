@@ -65,17 +65,23 @@ def test_on_a_hard_log_the_dr_criterion_never_picks_a_constant_scorer(logs):
     assert data.dr.clip == tau_v == validation_clip(data.displayed("vali").propensity[data.displayed("vali").click > 0])
     assert np.all(data.dr.weight >= 0) and data.dr.weight.sum() > 0
     good = scorer_from_arrays(production.arrays)
-    models = {"constant": LinearScorer(np.zeros(dataset.vali.X.shape[1])), "reversed": LinearScorer(-good.w),
-              "good": good}
+    models = {
+        "constant": LinearScorer(np.zeros(dataset.vali.X.shape[1])),
+        "reversed": LinearScorer(-good.w),
+        "good": good,
+    }
     values = {name: data.estimate(model) for name, model in models.items()}
     # a random order (ties broken at random) beats the reversed one: only the guard keeps it out
     assert values["good"] > values["constant"] > values["reversed"], values
     candidates = [{"model": "constant"}, {"model": "reversed"}]
-    selection = select_on_validation(candidates, lambda params, _: (models[params["model"]], {}), data.estimate,
-                                     alike=data.alike_share)
+    selection = select_on_validation(
+        candidates, lambda params, _: (models[params["model"]], {}), data.estimate, alike=data.alike_share
+    )
     assert selection.best is models["reversed"]
-    assert select_on_validation(candidates, lambda params, _: (models[params["model"]], {}),
-                                data.estimate).best is models["constant"]  # the test can fail
+    assert (
+        select_on_validation(candidates, lambda params, _: (models[params["model"]], {}), data.estimate).best
+        is models["constant"]
+    )  # the test can fail
     # the guard's comparison with production: the production ranker is the logging one here
     versus = data.versus_logging(good)
     assert versus["difference"] == pytest.approx(0.0, abs=1e-12) and versus["standard_error"] == pytest.approx(0.0)
@@ -86,11 +92,13 @@ def test_on_a_hard_log_the_dr_criterion_never_picks_a_constant_scorer(logs):
 def test_the_criterion_enters_the_model_key_only_when_not_the_default(logs):
     space, dataset, _, clicks, _ = logs
     plain, _ = model_stage(space, "d", dataset, clicks, "svm-propdcg", {"C": 1.0}, seed=2, clip=0.01)
-    told, reused = model_stage(space, "d", dataset, clicks, "svm-propdcg", {"C": 1.0, "criterion": "snips"}, seed=2,
-                               clip=0.01)
+    told, reused = model_stage(
+        space, "d", dataset, clicks, "svm-propdcg", {"C": 1.0, "criterion": "snips"}, seed=2, clip=0.01
+    )
     assert reused and told.key == plain.key and "criterion" not in plain.config["options"]
-    fixed, reused = model_stage(space, "d", dataset, clicks, "svm-propdcg", {"C": 1.0, "criterion": "dr"}, seed=2,
-                                clip=0.01)
+    fixed, reused = model_stage(
+        space, "d", dataset, clicks, "svm-propdcg", {"C": 1.0, "criterion": "dr"}, seed=2, clip=0.01
+    )
     assert not reused and fixed.key != plain.key and fixed.config["options"]["criterion"] == "dr"
     dr, _ = model_stage(space, "d", dataset, clicks, "svm-propdcg", {"C": 1.0, "criterion": "dr"}, seed=2)
     assert dr.info["validation_criterion"] == "dr" and plain.info["validation_criterion"] == "snips"

@@ -55,10 +55,12 @@ def test_quick_never_simulates_more_than_the_full_spec(dataset, default):
 
 def test_spec_typos_fail_at_load_time(tmp_path):
     base = 'name = "{n}"\nkind = "curve"\nx = "passes"\nvalues = [1, 2]\nmethods = ["svm-rank"]\n'
-    cases = {"m": ('methods = ["svm-proprnk"]\n', "unknown methods"),
-             "p": ('plot_x = "train_click"\n', "plot_x"),
-             "o": ('[options.svm-propdcg]\ngrid = [1.0]\n', "does not run"),
-             "f": ('', "positive integers")}
+    cases = {
+        "m": ('methods = ["svm-proprnk"]\n', "unknown methods"),
+        "p": ('plot_x = "train_click"\n', "plot_x"),
+        "o": ("[options.svm-propdcg]\ngrid = [1.0]\n", "does not run"),
+        "f": ("", "positive integers"),
+    }
     for name, (extra, message) in cases.items():
         text = base.format(n=name)
         if name == "m":
@@ -84,8 +86,11 @@ def _spec(tmp_path, name, extra, methods='["svm-propdcg"]'):
 
 def test_a_misspelled_method_option_fails_at_load_time_naming_the_valid_one(tmp_path):
     name = _spec(tmp_path, "typo", "[options.svm-propdcg]\nmax_ccp_iters = 3\n")
-    with pytest.raises(ValueError, match=r"\[options.svm-propdcg\]: unknown option 'max_ccp_iters' "
-                                         r"\(did you mean 'max_ccp_iter'\?\); valid: .*max_ccp_iter"):
+    with pytest.raises(
+        ValueError,
+        match=r"\[options.svm-propdcg\]: unknown option 'max_ccp_iters' "
+        r"\(did you mean 'max_ccp_iter'\?\); valid: .*max_ccp_iter",
+    ):
         load_spec(name, tmp_path)
     name = _spec(tmp_path, "range", "[options.svm-propdcg]\nmax_ccp_iter = 0\n")
     with pytest.raises(ValueError, match=r"\[options.svm-propdcg\]: max_ccp_iter must be an integer >= 1, found 0"):
@@ -99,8 +104,11 @@ def test_a_misspelled_method_option_fails_at_load_time_naming_the_valid_one(tmp_
 
 def test_a_misspelled_or_invalid_click_setting_fails_at_load_time(tmp_path):
     name = _spec(tmp_path, "typo", "[clicks]\neps_nge = 0.1\n")
-    with pytest.raises(ValueError, match=r"unknown settings \['eps_nge'\] of click model 'pbm'; "
-                                         r"known: model, passes, .*eps_neg"):
+    with pytest.raises(
+        ValueError,
+        match=r"unknown settings \['eps_nge'\] of click model 'pbm'; "
+        r"known: model, passes, .*eps_neg",
+    ):
         load_spec(name, tmp_path)
     name = _spec(tmp_path, "range", "[clicks]\neps_neg = 2.0\n")
     with pytest.raises(ValueError, match=r"\[clicks\]: eps_neg must be a finite number >= 0 and <= 1, found 2.0"):
@@ -112,8 +120,9 @@ def test_a_misspelled_or_invalid_click_setting_fails_at_load_time(tmp_path):
     with pytest.raises(ValueError, match="unknown click model 'cascade'; known: .*pbm"):
         load_spec(name, tmp_path)
     # a varied setting is checked per point, and a bad point is refused like a bad setting
-    (tmp_path / "curve.toml").write_text('name = "curve"\nkind = "curve"\nmethods = ["svm-rank"]\n'
-                                         'x = "eps_neg"\nvalues = [0.0, 0.2]\n')
+    (tmp_path / "curve.toml").write_text(
+        'name = "curve"\nkind = "curve"\nmethods = ["svm-rank"]\nx = "eps_neg"\nvalues = [0.0, 0.2]\n'
+    )
     assert [t.clicks["eps_neg"] for t in plan(load_spec("curve", tmp_path).resolved(), default_passes=10)] == [0.0, 0.2]
 
 
@@ -128,8 +137,11 @@ def test_smoke_spec_gives_the_same_csv_with_one_job_two_jobs_and_dask(tmp_path, 
     # interpreters, so a task that leans on state only this process holds still fails there.
     # Every OpenMP user here (LightGBM, XGBoost) runs one thread, so no OpenMP pool is forked.
     outputs = []
-    for name, extra in (("one", ["--n-jobs", "1"]), ("two", ["--n-jobs", "2"]),
-                        ("dask", ["--backend", "dask", "--n-jobs", "2"])):
+    for name, extra in (
+        ("one", ["--n-jobs", "1"]),
+        ("two", ["--n-jobs", "2"]),
+        ("dask", ["--backend", "dask", "--n-jobs", "2"]),
+    ):
         with dask.config.set({"distributed.worker.multiprocessing-method": "fork"}):
             invoke("figures", "smoke", "--out", tmp_path / name / "results", *extra, workdir=tmp_path / name)
         outputs.append((tmp_path / name / "results" / "smoke.csv").read_text())
@@ -169,8 +181,19 @@ def test_killed_run_resumes(tiny_specs, tmp_path, run_tiny, tiny_run):
     """kill -9 in the middle of a run: no corrupt artifact, and the rerun finishes it."""
     reference = (tiny_run / "results" / "tiny.csv").read_text()
     workdir = tmp_path / "killed"
-    command = [sys.executable, "-m", "cltr", "--workdir", str(workdir), "figures", "tiny", "--specs", str(tiny_specs),
-               "--out", str(workdir / "results")]
+    command = [
+        sys.executable,
+        "-m",
+        "cltr",
+        "--workdir",
+        str(workdir),
+        "figures",
+        "tiny",
+        "--specs",
+        str(tiny_specs),
+        "--out",
+        str(workdir / "results"),
+    ]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     tasks = workdir / "tiny" / "tasks"
     deadline = time.time() + 60
@@ -222,17 +245,45 @@ def test_pooled_selection_keeps_the_C_with_the_best_mean_validation_estimate():
     validation = {0.1: [0.60, 0.45, 0.45], 1.0: [0.50, 0.56, 0.50], 10.0: [0.40, 0.52, 0.55]}
     rows = []
     for repetition in range(3):
-        rows.append({"dataset": "d", "repetition": repetition, "point_passes": 5, "method": "production",
-                     "avg_dcg": 0.3, "validation_snips_avg_dcg": np.nan, "chosen": "{}"})
+        rows.append(
+            {
+                "dataset": "d",
+                "repetition": repetition,
+                "point_passes": 5,
+                "method": "production",
+                "avg_dcg": 0.3,
+                "validation_snips_avg_dcg": np.nan,
+                "chosen": "{}",
+            }
+        )
         for C, estimates in validation.items():
-            rows.append({"dataset": "d", "repetition": repetition, "point_passes": 5, "method": "svm-rank",
-                         "avg_dcg": 10 * C + repetition, "validation_snips_avg_dcg": estimates[repetition],
-                         "chosen": "{}", "candidate_C": C})
+            rows.append(
+                {
+                    "dataset": "d",
+                    "repetition": repetition,
+                    "point_passes": 5,
+                    "method": "svm-rank",
+                    "avg_dcg": 10 * C + repetition,
+                    "validation_snips_avg_dcg": estimates[repetition],
+                    "chosen": "{}",
+                    "candidate_C": C,
+                }
+            )
     # a second point where C = 10 is best on average, and a tie (C = 0.1 and 1) resolved to the smaller C
     for repetition in range(3):
         for C, estimate in ((0.1, 0.5), (1.0, 0.5), (10.0, 0.4)):
-            rows.append({"dataset": "d", "repetition": repetition, "point_passes": 9, "method": "svm-rank",
-                         "avg_dcg": C, "validation_snips_avg_dcg": estimate, "chosen": "{}", "candidate_C": C})
+            rows.append(
+                {
+                    "dataset": "d",
+                    "repetition": repetition,
+                    "point_passes": 9,
+                    "method": "svm-rank",
+                    "avg_dcg": C,
+                    "validation_snips_avg_dcg": estimate,
+                    "chosen": "{}",
+                    "candidate_C": C,
+                }
+            )
     pooled = pool_selection(pd.DataFrame(rows))
     assert "candidate_C" not in pooled.columns
     chosen = pooled[pooled["method"] == "svm-rank"]
@@ -249,7 +300,8 @@ def test_pooled_run_trains_every_C_and_keeps_one_for_all_repetitions(tiny_specs,
     for _, group in pooled[pooled["method"] != "production"].groupby(["point_passes", "method"]):
         assert group["chosen"].nunique() == 1 and len(group) == 2  # one C, both repetitions
         assert group["pooled_validation_snips_avg_dcg"].iloc[0] == pytest.approx(
-            group["validation_snips_avg_dcg"].mean())
+            group["validation_snips_avg_dcg"].mean()
+        )
     per_repetition = pd.read_csv(tiny_run / "results" / "tiny.csv")
     assert "pooled_validation_snips_avg_dcg" not in per_repetition.columns
     assert (tmp_path / "results" / "tiny.md").read_text().count("pooled as in the paper") == 1
@@ -257,12 +309,16 @@ def test_pooled_run_trains_every_C_and_keeps_one_for_all_repetitions(tiny_specs,
 
 def test_specs_check_select_claims_and_stated_numbers(tmp_path):
     base = 'name = "{n}"\nkind = "table"\nmethods = ["svm-rank", "svm-proprank"]\n'
-    cases = {"s": ('select = "best"\n', "select must be one of"),
-             "c": ('claimed_order = ["svm-rank", "lambdarank"]\n', "claimed_order names methods"),
-             "t": ('[[stated]]\ntext = "x"\ndataset = "yahoo"\nmeasure = "clicks"\nvalue = 1\n', "measure must be"),
-             "v": ('[[stated]]\ntext = "x"\ndataset = "yahoo"\nmeasure = "train_clicks"\nvalue = [1, 2, 3]\n',
-                   "a number or \\[low, high\\]"),
-             "k": ('[[stated]]\ntext = "x"\nmeasure = "train_clicks"\nvalue = 1\n', "needs the keys")}
+    cases = {
+        "s": ('select = "best"\n', "select must be one of"),
+        "c": ('claimed_order = ["svm-rank", "lambdarank"]\n', "claimed_order names methods"),
+        "t": ('[[stated]]\ntext = "x"\ndataset = "yahoo"\nmeasure = "clicks"\nvalue = 1\n', "measure must be"),
+        "v": (
+            '[[stated]]\ntext = "x"\ndataset = "yahoo"\nmeasure = "train_clicks"\nvalue = [1, 2, 3]\n',
+            "a number or \\[low, high\\]",
+        ),
+        "k": ('[[stated]]\ntext = "x"\nmeasure = "train_clicks"\nvalue = 1\n', "needs the keys"),
+    }
     for name, (extra, message) in cases.items():
         (tmp_path / f"{name}.toml").write_text(base.format(n=name) + extra)
         with pytest.raises(ValueError, match=message):
@@ -299,15 +355,19 @@ def test_figures_all_runs_every_spec_but_those_kept_out(tiny_specs, tmp_path, in
     (tiny_specs / "tuned.toml").write_text(
         'name = "tuned"\nkind = "curve"\ndataset = "tiny"\nmethods = ["svm-rank", "lambdarank"]\n'
         'references = ["production"]\nreps = 1\nseed = 11\ntune = "once"\nx = "passes"\nvalues = [2, 4]\n'
-        '[clicks]\neta = 1.0\neps_neg = 0.1\n[options.svm-rank]\ngrid = [1.0]\n'
-        '[options.lambdarank]\nnum_leaves = 4\nmax_rounds = 20\n')
+        "[clicks]\neta = 1.0\neps_neg = 0.1\n[options.svm-rank]\ngrid = [1.0]\n"
+        "[options.lambdarank]\nnum_leaves = 4\nmax_rounds = 20\n"
+    )
     together = tmp_path / "together"
     shutil.copytree(tiny_run, together, ignore=shutil.ignore_patterns("results"))
     # a spec that would fail at once if it ran: its dataset cannot be prepared
-    (tiny_specs / "hours.toml").write_text('name = "hours"\nkind = "curve"\nin_all = false\ndataset = "letor"\n'
-                                          'methods = ["svm-rank"]\nx = "eta"\nvalues = [1.0]\n')
-    out = invoke("figures", "all", "--specs", tiny_specs, "--out", together / "results", "--n-jobs", "1",
-                 workdir=together).output
+    (tiny_specs / "hours.toml").write_text(
+        'name = "hours"\nkind = "curve"\nin_all = false\ndataset = "letor"\n'
+        'methods = ["svm-rank"]\nx = "eta"\nvalues = [1.0]\n'
+    )
+    out = invoke(
+        "figures", "all", "--specs", tiny_specs, "--out", together / "results", "--n-jobs", "1", workdir=together
+    ).output
     assert "hours" not in out and "tiny (test)" in out
     # tiny's 6 tasks were finished; tuned's tuning task (x = 4, the first wave) and the task
     # taking its choice (x = 2, the second) are computed; each spec's report reads them

@@ -12,8 +12,7 @@ from cltr.pipeline.models import scorer_from_arrays, scorer_to_arrays
 
 def test_linear_and_mlp_scorers_round_trip_through_an_npz(tmp_path):
     X = np.random.default_rng(0).normal(size=(6, 3))
-    for scorer in (LinearScorer(np.array([1.0, -2.0, 0.5])),
-                   init_mlp(3, hidden=(4,), rng=np.random.default_rng(1))):
+    for scorer in (LinearScorer(np.array([1.0, -2.0, 0.5])), init_mlp(3, hidden=(4,), rng=np.random.default_rng(1))):
         np.savez(tmp_path / "model.npz", **scorer_to_arrays(scorer))
         with np.load(tmp_path / "model.npz", allow_pickle=False) as stored:
             loaded = scorer_from_arrays(dict(stored))

@@ -83,7 +83,7 @@ def test_a_logging_temperature_draws_a_ranking_per_pass(small):
     offsets = dataset.train.offsets
     for p in range(6):
         for q in range(dataset.train.n_queries):
-            assert sorted(presented[p, offsets[q]:offsets[q + 1]]) == list(range(1, offsets[q + 1] - offsets[q] + 1))
+            assert sorted(presented[p, offsets[q] : offsets[q + 1]]) == list(range(1, offsets[q + 1] - offsets[q] + 1))
     table = impressions_of(clicks, "train", dataset)
     assert table.clicks.sum() == len(train) and table.rank.max() == 4
     rho = clicks.arrays["train/policy_propensity"]
@@ -98,10 +98,31 @@ def test_the_policy_aware_estimate_is_unbiased_where_plain_ips_is_not():
     production = LinearScorer(np.array([1.0]))
     settings = PBMSettings(eta=1.0, eps_neg=0.0)
     passes = 300
-    log, presented, _ = simulate(queries, relevant, [production], "pbm", settings, passes=passes, seed=3,
-                                 split="train", top_k=2, logging_temperature=1.0)
-    rho = policy_propensities(queries, [production], "pbm", settings, presented, passes=passes, top_k=2,
-                              logging_temperature=1.0, seed=3, split="train", samples=4000)
+    log, presented, _ = simulate(
+        queries,
+        relevant,
+        [production],
+        "pbm",
+        settings,
+        passes=passes,
+        seed=3,
+        split="train",
+        top_k=2,
+        logging_temperature=1.0,
+    )
+    rho = policy_propensities(
+        queries,
+        [production],
+        "pbm",
+        settings,
+        presented,
+        passes=passes,
+        top_k=2,
+        logging_temperature=1.0,
+        seed=3,
+        split="train",
+        samples=4000,
+    )
     truth = relevant.sum() / queries.n_queries
     for propensity, unbiased in ((rho[log.doc], True), (log.propensity, False)):
         per_session = np.bincount(log.session, weights=1.0 / propensity, minlength=log.n_sessions)
@@ -118,13 +139,15 @@ def test_the_corrections_read_their_clicks(small):
     cascading, _ = clicks_stage(space, "s", dataset, production, settings, model="dcm", passes=4, seed=1)
     logged, _ = click_logs(cascading)
     told, vali = click_logs(cascading, correction="cascade")
-    np.testing.assert_allclose(told.propensity, cascade_propensity(logged.session, logged.rank,
-                                                                   continuation_probability(logged.rank, settings)))
+    np.testing.assert_allclose(
+        told.propensity,
+        cascade_propensity(logged.session, logged.rank, continuation_probability(logged.rank, settings)),
+    )
     np.testing.assert_array_equal(told.doc, logged.doc)
     assert told.propensity.min() < 1 and np.all(vali.propensity <= 1)
     # the correction survives a prefix of passes (learning curves)
     short, _ = click_logs(cascading, passes=2, correction="cascade")
-    np.testing.assert_allclose(short.propensity, told.propensity[:len(short)])
+    np.testing.assert_allclose(short.propensity, told.propensity[: len(short)])
     positional, _ = clicks_stage(space, "s", dataset, production, {}, passes=4, seed=1)
     with pytest.raises(ValueError, match="correction 'cascade' needs clicks of the dcm click model.*from pbm"):
         click_logs(positional, correction="cascade")
@@ -161,8 +184,9 @@ def _paired_gains(tmp_path, correction, seeds, **clicks) -> np.ndarray:
         value = {}
         for told in ("ips", correction):
             # corrections compared as told: no variance control (--clip auto would clip plain IPS here)
-            trained, _ = model_stage(space, "s", dataset, log, "svm-proprank", {"grid": [1.0]}, seed=seed,
-                                     correction=told, clip=None)
+            trained, _ = model_stage(
+                space, "s", dataset, log, "svm-proprank", {"grid": [1.0]}, seed=seed, correction=told, clip=None
+            )
             value[told] = evaluation_stage(space, "s", dataset, trained, log, seed=seed)[0].info["avg_dcg"]
         gains.append(value[correction] - value["ips"])
     return np.array(gains)
@@ -171,13 +195,15 @@ def _paired_gains(tmp_path, correction, seeds, **clicks) -> np.ndarray:
 def test_the_cascade_correction_beats_plain_ips_on_cascade_clicks(tmp_path):
     # noisy cascade clicks (eps- = 0.3): position-based IPS overweights the noise clicks deep in
     # lists whose users never stopped (measured: +0.040 on average, 7 of 8 seeds)
-    gains = _paired_gains(tmp_path, "cascade", range(6), model="dcm",
-                          settings={"continuation": 1.0, "decay": 1.0, "eps_neg": 0.3})
+    gains = _paired_gains(
+        tmp_path, "cascade", range(6), model="dcm", settings={"continuation": 1.0, "decay": 1.0, "eps_neg": 0.3}
+    )
     assert gains.mean() > 0.015 and (gains > 0).sum() >= 4, gains
 
 
 def test_the_policy_aware_correction_beats_plain_ips_on_top_k_clicks(tmp_path):
     # top-5 of Plackett-Luce rankings at temperature 0.5 (measured: +0.061 on average, 8 of 8 seeds)
-    gains = _paired_gains(tmp_path, "policy-aware", range(4), settings={"eta": 1.0, "eps_neg": 0.1}, top_k=5,
-                          logging_temperature=0.5)
+    gains = _paired_gains(
+        tmp_path, "policy-aware", range(4), settings={"eta": 1.0, "eps_neg": 0.1}, top_k=5, logging_temperature=0.5
+    )
     assert gains.mean() > 0.02 and (gains > 0).all(), gains

@@ -23,7 +23,8 @@ def test_plotted_data_match_the_csv(tiny_run):
         assert np.isnan(data[label]["low"]).all() and np.isnan(data[label]["high"]).all()
     # with a third repetition the band is the seeded bootstrap interval of each point's mean
     third = frame[frame["repetition"] == frame["repetition"].min()].assign(
-        repetition=frame["repetition"].max() + 1, avg_dcg=lambda rows: rows["avg_dcg"] - 0.01)
+        repetition=frame["repetition"].max() + 1, avg_dcg=lambda rows: rows["avg_dcg"] - 0.01
+    )
     three = pd.concat([frame, third], ignore_index=True)
     _, banded = plot(three, spec)
     for method, label in (("svm-rank", "SVM Rank"), ("svm-proprank", "SVM PropRank")):
@@ -32,7 +33,8 @@ def test_plotted_data_match_the_csv(tiny_run):
         assert np.allclose(banded[label]["low"], [low for low, _ in expected])
         assert np.allclose(banded[label]["high"], [high for _, high in expected])
     assert data["Production ranker"]["mean"][0] == pytest.approx(
-        frame[frame["method"] == "production"]["avg_dcg"].mean())
+        frame[frame["method"] == "production"]["avg_dcg"].mean()
+    )
     for suffix in ("png", "pdf", "md", "tex"):
         assert (tiny_run / "results" / f"tiny.{suffix}").stat().st_size > 0
     summary = summarise(frame, spec)
@@ -42,12 +44,17 @@ def test_plotted_data_match_the_csv(tiny_run):
 def test_table_and_ccp_kinds_write_their_outputs(tmp_path, invoke, tiny_spec_text):
     specs = tmp_path / "specs"
     specs.mkdir()
-    (specs / "t.toml").write_text(tiny_spec_text.replace('name = "tiny"', 'name = "t"').replace(
-        'kind = "curve"', 'kind = "table"').replace('x = "passes"\nvalues = [2, 4, 8]\nplot_x = "train_clicks"\n', "")
-        + '[paper.tiny]\nsvm-rank = [0.5, 1e-2]\n')
-    (specs / "c.toml").write_text('name = "c"\nkind = "ccp"\ndataset = "tiny"\nmethods = ["svm-propdcg"]\n'
-                                  '[synthetic]\nn_queries = 40\n[clicks]\npasses = 5\n'
-                                  '[options.svm-propdcg]\ngrid = [1.0, 100.0]\n')
+    (specs / "t.toml").write_text(
+        tiny_spec_text.replace('name = "tiny"', 'name = "t"')
+        .replace('kind = "curve"', 'kind = "table"')
+        .replace('x = "passes"\nvalues = [2, 4, 8]\nplot_x = "train_clicks"\n', "")
+        + "[paper.tiny]\nsvm-rank = [0.5, 1e-2]\n"
+    )
+    (specs / "c.toml").write_text(
+        'name = "c"\nkind = "ccp"\ndataset = "tiny"\nmethods = ["svm-propdcg"]\n'
+        "[synthetic]\nn_queries = 40\n[clicks]\npasses = 5\n"
+        "[options.svm-propdcg]\ngrid = [1.0, 100.0]\n"
+    )
     invoke("figures", "t", "--specs", specs, "--out", tmp_path / "out", workdir=tmp_path)
     text = (tmp_path / "out" / "t.md").read_text()
     assert "paper" in text and "0.5000" in text and "paired tests between neighbouring rows" in text.lower()
@@ -104,10 +111,18 @@ def test_intervals_hold_their_mean_when_every_run_is_equal(tmp_path):
     equal = float.fromhex("0x1.6d1ee3cdb223ep-1")  # the MQ2008 Fold 1 skyline's Avg DCG
     other = [0.5, 0.6, 0.55, 0.52, 0.58, 0.61]
     # one task's rows per repetition, as run_experiment gives them
-    frame = pd.DataFrame({"method": ["a-rank", "skyline"] * 6, "dataset": "letor",
-                          "repetition": np.repeat(np.arange(6), 2),
-                          "avg_dcg": [x for value in other for x in (value, equal)],
-                          "avg_rank": 3.0, "ndcg@10": 0.5, "train_clicks": 100, "irrelevant_click_share": 0.1})
+    frame = pd.DataFrame(
+        {
+            "method": ["a-rank", "skyline"] * 6,
+            "dataset": "letor",
+            "repetition": np.repeat(np.arange(6), 2),
+            "avg_dcg": [x for value in other for x in (value, equal)],
+            "avg_rank": 3.0,
+            "ndcg@10": 0.5,
+            "train_clicks": 100,
+            "irrelevant_click_share": 0.1,
+        }
+    )
     summary = summarise(frame, spec)
     assert (summary["avg_dcg_low"] <= summary["avg_dcg_mean"]).all()
     assert (summary["avg_dcg_mean"] <= summary["avg_dcg_high"]).all()
@@ -115,8 +130,7 @@ def test_intervals_hold_their_mean_when_every_run_is_equal(tmp_path):
 
 
 def _toy_spec(**fields) -> Spec:
-    base = {"name": "toy", "kind": "table", "dataset": "letor", "methods": ("a-rank", "b-rank", "c-rank"),
-            "seed": 5}
+    base = {"name": "toy", "kind": "table", "dataset": "letor", "methods": ("a-rank", "b-rank", "c-rank"), "seed": 5}
     return Spec(**{**base, **fields})
 
 
@@ -128,9 +142,18 @@ def _toy_frame(gains: dict, runs: int = 8, datasets=("letor",)) -> pd.DataFrame:
         for repetition in range(runs):
             base = rng.normal(0.6, 0.02)
             for method, gain in gains.items():
-                rows.append({"dataset": dataset, "repetition": repetition, "method": method,
-                             "avg_dcg": base + gain + rng.normal(0, 0.002), "avg_rank": 5.0, "ndcg@10": 0.5,
-                             "train_clicks": 100, "irrelevant_click_share": 0.25})
+                rows.append(
+                    {
+                        "dataset": dataset,
+                        "repetition": repetition,
+                        "method": method,
+                        "avg_dcg": base + gain + rng.normal(0, 0.002),
+                        "avg_rank": 5.0,
+                        "ndcg@10": 0.5,
+                        "train_clicks": 100,
+                        "irrelevant_click_share": 0.25,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -159,9 +182,16 @@ def test_significance_tests_every_claimed_pair_paired_and_holm_corrected():
 def test_check_gives_the_gap_in_paper_standard_deviations():
     frame = _toy_frame({"a-rank": 0.0, "b-rank": 0.01, "c-rank": 0.02})
     means = frame.groupby("method")["avg_dcg"].mean()
-    spec = _toy_spec(paper={"letor": {"a-rank": [float(means["a-rank"]) + 0.01, 0.004],
-                                      "b-rank": [float(means["b-rank"]), 0.01], "d-rank": [0.5, 0.1]},
-                            "yahoo": {"a-rank": [0.0, 1.0]}})
+    spec = _toy_spec(
+        paper={
+            "letor": {
+                "a-rank": [float(means["a-rank"]) + 0.01, 0.004],
+                "b-rank": [float(means["b-rank"]), 0.01],
+                "d-rank": [0.5, 0.1],
+            },
+            "yahoo": {"a-rank": [0.0, 1.0]},
+        }
+    )
     rows = {row["method"]: row for row in check(frame, spec, tolerance=2.0)}
     assert rows["a-rank"]["gap (paper std)"] == "-2.50" and rows["a-rank"]["within"] is False
     assert rows["b-rank"]["gap (paper std)"] == "+0.00" and rows["b-rank"]["within"] is True
@@ -171,13 +201,27 @@ def test_check_gives_the_gap_in_paper_standard_deviations():
 
 
 def test_stated_numbers_are_measured_at_their_point():
-    frame = pd.DataFrame({"dataset": "d", "repetition": [0, 0, 1, 1, 0, 1], "method": "a-rank",
-                          "point_eps_neg": [0.0, 0.0, 0.0, 0.0, 0.3, 0.3],
-                          "irrelevant_click_share": [0.1, 0.1, 0.2, 0.2, 0.5, 0.7], "train_clicks": 10})
-    stated = ({"text": "noise", "dataset": "yahoo", "measure": "irrelevant_click_share", "value": 0.598,
-               "point": {"eps_neg": 0.3}},
-              {"text": "n", "dataset": "d", "measure": "train_clicks", "value": [5, 20]},
-              {"text": "absent", "dataset": "d", "measure": "train_clicks", "value": 1, "point": {"eta": 2}})
+    frame = pd.DataFrame(
+        {
+            "dataset": "d",
+            "repetition": [0, 0, 1, 1, 0, 1],
+            "method": "a-rank",
+            "point_eps_neg": [0.0, 0.0, 0.0, 0.0, 0.3, 0.3],
+            "irrelevant_click_share": [0.1, 0.1, 0.2, 0.2, 0.5, 0.7],
+            "train_clicks": 10,
+        }
+    )
+    stated = (
+        {
+            "text": "noise",
+            "dataset": "yahoo",
+            "measure": "irrelevant_click_share",
+            "value": 0.598,
+            "point": {"eps_neg": 0.3},
+        },
+        {"text": "n", "dataset": "d", "measure": "train_clicks", "value": [5, 20]},
+        {"text": "absent", "dataset": "d", "measure": "train_clicks", "value": 1, "point": {"eta": 2}},
+    )
     rows = stated_rows(frame, _toy_spec(kind="curve", dataset="d", x="eps_neg", values=(0.0, 0.3), stated=stated))
     assert rows[0]["paper"] == "59.8% (yahoo)" and rows[0]["ours"] == "60.0% (d)" and rows[0]["same dataset"] == "no"
     assert rows[1]["paper"] == "5–20 (d)" and rows[1]["ours"] == "10 (d)" and rows[1]["same dataset"] == "yes"
@@ -187,15 +231,27 @@ def test_stated_numbers_are_measured_at_their_point():
 def test_every_method_is_tested_against_the_best_library_baseline_at_each_point():
     from cltr.pipeline.report import baseline_tests
 
-    spec = Spec(name="r", kind="curve", methods=("svm-proprank", "xgboost-unbiased", "lightgbm-position"),
-                x="eta", values=(1.0, 2.0), compare_to=("xgboost-unbiased", "lightgbm-position"))
+    spec = Spec(
+        name="r",
+        kind="curve",
+        methods=("svm-proprank", "xgboost-unbiased", "lightgbm-position"),
+        x="eta",
+        values=(1.0, 2.0),
+        compare_to=("xgboost-unbiased", "lightgbm-position"),
+    )
     # at eta 1 XGBoost is the better baseline, at eta 2 LightGBM; PropRank is +0.01 over
     # XGBoost at eta 1 on every run, and -0.05 under LightGBM at eta 2
     base = np.array([0.60, 0.62, 0.61, 0.63, 0.59, 0.64])
-    values = {1.0: {"xgboost-unbiased": base, "lightgbm-position": base - 0.02, "svm-proprank": base + 0.01},
-              2.0: {"xgboost-unbiased": base - 0.03, "lightgbm-position": base, "svm-proprank": base - 0.05}}
-    rows = [{"dataset": "d", "repetition": r, "method": m, "point_eta": eta, "avg_dcg": v[r]}
-            for eta, by in values.items() for m, v in by.items() for r in range(len(base))]
+    values = {
+        1.0: {"xgboost-unbiased": base, "lightgbm-position": base - 0.02, "svm-proprank": base + 0.01},
+        2.0: {"xgboost-unbiased": base - 0.03, "lightgbm-position": base, "svm-proprank": base - 0.05},
+    }
+    rows = [
+        {"dataset": "d", "repetition": r, "method": m, "point_eta": eta, "avg_dcg": v[r]}
+        for eta, by in values.items()
+        for m, v in by.items()
+        for r in range(len(base))
+    ]
     tests = baseline_tests(pd.DataFrame(rows), spec)
     one = tests[tests["eta"] == 1.0].set_index("comparison")
     two = tests[tests["eta"] == 2.0].set_index("comparison")

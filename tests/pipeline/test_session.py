@@ -27,8 +27,10 @@ def session(tmp_path):
 
 def test_a_missing_upstream_artifact_is_made_with_defaults_said_and_made_current(session):
     clicks = session.clicks("s", None)
-    assert session.said == ["no clicks artifact for dataset 's' yet: making one with default settings",
-                            "no production artifact for dataset 's' yet: making one with default settings"]
+    assert session.said == [
+        "no clicks artifact for dataset 's' yet: making one with default settings",
+        "no production artifact for dataset 's' yet: making one with default settings",
+    ]
     current = session.workspace.current("s")
     assert current["clicks"] == clicks.key and current["production"] == clicks.config["production"]
     session.said.clear()
@@ -53,8 +55,15 @@ def test_only_the_embedded_dataset_is_generated_on_demand(session):
 
 
 def _clicks_with_propensity(propensity: float) -> Artifact:
-    log = ClickLog(query=np.zeros(3, np.int64), doc=np.arange(3), rank=np.arange(1, 4),
-                   propensity=np.full(3, propensity), pass_index=np.zeros(3, np.int64), n_passes=1, n_queries=1)
+    log = ClickLog(
+        query=np.zeros(3, np.int64),
+        doc=np.arange(3),
+        rank=np.arange(1, 4),
+        propensity=np.full(3, propensity),
+        pass_index=np.zeros(3, np.int64),
+        n_passes=1,
+        n_queries=1,
+    )
     split = SplitClicks(log=log, presented=Presented(rank=np.arange(1, 4)[None], pass_ranker=np.zeros(1, np.int8)))
     return Artifact("k", ClicksArtifact(train=split, vali=split).arrays(), {"config": {}})
 

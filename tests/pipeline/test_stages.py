@@ -29,8 +29,9 @@ def test_clicks_stage_stores_the_simulated_logs_and_reuses_them(tmp_path, synthe
     produced, reused = production_stage(space, "s", synthetic_dataset, "fingerprint", seed=3)
     assert not reused and produced.info["test"]["avg_dcg"] > 0
     np.testing.assert_array_equal(scorer_from_arrays(produced.arrays).w, produce(synthetic_dataset, seed=3)[0].w)
-    clicks, reused = clicks_stage(space, "s", synthetic_dataset, produced, {"eta": 1.5, "eps_neg": 0.2}, passes=6,
-                                  seed=3)
+    clicks, reused = clicks_stage(
+        space, "s", synthetic_dataset, produced, {"eta": 1.5, "eps_neg": 0.2}, passes=6, seed=3
+    )
     assert not reused and clicks.config["click_model"] == "pbm" and clicks.config["eta"] == 1.5
     train_log, vali_log = click_logs(clicks)
     for stored, drawn in ((train_log, data.train_log), (vali_log, data.vali_log)):
@@ -38,8 +39,9 @@ def test_clicks_stage_stores_the_simulated_logs_and_reuses_them(tmp_path, synthe
             np.testing.assert_array_equal(stored.arrays()[name], value, err_msg=name)
     assert clicks.info["train"]["clicks"] == len(train_log) and clicks.info["train"]["sessions"] == 6 * 180
     # the same settings as an instance are the same artifact
-    again, reused = clicks_stage(space, "s", synthetic_dataset, produced, PBMSettings(eta=1.5, eps_neg=0.2),
-                                 passes=6, seed=3)
+    again, reused = clicks_stage(
+        space, "s", synthetic_dataset, produced, PBMSettings(eta=1.5, eps_neg=0.2), passes=6, seed=3
+    )
     assert reused and again.key == clicks.key
     # nested prefixes for learning curves, and other propensities for misspecification
     short, _ = click_logs(clicks, passes=2)
@@ -79,12 +81,13 @@ def test_displayed_rows_hold_every_session_and_agree_with_the_clicks(tmp_path, s
     # a prefix of passes is a prefix of the rows; told propensities follow eta_model and clip
     two = displayed_rows(clicks, "train", synthetic_dataset, passes=2, eta_model=2.0, clip=0.05)
     assert two.n_sessions == 2 * queries.n_queries
-    np.testing.assert_array_equal(two.doc, rows.doc[:len(two)])
+    np.testing.assert_array_equal(two.doc, rows.doc[: len(two)])
     np.testing.assert_allclose(two.propensity, np.maximum(1.0 / two.rank.astype(float) ** 2, 0.05))
 
 
-def test_clipping_reaches_the_training_log_only_and_a_correction_may_clip_itself(tmp_path, synthetic_dataset,
-                                                                                  monkeypatch):
+def test_clipping_reaches_the_training_log_only_and_a_correction_may_clip_itself(
+    tmp_path, synthetic_dataset, monkeypatch
+):
     from cltr.pipeline import corrections
 
     space = Workspace(tmp_path)
@@ -104,8 +107,9 @@ def test_clipping_reaches_the_training_log_only_and_a_correction_may_clip_itself
         calls.append((split, clip))
         return log.with_propensity(log.propensity * 2)
 
-    monkeypatch.setitem(corrections.CORRECTIONS, "probe", corrections.Correction("probe", "test", probe,
-                                                                                 context=("clip",)))
+    monkeypatch.setitem(
+        corrections.CORRECTIONS, "probe", corrections.Correction("probe", "test", probe, context=("clip",))
+    )
     told_train, told_vali = click_logs(clicks, clip=0.5, correction="probe")
     assert calls == [("train", 0.5), ("vali", None)]
     np.testing.assert_array_equal(told_train.propensity, train.propensity * 2)
@@ -123,8 +127,13 @@ def test_model_stage_keys_the_clip_setting_and_evaluation_reads_unclipped_valida
     _, vali = click_logs(clicks)
     model, _ = model_stage(space, "s", synthetic_dataset, clicks, "svm-proprank", {"C": 1.0}, clip=0.1)
     assert model.config["train_clip"] == 0.1 and "clip" not in model.config and model.info["clip"] == 0.1
-    unclipped = validation_estimate(scorer_from_arrays(model.arrays), synthetic_dataset.vali, vali,
-                                    rng=stream(0, "selection"), dcg_base=synthetic_dataset.dcg_base)
+    unclipped = validation_estimate(
+        scorer_from_arrays(model.arrays),
+        synthetic_dataset.vali,
+        vali,
+        rng=stream(0, "selection"),
+        dcg_base=synthetic_dataset.dcg_base,
+    )
     assert model.info["validation_snips_avg_dcg"] == pytest.approx(unclipped)
     evaluation, _ = evaluation_stage(space, "s", synthetic_dataset, model, clicks)
     assert evaluation.info["validation_snips_avg_dcg"] == pytest.approx(unclipped)
@@ -140,6 +149,5 @@ def test_model_stage_keys_the_clip_setting_and_evaluation_reads_unclipped_valida
     lowest = float(click_logs(clicks)[0].propensity.min())
     below, reused = model_stage(space, "s", synthetic_dataset, clicks, "svm-proprank", {"C": 1.0}, clip=lowest)
     assert reused and below.key == none.key
-    above, reused = model_stage(space, "s", synthetic_dataset, clicks, "svm-proprank", {"C": 1.0},
-                                clip=lowest * 1.01)
+    above, reused = model_stage(space, "s", synthetic_dataset, clicks, "svm-proprank", {"C": 1.0}, clip=lowest * 1.01)
     assert not reused and above.config["train_clip"] == lowest * 1.01

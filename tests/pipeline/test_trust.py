@@ -94,8 +94,7 @@ def test_the_corrections_read_estimated_parameters(trust_clicks):
     expected = _brute_force_affine(clicks, "train", dataset, fitted, 30)
     np.testing.assert_allclose(affine.weight, expected[affine.doc], rtol=1e-10, atol=1e-9)
     harvest, _ = propensity_stage(space, "t", dataset, clicks, method="harvest", bootstrap=0)
-    with pytest.raises(ValueError, match="has none: estimate them with `cltr propensities estimate --method "
-                                         "trust-em`"):
+    with pytest.raises(ValueError, match="has none: estimate them with `cltr propensities estimate --method trust-em`"):
         click_logs(clicks, propensity=harvest, correction="bayes-ips")
 
 
@@ -118,8 +117,9 @@ def test_affine_on_an_imported_log_equals_affine_on_the_simulated_one(trust_clic
 
 def test_affine_applies_to_the_gradient_methods_only(trust_clicks):
     space, dataset, clicks = trust_clicks
-    with pytest.raises(ValueError, match="correction 'affine' applies to deep-propdcg, tree-propdcg, not "
-                                         "'svm-proprank'"):
+    with pytest.raises(
+        ValueError, match="correction 'affine' applies to deep-propdcg, tree-propdcg, not 'svm-proprank'"
+    ):
         model_stage(space, "t", dataset, clicks, "svm-proprank", {"C": 1.0}, correction="affine")
     train_log, vali_log = click_logs(clicks, correction="affine", dataset=dataset)
     for method in ("svm-proprank", "svm-propdcg"):
@@ -127,8 +127,15 @@ def test_affine_applies_to_the_gradient_methods_only(trust_clicks):
             train(method, TrainingData(dataset, train_log, vali_log), {"C": 1.0})
     with pytest.raises(ValueError, match="bounded rank weight"):
         train("tree-propdcg", TrainingData(dataset, train_log, vali_log), {"metric": "avgrank"})
-    model, _ = model_stage(space, "t", dataset, clicks, "tree-propdcg",
-                           {"learning_rate": 0.1, "num_leaves": 4, "max_rounds": 20}, correction="affine")
+    model, _ = model_stage(
+        space,
+        "t",
+        dataset,
+        clicks,
+        "tree-propdcg",
+        {"learning_rate": 0.1, "num_leaves": 4, "max_rounds": 20},
+        correction="affine",
+    )
     assert model.info["train_examples"] == len(train_log) and model.info["train_clicks"] == len(click_logs(clicks)[0])
     evaluation, _ = evaluation_stage(space, "t", dataset, model, clicks)
     assert 0 < evaluation.info["validation_snips_avg_dcg"] <= 1  # SNIPS over signed weights
@@ -153,8 +160,14 @@ def _test_avg_dcg(setup, method, options, corrections_, seeds, settings):
 
 def test_affine_tree_propdcg_beats_plain_ips_on_trust_bias_clicks(learning_setup):
     # measured: +0.045, +0.095, +0.079 Avg DCG on these three seeds
-    found = _test_avg_dcg(learning_setup, "tree-propdcg", {"learning_rate": 0.1, "num_leaves": 8, "max_rounds": 100},
-                          ("ips", "affine"), range(3), {})
+    found = _test_avg_dcg(
+        learning_setup,
+        "tree-propdcg",
+        {"learning_rate": 0.1, "num_leaves": 8, "max_rounds": 100},
+        ("ips", "affine"),
+        range(3),
+        {},
+    )
     gain = found["affine"] - found["ips"]
     assert np.all(gain > 0.01) and gain.mean() > 0.03, gain
 
@@ -172,16 +185,29 @@ def test_bayes_ips_svm_proprank_beats_plain_ips_under_strong_trust(learning_setu
 
 def test_trust_bias_from_the_command_line(tmp_path, invoke):
     invoke("prepare", "synthetic", "--queries", "80", workdir=tmp_path)
-    out = invoke("simulate", "--click-model", "trust", "--eps-neg", "0.5", "--rankers", "2", "--passes", "20",
-                 workdir=tmp_path).output
+    out = invoke(
+        "simulate", "--click-model", "trust", "--eps-neg", "0.5", "--rankers", "2", "--passes", "20", workdir=tmp_path
+    ).output
     assert "trust, 2 logging rankers" in out
     out = invoke("propensities", "estimate", "--method", "trust-em", "--bootstrap", "0", workdir=tmp_path).output
     assert "relevant_click" in out and "irrelevant_click" in out
-    out = invoke("train", "svm-proprank", "-C", "1", "--correction", "bayes-ips", "--propensities", "estimated",
-                 workdir=tmp_path).output
+    out = invoke(
+        "train", "svm-proprank", "-C", "1", "--correction", "bayes-ips", "--propensities", "estimated", workdir=tmp_path
+    ).output
     assert "validation SNIPS Avg DCG" in out
-    out = invoke("train", "tree-propdcg", "--learning-rate", "0.1", "--num-leaves", "4", "--max-rounds", "20",
-                 "--correction", "affine", workdir=tmp_path).output
+    out = invoke(
+        "train",
+        "tree-propdcg",
+        "--learning-rate",
+        "0.1",
+        "--num-leaves",
+        "4",
+        "--max-rounds",
+        "20",
+        "--correction",
+        "affine",
+        workdir=tmp_path,
+    ).output
     assert "examples (displayed documents) with signed weights" in out
     invoke("evaluate", workdir=tmp_path)
     out = invoke("train", "svm-proprank", "--correction", "affine", workdir=tmp_path, expect=2).output

@@ -39,8 +39,9 @@ def tuned_runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("tuned")
     (root / "specs").mkdir()
     # one series and max 10 trees keep it cheap; the series are tuning_tasks' (tested alone)
-    (root / "specs" / "tuned.toml").write_text(SPEC.replace("passes = [5, 20]", "passes = [10]")
-                                              .replace("max_rounds = 20", "max_rounds = 10"))
+    (root / "specs" / "tuned.toml").write_text(
+        SPEC.replace("passes = [5, 20]", "passes = [10]").replace("max_rounds = 20", "max_rounds = 10")
+    )
     _invoke("prepare", "synthetic", "--queries", "40", "--name", "tiny", workdir=root)
     spec = load_spec("tuned", root / "specs").resolved()
     once, counts = run_experiment(spec, root)
@@ -70,8 +71,10 @@ def test_point_tuning_tunes_each_point_by_its_first_repetition():
     tuning = tuning_tasks(spec, tasks)
     assert sorted(tuning) == [(p, eta) for p in (5, 20) for eta in (0.5, 1.0, 2.0)]
     assert all(t.repetition == 0 and (t.point["passes"], t.point["eta"]) == key for key, t in tuning.items())
-    rows = {key: [{"method": "lambdarank", "chosen": json.dumps({"learning_rate": 0.1, "num_leaves": 2 + i})}]
-            for i, key in enumerate(sorted(tuning))}
+    rows = {
+        key: [{"method": "lambdarank", "chosen": json.dumps({"learning_rate": 0.1, "num_leaves": 2 + i})}]
+        for i, key in enumerate(sorted(tuning))
+    }
     for task in tuned(spec, tasks, rows):
         key = (task.point["passes"], task.point["eta"])
         assert task.options["lambdarank"]["num_leaves"] == 2 + sorted(tuning).index(key)
@@ -83,16 +86,22 @@ def test_every_task_of_a_series_takes_the_tuning_tasks_choice(tuned_runs):
     for passes, group in trees.groupby("point_passes"):
         choices = {_choice(row) for _, row in group.iterrows()}
         # the choice the per-model search made at the tuning task (repetition 0, eta 1)
-        reference = every[(every["method"] == "lambdarank") & (every["point_passes"] == passes)
-                          & (every["repetition"] == 0) & (every["point_eta"] == 1.0)]
+        reference = every[
+            (every["method"] == "lambdarank")
+            & (every["point_passes"] == passes)
+            & (every["repetition"] == 0)
+            & (every["point_eta"] == 1.0)
+        ]
         assert choices == {_choice(reference.iloc[0])}
     # the tuning task's own model is the searched one: the same trees, the same test numbers
     at = (once["repetition"] == 0) & (once["point_eta"] == 1.0) & (once["method"] == "lambdarank")
     same = (every["repetition"] == 0) & (every["point_eta"] == 1.0) & (every["method"] == "lambdarank")
     assert once.loc[at, "avg_dcg"].tolist() == every.loc[same, "avg_dcg"].tolist()
     # methods without tuned_once settings are untouched: the same rows either way
-    assert once[once["method"] == "svm-rank"]["avg_dcg"].tolist() == \
-        every[every["method"] == "svm-rank"]["avg_dcg"].tolist()
+    assert (
+        once[once["method"] == "svm-rank"]["avg_dcg"].tolist()
+        == every[every["method"] == "svm-rank"]["avg_dcg"].tolist()
+    )
     # the per-model search does choose differently somewhere, or the test shows nothing
     assert len({_choice(row) for _, row in every[every["method"] == "lambdarank"].iterrows()}) > 1
 
@@ -104,14 +113,20 @@ def test_an_option_the_spec_fixes_is_kept():
     tasks = plan(spec, default_passes=100)
     row = {"method": "lambdarank", "chosen": json.dumps({"learning_rate": 0.01, "num_leaves": 8, "n_estimators": 5})}
     fixed = tuned(spec, tasks, {(5,): [row], (20,): [row]})
-    assert {(t.options["lambdarank"]["learning_rate"], t.options["lambdarank"]["num_leaves"]) for t in fixed} \
-        == {(0.01, 4)}
+    assert {(t.options["lambdarank"]["learning_rate"], t.options["lambdarank"]["num_leaves"]) for t in fixed} == {
+        (0.01, 4)
+    }
     assert all(t.options["svm-rank"] == {"grid": [1.0]} for t in fixed)
 
 
-@pytest.mark.parametrize("tuning, message", [('tune = "sometimes"', "tune must be one of"),
-                                             ('tune = "once"\ntune_at = 1.5', "tune_at must be one of the x values"),
-                                             ('tune = "point"\ntune_at = 1.0', "tune_at applies to tune = \"once\"")])
+@pytest.mark.parametrize(
+    "tuning, message",
+    [
+        ('tune = "sometimes"', "tune must be one of"),
+        ('tune = "once"\ntune_at = 1.5', "tune_at must be one of the x values"),
+        ('tune = "point"\ntune_at = 1.0', 'tune_at applies to tune = "once"'),
+    ],
+)
 def test_bad_tuning_keys_are_refused(tmp_path, tuning, message):
     (tmp_path / "tuned.toml").write_text(SPEC.replace('tune = "once"', tuning))
     with pytest.raises(ValueError, match=message):
@@ -127,7 +142,7 @@ def test_select_and_tune_reach_only_the_kinds_that_select():
 
 
 def test_pooling_refuses_a_method_told_another_criterion():
-    raw = tomllib.loads(SPEC.replace('grid = [1.0]', 'grid = [1.0, 10.0]\ncriterion = "dr"'))
+    raw = tomllib.loads(SPEC.replace("grid = [1.0]", 'grid = [1.0, 10.0]\ncriterion = "dr"'))
     with pytest.raises(ValueError, match="pools C by the validation SNIPS estimate"):
         _spec_from_dict({**raw, "select": "pooled"}, where="test")
     assert _spec_from_dict({**raw, "select": "repetition"}, where="test").select == "repetition"

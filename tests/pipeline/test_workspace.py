@@ -62,8 +62,11 @@ def test_cached_computes_once(tmp_path):
     assert second.config == {"k": 1} and second.key == first.key == config_key({"k": 1})
     # another config is another artifact
     _, reused_other = space.cached("d", "stage", {"k": 2}, compute)
-    assert not reused_other and len(calls) == 2 and space.keys("d", "stage") == sorted(
-        [config_key({"k": 1}), config_key({"k": 2})])
+    assert (
+        not reused_other
+        and len(calls) == 2
+        and space.keys("d", "stage") == sorted([config_key({"k": 1}), config_key({"k": 2})])
+    )
 
 
 @pytest.mark.parametrize("lost", ["json", "npz"])
@@ -104,6 +107,7 @@ def test_current_pointers(tmp_path):
 
 
 # -- integrity: damage, interrupted writes, dead writers' temporaries ---------------------------
+
 
 def _damage_arrays(folder, key):
     path = folder / f"{key}.npz"
@@ -167,11 +171,13 @@ def test_temporary_files_of_dead_writers_are_removed_by_the_next_write(tmp_path)
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    names = {"dead": f".x.npz.{dead.pid}@{_HOST}.0a1b2c3d.tmp",
-             "alive": f".y.npz.{os.getpid()}@{_HOST}.0a1b2c3d.tmp",
-             "other host": ".z.npz.1@another-host.0a1b2c3d.tmp",
-             "old, other host": ".w.npz.1@another-host.4e5f6a7b.tmp",
-             "old, not cltr's": ".notes.tmp"}
+    names = {
+        "dead": f".x.npz.{dead.pid}@{_HOST}.0a1b2c3d.tmp",
+        "alive": f".y.npz.{os.getpid()}@{_HOST}.0a1b2c3d.tmp",
+        "other host": ".z.npz.1@another-host.0a1b2c3d.tmp",
+        "old, other host": ".w.npz.1@another-host.4e5f6a7b.tmp",
+        "old, not cltr's": ".notes.tmp",
+    }
     for name in names.values():
         (tmp_path / name).write_bytes(b"half")
     long_ago = time.time() - STALE_SECONDS - 60
@@ -203,6 +209,7 @@ def test_a_dataset_and_its_record_are_one_unit(tmp_path):
 
 def _compute_once(root, log_path, barrier_path):
     """One process's request for the artifact {"x": 1}: each computation appends a line."""
+
     def compute():
         with open(log_path, "a") as log_file:
             log_file.write(f"{os.getpid()}\n")

@@ -50,8 +50,10 @@ def _em_data(t: Impressions, X: np.ndarray, max_rank: int) -> _EMData:
     per_rank = np.bincount(cell_rank0, weights=cell_imp, minlength=k_max)
     if np.any(per_rank <= 0):
         missing = np.flatnonzero(per_rank <= 0) + 1
-        raise ValueError(f"rank {missing[0]} has no impressions (ranks without any: "
-                         f"{', '.join(map(str, missing[:10]))}); lower max_rank to at most {missing[0] - 1}")
+        raise ValueError(
+            f"rank {missing[0]} has no impressions (ranks without any: "
+            f"{', '.join(map(str, missing[:10]))}); lower max_rank to at most {missing[0] - 1}"
+        )
     unit_doc = docs[units % len(docs)]
     x = X[unit_doc]
     finite = np.isfinite(x).all(axis=1)
@@ -86,13 +88,15 @@ def _check_features(X, doc: np.ndarray) -> np.ndarray:
         raise ValueError(f"X must be numeric, found dtype {X.dtype}")
     bad = np.flatnonzero((doc < 0) | (doc >= X.shape[0]))
     if bad.size:
-        raise ValueError(f"doc indexes the rows of X, so it must be in [0, {X.shape[0]}); row {bad[0]} has "
-                         f"doc {doc[bad[0]]}")
+        raise ValueError(
+            f"doc indexes the rows of X, so it must be in [0, {X.shape[0]}); row {bad[0]} has doc {doc[bad[0]]}"
+        )
     return X
 
 
-def _em_step(data: _EMData, theta: np.ndarray, coef: np.ndarray, eta: np.ndarray, pen: np.ndarray,
-             newton_steps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _em_step(
+    data: _EMData, theta: np.ndarray, coef: np.ndarray, eta: np.ndarray, pen: np.ndarray, newton_steps: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One regression-EM step (E-step, then the M-steps of theta and of the relevance model)."""
     # E-step and theta in closed form (``_posteriors``); gamma by a logistic regression of the
     # posterior relevance.
@@ -129,8 +133,9 @@ def _relevance_objective(eta: np.ndarray, positives: np.ndarray, weight: np.ndar
     return float(np.sum(positives * eta - weight * np.logaddexp(0.0, eta)))
 
 
-def _cross_fitted(fit_relevance, features: np.ndarray, label: np.ndarray, weight: np.ndarray,
-                  unit_query: np.ndarray, folds: int) -> np.ndarray:
+def _cross_fitted(
+    fit_relevance, features: np.ndarray, label: np.ndarray, weight: np.ndarray, unit_query: np.ndarray, folds: int
+) -> np.ndarray:
     """The relevance model's logits per unit: fitted on all units (``folds`` 1), or, cross-fitted,
     each query's units predicted by a model fitted on the other folds' queries (query q in fold
     q mod ``folds``), so that no unit's logit has seen that unit's own clicks. Units all in one
@@ -139,14 +144,17 @@ def _cross_fitted(fit_relevance, features: np.ndarray, label: np.ndarray, weight
         return np.asarray(fit_relevance(features, label, weight), dtype=np.float64)
     fold = unit_query % folds
     if _fold_count(unit_query, folds) < 2:
-        raise ValueError(f"cross-fitting over {folds} folds needs units in two folds or more; every unit is in fold "
-                         f"{int(fold[0]) if len(fold) else 0}")
+        raise ValueError(
+            f"cross-fitting over {folds} folds needs units in two folds or more; every unit is in fold "
+            f"{int(fold[0]) if len(fold) else 0}"
+        )
     out = np.zeros(len(label))
     for f in range(folds):
         held = fold == f
         if held.any() and not held.all():
-            out[held] = np.asarray(fit_relevance(features[~held], label[~held], weight[~held],
-                                                 predict=features[held]), dtype=np.float64).reshape(-1)
+            out[held] = np.asarray(
+                fit_relevance(features[~held], label[~held], weight[~held], predict=features[held]), dtype=np.float64
+            ).reshape(-1)
     return out
 
 
@@ -155,8 +163,9 @@ def _fold_count(unit_query: np.ndarray, folds: int) -> int:
     return int(np.count_nonzero(np.bincount(unit_query % folds, minlength=folds)))
 
 
-def _em_tree_step(data: _EMData, theta: np.ndarray, eta: np.ndarray,
-                  fit_relevance, folds: int = 1) -> tuple[np.ndarray, np.ndarray]:
+def _em_tree_step(
+    data: _EMData, theta: np.ndarray, eta: np.ndarray, fit_relevance, folds: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
     """One regression-EM step with a fitted relevance model (Wang et al., WSDM 2018, Sec. 4).
 
     E-step and theta M-step as ``_em_step``; the relevance M-step refits ``fit_relevance``
@@ -177,8 +186,9 @@ def _em_tree_step(data: _EMData, theta: np.ndarray, eta: np.ndarray,
     label = np.clip(positives / weight, 0.0, 1.0)
     fitted = _cross_fitted(fit_relevance, data.features[:, 1:], label, weight, data.unit_query, folds)
     if fitted.shape != eta.shape or not np.all(np.isfinite(fitted)):
-        raise ValueError(f"the relevance model must return finite logits of shape {eta.shape}, found "
-                         f"shape {fitted.shape}")
+        raise ValueError(
+            f"the relevance model must return finite logits of shape {eta.shape}, found shape {fitted.shape}"
+        )
     before = _relevance_objective(eta, positives, weight)
     step = fitted - eta
     for _ in range(12):
@@ -346,7 +356,7 @@ def _em_resample_copies(data: _EMData, query_count: np.ndarray) -> _EMData:
     estimates did at ranks 7, 8 and 10 (copies: within 0.3% and 0.95-1.14 times). Copies keep
     n per unit as the log has it."""
     unit_count = query_count[data.unit_query].astype(np.int64)
-    starts = np.r_[0, np.cumsum(unit_count)[:-1]]                   # first copy's index per unit
+    starts = np.r_[0, np.cumsum(unit_count)[:-1]]  # first copy's index per unit
     cell_count = unit_count[data.cell_unit]
     cell_rep = np.repeat(np.arange(len(data.cell_unit)), cell_count)
     first = np.r_[0, np.cumsum(cell_count)[:-1]]
@@ -365,8 +375,9 @@ def _em_resample_copies(data: _EMData, query_count: np.ndarray) -> _EMData:
     )
 
 
-def _em_derivatives(data: _EMData, log_theta: np.ndarray, coef: np.ndarray, pen: np.ndarray,
-                    *, per_query: bool = False):
+def _em_derivatives(
+    data: _EMData, log_theta: np.ndarray, coef: np.ndarray, pen: np.ndarray, *, per_query: bool = False
+):
     """The penalised marginal log-likelihood in phi = (log theta_1..log theta_K, coef), its
     gradient (P,), Hessian (P, P) and, with ``per_query``, the per-query scores (Q, P)
     (the penalty is left out of the scores), P = K + 1 + d.
@@ -388,28 +399,28 @@ def _em_derivatives(data: _EMData, log_theta: np.ndarray, coef: np.ndarray, pen:
     value = float(np.sum(xlogy(c, pi) + xlog1py(skips, -pi)) - 0.5 * np.sum(pen * coef * coef))
     g_u = (c - n * pi) / one_minus
     g_e = g_u * (1.0 - gamma)
-    h_uu = -skips * pi / one_minus ** 2
+    h_uu = -skips * pi / one_minus**2
     h_ue = h_uu * (1.0 - gamma)
-    h_ee = (1.0 - gamma) ** 2 * (-c - skips * pi ** 2 / one_minus ** 2) + (1.0 - 2.0 * gamma) * g_e
+    h_ee = (1.0 - gamma) ** 2 * (-c - skips * pi**2 / one_minus**2) + (1.0 - 2.0 * gamma) * g_e
 
     unit_g = np.bincount(data.cell_unit, weights=g_e, minlength=n_units)
-    grad = np.r_[np.bincount(data.cell_rank0, weights=g_u, minlength=k_max),
-                 data.features.T @ unit_g - pen * coef]
+    grad = np.r_[np.bincount(data.cell_rank0, weights=g_u, minlength=k_max), data.features.T @ unit_g - pen * coef]
     hess = np.zeros((k_max + d, k_max + d))
     hess[np.arange(k_max), np.arange(k_max)] = np.bincount(data.cell_rank0, weights=h_uu, minlength=k_max)
     cross = sparse.csr_matrix((h_ue, (data.cell_rank0, data.cell_unit)), shape=(k_max, n_units))
     hue = np.asarray(cross @ data.features)
     hess[:k_max, k_max:] = hue
     hess[k_max:, :k_max] = hue.T
-    hess[k_max:, k_max:] = _weighted_gram(data.features, np.bincount(data.cell_unit, weights=h_ee,
-                                                                    minlength=n_units)) - np.diag(pen)
+    hess[k_max:, k_max:] = _weighted_gram(
+        data.features, np.bincount(data.cell_unit, weights=h_ee, minlength=n_units)
+    ) - np.diag(pen)
     scores = None
     if per_query:
         q_of_cell = data.unit_query[data.cell_unit]
-        score_u = np.bincount(q_of_cell * k_max + data.cell_rank0, weights=g_u,
-                              minlength=data.n_queries * k_max).reshape(data.n_queries, k_max)
-        to_query = sparse.csr_matrix((unit_g, (data.unit_query, np.arange(n_units))),
-                                     shape=(data.n_queries, n_units))
+        score_u = np.bincount(
+            q_of_cell * k_max + data.cell_rank0, weights=g_u, minlength=data.n_queries * k_max
+        ).reshape(data.n_queries, k_max)
+        to_query = sparse.csr_matrix((unit_g, (data.unit_query, np.arange(n_units))), shape=(data.n_queries, n_units))
         scores = np.hstack([score_u, np.asarray(to_query @ data.features)])
     return value, grad, hess, scores
 
@@ -427,9 +438,11 @@ FALL_Z = 4.0
 # (almost) no within-document contrast between ranks: each document's clicks come from one rank.
 RANK_VARIATION = 0.05
 
-ALTERNATIVES = ("harvest on a log of two or more rankers (`cltr simulate --rankers 2`, `--method harvest`), a "
-                "swap-k or randomize-top-k intervention (`cltr simulate --intervention ...`, `--method swap`), "
-                "or EM with `--relevance-model logistic`")
+ALTERNATIVES = (
+    "harvest on a log of two or more rankers (`cltr simulate --rankers 2`, `--method harvest`), a "
+    "swap-k or randomize-top-k intervention (`cltr simulate --intervention ...`, `--method swap`), "
+    "or EM with `--relevance-model logistic`"
+)
 
 
 def rank_variation(data: _EMData) -> float:
@@ -446,20 +459,31 @@ def rank_variation(data: _EMData) -> float:
 IDENTIFICATION_VERSION = 2
 
 
-def em_identification_of(query: np.ndarray, doc: np.ndarray, rank: np.ndarray, impressions: np.ndarray,
-                         clicks: np.ndarray, X: np.ndarray, propensity: np.ndarray, *, flexible: bool,
-                         cross_fit: int = 1) -> tuple[dict, list[str]]:
+def em_identification_of(
+    query: np.ndarray,
+    doc: np.ndarray,
+    rank: np.ndarray,
+    impressions: np.ndarray,
+    clicks: np.ndarray,
+    X: np.ndarray,
+    propensity: np.ndarray,
+    *,
+    flexible: bool,
+    cross_fit: int = 1,
+) -> tuple[dict, list[str]]:
     """``em_identification`` of an EM estimate's ``propensity`` (p_1..p_K, as stored) on the
     impressions it was estimated from (``em_propensities``' table and ``X``): what an
     estimate stored before the check, or under older rules, is checked by."""
     t = _check_table(query, doc, rank, None, impressions, clicks)
     propensity = np.asarray(propensity, dtype=np.float64)
-    return em_identification(_em_data(t, _check_features(X, t.doc), len(propensity)), propensity,
-                             flexible=flexible, cross_fit=int(cross_fit))
+    return em_identification(
+        _em_data(t, _check_features(X, t.doc), len(propensity)), propensity, flexible=flexible, cross_fit=int(cross_fit)
+    )
 
 
-def em_identification(data: _EMData, propensity: np.ndarray, *, flexible: bool,
-                      cross_fit: int = 1) -> tuple[dict, list[str]]:
+def em_identification(
+    data: _EMData, propensity: np.ndarray, *, flexible: bool, cross_fit: int = 1
+) -> tuple[dict, list[str]]:
     """Whether an EM estimate is identified by the log or only by its relevance model's form.
 
     Two findings, each a warning naming what to use instead (``ALTERNATIVES``):
@@ -495,27 +519,39 @@ def em_identification(data: _EMData, propensity: np.ndarray, *, flexible: bool,
     one_rank = variation < RANK_VARIATION
     collapsed = flat and falls and one_rank
     warnings = []
-    where = (f"on this log {variation:.1%} of the impressions are of (query, document)s shown at more than one rank, "
-             f"so the split of clicks into examination x relevance is identified only by the relevance model's "
-             f"functional form")
+    where = (
+        f"on this log {variation:.1%} of the impressions are of (query, document)s shown at more than one rank, "
+        f"so the split of clicks into examination x relevance is identified only by the relevance model's "
+        f"functional form"
+    )
     if collapsed:
-        warnings.append(f"EM collapsed: every p_k is within {FLAT_SPREAD:g} of the others (p_k = "
-                        f"{np.min(propensity):.3f}..{np.max(propensity):.3f} at ranks 1..{k_max}) while the click "
-                        f"rate falls from {rate_top:.3f} at rank 1 to {rate_bottom:.3f} at ranks "
-                        f"{k_max // 2 + 1}..{k_max}: the whole fall was put into relevance; {where}. This estimate "
-                        f"is not a propensity curve; use {ALTERNATIVES}")
+        warnings.append(
+            f"EM collapsed: every p_k is within {FLAT_SPREAD:g} of the others (p_k = "
+            f"{np.min(propensity):.3f}..{np.max(propensity):.3f} at ranks 1..{k_max}) while the click "
+            f"rate falls from {rate_top:.3f} at rank 1 to {rate_bottom:.3f} at ranks "
+            f"{k_max // 2 + 1}..{k_max}: the whole fall was put into relevance; {where}. This estimate "
+            f"is not a propensity curve; use {ALTERNATIVES}"
+        )
     elif flexible and one_rank and cross_fit > 1:
-        warnings.append(f"identified only by the relevance model's form across queries: the trees, cross-fitted over "
-                        f"{cross_fit} folds of the queries, cannot learn a document's own clicks, but its relevance "
-                        f"is what trees fitted on other queries predict from features that also decide its rank; "
-                        f"{where}. Check it against {ALTERNATIVES}")
+        warnings.append(
+            f"identified only by the relevance model's form across queries: the trees, cross-fitted over "
+            f"{cross_fit} folds of the queries, cannot learn a document's own clicks, but its relevance "
+            f"is what trees fitted on other queries predict from features that also decide its rank; "
+            f"{where}. Check it against {ALTERNATIVES}"
+        )
     elif flexible and one_rank:  # a collapse already says it
-        warnings.append(f"not identified: a fitted relevance model (trees) can learn each (query, document)'s click "
-                        f"rate, its rank's examination included, from features that also decide its rank; {where}. "
-                        f"Do not trust this estimate; use {ALTERNATIVES}")
-    diagnostics = {"rank_variation": variation, "click_rate_top": float(rate_top),
-                   "click_rate_bottom": float(rate_bottom), "collapsed": collapsed,
-                   "identified": not (collapsed or (flexible and one_rank))}
+        warnings.append(
+            f"not identified: a fitted relevance model (trees) can learn each (query, document)'s click "
+            f"rate, its rank's examination included, from features that also decide its rank; {where}. "
+            f"Do not trust this estimate; use {ALTERNATIVES}"
+        )
+    diagnostics = {
+        "rank_variation": variation,
+        "click_rate_top": float(rate_top),
+        "click_rate_bottom": float(rate_bottom),
+        "collapsed": collapsed,
+        "identified": not (collapsed or (flexible and one_rank)),
+    }
     return diagnostics, warnings
 
 
@@ -684,11 +720,15 @@ def em_propensities(
     trees = callable(relevance_model)
     latent = not trees and relevance_model == "classes"
     if not trees and relevance_model not in ("logistic", "classes"):
-        raise ValueError(f"relevance_model must be 'logistic', 'classes' or a callable fit(features, label, weight) "
-                         f"-> logits, found {relevance_model!r}")
+        raise ValueError(
+            f"relevance_model must be 'logistic', 'classes' or a callable fit(features, label, weight) "
+            f"-> logits, found {relevance_model!r}"
+        )
     if classes is not None and not latent:
-        raise ValueError(f"classes applies to relevance_model 'classes' only, found classes = {classes!r} with "
-                         f"relevance_model {relevance_model!r}")
+        raise ValueError(
+            f"classes applies to relevance_model 'classes' only, found classes = {classes!r} with "
+            f"relevance_model {relevance_model!r}"
+        )
     n_classes = 2 if classes is None else classes
     if latent and (isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)) or n_classes < 2):
         raise ValueError(f"classes must be an integer >= 2, found {classes!r}")
@@ -698,14 +738,17 @@ def em_propensities(
     if isinstance(cross_fit, bool) or not isinstance(cross_fit, (int, np.integer)) or cross_fit < 1:
         raise ValueError(f"cross_fit must be an integer >= 1, found {cross_fit!r}")
     if (trees or latent) and band == "one-step":
-        raise ValueError("band='one-step' needs the logistic relevance model's finite parameters; use band='refit' "
-                         "with a fitted or latent-class relevance model")
+        raise ValueError(
+            "band='one-step' needs the logistic relevance model's finite parameters; use band='refit' "
+            "with a fitted or latent-class relevance model"
+        )
     data = _em_data(t, X, k_max)
     if data.cell_clicks.sum() <= 0:
         raise ValueError("the table has no clicks at ranks <= max_rank; propensities are not identified")
     if trees and cross_fit > data.n_queries:
-        raise ValueError(f"cross_fit = {cross_fit} folds of the queries need at least {cross_fit} queries, found "
-                         f"{data.n_queries}")
+        raise ValueError(
+            f"cross_fit = {cross_fit} folds of the queries need at least {cross_fit} queries, found {data.n_queries}"
+        )
     pen = _penalty(data.features.shape[1], float(l2))
 
     def fit(d: _EMData, start=None):
@@ -715,18 +758,27 @@ def em_propensities(
             from cltr.core.propensity import em_classes
 
             # logistic EM's estimate is one of the starts (``classes_starts``), not for a warm start
-            logistic = None if start is not None else _em_fit(d, iterations=100, tol=1e-6, l2=float(l2),
-                                                              newton_steps=1)[0]
-            theta, levels, W, *rest = em_classes.classes_fit(d, classes=n_classes, iterations=int(iterations),
-                                                            tol=float(tol), l2=float(l2), start=start,
-                                                            logistic_theta=logistic)
+            logistic = (
+                None if start is not None else _em_fit(d, iterations=100, tol=1e-6, l2=float(l2), newton_steps=1)[0]
+            )
+            theta, levels, W, *rest = em_classes.classes_fit(
+                d,
+                classes=n_classes,
+                iterations=int(iterations),
+                tol=float(tol),
+                l2=float(l2),
+                start=start,
+                logistic_theta=logistic,
+            )
             return theta, (levels, W), None, *rest, 0
         if trees:
-            theta, eta, *rest = _em_fit_trees(d, relevance_model, iterations=int(iterations), tol=float(tol),
-                                              folds=int(cross_fit), start=start)
+            theta, eta, *rest = _em_fit_trees(
+                d, relevance_model, iterations=int(iterations), tol=float(tol), folds=int(cross_fit), start=start
+            )
             return theta, None, eta, *rest
-        theta, coef, *rest = _em_fit(d, iterations=int(iterations), tol=float(tol), l2=float(l2),
-                                     newton_steps=int(newton_steps), start=start)
+        theta, coef, *rest = _em_fit(
+            d, iterations=int(iterations), tol=float(tol), l2=float(l2), newton_steps=int(newton_steps), start=start
+        )
         return theta, coef, d.features @ coef, *rest
 
     theta, coef, eta, iteration, converged, newton = fit(data)
@@ -799,14 +851,27 @@ def em_propensities(
     }
     if latent:
         repeated = em_classes.repeated_share(data, n_classes)
-        info.update(classes=n_classes, relevance_levels=[float(v) for v in levels],
-                    class_coefficients=[[float(v) for v in row] for row in W], repeated_share=repeated)
+        info.update(
+            classes=n_classes,
+            relevance_levels=[float(v) for v in levels],
+            class_coefficients=[[float(v) for v in row] for row in W],
+            repeated_share=repeated,
+        )
     diagnostics, warnings = em_identification(data, propensity, flexible=trees, cross_fit=int(cross_fit))
     if latent and repeated < 0.5:
-        warnings.append(f"the latent classes are identified by each (query, document)'s repeated impressions at a "
-                        f"rank (at least {2 * n_classes - 1} for {n_classes} classes); only "
-                        f"{repeated:.1%} of the impressions are in such cells, so the estimate rests "
-                        f"mostly on the class probabilities' logistic form. Check it against {ALTERNATIVES}")
+        warnings.append(
+            f"the latent classes are identified by each (query, document)'s repeated impressions at a "
+            f"rank (at least {2 * n_classes - 1} for {n_classes} classes); only "
+            f"{repeated:.1%} of the impressions are in such cells, so the estimate rests "
+            f"mostly on the class probabilities' logistic form. Check it against {ALTERNATIVES}"
+        )
     info.update(diagnostics, warnings=warnings, identification_version=IDENTIFICATION_VERSION)
-    return PropensityEstimate(rank=np.arange(1, k_max + 1, dtype=np.int64), propensity=propensity,
-                              low=low, high=high, level=float(level), method="regression-em", info=info)
+    return PropensityEstimate(
+        rank=np.arange(1, k_max + 1, dtype=np.int64),
+        propensity=propensity,
+        low=low,
+        high=high,
+        level=float(level),
+        method="regression-em",
+        info=info,
+    )

@@ -86,15 +86,15 @@ def _prior_penalty(W: np.ndarray, pen: np.ndarray) -> float:
     return 0.5 * float(np.sum(pen[:, None] * W * W))
 
 
-def classes_loglik(data: _EMData, Z: np.ndarray, theta: np.ndarray, levels: np.ndarray, W: np.ndarray,
-                   pen: np.ndarray) -> float:
+def classes_loglik(
+    data: _EMData, Z: np.ndarray, theta: np.ndarray, levels: np.ndarray, W: np.ndarray, pen: np.ndarray
+) -> float:
     """The penalised marginal log-likelihood sum_u log sum_j pi_j(u) Pr(u's clicks | j) - l2/2 |W|^2."""
     joint = log_prior(Z, W) + class_logliks(data, theta, levels)
     return float(np.sum(np.logaddexp.reduce(joint, axis=1)) - _prior_penalty(W, pen))
 
 
-def _responsibilities(data: _EMData, Z: np.ndarray, theta: np.ndarray, levels: np.ndarray,
-                      W: np.ndarray) -> np.ndarray:
+def _responsibilities(data: _EMData, Z: np.ndarray, theta: np.ndarray, levels: np.ndarray, W: np.ndarray) -> np.ndarray:
     joint = log_prior(Z, W) + class_logliks(data, theta, levels)
     return np.exp(joint - np.logaddexp.reduce(joint, axis=1, keepdims=True))
 
@@ -120,11 +120,12 @@ def _fit_prior(Z: np.ndarray, resp: np.ndarray, W: np.ndarray, pen: np.ndarray) 
     return result.x.reshape(W.shape) if result.fun <= negative(W.ravel())[0] else W
 
 
-def classes_step(data: _EMData, Z: np.ndarray, theta: np.ndarray, levels: np.ndarray, W: np.ndarray,
-                 pen: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def classes_step(
+    data: _EMData, Z: np.ndarray, theta: np.ndarray, levels: np.ndarray, W: np.ndarray, pen: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One EM step of the latent-class model (module docstring); returns (theta, levels, W)."""
     resp = _responsibilities(data, Z, theta, levels, W)
-    r_cell = resp[data.cell_unit]                                  # (n_cells, m)
+    r_cell = resp[data.cell_unit]  # (n_cells, m)
     n, c = data.cell_impressions, data.cell_clicks
     skips = (n - c)[:, None]
     t = theta[data.cell_rank0][:, None]
@@ -134,17 +135,20 @@ def classes_step(data: _EMData, Z: np.ndarray, theta: np.ndarray, levels: np.nda
     relevant = g * (1.0 - t) / denom
     k_max = data.max_rank
     per_rank = np.bincount(data.cell_rank0, weights=n, minlength=k_max)
-    new_theta = np.bincount(data.cell_rank0, weights=np.sum(r_cell * (c[:, None] + skips * examined), axis=1),
-                            minlength=k_max) / per_rank
-    exposure = r_cell.T @ n                                        # (m,) sum_u r_uj n_u
+    new_theta = (
+        np.bincount(data.cell_rank0, weights=np.sum(r_cell * (c[:, None] + skips * examined), axis=1), minlength=k_max)
+        / per_rank
+    )
+    exposure = r_cell.T @ n  # (m,) sum_u r_uj n_u
     new_levels = np.sum(r_cell * (c[:, None] + skips * relevant), axis=0) / np.maximum(exposure, 1e-300)
-    new_levels = np.where(exposure > 0, new_levels, levels)        # an empty class keeps its level
+    new_levels = np.where(exposure > 0, new_levels, levels)  # an empty class keeps its level
     new_W = _fit_prior(Z, resp, W, pen)
     return np.clip(new_theta, _EPS, 1.0 - _EPS), np.clip(new_levels, _EPS, 1.0 - _EPS), new_W
 
 
-def classes_starts(data: _EMData, classes: int,
-                   logistic_theta: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def classes_starts(
+    data: _EMData, classes: int, logistic_theta: np.ndarray | None = None
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Starts of EM, each (theta, levels, W): theta flat at 1/2, theta the click rate per rank
     over rank 1's, and (where given) theta logistic EM's fit; levels spread geometrically from a tenth of the
     highest to the highest (twice the 90th percentile of the units' click rates at rank 1,
@@ -168,8 +172,16 @@ def classes_starts(data: _EMData, classes: int,
     return [(theta, levels.copy(), W.copy()) for theta in thetas]
 
 
-def classes_fit(data: _EMData, *, classes: int, iterations: int, tol: float, l2: float, start=None,
-                logistic_theta: np.ndarray | None = None):
+def classes_fit(
+    data: _EMData,
+    *,
+    classes: int,
+    iterations: int,
+    tol: float,
+    l2: float,
+    start=None,
+    logistic_theta: np.ndarray | None = None,
+):
     """EM of the latent-class model to convergence of p_k = theta_k / theta_1 (within ``tol``) or
     ``iterations`` steps, from ``start`` (theta, levels, W), or from each of ``classes_starts``
     (``logistic_theta``: logistic EM's theta, one of them), keeping the fixed point of highest

@@ -16,13 +16,13 @@ class _EMData(NamedTuple):
 
     n_queries: int
     max_rank: int
-    cell_unit: np.ndarray     # (n_cells,)
-    cell_rank0: np.ndarray    # (n_cells,) k - 1
+    cell_unit: np.ndarray  # (n_cells,)
+    cell_rank0: np.ndarray  # (n_cells,) k - 1
     cell_impressions: np.ndarray
     cell_clicks: np.ndarray
-    unit_query: np.ndarray    # (n_units,)
-    unit_weight: np.ndarray   # (n_units,) impressions of the unit over all its ranks
-    features: np.ndarray      # (n_units, 1 + d) intercept column, then standardised features
+    unit_query: np.ndarray  # (n_units,)
+    unit_weight: np.ndarray  # (n_units,) impressions of the unit over all its ranks
+    features: np.ndarray  # (n_units, 1 + d) intercept column, then standardised features
 
 
 def _weighted_gram(features: np.ndarray, weight: np.ndarray, chunk: int = 1 << 15) -> np.ndarray:
@@ -30,8 +30,8 @@ def _weighted_gram(features: np.ndarray, weight: np.ndarray, chunk: int = 1 << 1
     d = features.shape[1]
     gram = np.zeros((d, d))
     for start in range(0, features.shape[0], chunk):
-        f = features[start:start + chunk]
-        gram += f.T @ (f * weight[start:start + chunk, None])
+        f = features[start : start + chunk]
+        gram += f.T @ (f * weight[start : start + chunk, None])
     return gram
 
 
@@ -41,14 +41,22 @@ def _penalty(d: int, l2: float) -> np.ndarray:
     return pen
 
 
-def _logistic_objective(eta: np.ndarray, positives: np.ndarray, weight: np.ndarray,
-                        coef: np.ndarray, pen: np.ndarray) -> float:
+def _logistic_objective(
+    eta: np.ndarray, positives: np.ndarray, weight: np.ndarray, coef: np.ndarray, pen: np.ndarray
+) -> float:
     # Σ P log sigma(eta) + (W - P) log(1 - sigma(eta)), written stably with logaddexp.
     return float(np.sum(positives * eta - weight * np.logaddexp(0.0, eta)) - 0.5 * np.sum(pen * coef * coef))
 
 
-def _logistic_newton(features: np.ndarray, positives: np.ndarray, weight: np.ndarray, coef: np.ndarray,
-                     eta: np.ndarray, pen: np.ndarray, steps: int) -> tuple[np.ndarray, np.ndarray]:
+def _logistic_newton(
+    features: np.ndarray,
+    positives: np.ndarray,
+    weight: np.ndarray,
+    coef: np.ndarray,
+    eta: np.ndarray,
+    pen: np.ndarray,
+    steps: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """A few damped Newton (IRLS) steps on the weighted, ridge-penalised logistic regression of
     soft labels ``positives / weight``; returns (coef, eta = features @ coef)."""
     from scipy.special import expit

@@ -79,8 +79,10 @@ class PropensityEstimate:
 
     def to_rows(self) -> list[dict]:
         """One dict per rank: ``{"rank", "propensity", "low", "high"}`` (plain Python numbers)."""
-        return [{"rank": int(k), "propensity": float(p), "low": float(lo), "high": float(hi)}
-                for k, p, lo, hi in zip(self.rank, self.propensity, self.low, self.high, strict=True)]
+        return [
+            {"rank": int(k), "propensity": float(p), "low": float(lo), "high": float(hi)}
+            for k, p, lo, hi in zip(self.rank, self.propensity, self.low, self.high, strict=True)
+        ]
 
 
 # --------------------------------------------------------------------------- validation
@@ -108,13 +110,15 @@ def _as_int(name: str, values) -> np.ndarray:
 
 def _check_table(query, doc, rank, ranker, impressions, clicks) -> Impressions:
     """Validated int64 columns; ``ranker=None`` (regression EM) stands for a single ranker 0."""
-    columns = {"query": query, "doc": doc, "rank": rank, "ranker": ranker,
-               "impressions": impressions, "clicks": clicks}
+    columns = {"query": query, "doc": doc, "rank": rank, "ranker": ranker, "impressions": impressions, "clicks": clicks}
     arrays = {name: _as_int(name, values) for name, values in columns.items() if values is not None}
     lengths = {name: len(a) for name, a in arrays.items()}
     if len(set(lengths.values())) != 1:
-        raise ValueError(", ".join(lengths) + " must have one length; found "
-                         + ", ".join(f"{name} {n}" for name, n in lengths.items()))
+        raise ValueError(
+            ", ".join(lengths)
+            + " must have one length; found "
+            + ", ".join(f"{name} {n}" for name, n in lengths.items())
+        )
     if lengths["query"] == 0:
         raise ValueError("the impression table is empty")
     if ranker is None:
@@ -124,12 +128,13 @@ def _check_table(query, doc, rank, ranker, impressions, clicks) -> Impressions:
         a = getattr(t, name)
         bad = np.flatnonzero(a < low)
         if bad.size:
-            raise ValueError(f"{name} must be >= {low}; row {bad[0]} has {a[bad[0]]} "
-                             f"({bad.size} such rows)")
+            raise ValueError(f"{name} must be >= {low}; row {bad[0]} has {a[bad[0]]} ({bad.size} such rows)")
     bad = np.flatnonzero(t.clicks > t.impressions)
     if bad.size:
-        raise ValueError(f"clicks must not exceed impressions; row {bad[0]} has {t.clicks[bad[0]]} clicks "
-                         f"and {t.impressions[bad[0]]} impressions ({bad.size} such rows)")
+        raise ValueError(
+            f"clicks must not exceed impressions; row {bad[0]} has {t.clicks[bad[0]]} clicks "
+            f"and {t.impressions[bad[0]]} impressions ({bad.size} such rows)"
+        )
     return t
 
 

@@ -25,8 +25,9 @@ from cltr.core.propensity.estimate import (
 # --------------------------------------------------------------------------- intervention harvesting
 
 
-NO_INTERVENTIONS = ("no (query, document) was shown at two different ranks <= {k_max}: the rankers' logs hold no "
-                    "interventions")
+NO_INTERVENTIONS = (
+    "no (query, document) was shown at two different ranks <= {k_max}: the rankers' logs hold no interventions"
+)
 
 
 class _HarvestStatistics(NamedTuple):
@@ -34,13 +35,13 @@ class _HarvestStatistics(NamedTuple):
 
     n_queries: int
     max_rank: int
-    entry_query: np.ndarray   # (E,) query index 0..Q-1
-    entry_pair: np.ndarray    # (E,) (k - 1) * K + (k' - 1)
+    entry_query: np.ndarray  # (E,) query index 0..Q-1
+    entry_pair: np.ndarray  # (E,) (k - 1) * K + (k' - 1)
     entry_clicks: np.ndarray  # (E,) Σ w(q,d,k) clicks at k over the query's documents in S_{k,k'}
     entry_impressions: np.ndarray
     n_intervention_docs: int  # (query, document)s shown at >= 2 distinct ranks <= K
-    sessions: np.ndarray      # (R,) n_i
-    rankers: np.ndarray       # (R,) ranker ids
+    sessions: np.ndarray  # (R,) n_i
+    rankers: np.ndarray  # (R,) ranker ids
 
     def totals(self, counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(pair_clicks, pair_impressions), each (K, K); with ``counts`` (Q,), queries weighted by it."""
@@ -59,8 +60,7 @@ class _HarvestStatistics(NamedTuple):
         c = sparse.csr_matrix((self.entry_clicks, (self.entry_query, self.entry_pair)), shape=shape)
         n = sparse.csr_matrix((self.entry_impressions, (self.entry_query, self.entry_pair)), shape=shape)
         b = counts.shape[0]
-        return (np.asarray(c.T @ counts.T).T.reshape(b, k, k),
-                np.asarray(n.T @ counts.T).T.reshape(b, k, k))
+        return (np.asarray(c.T @ counts.T).T.reshape(b, k, k), np.asarray(n.T @ counts.T).T.reshape(b, k, k))
 
 
 def _harvest_rows(t: Impressions, max_rank: int) -> Impressions:
@@ -86,8 +86,9 @@ def _ranker_sessions(t: Impressions, max_rank: int) -> tuple[np.ndarray, np.ndar
     return rankers, np.bincount(qr[starts] % n_rankers, weights=sessions_qr, minlength=len(rankers))
 
 
-def _harvest_statistics(t: Impressions, max_rank: int,
-                        design: tuple[np.ndarray, np.ndarray] | None = None) -> _HarvestStatistics:
+def _harvest_statistics(
+    t: Impressions, max_rank: int, design: tuple[np.ndarray, np.ndarray] | None = None
+) -> _HarvestStatistics:
     """AllPairs' statistics of ``t``; ``design``, the (ranker ids, sessions) of a whole log
     (``_ranker_sessions``) when ``t`` holds only some of its queries (a chunk: then a chunk
     without kept rows or interventions has empty statistics rather than an error)."""
@@ -105,8 +106,10 @@ def _harvest_statistics(t: Impressions, max_rank: int,
         rankers, ri = design[0], np.searchsorted(design[0], t.ranker)
     n_rankers = len(rankers)
     if n_rankers < 2:
-        raise ValueError(f"intervention harvesting needs logs from at least 2 rankers; found only ranker "
-                         f"{int(rankers[0])} among the rows with rank <= {k_max} and impressions > 0")
+        raise ValueError(
+            f"intervention harvesting needs logs from at least 2 rankers; found only ranker "
+            f"{int(rankers[0])} among the rows with rank <= {k_max} and impressions > 0"
+        )
     docs, di = _factorize(t.doc)
     _, qd = _factorize(qi * np.int64(len(docs)) + di)  # (query, document) pair index
     k0 = t.rank - 1
@@ -175,8 +178,9 @@ def _connected_to_top(pair_impressions: np.ndarray) -> np.ndarray:
     return label == label[0]
 
 
-def _pair_relevance(pa: np.ndarray, pb: np.ndarray, clicks_a: np.ndarray, skips_a: np.ndarray,
-                    clicks_b: np.ndarray, skips_b: np.ndarray) -> np.ndarray:
+def _pair_relevance(
+    pa: np.ndarray, pb: np.ndarray, clicks_a: np.ndarray, skips_a: np.ndarray, clicks_b: np.ndarray, skips_b: np.ndarray
+) -> np.ndarray:
     """Maximiser c* of one rank pair's likelihood for fixed propensities (closed form).
 
     For a pair {k, k'} with propensities a = p_k, b = p_k', weighted clicks C_a, C_b and
@@ -206,8 +210,8 @@ def _pair_relevance(pa: np.ndarray, pb: np.ndarray, clicks_a: np.ndarray, skips_
 
 
 class _Fit(NamedTuple):
-    log_p: np.ndarray     # (K,), log p_1 = 0
-    loglik: float         # profile log-likelihood at log_p
+    log_p: np.ndarray  # (K,), log p_1 = 0
+    loglik: float  # profile log-likelihood at log_p
     iterations: int
     converged: bool
 
@@ -261,16 +265,23 @@ def _allpairs_profile(log_p: np.ndarray, pair_clicks: np.ndarray, pair_impressio
     hess = np.zeros((k_max, k_max))
     hess[i, j] = hab
     hess[j, i] = hab
-    hess[np.arange(k_max), np.arange(k_max)] = (np.bincount(i, weights=haa, minlength=k_max)
-                                                + np.bincount(j, weights=hbb, minlength=k_max))
+    hess[np.arange(k_max), np.arange(k_max)] = np.bincount(i, weights=haa, minlength=k_max) + np.bincount(
+        j, weights=hbb, minlength=k_max
+    )
     return loglik, grad, hess
 
 
 _LOG_P_BOUNDS = (float(np.log(1e-8)), float(np.log(1e4)))
 
 
-def _allpairs_fit(pair_clicks: np.ndarray, pair_impressions: np.ndarray, start: np.ndarray | None = None,
-                  *, max_iter: int = 200, tol: float = 1e-12) -> _Fit:
+def _allpairs_fit(
+    pair_clicks: np.ndarray,
+    pair_impressions: np.ndarray,
+    start: np.ndarray | None = None,
+    *,
+    max_iter: int = 200,
+    tol: float = 1e-12,
+) -> _Fit:
     """Maximise the AllPairs profile likelihood over log p_2..log p_K (p_1 = 1).
 
     Projected Newton with backtracking and steps of at most 2 in log p: the profile is
@@ -411,14 +422,31 @@ def harvest_propensities(
     t = _check_table(query, doc, rank, ranker, impressions, clicks)
     k_max = _check_options(max_rank, t.rank, bootstrap, level, minimum=2)
     stats = _harvest_statistics(t, k_max)
-    return _allpairs_estimate(stats.totals(), stats.replicate_totals, n_queries=stats.n_queries,
-                              intervention_docs=stats.n_intervention_docs, rankers=stats.rankers,
-                              sessions=stats.sessions, bootstrap=bootstrap, level=level, rng=rng)
+    return _allpairs_estimate(
+        stats.totals(),
+        stats.replicate_totals,
+        n_queries=stats.n_queries,
+        intervention_docs=stats.n_intervention_docs,
+        rankers=stats.rankers,
+        sessions=stats.sessions,
+        bootstrap=bootstrap,
+        level=level,
+        rng=rng,
+    )
 
 
-def _allpairs_estimate(totals: tuple[np.ndarray, np.ndarray], replicate_totals, *, n_queries: int,
-                       intervention_docs: int, rankers: np.ndarray, sessions: np.ndarray, bootstrap: int,
-                       level: float, rng) -> PropensityEstimate:
+def _allpairs_estimate(
+    totals: tuple[np.ndarray, np.ndarray],
+    replicate_totals,
+    *,
+    n_queries: int,
+    intervention_docs: int,
+    rankers: np.ndarray,
+    sessions: np.ndarray,
+    bootstrap: int,
+    level: float,
+    rng,
+) -> PropensityEstimate:
     """``harvest_propensities``' estimate and band from the harvested totals (each (K, K));
     ``replicate_totals(counts)`` gives them for query resamples ``counts`` (B, Q)."""
     pair_clicks, pair_impressions = totals
@@ -430,7 +458,8 @@ def _allpairs_estimate(totals: tuple[np.ndarray, np.ndarray], replicate_totals, 
             f"rank {missing[0]} has no intervention pair connecting it to rank 1 (ranks without one: "
             f"{', '.join(map(str, missing[:10]))}{', ...' if missing.size > 10 else ''}): no (query, document) "
             f"is shown there by one ranker and at another rank <= {k_max} by another ranker, in a chain "
-            "reaching rank 1; lower max_rank or add logs of rankers that order these documents differently")
+            "reaching rank 1; lower max_rank or add logs of rankers that order these documents differently"
+        )
     fit = _allpairs_fit(pair_clicks, pair_impressions)
     propensity = np.exp(fit.log_p)
 
@@ -460,5 +489,12 @@ def _allpairs_estimate(totals: tuple[np.ndarray, np.ndarray], replicate_totals, 
         "bootstrap": int(bootstrap),
         "bootstrap_disconnected": disconnected,
     }
-    return PropensityEstimate(rank=np.arange(1, k_max + 1, dtype=np.int64), propensity=propensity,
-                              low=low, high=high, level=float(level), method="allpairs-harvest", info=info)
+    return PropensityEstimate(
+        rank=np.arange(1, k_max + 1, dtype=np.int64),
+        propensity=propensity,
+        low=low,
+        high=high,
+        level=float(level),
+        method="allpairs-harvest",
+        info=info,
+    )

@@ -78,5 +78,12 @@ from cltr.core.svm.problem import _check_point as _check_point
 from cltr.core.svm.problem import _products as _products
 from cltr.core.svm.qp import _PlaneQP as _PlaneQP
 
-__all__ = ["SVMResult", "PairwiseProblem", "pairwise_objective", "solve_pairwise_svm", "train_ranking_svm",
-           "train_svm_on_clicks", "solver_info"]
+__all__ = [
+    "SVMResult",
+    "PairwiseProblem",
+    "pairwise_objective",
+    "solve_pairwise_svm",
+    "train_ranking_svm",
+    "train_svm_on_clicks",
+    "solver_info",
+]

@@ -119,8 +119,9 @@ class PairwiseProblem:
     def _hinge_sums(self, scores: np.ndarray) -> np.ndarray:
         """Σ_y max(0, 1 - (s_d - s_y)) per distinct clicked document d, from exact scores of X_used."""
         if kernels.enabled():
-            return kernels.hinge_sums(np.ascontiguousarray(scores, dtype=np.float64), self.negative, self.run_row,
-                                      self.count)
+            return kernels.hinge_sums(
+                np.ascontiguousarray(scores, dtype=np.float64), self.negative, self.run_row, self.count
+            )
         sums = np.zeros(len(self.doc))
         for pairs, runs in self.blocks:
             hinge = np.take(scores, self.negative[pairs])
@@ -151,8 +152,7 @@ class PairwiseProblem:
     def doc_weight(self, cost, C) -> np.ndarray:
         """(C/n) Σ c_i over the examples of each distinct clicked document."""
         cost, C = _check_cost(cost, C, self.n_examples)
-        return np.bincount(self.example_of, weights=(C / max(self.n_examples, 1)) * cost,
-                           minlength=len(self.doc))
+        return np.bincount(self.example_of, weights=(C / max(self.n_examples, 1)) * cost, minlength=len(self.doc))
 
     def objective(self, w, cost, C) -> float:
         """P(w) for costs ``cost`` (shape (n_examples,)) and ``C``; see ``pairwise_objective``."""
@@ -162,8 +162,16 @@ class PairwiseProblem:
             return float(0.5 * np.dot(w, w))
         return self._objective(w, weight, _products(self.X_used, w)[0])
 
-    def solve(self, cost, C, *, w0=None, tol: float = 1e-3, max_iter: int = 1000,
-              callback: Callable[[int, float, float], None] | None = None) -> SVMResult:
+    def solve(
+        self,
+        cost,
+        C,
+        *,
+        w0=None,
+        tol: float = 1e-3,
+        max_iter: int = 1000,
+        callback: Callable[[int, float, float], None] | None = None,
+    ) -> SVMResult:
         """Minimise P(w) for these costs; see ``solve_pairwise_svm`` for the parameters."""
         return _ocas(self, cost, C, w0=w0, tol=tol, max_iter=max_iter, callback=callback)
 
@@ -215,8 +223,7 @@ def solve_pairwise_svm(
     return _ocas(problem, cost, C, w0=w0, tol=tol, max_iter=max_iter, callback=callback, start=start)
 
 
-def _check_scale(problem: PairwiseProblem, pairs: _Pairs, normal: np.ndarray, objective: float, cost,
-                 C: float) -> None:
+def _check_scale(problem: PairwiseProblem, pairs: _Pairs, normal: np.ndarray, objective: float, cost, C: float) -> None:
     """Refuse, naming C and the largest example weight, a problem whose plane QP float64
     cannot hold or cannot resolve at all (``C = 1e300``, a click of propensity 1e-300).
 
@@ -240,17 +247,28 @@ def _check_scale(problem: PairwiseProblem, pairs: _Pairs, normal: np.ndarray, ob
         return
     cost = np.asarray(cost, dtype=np.float64)
     i = int(np.argmax(cost))
-    why = (f"the QP's values would overflow (total hinge weight {total:.3g})" if not fits else
-           f"the rounding of its cutting-plane QP (about {eps * square:.3g}) exceeds the objective itself "
-           f"({objective:.3g}), so no duality gap can be certified")
+    why = (
+        f"the QP's values would overflow (total hinge weight {total:.3g})"
+        if not fits
+        else f"the rounding of its cutting-plane QP (about {eps * square:.3g}) exceeds the objective itself "
+        f"({objective:.3g}), so no duality gap can be certified"
+    )
     # a weight a million times the typical one is the cause rather than C
     blamed = cost[i] > 1e6 * float(np.median(cost))
-    weight = (f" (example {i} of {problem.n_examples}; a weight 1/q means a propensity q of {1 / cost[i]:.3g})"
-              if blamed else "")
-    remedy = ("clip the propensities (--clip) or drop the clicks of vanishing propensity, or use a smaller C"
-              if blamed else "use a smaller C")
-    raise ValueError(f"C = {C:g} with example weights up to {cost[i]:.3g}{weight} is too extreme for the SVM "
-                     f"solver in float64: {why}; {remedy}")
+    weight = (
+        f" (example {i} of {problem.n_examples}; a weight 1/q means a propensity q of {1 / cost[i]:.3g})"
+        if blamed
+        else ""
+    )
+    remedy = (
+        "clip the propensities (--clip) or drop the clicks of vanishing propensity, or use a smaller C"
+        if blamed
+        else "use a smaller C"
+    )
+    raise ValueError(
+        f"C = {C:g} with example weights up to {cost[i]:.3g}{weight} is too extreme for the SVM "
+        f"solver in float64: {why}; {remedy}"
+    )
 
 
 def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol: float, max_iter, callback, start=None) -> SVMResult:
@@ -359,8 +377,10 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol: float, max_iter, callba
 
 # -- the paper's two uses of the solver ---------------------------------------------------
 
-def train_ranking_svm(queries, relevant: np.ndarray, *, C: float, tol: float = 1e-3,
-                      w0: np.ndarray | None = None) -> SVMResult:
+
+def train_ranking_svm(
+    queries, relevant: np.ndarray, *, C: float, tol: float = 1e-3, w0: np.ndarray | None = None
+) -> SVMResult:
     """A conventional Ranking SVM (production ranker, skyline): one example per relevant
     document, c_i = 1, Y_i = its query's irrelevant documents.
 
@@ -369,13 +389,28 @@ def train_ranking_svm(queries, relevant: np.ndarray, *, C: float, tol: float = 1
     relevant = np.asarray(relevant, dtype=bool)
     click_doc = np.flatnonzero(relevant)
     return solve_pairwise_svm(
-        queries.X, queries.offsets, queries.doc_query[click_doc], click_doc,
-        np.ones(len(click_doc)), C, candidate=~relevant, w0=w0, tol=tol,
+        queries.X,
+        queries.offsets,
+        queries.doc_query[click_doc],
+        click_doc,
+        np.ones(len(click_doc)),
+        C,
+        candidate=~relevant,
+        w0=w0,
+        tol=tol,
     )
 
 
-def train_svm_on_clicks(queries, click_query: np.ndarray, click_doc: np.ndarray, cost: np.ndarray, *,
-                        C: float, tol: float = 1e-3, w0: np.ndarray | None = None) -> SVMResult:
+def train_svm_on_clicks(
+    queries,
+    click_query: np.ndarray,
+    click_doc: np.ndarray,
+    cost: np.ndarray,
+    *,
+    C: float,
+    tol: float = 1e-3,
+    w0: np.ndarray | None = None,
+) -> SVMResult:
     """SVM PropRank (c_i = 1/q_i) or naive SVM Rank (c_i = 1) on clicks: Y_i = every
     document of the query."""
     return solve_pairwise_svm(queries.X, queries.offsets, click_query, click_doc, cost, C, w0=w0, tol=tol)
@@ -383,6 +418,11 @@ def train_svm_on_clicks(queries, click_query: np.ndarray, click_doc: np.ndarray,
 
 def solver_info(result: SVMResult) -> dict:
     """The certificate of a solve, as recorded in artifacts."""
-    return {"objective": result.objective, "lower_bound": result.lower_bound, "gap": result.gap,
-            "iterations": result.iterations, "solver_seconds": result.seconds,
-            "converged": result.converged}
+    return {
+        "objective": result.objective,
+        "lower_bound": result.lower_bound,
+        "gap": result.gap,
+        "iterations": result.iterations,
+        "solver_seconds": result.seconds,
+        "converged": result.converged,
+    }

@@ -129,8 +129,13 @@ class _Pairs:
         k = _line_root(derivative + base, curvature, breaks, jumps)
         passed = breaks <= k
         # φ(k) - φ(0) = k φ'(0+) + ½k²‖Δ‖² + Σ_{k_p <= k} jump_p (k - k_p)
-        change = (k * derivative + 0.5 * k * k * curvature + k * base - moment
-                  + float(np.einsum("i,i->", jumps[passed], k - breaks[passed])))
+        change = (
+            k * derivative
+            + 0.5 * k * k * curvature
+            + k * base
+            - moment
+            + float(np.einsum("i,i->", jumps[passed], k - breaks[passed]))
+        )
         return k, change
 
     def bracket(self, derivative: float, curvature: float) -> tuple[float, float]:
@@ -246,13 +251,15 @@ class _CompiledPairs(_Pairs):
         if self._found is None:
             self._found = (np.empty(self.n_pairs), np.empty(self.n_pairs))
         breaks, jumps = self._found
-        base, moment, n = kernels.pairs_breaks(self.scores, self.change, self.negative, self.run_row, self.count,
-                                               self.run_weight, low, high, breaks, jumps)
+        base, moment, n = kernels.pairs_breaks(
+            self.scores, self.change, self.negative, self.run_row, self.count, self.run_weight, low, high, breaks, jumps
+        )
         return base, moment, breaks[:n].copy(), jumps[:n].copy()
 
     def advance(self, k: float, cut: float) -> tuple[float, np.ndarray]:
-        offset, coef = kernels.pairs_advance(self.scores, self.change, k, cut, self.negative, self.run_row,
-                                             self.count, self.run_weight, self.X.shape[0])
+        offset, coef = kernels.pairs_advance(
+            self.scores, self.change, k, cut, self.negative, self.run_row, self.count, self.run_weight, self.X.shape[0]
+        )
         if k > 0.0:
             self.scores += k * self.change
         return float(offset), coef

@@ -62,22 +62,28 @@ def _check_inputs(X, offsets, click_query, click_doc, candidate):
     n_docs = X.shape[0]
     offsets = np.asarray(offsets)
     if offsets.ndim != 1 or len(offsets) < 1 or not np.issubdtype(offsets.dtype, np.integer):
-        raise ValueError(f"offsets must be a 1-D integer array (n_queries + 1,), found dtype "
-                         f"{offsets.dtype} and shape {offsets.shape}")
+        raise ValueError(
+            f"offsets must be a 1-D integer array (n_queries + 1,), found dtype "
+            f"{offsets.dtype} and shape {offsets.shape}"
+        )
     offsets = offsets.astype(np.int64)
     if offsets[0] != 0 or offsets[-1] != n_docs or np.any(np.diff(offsets) < 0):
-        raise ValueError(f"offsets must rise from 0 to n_docs = {n_docs}, found "
-                         f"{offsets[:1].tolist()}...{offsets[-1:].tolist()}"
-                         + (" (decreasing somewhere)" if np.any(np.diff(offsets) < 0) else ""))
+        raise ValueError(
+            f"offsets must rise from 0 to n_docs = {n_docs}, found "
+            f"{offsets[:1].tolist()}...{offsets[-1:].tolist()}"
+            + (" (decreasing somewhere)" if np.any(np.diff(offsets) < 0) else "")
+        )
     click_query = np.asarray(click_query)
     click_doc = np.asarray(click_doc)
     if click_query.ndim != 1 or click_doc.ndim != 1:
-        raise ValueError(f"click_query and click_doc must be 1-D, found shapes "
-                         f"{click_query.shape} and {click_doc.shape}")
+        raise ValueError(
+            f"click_query and click_doc must be 1-D, found shapes {click_query.shape} and {click_doc.shape}"
+        )
     n = len(click_doc)
     if len(click_query) != n:
-        raise ValueError(f"click_query and click_doc must have one entry per example; found "
-                         f"lengths {len(click_query)} and {n}")
+        raise ValueError(
+            f"click_query and click_doc must have one entry per example; found lengths {len(click_query)} and {n}"
+        )
     for name, values in (("click_query", click_query), ("click_doc", click_doc)):
         if n and not np.issubdtype(values.dtype, np.integer):
             raise ValueError(f"{name} must hold integer indices, found dtype {values.dtype}")
@@ -87,8 +93,10 @@ def _check_inputs(X, offsets, click_query, click_doc, candidate):
     if candidate is not None:
         candidate = np.asarray(candidate)
         if candidate.dtype != bool or candidate.shape != (n_docs,):
-            raise ValueError(f"candidate must be a boolean mask over the documents, shape "
-                             f"({n_docs},), found dtype {candidate.dtype} and shape {candidate.shape}")
+            raise ValueError(
+                f"candidate must be a boolean mask over the documents, shape "
+                f"({n_docs},), found dtype {candidate.dtype} and shape {candidate.shape}"
+            )
     return X, offsets, click_query, click_doc, candidate
 
 
@@ -112,8 +120,7 @@ def _check_point(w, n_features: int, name: str) -> np.ndarray:
     if w.shape != (n_features,):
         raise ValueError(f"{name} must have shape (n_features,) = ({n_features},), found {w.shape}")
     if not np.all(np.isfinite(w)):
-        raise ValueError(f"{name} must be finite, found {np.count_nonzero(~np.isfinite(w))} "
-                         "non-finite entries")
+        raise ValueError(f"{name} must be finite, found {np.count_nonzero(~np.isfinite(w))} non-finite entries")
     return w
 
 
@@ -129,16 +136,18 @@ def _weighted_sum(weight: np.ndarray, values: np.ndarray) -> float:
 
 # what is asked for comes back: scores with w, the normal with coef
 @overload
-def _products(X: np.ndarray, w: np.ndarray, coef: np.ndarray | None = None, *,
-              exact: bool = True) -> tuple[np.ndarray, np.ndarray | None]: ...
+def _products(
+    X: np.ndarray, w: np.ndarray, coef: np.ndarray | None = None, *, exact: bool = True
+) -> tuple[np.ndarray, np.ndarray | None]: ...
 
 
 @overload
 def _products(X: np.ndarray, w: None = None, *, coef: np.ndarray, exact: bool = True) -> tuple[None, np.ndarray]: ...
 
 
-def _products(X: np.ndarray, w: np.ndarray | None = None, coef: np.ndarray | None = None, *,
-              exact: bool = True) -> tuple[np.ndarray | None, np.ndarray | None]:
+def _products(
+    X: np.ndarray, w: np.ndarray | None = None, coef: np.ndarray | None = None, *, exact: bool = True
+) -> tuple[np.ndarray | None, np.ndarray | None]:
     """X @ w, shape (n_docs,), and X.T @ coef, shape (n_features,); either may be skipped (None).
 
     ``exact`` (and always for float64 X): float64 arithmetic. float32 X is widened to float64
@@ -162,21 +171,22 @@ def _products(X: np.ndarray, w: np.ndarray | None = None, coef: np.ndarray | Non
         rows = max(16, _NARROW_BLOCK_BYTES // (4 * X.shape[1]))
         total = np.zeros(X.shape[1])
         for start in range(0, X.shape[0], rows):
-            total += coef32[start:start + rows] @ X[start:start + rows]
+            total += coef32[start : start + rows] @ X[start : start + rows]
         return scores, total
     rows = max(16, _WIDE_BLOCK_BYTES // (8 * X.shape[1]))
     buffer = np.empty((min(rows, X.shape[0]), X.shape[1]))
     scores = None if w is None else np.empty(X.shape[0])
     total = None if coef is None else np.zeros(X.shape[1])
     for start in range(0, X.shape[0], rows):
-        block = X[start:start + rows]
-        wide = buffer[:len(block)]
+        block = X[start : start + rows]
+        wide = buffer[: len(block)]
         np.copyto(wide, block)
         if scores is not None and w is not None:
-            np.dot(wide, w, out=scores[start:start + len(block)])
+            np.dot(wide, w, out=scores[start : start + len(block)])
         if total is not None and coef is not None:
-            total += coef[start:start + len(block)] @ wide
+            total += coef[start : start + len(block)] @ wide
     return scores, total
+
 
 # --------------------------------------------------------------------------- the pairs, once
 
@@ -217,5 +227,7 @@ def _blocks(count: np.ndarray, runs: np.ndarray | None = None) -> list[tuple[sli
     last = np.searchsorted(ends, np.arange(_BLOCK_PAIRS, ends[-1], _BLOCK_PAIRS))
     cuts = np.unique(np.concatenate([[0], last + 1, [len(ends)]]))
     pairs = np.concatenate([[0], ends])[cuts]
-    return [(slice(int(p0), int(p1)), slice(int(r0), int(r1)) if runs is None else runs[r0:r1])
-            for p0, p1, r0, r1 in zip(pairs[:-1], pairs[1:], cuts[:-1], cuts[1:], strict=True)]
+    return [
+        (slice(int(p0), int(p1)), slice(int(r0), int(r1)) if runs is None else runs[r0:r1])
+        for p0, p1, r0, r1 in zip(pairs[:-1], pairs[1:], cuts[:-1], cuts[1:], strict=True)
+    ]

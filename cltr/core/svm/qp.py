@@ -123,10 +123,10 @@ class _PlaneQP:
         i = self.free.index(j)
         m = len(self.free)
         L = self.factor
-        trailing = L[i + 1:m, i + 1:m] @ L[i + 1:m, i + 1:m].T + np.outer(L[i + 1:m, i], L[i + 1:m, i])
-        L[i:m - 1, :i] = L[i + 1:m, :i]
+        trailing = L[i + 1 : m, i + 1 : m] @ L[i + 1 : m, i + 1 : m].T + np.outer(L[i + 1 : m, i], L[i + 1 : m, i])
+        L[i : m - 1, :i] = L[i + 1 : m, :i]
         if i < m - 1:
-            L[i:m - 1, i:m - 1] = np.linalg.cholesky(trailing)
+            L[i : m - 1, i : m - 1] = np.linalg.cholesky(trailing)
         L[m - 1, :m] = 0.0
         L[:m, m - 1] = 0.0
         del self.free[i]
@@ -190,7 +190,11 @@ class _PlaneQP:
         new[index] = np.arange(len(index))
         m = len(index)
         self.b[:m], self.g[:m], self.beta[:m], self.idle[:m] = (
-            self.b[index], self.g[index], self.beta[index], self.idle[index])
+            self.b[index],
+            self.g[index],
+            self.beta[index],
+            self.idle[index],
+        )
         self.gram[:m, :m] = self.gram[index][:, index]
         if self.coef is not None:
             self.coef[:k] = [self.coef[t] for t in index] + [None] * (k - m)

@@ -18,15 +18,15 @@ def _impressions(log: ClickLog, clicks, split: str, queries) -> Impressions:
     of an imported one from its rows (sessions beyond the log's first passes left out)."""
     stored = ClicksArtifact.of(clicks).split(split)
     if stored.presented is not None:
-        return presented_impressions(stored.presented.rank, stored.presented.pass_ranker, log, queries.offsets,
-                                     top_k=clicks.config.get("top_k"))
+        return presented_impressions(
+            stored.presented.rank, stored.presented.pass_ranker, log, queries.offsets, top_k=clicks.config.get("top_k")
+        )
     if stored.aggregated is not None:  # an import in chunks: its counts, one pass
         return stored.aggregated.impressions_table()
     rows = stored.logged_rows(split)
     session_pass, _ = rows.session_passes(queries.n_queries)
     kept = session_pass[rows.session] < log.n_passes
-    return aggregate_impressions(rows.query[kept], rows.doc[kept], rows.rank[kept], rows.ranker[kept],
-                                 rows.click[kept])
+    return aggregate_impressions(rows.query[kept], rows.doc[kept], rows.rank[kept], rows.ranker[kept], rows.click[kept])
 
 
 def apply(log: ClickLog, clicks, split: str, *, queries, estimate=None) -> ClickLog:
@@ -43,13 +43,25 @@ def apply(log: ClickLog, clicks, split: str, *, queries, estimate=None) -> Click
     sizes: np.ndarray = np.diff(np.asarray(queries.offsets, dtype=np.int64))
     doc_query = np.repeat(np.arange(queries.n_queries), sizes)
     # learners read the weights; the propensity 1/|w| only keeps the log's summaries finite
-    return ClickLog(query=doc_query[documents], doc=documents, rank=first_rank[documents],
-                    propensity=1.0 / np.abs(weight), pass_index=np.zeros(len(documents), dtype=np.int64),
-                    n_passes=log.n_passes, n_queries=log.n_queries, sessions_per_query=log.sessions_per_query,
-                    weight=weight)
+    return ClickLog(
+        query=doc_query[documents],
+        doc=documents,
+        rank=first_rank[documents],
+        propensity=1.0 / np.abs(weight),
+        pass_index=np.zeros(len(documents), dtype=np.int64),
+        n_passes=log.n_passes,
+        n_queries=log.n_queries,
+        sessions_per_query=log.sessions_per_query,
+        weight=weight,
+    )
 
 
-CORRECTION = Correction("affine", "Trust bias: every displayed document weighted by its relevance estimates "
-                                  "(c - beta_k) / alpha_k, signed (Vardasbi et al., CIKM 2020); gradient-based "
-                                  "methods only.", apply, methods=("deep-propdcg", "tree-propdcg"),
-                        context=("queries", "estimate"))
+CORRECTION = Correction(
+    "affine",
+    "Trust bias: every displayed document weighted by its relevance estimates "
+    "(c - beta_k) / alpha_k, signed (Vardasbi et al., CIKM 2020); gradient-based "
+    "methods only.",
+    apply,
+    methods=("deep-propdcg", "tree-propdcg"),
+    context=("queries", "estimate"),
+)

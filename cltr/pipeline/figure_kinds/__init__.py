@@ -36,8 +36,21 @@ from cltr.registry import lookup, registered
 __all__ = ["FigureKind", "COMMON_KEYS", "kinds", "get", "taking"]
 
 # what every spec may hold, whatever its kind (see cltr.pipeline.experiments)
-COMMON_KEYS = ("name", "kind", "artifact", "description", "dataset", "reps", "seed", "clicks", "synthetic",
-               "datasets", "quick", "stated", "in_all")
+COMMON_KEYS = (
+    "name",
+    "kind",
+    "artifact",
+    "description",
+    "dataset",
+    "reps",
+    "seed",
+    "clicks",
+    "synthetic",
+    "datasets",
+    "quick",
+    "stated",
+    "in_all",
+)
 
 
 @dataclass(frozen=True)

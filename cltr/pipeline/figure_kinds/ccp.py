@@ -21,15 +21,24 @@ def task_rows(context: TaskContext) -> list[dict]:
 def _iterations(row: dict, trained: Artifact) -> list[dict]:
     rows: list[dict] = []
     for selection in trained.info["selection"]:
-        start = {"iteration": 0, "objective": selection["initial_objective"],
-                 "train_snips_avg_dcg": selection["initial_train_snips_avg_dcg"], "inner_iterations": 0}
+        start = {
+            "iteration": 0,
+            "objective": selection["initial_objective"],
+            "train_snips_avg_dcg": selection["initial_train_snips_avg_dcg"],
+            "inner_iterations": 0,
+        }
         rows.extend({**row, **_ccp_row(ccp_step, selection)} for ccp_step in [start, *selection["ccp_trace"]])
     return rows
 
 
 def _ccp_row(step: dict, selection: dict) -> dict:
-    return {"C": selection["C"], "iteration": step["iteration"], "objective": step["objective"],
-            "train_snips_avg_dcg": step["train_snips_avg_dcg"], "inner_iterations": step["inner_iterations"]}
+    return {
+        "C": selection["C"],
+        "iteration": step["iteration"],
+        "objective": step["objective"],
+        "train_snips_avg_dcg": step["train_snips_avg_dcg"],
+        "inner_iterations": step["inner_iterations"],
+    }
 
 
 def _table_rows(frame: pd.DataFrame) -> list[dict]:
@@ -37,12 +46,17 @@ def _table_rows(frame: pd.DataFrame) -> list[dict]:
     first = frame[frame["repetition"] == frame["repetition"].min()]
     for C, group in first.groupby("C", sort=True):
         group = group.sort_values("iteration")
-        rows.append({"C": f"{C:g}", "repetition": int(group["repetition"].iloc[0]),
-                     "CCP iterations": int(group["iteration"].max()),
-                     "initial objective": f"{group['objective'].iloc[0]:.6g}",
-                     "final objective": f"{group['objective'].iloc[-1]:.6g}",
-                     "initial train SNIPS Avg DCG": f"{group['train_snips_avg_dcg'].iloc[0]:.4f}",
-                     "final train SNIPS Avg DCG": f"{group['train_snips_avg_dcg'].iloc[-1]:.4f}"})
+        rows.append(
+            {
+                "C": f"{C:g}",
+                "repetition": int(group["repetition"].iloc[0]),
+                "CCP iterations": int(group["iteration"].max()),
+                "initial objective": f"{group['objective'].iloc[0]:.6g}",
+                "final objective": f"{group['objective'].iloc[-1]:.6g}",
+                "initial train SNIPS Avg DCG": f"{group['train_snips_avg_dcg'].iloc[0]:.4f}",
+                "final train SNIPS Avg DCG": f"{group['train_snips_avg_dcg'].iloc[-1]:.4f}",
+            }
+        )
     return rows
 
 
@@ -62,8 +76,13 @@ def plot(frame: pd.DataFrame, spec: Spec, plt, records):
         relative = objective / abs(objective[-1]) if objective[-1] != 0 else objective
         snips = group["train_snips_avg_dcg"].to_numpy(dtype=float)
         # hollow markers, larger for earlier lines, so that coinciding points of every C stay visible
-        style = {"marker": markers[k % len(markers)], "markersize": 4 + 1.2 * (len(grid) - 1 - k),
-                 "markerfacecolor": "none", "linewidth": 1, "label": f"C = {C:g}"}
+        style = {
+            "marker": markers[k % len(markers)],
+            "markersize": 4 + 1.2 * (len(grid) - 1 - k),
+            "markerfacecolor": "none",
+            "linewidth": 1,
+            "label": f"C = {C:g}",
+        }
         left.plot(x, relative, **style)
         right.plot(x, snips, **style)
         data[f"objective, C = {C:g}"] = {"x": x.tolist(), "mean": relative.tolist(), "std": [0.0] * len(x)}
@@ -71,8 +90,13 @@ def plot(frame: pd.DataFrame, spec: Spec, plt, records):
     for entry in spec.stated:
         if entry["measure"] == "ccp_iterations":
             low, high = entry["value"] if isinstance(entry["value"], list) else (entry["value"],) * 2
-            left.axvspan(low, high, color="0.88", zorder=0,
-                         label=f"paper: converges in {format_stated('ccp_iterations', entry['value'])} iterations")
+            left.axvspan(
+                low,
+                high,
+                color="0.88",
+                zorder=0,
+                label=f"paper: converges in {format_stated('ccp_iterations', entry['value'])} iterations",
+            )
     left.set_ylabel("true objective / |its final value| (lower is better)")
     right.set_ylabel("training SNIPS Avg DCG")
     # the curves start high on the left and flatten low on the right: the centre right is free
@@ -83,10 +107,12 @@ def plot(frame: pd.DataFrame, spec: Spec, plt, records):
         axes.legend(fontsize=7, ncol=2, loc=where)
     clicks = int(first["train_clicks"].iloc[0]) if "train_clicks" in first.columns and len(first) else 0
     reps = frame["repetition"].nunique()
-    figure.suptitle(f"{spec.artifact or spec.name}: SVM PropDCG's convex-concave procedure, one line per C, on "
-                    f"{dataset_label(frame, spec, records)}\n{click_settings(spec, records)}; {clicks:,} training "
-                    f"clicks; repetition {int(first['repetition'].iloc[0])} of {reps} (no error bars: one run)",
-                    fontsize=9)
+    figure.suptitle(
+        f"{spec.artifact or spec.name}: SVM PropDCG's convex-concave procedure, one line per C, on "
+        f"{dataset_label(frame, spec, records)}\n{click_settings(spec, records)}; {clicks:,} training "
+        f"clicks; repetition {int(first['repetition'].iloc[0])} of {reps} (no error bars: one run)",
+        fontsize=9,
+    )
     figure.tight_layout()
     return figure, data
 

@@ -22,12 +22,16 @@ from cltr.pipeline.report import (
 
 ORDER = 20
 
-_X_LABELS = {"passes": "passes over the training queries", "train_clicks": "training clicks", "eta": "eta",
-             "eps_neg": "eps- (click probability of an observed irrelevant document)",
-             "eta_model": "eta of the propensity model (true eta = 1)",
-             "clip": "clipping threshold TAU (propensities below TAU raised to TAU)",
-             "continuation": "continuation probability c (after a click at rank k the user goes on with c / k)",
-             "top_k": "K (results displayed)"}
+_X_LABELS = {
+    "passes": "passes over the training queries",
+    "train_clicks": "training clicks",
+    "eta": "eta",
+    "eps_neg": "eps- (click probability of an observed irrelevant document)",
+    "eta_model": "eta of the propensity model (true eta = 1)",
+    "clip": "clipping threshold TAU (propensities below TAU raised to TAU)",
+    "continuation": "continuation probability c (after a click at rank k the user goes on with c / k)",
+    "top_k": "K (results displayed)",
+}
 
 
 def table_rows(frame: pd.DataFrame, spec: Spec) -> list[dict]:
@@ -36,12 +40,13 @@ def table_rows(frame: pd.DataFrame, spec: Spec) -> list[dict]:
     rows = []
     for key, group in summary.groupby(points, sort=False):
         key = key if isinstance(key, tuple) else (key,)
-        entry = {column[len("point_"):]: value for column, value in zip(points, key, strict=True)}
+        entry = {column[len("point_") :]: value for column, value in zip(points, key, strict=True)}
         entry["train clicks"] = f"{group['train_clicks_mean'].iloc[0]:.0f}"
         entry["irrelevant click share"] = f"{group['irrelevant_click_share_mean'].iloc[0]:.3f}"
         for _, row in group.iterrows():
-            entry[method_label(row["method"])] = mean_std(row[spec.metric + "_mean"], row[spec.metric + "_std"],
-                                                          row["n"])
+            entry[method_label(row["method"])] = mean_std(
+                row[spec.metric + "_mean"], row[spec.metric + "_std"], row["n"]
+            )
         rows.append(entry)
     return rows
 
@@ -61,15 +66,21 @@ def plot(frame: pd.DataFrame, spec: Spec, plt, records):
     # panel per series, sharing the y axis, the methods' colours the same in each
     panels = len(groups) > 1 and len(spec.methods) > 5
     # constrained layout makes room for the legend below the axes, where it hides no line
-    figure, grid = plt.subplots(1, len(groups) if panels else 1, figsize=(5.0 * len(groups) if panels else 7.2, 5.6),
-                                sharey=True, layout="constrained", squeeze=False)
+    figure, grid = plt.subplots(
+        1,
+        len(groups) if panels else 1,
+        figsize=(5.0 * len(groups) if panels else 7.2, 5.6),
+        sharey=True,
+        layout="constrained",
+        squeeze=False,
+    )
     axes_of = [grid[0, s if panels else 0] for s in range(len(groups))]
     styles = ["-", "--", ":", "-."]
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     markers = ["o", "s", "^", "D", "v"]
     for s, (series_key, group) in enumerate(groups):
         series_key = series_key if isinstance(series_key, tuple) else (series_key,)
-        suffix = "".join(f", {c[len('point_'):]} = {v}" for c, v in zip(series_columns, series_key, strict=True))
+        suffix = "".join(f", {c[len('point_') :]} = {v}" for c, v in zip(series_columns, series_key, strict=True))
         axes = axes_of[s]
         if panels:
             axes.set_title(suffix[2:], fontsize=9)
@@ -84,20 +95,36 @@ def plot(frame: pd.DataFrame, spec: Spec, plt, records):
             label = method_label(method) + suffix
             color = colors[k % len(colors)]
             at = _positions(x, spec) if x_column == "top_k" else x
-            axes.plot(at, mean, marker=markers[k % len(markers)], markersize=4,
-                      linestyle="-" if panels else styles[s % len(styles)], color=color,
-                      label=method_label(method) if panels else label)
+            axes.plot(
+                at,
+                mean,
+                marker=markers[k % len(markers)],
+                markersize=4,
+                linestyle="-" if panels else styles[s % len(styles)],
+                color=color,
+                label=method_label(method) if panels else label,
+            )
             axes.fill_between(at, low, high, color=color, alpha=0.15 if not panels else 0.1, linewidth=0)
-            data[label] = {"x": x.tolist(), "mean": mean.tolist(), "std": std.tolist(), "low": low.tolist(),
-                           "high": high.tolist()}
+            data[label] = {
+                "x": x.tolist(),
+                "mean": mean.tolist(),
+                "std": std.tolist(),
+                "low": low.tolist(),
+                "high": high.tolist(),
+            }
     # the references see no clicks (the production ranker, the skyline on labels): one level each
     for reference, color in (("production", "grey"), ("skyline", "black")):
         rows = frame[frame["method"] == reference]
         if len(rows):
             level = float(rows[metric].mean())
             for p, axes in enumerate(dict.fromkeys(axes_of)):
-                axes.axhline(level, color=color, linestyle="-.", linewidth=1,
-                             label=f"{method_label(reference)} (mean over runs)" if p == 0 else None)
+                axes.axhline(
+                    level,
+                    color=color,
+                    linestyle="-.",
+                    linewidth=1,
+                    label=f"{method_label(reference)} (mean over runs)" if p == 0 else None,
+                )
             data[method_label(reference)] = {"x": [], "mean": [level], "std": [0.0], "low": [], "high": []}
     for axes in dict.fromkeys(axes_of):
         if x_column in ("train_clicks", "passes", "clip"):
@@ -113,8 +140,13 @@ def plot(frame: pd.DataFrame, spec: Spec, plt, records):
         axes.set_xlabel(_X_LABELS.get(x_column, x_column))
         axes.grid(alpha=0.3)
     axes_of[0].set_ylabel(f"test {METRIC_LABELS[metric]}" + ("" if higher_is_better(metric) else " (lower is better)"))
-    title = figure_title(frame, spec, records, f"test {METRIC_LABELS[metric]}",
-                   f"lines: mean; bands: {LEVEL:.0%} bootstrap CI of the mean over runs")
+    title = figure_title(
+        frame,
+        spec,
+        records,
+        f"test {METRIC_LABELS[metric]}",
+        f"lines: mean; bands: {LEVEL:.0%} bootstrap CI of the mean over runs",
+    )
     if panels:
         figure.suptitle(title, fontsize=8)
     else:
@@ -126,8 +158,10 @@ def plot(frame: pd.DataFrame, spec: Spec, plt, records):
 
 def validate(raw: dict, where: str) -> None:
     if raw.get("x") is None:  # the table and the plot are drawn against it
-        raise ValueError(f"{where}: a curve needs x, the click setting on its x axis, and its values (e.g. x = "
-                         f"\"passes\", values = [10, 100]); a comparison at one setting is kind = \"table\"")
+        raise ValueError(
+            f"{where}: a curve needs x, the click setting on its x axis, and its values (e.g. x = "
+            f'"passes", values = [10, 100]); a comparison at one setting is kind = "table"'
+        )
 
 
 def _positions(top_k: np.ndarray, spec: Spec) -> np.ndarray:
@@ -142,8 +176,20 @@ FIGURE_KIND = FigureKind(
     task_rows=method_rows,
     table_rows=table_rows,
     plot=plot,
-    keys=("methods", "references", "options", "metric", "x", "values", "plot_x", "series", "select", "tune",
-          "tune_at", "compare_to"),
+    keys=(
+        "methods",
+        "references",
+        "options",
+        "metric",
+        "x",
+        "values",
+        "plot_x",
+        "series",
+        "select",
+        "tune",
+        "tune_at",
+        "compare_to",
+    ),
     columns=METHOD_COLUMNS,
     validate=validate,
     notes=lambda frame, spec: [runs_note(spec)],

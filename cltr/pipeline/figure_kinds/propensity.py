@@ -19,7 +19,7 @@ def validate(raw: dict, where: str) -> None:
     estimators = raw.get("estimators", [])
     known = tuple(estimator_registry.estimators())
     if not estimators or set(estimators) - set(known):
-        raise ValueError(f"{where}: kind = \"propensity\" needs estimators among {known}, found {estimators}")
+        raise ValueError(f'{where}: kind = "propensity" needs estimators among {known}, found {estimators}')
 
 
 def task_rows(context: TaskContext) -> list[dict]:
@@ -38,8 +38,16 @@ def _propensity_rows(workspace, name, dataset, clicks, clicks_config, seed) -> l
         estimate, _ = propensity_stage(workspace, name, dataset, clicks, method=estimator, seed=seed)
         for row in estimate.info["rows"]:
             truth = float((1.0 / row["rank"]) ** eta) if eta is not None else float("nan")
-            rows.append({"method": estimator, "rank": int(row["rank"]), "propensity": float(row["propensity"]),
-                         "low": float(row["low"]), "high": float(row["high"]), "true_propensity": truth})
+            rows.append(
+                {
+                    "method": estimator,
+                    "rank": int(row["rank"]),
+                    "propensity": float(row["propensity"]),
+                    "low": float(row["low"]),
+                    "high": float(row["high"]),
+                    "true_propensity": truth,
+                }
+            )
     return rows
 
 
@@ -49,11 +57,15 @@ def table_rows(frame: pd.DataFrame, spec: Spec) -> list[dict]:
     rows = []
     for key, group in grouped:
         key = key if isinstance(key, tuple) else (key,)
-        row = {c[len("point_"):] if c.startswith("point_") else c: v for c, v in zip(keys, key, strict=True)}
+        row = {c[len("point_") :] if c.startswith("point_") else c: v for c, v in zip(keys, key, strict=True)}
         n = len(group)
-        row.update({"true": f"{group['true_propensity'].mean():.4f}",
-                    "estimate": mean_std(group["propensity"].mean(), group["propensity"].std(ddof=1), n),
-                    "band": f"[{group['low'].mean():.4f}, {group['high'].mean():.4f}]"})
+        row.update(
+            {
+                "true": f"{group['true_propensity'].mean():.4f}",
+                "estimate": mean_std(group["propensity"].mean(), group["propensity"].std(ddof=1), n),
+                "band": f"[{group['low'].mean():.4f}, {group['high'].mean():.4f}]",
+            }
+        )
         rows.append(row)
     return rows
 
@@ -67,20 +79,31 @@ def plot(frame: pd.DataFrame, spec: Spec, plt, records):
     styles = {"harvest": "-", "em": "--"}
     for i, (point, group) in enumerate(groups):
         point = point if isinstance(point, tuple) else (point,)
-        suffix = ", ".join(f"{c[len('point_'):]} = {v}" for c, v in zip(points, point, strict=True))
+        suffix = ", ".join(f"{c[len('point_') :]} = {v}" for c, v in zip(points, point, strict=True))
         color = colors[i % len(colors)]
         truth = group.groupby("rank", sort=True)["true_propensity"].mean()
         axes.plot(truth.index, truth.values, color=color, linestyle=":", linewidth=2, label=f"true, {suffix}")
         data[f"true, {suffix}"] = {"x": truth.index.tolist(), "mean": truth.values.tolist(), "std": [0.0] * len(truth)}
         for estimator, rows in group.groupby("method", sort=False):
-            summary = rows.groupby("rank", sort=True).agg(mean=("propensity", "mean"), low=("low", "mean"),
-                                                           high=("high", "mean"), std=("propensity", "std"))
+            summary = rows.groupby("rank", sort=True).agg(
+                mean=("propensity", "mean"), low=("low", "mean"), high=("high", "mean"), std=("propensity", "std")
+            )
             label = f"{estimator}, {suffix}"
-            axes.plot(summary.index, summary["mean"], color=color, linestyle=styles.get(estimator, "-"),
-                      marker="o", markersize=3, label=label)
+            axes.plot(
+                summary.index,
+                summary["mean"],
+                color=color,
+                linestyle=styles.get(estimator, "-"),
+                marker="o",
+                markersize=3,
+                label=label,
+            )
             axes.fill_between(summary.index, summary["low"], summary["high"], color=color, alpha=0.12)
-            data[label] = {"x": summary.index.tolist(), "mean": summary["mean"].tolist(),
-                           "std": np.nan_to_num(summary["std"].to_numpy()).tolist()}
+            data[label] = {
+                "x": summary.index.tolist(),
+                "mean": summary["mean"].tolist(),
+                "std": np.nan_to_num(summary["std"].to_numpy()).tolist(),
+            }
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     axes.set_xscale("log")
@@ -94,9 +117,18 @@ def plot(frame: pd.DataFrame, spec: Spec, plt, records):
         axes.set_ylim(bottom=smallest / 10, top=1.5)
     axes.set_xlabel("rank")
     axes.set_ylabel("observation propensity relative to rank 1")
-    axes.set_title(figure_title(frame, spec, records, "observation propensity per rank",
-                          "solid: harvest, dashed: EM (means over runs), shaded: their bootstrap band over "
-                          "queries; dotted: true (1/r)^eta", over_runs=False), fontsize=8)
+    axes.set_title(
+        figure_title(
+            frame,
+            spec,
+            records,
+            "observation propensity per rank",
+            "solid: harvest, dashed: EM (means over runs), shaded: their bootstrap band over "
+            "queries; dotted: true (1/r)^eta",
+            over_runs=False,
+        ),
+        fontsize=8,
+    )
     axes.grid(alpha=0.3, which="both")
     axes.legend(fontsize=6, ncol=2)
     figure.tight_layout()

@@ -44,10 +44,13 @@ def table_rows(frame: pd.DataFrame, spec: Spec) -> list[dict]:
     for method in method_order(spec, frame):
         row = summary.loc[method]
         entry: dict[str, Any]
-        entry = {"method": method_label(method), label: mean_std(row[spec.metric + "_mean"], row[spec.metric + "_std"],
-                                                               row["n"]),
-                 f"{LEVEL:.0%} CI": f"[{row[spec.metric + '_low']:.4f}, {row[spec.metric + '_high']:.4f}]"
-                 if row["n"] >= MIN_RUNS else f"n/a ({int(row['n'])} runs)"}
+        entry = {
+            "method": method_label(method),
+            label: mean_std(row[spec.metric + "_mean"], row[spec.metric + "_std"], row["n"]),
+            f"{LEVEL:.0%} CI": f"[{row[spec.metric + '_low']:.4f}, {row[spec.metric + '_high']:.4f}]"
+            if row["n"] >= MIN_RUNS
+            else f"n/a ({int(row['n'])} runs)",
+        }
         if paper:
             value = paper.get(method)
             entry["paper"] = f"{value[0]:.4f} ± {value[1]:.0e}" if value else ""
@@ -85,22 +88,55 @@ def plot(frame: pd.DataFrame, spec: Spec, plt, records):
         reference = method in ("production", "skyline")
         legend = "references (production, skyline)" if reference else f"ours: mean, {LEVEL:.0%} bootstrap CI"
         bars = [[mean - low], [high - mean]] if np.isfinite(low) and np.isfinite(high) else None
-        axes.errorbar([i - 0.12], [mean], yerr=bars, fmt="o", capsize=4, zorder=3,
-                      color="0.35" if reference else "tab:blue",
-                      label=legend if legend not in axes.get_legend_handles_labels()[1] else None)
+        axes.errorbar(
+            [i - 0.12],
+            [mean],
+            yerr=bars,
+            fmt="o",
+            capsize=4,
+            zorder=3,
+            color="0.35" if reference else "tab:blue",
+            label=legend if legend not in axes.get_legend_handles_labels()[1] else None,
+        )
         if method in paper:
             value, std = paper[method]
-            axes.errorbar([i + 0.14], [value], yerr=[std], fmt="D", color="tab:red", capsize=4, zorder=3,
-                          label="paper: mean ± std" if not any(k.startswith("paper ") for k in data) else None)
-            data[f"paper {method}"] = {"x": [i], "mean": [value], "std": [std], "low": [value - std],
-                                       "high": [value + std]}
-        data[method] = {"x": [i], "mean": [float(mean)], "std": [float(np.nan_to_num(row[metric + "_std"]))],
-                        "low": [float(low)], "high": [float(high)]}
+            axes.errorbar(
+                [i + 0.14],
+                [value],
+                yerr=[std],
+                fmt="D",
+                color="tab:red",
+                capsize=4,
+                zorder=3,
+                label="paper: mean ± std" if not any(k.startswith("paper ") for k in data) else None,
+            )
+            data[f"paper {method}"] = {
+                "x": [i],
+                "mean": [value],
+                "std": [std],
+                "low": [value - std],
+                "high": [value + std],
+            }
+        data[method] = {
+            "x": [i],
+            "mean": [float(mean)],
+            "std": [float(np.nan_to_num(row[metric + "_std"]))],
+            "low": [float(low)],
+            "high": [float(high)],
+        }
     axes.set_xticks(range(len(order)), [method_label(m) for m in order], rotation=25, ha="right", fontsize=8)
     axes.set_ylabel(f"test {label} (points, not bars: the axis does not start at 0)", fontsize=8)
-    axes.set_title(figure_title(frame, spec, records, f"test {label}",
-                          f"points: mean, bars: {LEVEL:.0%} bootstrap CI over runs; grey dots: single runs"
-                          + ("; red: the paper's mean ± std" if paper else "")), fontsize=8)
+    axes.set_title(
+        figure_title(
+            frame,
+            spec,
+            records,
+            f"test {label}",
+            f"points: mean, bars: {LEVEL:.0%} bootstrap CI over runs; grey dots: single runs"
+            + ("; red: the paper's mean ± std" if paper else ""),
+        ),
+        fontsize=8,
+    )
     axes.grid(alpha=0.3, axis="y")
     axes.legend(fontsize=7)
     figure.tight_layout()
@@ -123,16 +159,30 @@ def pooled_choices(frame: pd.DataFrame, spec: Spec) -> str:
         return ""
     pooled = frame[frame["pooled_validation_snips_avg_dcg"].notna()]
     chosen = pooled.groupby(["method", "dataset"], sort=False)["chosen"].first()
-    listed = [f"{method_label(m)} {json.loads(c)['C']:g}" + (f" ({d})" if pooled["dataset"].nunique() > 1 else "")
-              for (m, d), c in chosen.items()]
+    listed = [
+        f"{method_label(m)} {json.loads(c)['C']:g}" + (f" ({d})" if pooled["dataset"].nunique() > 1 else "")
+        for (m, d), c in chosen.items()
+    ]
     return f" (C: {', '.join(listed)})"
 
 
 def _tests_rows(tests: pd.DataFrame) -> list[dict]:
     shown = tests.drop(columns="_pair")
-    return [{k: (f"{v:+.4f}" if k == "mean difference" else p_text(v, int(row["runs"])) if k.startswith(("p ", "Holm"))
-                 else f"{v:.2g}" if isinstance(v, float) else v)
-             for k, v in row.items()} for row in shown.to_dict("records")]
+    return [
+        {
+            k: (
+                f"{v:+.4f}"
+                if k == "mean difference"
+                else p_text(v, int(row["runs"]))
+                if k.startswith(("p ", "Holm"))
+                else f"{v:.2g}"
+                if isinstance(v, float)
+                else v
+            )
+            for k, v in row.items()
+        }
+        for row in shown.to_dict("records")
+    ]
 
 
 def _tests_heading(tests: pd.DataFrame, spec: Spec) -> str:
@@ -141,11 +191,13 @@ def _tests_heading(tests: pd.DataFrame, spec: Spec) -> str:
         what = f"every pair the paper orders ({order}; each claimed better than every one before it)"
     else:
         what = "neighbouring rows"
-    return (f"Paired tests between {what}, over the same runs (a run is a (dataset, repetition): the same "
-            f"seeds, production ranker and clicks for every method); two-sided, Holm-corrected over the "
-            f"{len(tests)} comparisons of the table. Verdict: the sign of the mean difference, significant where "
-            f"the Holm-adjusted paired-t p is below {ALPHA}; the Wilcoxon signed-rank p checks that no single run "
-            f"carries it (with 6 runs its smallest possible two-sided p is 0.031, before correction).")
+    return (
+        f"Paired tests between {what}, over the same runs (a run is a (dataset, repetition): the same "
+        f"seeds, production ranker and clicks for every method); two-sided, Holm-corrected over the "
+        f"{len(tests)} comparisons of the table. Verdict: the sign of the mean difference, significant where "
+        f"the Holm-adjusted paired-t p is below {ALPHA}; the Wilcoxon signed-rank p checks that no single run "
+        f"carries it (with 6 runs its smallest possible two-sided p is 0.031, before correction)."
+    )
 
 
 FIGURE_KIND = FigureKind(
@@ -154,8 +206,18 @@ FIGURE_KIND = FigureKind(
     task_rows=method_rows,
     table_rows=table_rows,
     plot=plot,
-    keys=("methods", "references", "options", "metric", "select", "tune", "tune_at", "paper", "claimed_order",
-          "compare_to"),
+    keys=(
+        "methods",
+        "references",
+        "options",
+        "metric",
+        "select",
+        "tune",
+        "tune_at",
+        "paper",
+        "claimed_order",
+        "compare_to",
+    ),
     columns=METHOD_COLUMNS,
     tables=tests,
     notes=lambda frame, spec: [runs_note(spec)],

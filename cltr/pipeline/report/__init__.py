@@ -67,11 +67,41 @@ from cltr.pipeline.report.statistics import (
 from cltr.pipeline.report.tables import latex_table, markdown_table, table_rows
 from cltr.pipeline.workspace import atomic_write
 
-__all__ = ["summarise", "significance", "claims", "check", "stated_rows", "header_note", "click_settings",
-           "dataset_label", "markdown_table", "latex_table", "table_rows", "plot", "write_outputs",
-           "check_out_directory", "output_name", "training_data", "METRIC_LABELS", "LEVEL", "ALPHA", "MIN_RUNS",
-           "RESAMPLES", "method_label", "mean_std", "method_order", "point_columns", "higher_is_better",
-           "paper_values", "p_text", "format_stated", "figure_title", "runs_note", "datasets_of", "baseline_tests"]
+__all__ = [
+    "summarise",
+    "significance",
+    "claims",
+    "check",
+    "stated_rows",
+    "header_note",
+    "click_settings",
+    "dataset_label",
+    "markdown_table",
+    "latex_table",
+    "table_rows",
+    "plot",
+    "write_outputs",
+    "check_out_directory",
+    "output_name",
+    "training_data",
+    "METRIC_LABELS",
+    "LEVEL",
+    "ALPHA",
+    "MIN_RUNS",
+    "RESAMPLES",
+    "method_label",
+    "mean_std",
+    "method_order",
+    "point_columns",
+    "higher_is_better",
+    "paper_values",
+    "p_text",
+    "format_stated",
+    "figure_title",
+    "runs_note",
+    "datasets_of",
+    "baseline_tests",
+]
 
 
 # -- files ---------------------------------------------------------------------------------
@@ -123,11 +153,23 @@ def write_outputs(frame: pd.DataFrame, spec: Spec, out: Path, *, records: dict |
         tex += latex_table(shown, f"{spec.name}: {heading}")
     baselines = baseline_tests(frame, spec)
     if not baselines.empty:
-        shown = [{k: (p_text(v, int(row["runs"])) if k.startswith(("p ", "Holm"))
-                      else f"{v:+.4f}" if k == "mean difference" else v)
-                  for k, v in row.items()} for row in baselines.to_dict("records")]
-        heading = (f"Every method against the best of {', '.join(method_label(m) for m in spec.compare_to)} at each "
-                   f"point (paired over runs; Holm over each point's comparisons):")
+        shown = [
+            {
+                k: (
+                    p_text(v, int(row["runs"]))
+                    if k.startswith(("p ", "Holm"))
+                    else f"{v:+.4f}"
+                    if k == "mean difference"
+                    else v
+                )
+                for k, v in row.items()
+            }
+            for row in baselines.to_dict("records")
+        ]
+        heading = (
+            f"Every method against the best of {', '.join(method_label(m) for m in spec.compare_to)} at each "
+            f"point (paired over runs; Holm over each point's comparisons):"
+        )
         text += f"\n{heading}\n\n" + markdown_table(shown)
         tex += latex_table(shown, f"{spec.name}: {heading}")
     if stated:

@@ -13,14 +13,35 @@ from cltr.core.ranking import DCG_BASE, NDCG_CONVENTION
 from cltr.pipeline import figure_kinds
 from cltr.pipeline.experiments import Spec
 
-__all__ = ["header_note", "click_settings", "dataset_label", "output_name", "training_data", "METRIC_LABELS", "LEVEL",
-           "ALPHA", "MIN_RUNS", "RESAMPLES", "method_label", "mean_std", "method_order", "point_columns",
-           "higher_is_better", "paper_values", "runs_note", "datasets_of"]
+__all__ = [
+    "header_note",
+    "click_settings",
+    "dataset_label",
+    "output_name",
+    "training_data",
+    "METRIC_LABELS",
+    "LEVEL",
+    "ALPHA",
+    "MIN_RUNS",
+    "RESAMPLES",
+    "method_label",
+    "mean_std",
+    "method_order",
+    "point_columns",
+    "higher_is_better",
+    "paper_values",
+    "runs_note",
+    "datasets_of",
+]
 
-METRIC_LABELS = {"avg_dcg": "Avg DCG", "avg_rank": "Avg Rank", "ndcg@10": "nDCG@10",
-                 "ndcg@10_relevant_queries": "nDCG@10 relevant queries"}
-LEVEL = 0.95        # of every bootstrap interval
-ALPHA = 0.05        # a Holm-adjusted p below it is "significant"
+METRIC_LABELS = {
+    "avg_dcg": "Avg DCG",
+    "avg_rank": "Avg Rank",
+    "ndcg@10": "nDCG@10",
+    "ndcg@10_relevant_queries": "nDCG@10 relevant queries",
+}
+LEVEL = 0.95  # of every bootstrap interval
+ALPHA = 0.05  # a Holm-adjusted p below it is "significant"
 # Fewest (paired) runs with which a p-value or an interval is printed: with two, a paired t
 # has one degree of freedom and a percentile bootstrap of the mean is the two runs' range;
 # below it they read "n/a (k runs)" and figures draw no band.
@@ -37,7 +58,7 @@ def method_label(method: str) -> str:
 
 
 def mean_std(mean: float, std: float, n: int) -> str:
-    """"mean ± std", or the mean alone for a single run (no spread to show)."""
+    """ "mean ± std", or the mean alone for a single run (no spread to show)."""
     return f"{mean:.4f}" if n < 2 else f"{mean:.4f} ± {std:.4f}"
 
 
@@ -97,8 +118,9 @@ def training_data(names: list[str], records: dict | None) -> str | None:
         return f"train: MQ2008{fold} only (MQ2007 absent)"
     if with_mq2007 == {True}:
         return f"train: MQ2007 + MQ2008{fold}"
-    listed = ", ".join(f"{name} {'with' if meta['mq2007'] else 'without'} MQ2007"
-                       for name, meta in zip(names, metas, strict=True))
+    listed = ", ".join(
+        f"{name} {'with' if meta['mq2007'] else 'without'} MQ2007" for name, meta in zip(names, metas, strict=True)
+    )
     return f"train: MQ2008, with MQ2007 for some folds only ({listed})"
 
 
@@ -148,8 +170,11 @@ def _tuning_text(spec: Spec) -> str:
     if spec.tune == "point":
         return f"{what} by each point's first repetition and fixed for its others{rest}"
     if spec.tune == "once":
-        where = ("by the first repetition" if spec.x is None
-                 else f"once per series, by its first repetition at x = {spec.tuned_at},")
+        where = (
+            "by the first repetition"
+            if spec.x is None
+            else f"once per series, by its first repetition at x = {spec.tuned_at},"
+        )
         return f"{what} {where} and fixed for the others (as the paper tuned LambdaRank){rest}"
     return ""
 
@@ -157,10 +182,13 @@ def _tuning_text(spec: Spec) -> str:
 def _selection_text(frame: pd.DataFrame, spec: Spec) -> str:
     tuning = _tuning_text(spec)
     if spec.select != "pooled":
-        return ("hyperparameters selected per repetition, by SNIPS Avg DCG on that repetition's validation "
-                "clicks" + tuning)
-    text = ("linear SVMs' C pooled as in the paper: one C per point (and fold) for all repetitions, the one "
-            "with the best mean validation SNIPS Avg DCG" + (tuning or "; other hyperparameters per repetition"))
+        return (
+            "hyperparameters selected per repetition, by SNIPS Avg DCG on that repetition's validation clicks" + tuning
+        )
+    text = (
+        "linear SVMs' C pooled as in the paper: one C per point (and fold) for all repetitions, the one "
+        "with the best mean validation SNIPS Avg DCG" + (tuning or "; other hyperparameters per repetition")
+    )
     detail = figure_kinds.get(spec.kind).selection_detail
     return text + (detail(frame, spec) if detail is not None else "")
 
@@ -187,14 +215,20 @@ def header_note(frame: pd.DataFrame, spec: Spec, records: dict | None = None) ->
     """What every table and figure of the run needs said beside it, as Markdown bullets."""
     reps = frame["repetition"].nunique() if "repetition" in frame.columns else spec.reps
     names = datasets_of(frame, spec)
-    runs = f"{reps} repetition(s)" + (f" on each of {len(names)} datasets, {_runs(frame)} runs" if len(names) > 1
-                                       else "")
-    lines = [f"- Data: {dataset_label(frame, spec, records)}; clicks: {click_settings(spec, records)}; {runs}.",
-             f"- Metric convention: {convention(frame, spec, records)}.",
-             f"- Selection: {_selection_text(frame, spec)}."]
+    runs = f"{reps} repetition(s)" + (
+        f" on each of {len(names)} datasets, {_runs(frame)} runs" if len(names) > 1 else ""
+    )
+    lines = [
+        f"- Data: {dataset_label(frame, spec, records)}; clicks: {click_settings(spec, records)}; {runs}.",
+        f"- Metric convention: {convention(frame, spec, records)}.",
+        f"- Selection: {_selection_text(frame, spec)}.",
+    ]
     if spec.quick:
-        lines.insert(0, f"- QUICK RUN (--quick): the spec's reduced version (fewer repetitions and points), "
-                        f"written as {output_name(spec)}.*; not the full result.")
+        lines.insert(
+            0,
+            f"- QUICK RUN (--quick): the spec's reduced version (fewer repetitions and points), "
+            f"written as {output_name(spec)}.*; not the full result.",
+        )
     notes = figure_kinds.get(spec.kind).notes
     lines += notes(frame, spec) if notes is not None else []
     return "\n".join(lines + _paper_note(spec)) + "\n"
@@ -202,9 +236,9 @@ def header_note(frame: pd.DataFrame, spec: Spec, records: dict | None = None) ->
 
 def runs_note(spec: Spec) -> str:
     """The header note's line for rows summarised over runs (means, intervals, tests)."""
-    return (f"- Numbers: mean ± standard deviation over runs; CI: {LEVEL:.0%} percentile bootstrap "
-            f"interval of the mean over runs ({RESAMPLES} resamples, seed {spec.seed}). The figure "
-            f"shows the mean and that interval. Intervals and p-values need at least {MIN_RUNS} "
-            f"(paired) runs: with fewer they read n/a.")
-
-
+    return (
+        f"- Numbers: mean ± standard deviation over runs; CI: {LEVEL:.0%} percentile bootstrap "
+        f"interval of the mean over runs ({RESAMPLES} resamples, seed {spec.seed}). The figure "
+        f"shows the mean and that interval. Intervals and p-values need at least {MIN_RUNS} "
+        f"(paired) runs: with fewer they read n/a."
+    )

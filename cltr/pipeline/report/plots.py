@@ -1,5 +1,4 @@
-"""The report's figures: a spec's plot (its figure kind's) drawn with matplotlib, and its title.
-"""
+"""The report's figures: a spec's plot (its figure kind's) drawn with matplotlib, and its title."""
 
 from __future__ import annotations
 
@@ -19,8 +18,9 @@ __all__ = ["plot", "figure_title"]
 _TITLE_WIDTH = 110  # characters of a title line at the figures' width and font size
 
 
-def figure_title(frame: pd.DataFrame, spec: Spec, records: dict | None, what: str, bars: str, *,
-           over_runs: bool = True) -> str:
+def figure_title(
+    frame: pd.DataFrame, spec: Spec, records: dict | None, what: str, bars: str, *, over_runs: bool = True
+) -> str:
     """Three lines: what on which data; the fixed click settings and runs; what the bars are
     (``over_runs``: intervals over runs, which one run cannot have)."""
     reps = frame["repetition"].nunique() if "repetition" in frame.columns else spec.reps
@@ -29,8 +29,11 @@ def figure_title(frame: pd.DataFrame, spec: Spec, records: dict | None, what: st
     if runs < MIN_RUNS and over_runs:
         bars += f" ({runs} run{'s' if runs != 1 else ''}: too few for an interval, none drawn)"
     quick = "QUICK RUN (--quick, reduced): " if spec.quick else ""
-    lines = [f"{quick}{spec.artifact or spec.name}: {what} on {dataset_label(frame, spec, records)}",
-             f"{click_settings(spec, records)}; {count}", bars]
+    lines = [
+        f"{quick}{spec.artifact or spec.name}: {what} on {dataset_label(frame, spec, records)}",
+        f"{click_settings(spec, records)}; {count}",
+        bars,
+    ]
     # long settings (a click model with many parameters) wrap instead of running off the figure
     return "\n".join(textwrap.fill(line, _TITLE_WIDTH, break_on_hyphens=False) for line in lines)
 
@@ -43,5 +46,3 @@ def plot(frame: pd.DataFrame, spec: Spec, *, records: dict | None = None):
     import matplotlib.pyplot as plt
 
     return figure_kinds.get(spec.kind).plot(frame, spec, plt, records)
-
-

@@ -41,8 +41,9 @@ def summarise(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     grouped = frame.groupby(keys, sort=False)
     summary = grouped[metrics].mean().add_suffix("_mean").join(grouped[metrics].std(ddof=1).add_suffix("_std"))
     summary["n"] = grouped.size()
-    intervals = [bootstrap_interval(group[spec.metric], seed=spec.seed, level=LEVEL, resamples=RESAMPLES)
-                 for _, group in grouped]
+    intervals = [
+        bootstrap_interval(group[spec.metric], seed=spec.seed, level=LEVEL, resamples=RESAMPLES) for _, group in grouped
+    ]
     # pandas' mean (compensated summation) and numpy's resampled means can round equal runs
     # (the skyline's) one ulp apart: the interval is widened to hold the mean it is drawn around
     mean = summary[f"{spec.metric}_mean"].to_numpy()
@@ -80,21 +81,41 @@ def significance(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
         a, b = by_method[worse].align(by_method[better], join="inner")
         result = _enough_runs(paired_tests(a.to_numpy(), b.to_numpy()))
         gain = sign * result["mean_difference"]
-        rows.append({"comparison": f"{method_label(better)} vs {method_label(worse)}",
-                     "claim": f"{method_label(better)} better" if claimed else "",
-                     "mean difference": result["mean_difference"],
-                     "wins": f"{int(np.sum(sign * (b.to_numpy() - a.to_numpy()) > 0))}/{result['n']}",
-                     "runs": result["n"], "p (paired t)": result["p_t"], "p (Wilcoxon)": result["p_wilcoxon"],
-                     "_gain": gain, "_pair": (worse, better)})
+        rows.append(
+            {
+                "comparison": f"{method_label(better)} vs {method_label(worse)}",
+                "claim": f"{method_label(better)} better" if claimed else "",
+                "mean difference": result["mean_difference"],
+                "wins": f"{int(np.sum(sign * (b.to_numpy() - a.to_numpy()) > 0))}/{result['n']}",
+                "runs": result["n"],
+                "p (paired t)": result["p_t"],
+                "p (Wilcoxon)": result["p_wilcoxon"],
+                "_gain": gain,
+                "_pair": (worse, better),
+            }
+        )
     table = pd.DataFrame(rows)
     if table.empty:
         return table
     table["Holm p (t)"] = holm(table["p (paired t)"])
     table["Holm p (Wilcoxon)"] = holm(table["p (Wilcoxon)"])
-    table["verdict"] = [_verdict(gain, p, claimed, pair, runs) for gain, p, pair, runs in
-                        zip(table["_gain"], table["Holm p (t)"], table["_pair"], table["runs"], strict=True)]
-    columns = ["comparison", "claim", "mean difference", "wins", "runs", "p (paired t)", "Holm p (t)",
-               "p (Wilcoxon)", "Holm p (Wilcoxon)", "verdict", "_pair"]
+    table["verdict"] = [
+        _verdict(gain, p, claimed, pair, runs)
+        for gain, p, pair, runs in zip(table["_gain"], table["Holm p (t)"], table["_pair"], table["runs"], strict=True)
+    ]
+    columns = [
+        "comparison",
+        "claim",
+        "mean difference",
+        "wins",
+        "runs",
+        "p (paired t)",
+        "Holm p (t)",
+        "p (Wilcoxon)",
+        "Holm p (Wilcoxon)",
+        "verdict",
+        "_pair",
+    ]
     return table[[c for c in columns if c != "claim" or claimed]]
 
 
@@ -122,11 +143,17 @@ def baseline_tests(frame: pd.DataFrame, spec: Spec) -> pd.DataFrame:
                 continue
             a, b = by_method[best].align(by_method[method], join="inner")
             result = _enough_runs(paired_tests(a.to_numpy(), b.to_numpy()))
-            found.append({**{c[len("point_"):]: v for c, v in zip(points, key, strict=True)},
-                          "comparison": f"{method_label(method)} vs {method_label(best)}",
-                          "mean difference": result["mean_difference"],
-                          "wins": f"{int(np.sum(sign * (b.to_numpy() - a.to_numpy()) > 0))}/{result['n']}",
-                          "runs": result["n"], "p (paired t)": result["p_t"], "p (Wilcoxon)": result["p_wilcoxon"]})
+            found.append(
+                {
+                    **{c[len("point_") :]: v for c, v in zip(points, key, strict=True)},
+                    "comparison": f"{method_label(method)} vs {method_label(best)}",
+                    "mean difference": result["mean_difference"],
+                    "wins": f"{int(np.sum(sign * (b.to_numpy() - a.to_numpy()) > 0))}/{result['n']}",
+                    "runs": result["n"],
+                    "p (paired t)": result["p_t"],
+                    "p (Wilcoxon)": result["p_wilcoxon"],
+                }
+            )
         if found:
             holm_t = holm([r["p (paired t)"] for r in found])
             for row, p in zip(found, holm_t, strict=True):
@@ -165,9 +192,11 @@ def claims(frame: pd.DataFrame, spec: Spec, tests: pd.DataFrame | None = None) -
     for worse, better in pairwise(present):
         row = by_pair[(worse, better)]
         runs = int(row["runs"])
-        texts[better] = (f"beats {method_label(worse)}: {row['verdict']} ({row['mean difference']:+.4f}, "
-                         f"{row['wins']} runs; Holm p: t {p_text(row['Holm p (t)'], runs)}, "
-                         f"Wilcoxon {p_text(row['Holm p (Wilcoxon)'], runs)})")
+        texts[better] = (
+            f"beats {method_label(worse)}: {row['verdict']} ({row['mean difference']:+.4f}, "
+            f"{row['wins']} runs; Holm p: t {p_text(row['Holm p (t)'], runs)}, "
+            f"Wilcoxon {p_text(row['Holm p (Wilcoxon)'], runs)})"
+        )
     return texts
 
 
@@ -190,13 +219,26 @@ def check(frame: pd.DataFrame, spec: Spec, *, tolerance: float = 2.0) -> list[di
     rows: list[dict[str, Any]] = []
     for method, (value, std) in paper.items():
         if method not in means.index:
-            rows.append({"method": method_label(method), "ours": "not run", "paper": f"{value:.4f} ± {std:.0e}",
-                         "gap (paper std)": "", "within": None})
+            rows.append(
+                {
+                    "method": method_label(method),
+                    "ours": "not run",
+                    "paper": f"{value:.4f} ± {std:.0e}",
+                    "gap (paper std)": "",
+                    "within": None,
+                }
+            )
             continue
         gap = (float(means[method]) - value) / std
-        rows.append({"method": method_label(method), "ours": f"{means[method]:.4f}",
-                     "paper": f"{value:.4f} ± {std:.0e}", "gap (paper std)": f"{gap:+.2f}",
-                     "within": bool(abs(gap) <= tolerance)})
+        rows.append(
+            {
+                "method": method_label(method),
+                "ours": f"{means[method]:.4f}",
+                "paper": f"{value:.4f} ± {std:.0e}",
+                "gap (paper std)": f"{gap:+.2f}",
+                "within": bool(abs(gap) <= tolerance),
+            }
+        )
     return rows
 
 
@@ -248,10 +290,12 @@ def stated_rows(frame: pd.DataFrame, spec: Spec) -> list[dict]:
             shown = format_stated(entry["measure"], [low, high] if low != high else low)
         else:
             shown = "n/a (not measured at this point)"
-        rows.append({"the paper states": entry["text"],
-                     "paper": f"{format_stated(entry['measure'], entry['value'])} ({entry['dataset']})",
-                     "ours": f"{shown} ({spec.dataset})",
-                     "same dataset": "yes" if spec.dataset.startswith(entry["dataset"]) else "no"})
+        rows.append(
+            {
+                "the paper states": entry["text"],
+                "paper": f"{format_stated(entry['measure'], entry['value'])} ({entry['dataset']})",
+                "ours": f"{shown} ({spec.dataset})",
+                "same dataset": "yes" if spec.dataset.startswith(entry["dataset"]) else "no",
+            }
+        )
     return rows
-
-

@@ -1,5 +1,4 @@
-"""The report's tables: the rows of a spec's table (its figure kind's), as Markdown and LaTeX.
-"""
+"""The report's tables: the rows of a spec's table (its figure kind's), as Markdown and LaTeX."""
 
 from __future__ import annotations
 
@@ -35,10 +34,14 @@ def latex_table(rows: list[dict], caption: str) -> str:
     def escape(text) -> str:
         return str(text).replace("±", r"$\pm$").replace("_", r"\_").replace("%", r"\%").replace("&", r"\&")
 
-    lines = [r"\begin{table}[t]", r"\centering", r"\begin{tabular}{l" + "c" * (len(columns) - 1) + "}",
-             r"\toprule", " & ".join(escape(c) for c in columns) + r" \\", r"\midrule"]
+    lines = [
+        r"\begin{table}[t]",
+        r"\centering",
+        r"\begin{tabular}{l" + "c" * (len(columns) - 1) + "}",
+        r"\toprule",
+        " & ".join(escape(c) for c in columns) + r" \\",
+        r"\midrule",
+    ]
     lines += [" & ".join(escape(row.get(c, "")) for c in columns) + r" \\" for row in rows]
     lines += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{escape(caption)}}}", r"\end{table}"]
     return "\n".join(lines) + "\n"
-
-

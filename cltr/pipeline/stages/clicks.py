@@ -29,10 +29,22 @@ from cltr.pipeline.models import scorer_from_arrays
 from cltr.pipeline.workspace import Artifact, Workspace
 
 
-def simulate(queries: Queries, relevant: np.ndarray, productions: Sequence, model: str, settings: Options, *,
-             passes: int, seed: int, split: str, top_k: int | None = None, logging_temperature: float | None = None,
-             intervention: str | None = None, intervention_depth: int = 10,
-             progress: Callable[[int], None] | None = None) -> tuple[ClickLog, np.ndarray, np.ndarray]:
+def simulate(
+    queries: Queries,
+    relevant: np.ndarray,
+    productions: Sequence,
+    model: str,
+    settings: Options,
+    *,
+    passes: int,
+    seed: int,
+    split: str,
+    top_k: int | None = None,
+    logging_temperature: float | None = None,
+    intervention: str | None = None,
+    intervention_depth: int = 10,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[ClickLog, np.ndarray, np.ndarray]:
     """Clicks of click model ``model`` on one split presented by the logging rankers.
 
     With K rankers, pass p is shown by ranker p mod K (each ranker's sessions tagged with
@@ -77,30 +89,53 @@ def simulate(queries: Queries, relevant: np.ndarray, productions: Sequence, mode
                 progress(sum(done))
 
         if logging_temperature and intervention:
-            raise ValueError("an intervention permutes the deterministic ranking; it cannot be combined with a "
-                             "logging temperature")
+            raise ValueError(
+                "an intervention permutes the deterministic ranking; it cannot be combined with a logging temperature"
+            )
         if logging_temperature or intervention:
-            log, ranks = _simulate_sampled(click_model, production.scores(queries.X), relevant, queries.offsets,
-                                           settings, top_k=top_k, temperature=logging_temperature, passes=own,
-                                           presentation=stream(seed, "presentation", split, *suffix),
-                                           rng=stream(seed, "clicks", split, *suffix), progress=report,
-                                           intervention=intervention, intervention_depth=intervention_depth,
-                                           intervention_rng=stream(seed, "intervention", split, *suffix))
+            log, ranks = _simulate_sampled(
+                click_model,
+                production.scores(queries.X),
+                relevant,
+                queries.offsets,
+                settings,
+                top_k=top_k,
+                temperature=logging_temperature,
+                passes=own,
+                presentation=stream(seed, "presentation", split, *suffix),
+                rng=stream(seed, "clicks", split, *suffix),
+                progress=report,
+                intervention=intervention,
+                intervention_depth=intervention_depth,
+                intervention_rng=stream(seed, "intervention", split, *suffix),
+            )
             presented.append(ranks)
         else:
-            rank = rank_documents(production.scores(queries.X), queries.offsets,
-                                  stream(seed, "presentation", split, *suffix))
+            rank = rank_documents(
+                production.scores(queries.X), queries.offsets, stream(seed, "presentation", split, *suffix)
+            )
             presented.append(rank[None])
-            log = _simulate_displayed(click_model, rank, relevant, queries.offsets, settings, top_k=top_k,
-                                      passes=own, rng=stream(seed, "clicks", split, *suffix), progress=report)
+            log = _simulate_displayed(
+                click_model,
+                rank,
+                relevant,
+                queries.offsets,
+                settings,
+                top_k=top_k,
+                passes=own,
+                rng=stream(seed, "clicks", split, *suffix),
+                progress=report,
+            )
         parts.append(log if n_rankers == 1 else log._replace(slice(None), pass_index=log.pass_index * n_rankers + k))
     if n_rankers == 1:
         log = parts[0]
     else:
         pass_index = np.concatenate([part.pass_index for part in parts])
         order = np.argsort(pass_index, kind="stable")
-        merged = {name: np.concatenate([getattr(part, name) for part in parts])[order]
-                  for name in ("query", "doc", "rank", "propensity", "pass_index")}
+        merged = {
+            name: np.concatenate([getattr(part, name) for part in parts])[order]
+            for name in ("query", "doc", "rank", "propensity", "pass_index")
+        }
         log = ClickLog(**merged, n_passes=passes, n_queries=queries.n_queries)
     if logging_temperature or intervention:
         # ranker k's own pass i is global pass i * K + k
@@ -116,14 +151,29 @@ def _simulate_displayed(click_model, rank, relevant, offsets, settings, *, top_k
     if top_k is None:
         return click_model.simulate(rank, relevant, offsets, settings, passes=passes, rng=rng, progress=progress)
     shown, shown_offsets = displayed(rank, offsets, top_k)
-    log = click_model.simulate(rank[shown], relevant[shown], shown_offsets, settings, passes=passes, rng=rng,
-                               progress=progress)
+    log = click_model.simulate(
+        rank[shown], relevant[shown], shown_offsets, settings, passes=passes, rng=rng, progress=progress
+    )
     return log._replace(slice(None), doc=shown[log.doc])
 
 
-def _simulate_sampled(click_model, scores, relevant, offsets, settings, *, top_k, temperature, passes, presentation,
-                      rng, progress, intervention=None, intervention_depth=10,
-                      intervention_rng=None) -> tuple[ClickLog, np.ndarray]:
+def _simulate_sampled(
+    click_model,
+    scores,
+    relevant,
+    offsets,
+    settings,
+    *,
+    top_k,
+    temperature,
+    passes,
+    presentation,
+    rng,
+    progress,
+    intervention=None,
+    intervention_depth=10,
+    intervention_rng=None,
+) -> tuple[ClickLog, np.ndarray]:
     """Sessions on a fresh Plackett-Luce ranking per pass, or a fresh intervention on the
     deterministic ranking; returns the log and the ranks, (passes, n_docs)."""
     ranks = np.empty((passes, len(scores)), dtype=np.int32)
@@ -138,19 +188,33 @@ def _simulate_sampled(click_model, scores, relevant, offsets, settings, *, top_k
         else:
             rank = plackett_luce_ranks(scores, offsets, temperature=temperature, rng=presentation)[0]
         ranks[p] = rank
-        log = _simulate_displayed(click_model, rank, relevant, offsets, settings, top_k=top_k, passes=1, rng=rng,
-                                  progress=None)
+        log = _simulate_displayed(
+            click_model, rank, relevant, offsets, settings, top_k=top_k, passes=1, rng=rng, progress=None
+        )
         parts.append(log._replace(slice(None), pass_index=log.pass_index + p))
         if progress is not None:
             progress(p + 1)
-    merged = {name: np.concatenate([getattr(part, name) for part in parts])
-              for name in ("query", "doc", "rank", "propensity", "pass_index")}
+    merged = {
+        name: np.concatenate([getattr(part, name) for part in parts])
+        for name in ("query", "doc", "rank", "propensity", "pass_index")
+    }
     return ClickLog(**merged, n_passes=passes, n_queries=len(offsets) - 1), ranks
 
 
-def policy_propensities(queries: Queries, productions: list, model: str, settings: Options, presented_rank: np.ndarray,
-                        *, passes: int, top_k: int | None, logging_temperature: float | None, seed: int, split: str,
-                        samples: int = 1000) -> np.ndarray | None:
+def policy_propensities(
+    queries: Queries,
+    productions: list,
+    model: str,
+    settings: Options,
+    presented_rank: np.ndarray,
+    *,
+    passes: int,
+    top_k: int | None,
+    logging_temperature: float | None,
+    seed: int,
+    split: str,
+    samples: int = 1000,
+) -> np.ndarray | None:
     """The policy-aware propensity of every document of a split (``cltr.core.policy``):
     its examination probability averaged over the logging policy's displayed rankings, the
     rankers mixed in proportion to their passes; None where the click model's examination
@@ -165,8 +229,9 @@ def policy_propensities(queries: Queries, productions: list, model: str, setting
         return None
     longest = int(np.diff(queries.offsets).max(initial=0))
     ranks = np.arange(1, longest + 1)
-    examination = np.concatenate([[0.0], np.where(ranks <= (top_k or longest), click_model.propensity(ranks, settings),
-                                                  0.0)])
+    examination = np.concatenate(
+        [[0.0], np.where(ranks <= (top_k or longest), click_model.propensity(ranks, settings), 0.0)]
+    )
     n_rankers = len(productions)
     share = np.bincount(np.arange(passes) % n_rankers, minlength=n_rankers) / passes
     total = np.zeros(int(queries.offsets[-1]))
@@ -175,27 +240,51 @@ def policy_propensities(queries: Queries, productions: list, model: str, setting
             continue
         if logging_temperature:
             suffix = () if k == 0 else (k,)
-            rho = policy_propensity(production.scores(queries.X), queries.offsets, examination,
-                                    temperature=logging_temperature, rng=stream(seed, "policy", split, *suffix),
-                                    samples=samples)
+            rho = policy_propensity(
+                production.scores(queries.X),
+                queries.offsets,
+                examination,
+                temperature=logging_temperature,
+                rng=stream(seed, "policy", split, *suffix),
+                samples=samples,
+            )
         else:
             rho = examination[presented_rank[k]]
         total += share[k] * rho
     return total
 
 
-def simulated_logs(dataset: Dataset, production, *, passes: int, seed: int = 0, model: str = clickmodels.DEFAULT_MODEL,
-                   settings: Options | dict | None = None, top_k: int | None = None,
-                   logging_temperature: float | None = None) -> dict[str, ClickLog]:
+def simulated_logs(
+    dataset: Dataset,
+    production,
+    *,
+    passes: int,
+    seed: int = 0,
+    model: str = clickmodels.DEFAULT_MODEL,
+    settings: Options | dict | None = None,
+    top_k: int | None = None,
+    logging_temperature: float | None = None,
+) -> dict[str, ClickLog]:
     """The train and vali click logs ``clicks_stage`` would store, without a workspace
     (benchmarks, the Python API)."""
     settings = clickmodels.get(model).parse_settings(settings or {})
     top_k, logging_temperature = _presentation(top_k, logging_temperature)
     productions = production if isinstance(production, (list, tuple)) else [production]
-    return {split: simulate(getattr(dataset, split), getattr(dataset, split).relevant(dataset.relevant_from),
-                            productions, model, settings, passes=passes, seed=seed, split=split, top_k=top_k,
-                            logging_temperature=logging_temperature)[0]
-            for split in ("train", "vali")}
+    return {
+        split: simulate(
+            getattr(dataset, split),
+            getattr(dataset, split).relevant(dataset.relevant_from),
+            productions,
+            model,
+            settings,
+            passes=passes,
+            seed=seed,
+            split=split,
+            top_k=top_k,
+            logging_temperature=logging_temperature,
+        )[0]
+        for split in ("train", "vali")
+    }
 
 
 def click_log_summary(log: ClickLog, relevant: np.ndarray) -> dict:
@@ -218,28 +307,52 @@ class SimulationOptions(Options):
 
     click_model: str = option(clickmodels.DEFAULT_MODEL, "The click model.", choices=clickmodels.models)
     passes: int | None = option(None, "Sessions per query [default: 10 for Yahoo, 100 otherwise].", low=1)
-    rankers: int = option(1, "Logging rankers: the production ranker and K-1 more, each trained on its own 1% "
-                             "sample; pass p is shown by ranker p mod K and its sessions are tagged with it "
-                             "(what intervention harvesting needs).", low=1)
-    top_k: int = option(0, "Display only the first K results of each ranking: documents below cannot be clicked "
-                           "(0: the full list).", low=0)
+    rankers: int = option(
+        1,
+        "Logging rankers: the production ranker and K-1 more, each trained on its own 1% "
+        "sample; pass p is shown by ranker p mod K and its sessions are tagged with it "
+        "(what intervention harvesting needs).",
+        low=1,
+    )
+    top_k: int = option(
+        0,
+        "Display only the first K results of each ranking: documents below cannot be clicked (0: the full list).",
+        low=0,
+    )
     logging_temperature: float = option(
-        0.0, "Show a fresh Plackett-Luce ranking each pass, drawn from softmax(production scores / T) "
-             "(0: the deterministic ranking). With --top-k or a temperature the log also stores the "
-             "policy-aware propensities (--correction policy-aware).", low=0)
+        0.0,
+        "Show a fresh Plackett-Luce ranking each pass, drawn from softmax(production scores / T) "
+        "(0: the deterministic ranking). With --top-k or a temperature the log also stores the "
+        "policy-aware propensities (--correction policy-aware).",
+        low=0,
+    )
     intervention: str | None = option(
-        None, "Log a randomized intervention on the deterministic ranking, drawn afresh every session: "
-              "swap-k trades rank 1 with a rank k drawn uniformly from 1..DEPTH (Joachims et al., "
-              "WSDM 2017); randomize-top-k shuffles ranks 1..DEPTH. The log's ranks are the displayed "
-              "ones; `cltr propensities estimate --method swap` reads them.", choices=("swap-k", "randomize-top-k"))
+        None,
+        "Log a randomized intervention on the deterministic ranking, drawn afresh every session: "
+        "swap-k trades rank 1 with a rank k drawn uniformly from 1..DEPTH (Joachims et al., "
+        "WSDM 2017); randomize-top-k shuffles ranks 1..DEPTH. The log's ranks are the displayed "
+        "ones; `cltr propensities estimate --method swap` reads them.",
+        choices=("swap-k", "randomize-top-k"),
+    )
     intervention_depth: int = option(10, "DEPTH: the ranks an --intervention reaches.", low=2)
 
 
-def clicks_stage(workspace: Workspace, name: str, dataset: Dataset, production, settings: Options | dict, *,
-                 model: str = clickmodels.DEFAULT_MODEL, passes: int, seed: int = 0, top_k: int | None = None,
-                 logging_temperature: float | None = None, intervention: str | None = None,
-                 intervention_depth: int = 10,
-                 progress: Callable[[str, int, int], None] | None = None) -> tuple[Artifact, bool]:
+def clicks_stage(
+    workspace: Workspace,
+    name: str,
+    dataset: Dataset,
+    production,
+    settings: Options | dict,
+    *,
+    model: str = clickmodels.DEFAULT_MODEL,
+    passes: int,
+    seed: int = 0,
+    top_k: int | None = None,
+    logging_temperature: float | None = None,
+    intervention: str | None = None,
+    intervention_depth: int = 10,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> tuple[Artifact, bool]:
     """Clicks on the train and vali splits presented by the production ranker(s).
 
     ``production`` is one artifact or a list (K logging rankers); ``settings`` are the
@@ -257,10 +370,16 @@ def clicks_stage(workspace: Workspace, name: str, dataset: Dataset, production, 
     top_k, logging_temperature = _presentation(top_k, logging_temperature)
     keys = [p.key for p in productions]
     # presentation settings enter the key only when set, so that earlier logs keep theirs
-    config = {"production": keys[0] if len(keys) == 1 else keys, "click_model": model, **settings.to_dict(),
-              "passes": passes, "seed": seed, **({"top_k": top_k} if top_k else {}),
-              **({"logging_temperature": logging_temperature} if logging_temperature else {}),
-              **({"intervention": intervention, "intervention_depth": int(intervention_depth)} if intervention else {})}
+    config = {
+        "production": keys[0] if len(keys) == 1 else keys,
+        "click_model": model,
+        **settings.to_dict(),
+        "passes": passes,
+        "seed": seed,
+        **({"top_k": top_k} if top_k else {}),
+        **({"logging_temperature": logging_temperature} if logging_temperature else {}),
+        **({"intervention": intervention, "intervention_depth": int(intervention_depth)} if intervention else {}),
+    }
     scorers = [scorer_from_arrays(p.arrays) for p in productions]
 
     def compute():
@@ -269,18 +388,39 @@ def clicks_stage(workspace: Workspace, name: str, dataset: Dataset, production, 
             queries = getattr(dataset, split)
             relevant = queries.relevant(dataset.relevant_from)
             report = None if progress is None else (lambda done, split=split: progress(split, done, passes))
-            log, presented_rank, pass_ranker = simulate(queries, relevant, scorers, model, settings, passes=passes,
-                                                        seed=seed, split=split, top_k=top_k,
-                                                        logging_temperature=logging_temperature,
-                                                        intervention=intervention,
-                                                        intervention_depth=intervention_depth, progress=report)
+            log, presented_rank, pass_ranker = simulate(
+                queries,
+                relevant,
+                scorers,
+                model,
+                settings,
+                passes=passes,
+                seed=seed,
+                split=split,
+                top_k=top_k,
+                logging_temperature=logging_temperature,
+                intervention=intervention,
+                intervention_depth=intervention_depth,
+                progress=report,
+            )
             info[split] = click_log_summary(log, relevant)
             rho = None
             if (top_k or logging_temperature) and not intervention:
-                rho = policy_propensities(queries, scorers, model, settings, presented_rank, passes=passes, top_k=top_k,
-                                          logging_temperature=logging_temperature, seed=seed, split=split)
-            splits[split] = SplitClicks(log=log, presented=Presented(rank=presented_rank, pass_ranker=pass_ranker),
-                                        policy_propensity=rho)
+                rho = policy_propensities(
+                    queries,
+                    scorers,
+                    model,
+                    settings,
+                    presented_rank,
+                    passes=passes,
+                    top_k=top_k,
+                    logging_temperature=logging_temperature,
+                    seed=seed,
+                    split=split,
+                )
+            splits[split] = SplitClicks(
+                log=log, presented=Presented(rank=presented_rank, pass_ranker=pass_ranker), policy_propensity=rho
+            )
         info["rankers"] = len(productions)
         if intervention:
             info["intervention"] = {"kind": intervention, "depth": int(intervention_depth)}
@@ -293,18 +433,29 @@ def _presentation(top_k, logging_temperature) -> tuple[int | None, float | None]
     """Validated presentation settings; 0 (or None) means the full list, the deterministic ranking."""
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 0):
         raise ValueError(f"top_k must be a non-negative integer (0: the full list), found {top_k!r}")
-    if logging_temperature is not None and (isinstance(logging_temperature, bool)
-                                            or not isinstance(logging_temperature, (int, float))
-                                            or not 0 <= logging_temperature < float("inf")):
-        raise ValueError(f"logging_temperature must be a finite number >= 0 (0: the deterministic ranking), "
-                         f"found {logging_temperature!r}")
+    if logging_temperature is not None and (
+        isinstance(logging_temperature, bool)
+        or not isinstance(logging_temperature, (int, float))
+        or not 0 <= logging_temperature < float("inf")
+    ):
+        raise ValueError(
+            f"logging_temperature must be a finite number >= 0 (0: the deterministic ranking), "
+            f"found {logging_temperature!r}"
+        )
     return (int(top_k) if top_k else None), (float(logging_temperature) if logging_temperature else None)
 
 
-def click_logs(clicks: Artifact, *, passes: int | None = None, eta_model: float | None = None,
-               propensity: Artifact | None = None, clip: float | None = None,
-               correction: str | None = None, dataset: Dataset | None = None,
-               validation_clip: float | None = None) -> tuple[ClickLog, ClickLog]:
+def click_logs(
+    clicks: Artifact,
+    *,
+    passes: int | None = None,
+    eta_model: float | None = None,
+    propensity: Artifact | None = None,
+    clip: float | None = None,
+    correction: str | None = None,
+    dataset: Dataset | None = None,
+    validation_clip: float | None = None,
+) -> tuple[ClickLog, ClickLog]:
     """The train and vali logs of a clicks artifact as a learner sees them.
 
     Parameters
@@ -336,8 +487,9 @@ def click_logs(clicks: Artifact, *, passes: int | None = None, eta_model: float 
         # told as these clicks are, unclipped (a correction declaring "clip" clips itself); once per split
         if split not in shown:
             assert dataset is not None  # checked above for the corrections that read the rows
-            shown[split] = displayed_rows(clicks, split, dataset, passes=passes, eta_model=eta_model,
-                                          propensity=propensity)
+            shown[split] = displayed_rows(
+                clicks, split, dataset, passes=passes, eta_model=eta_model, propensity=propensity
+            )
         return shown[split]
 
     stored = ClicksArtifact.of(clicks)
@@ -351,8 +503,13 @@ def click_logs(clicks: Artifact, *, passes: int | None = None, eta_model: float 
         if propensity is not None:
             log = log.with_propensity(estimate_from_arrays(propensity.arrays).at(log.rank))
         tau = clip if split == "train" else validation_clip  # never the training clip
-        context = {"queries": getattr(dataset, split, None), "estimate": propensity, "clip": tau, "dataset": dataset,
-                   "displayed": rows_of}
+        context = {
+            "queries": getattr(dataset, split, None),
+            "estimate": propensity,
+            "clip": tau,
+            "dataset": dataset,
+            "displayed": rows_of,
+        }
         log = fix.apply(log, clicks, split, **{k: context[k] for k in fix.context})
         # a correction that takes the clipping applies it its own way (dr: to the expected examination)
         logs.append(as_told(log, None, None if "clip" in fix.context else tau))
@@ -363,8 +520,9 @@ def as_told(log: ClickLog, estimate=None, clip: float | None = None) -> ClickLog
     """The log with an estimate's per-rank propensities instead of its own, then clipped; a
     collapsed estimate is refused (``check_estimate``)."""
     if estimate is not None and estimate.info.get("collapsed"):
-        raise ValueError(f"this {estimate.method} estimate is refused as training weights: "
-                         f"{'; '.join(estimate.info['warnings'])}")
+        raise ValueError(
+            f"this {estimate.method} estimate is refused as training weights: {'; '.join(estimate.info['warnings'])}"
+        )
     if estimate is not None:
         log = log.with_propensity(estimate.at(log.rank))
     return log if clip is None else log.clipped(clip)
@@ -378,14 +536,26 @@ def impressions_of(clicks: Artifact, split: str, dataset: Dataset) -> Impression
     if stored.presented is not None:
         train_log, vali_log = click_logs(clicks)
         log = train_log if split == "train" else vali_log
-        return presented_impressions(stored.presented.rank, stored.presented.pass_ranker, log,
-                                     getattr(dataset, split).offsets, top_k=clicks.config.get("top_k"))
+        return presented_impressions(
+            stored.presented.rank,
+            stored.presented.pass_ranker,
+            log,
+            getattr(dataset, split).offsets,
+            top_k=clicks.config.get("top_k"),
+        )
     return stored.logged_rows(split).impressions()
 
 
-def displayed_rows(clicks: Artifact, split: str, dataset: Dataset, *, passes: int | None = None,
-                   eta_model: float | None = None, propensity: Artifact | None = None,
-                   clip: float | None = None) -> Displayed:
+def displayed_rows(
+    clicks: Artifact,
+    split: str,
+    dataset: Dataset,
+    *,
+    passes: int | None = None,
+    eta_model: float | None = None,
+    propensity: Artifact | None = None,
+    clip: float | None = None,
+) -> Displayed:
     """Every displayed document of every session of one split (simulated or imported), its
     propensities told as ``click_logs`` tells the clicks' (a prefix of passes, a
     misspecified eta, an estimate, clipped)."""
@@ -396,11 +566,13 @@ def displayed_rows(clicks: Artifact, split: str, dataset: Dataset, *, passes: in
         log = click_logs(clicks, passes=passes)[0 if split == "train" else 1]
         click_model = clickmodels.get(clicks.config.get("click_model", clickmodels.DEFAULT_MODEL))
         settings = click_model.parse_settings(
-            {f.name: clicks.config[f.name] for f in click_model.settings.option_fields() if f.name in clicks.config})
+            {f.name: clicks.config[f.name] for f in click_model.settings.option_fields() if f.name in clicks.config}
+        )
         rank_propensity = click_model.propensity
         of_rank = None if rank_propensity is None else (lambda rank: rank_propensity(rank, settings))
-        columns = simulated_rows(log, stored.presented.rank, stored.presented.pass_ranker, queries, of_rank,
-                                 top_k=clicks.config.get("top_k"))
+        columns = simulated_rows(
+            log, stored.presented.rank, stored.presented.pass_ranker, queries, of_rank, top_k=clicks.config.get("top_k")
+        )
         query = columns["session"] % queries.n_queries
         doc = columns["doc"] + offsets[query]
         told = columns.get("propensity", np.full(len(doc), np.nan))
@@ -413,17 +585,24 @@ def displayed_rows(clicks: Artifact, split: str, dataset: Dataset, *, passes: in
         if passes is not None:
             session_pass, _ = rows.session_passes(queries.n_queries)
             keep = session_pass[rows.session] < passes
-        session, query, doc, rank, click, told, ranker = (rows.session[keep], rows.query[keep], rows.doc[keep],
-                                                          rows.rank[keep], rows.click[keep], rows.propensity[keep],
-                                                          rows.ranker[keep])
+        session, query, doc, rank, click, told, ranker = (
+            rows.session[keep],
+            rows.query[keep],
+            rows.doc[keep],
+            rows.rank[keep],
+            rows.click[keep],
+            rows.propensity[keep],
+            rows.ranker[keep],
+        )
     if eta_model is not None:
         told = position_propensity(rank, eta_model)
     if propensity is not None:
         told = estimate_from_arrays(propensity.arrays).at(rank)
     if clip is not None:
         told = np.maximum(told, clip)
-    return Displayed.from_columns(session=session, query=query, doc=doc, rank=rank, click=click, propensity=told,
-                                  ranker=ranker)
+    return Displayed.from_columns(
+        session=session, query=query, doc=doc, rank=rank, click=click, propensity=told, ranker=ranker
+    )
 
 
 def clicked_only(clicks: Artifact, split: str) -> bool:
@@ -432,10 +611,12 @@ def clicked_only(clicks: Artifact, split: str) -> bool:
     return ClicksArtifact.of(clicks).split(split).clicked_only
 
 
-CLICKED_ONLY = ("it holds clicked rows only (every row has click 1), no impressions of the documents shown and not "
-                "clicked: propensities cannot be estimated from it, and doubly robust estimators and per-session "
-                "baselines cannot use it; training weights its clicks by the log's own propensity column (without one, "
-                "nothing can weight them)")
+CLICKED_ONLY = (
+    "it holds clicked rows only (every row has click 1), no impressions of the documents shown and not "
+    "clicked: propensities cannot be estimated from it, and doubly robust estimators and per-session "
+    "baselines cannot use it; training weights its clicks by the log's own propensity column (without one, "
+    "nothing can weight them)"
+)
 
 
 def estimate_to_arrays(estimate) -> dict[str, np.ndarray]:
@@ -445,6 +626,12 @@ def estimate_to_arrays(estimate) -> dict[str, np.ndarray]:
 def estimate_from_arrays(arrays):
     from cltr.core.propensity import PropensityEstimate
 
-    return PropensityEstimate(rank=np.asarray(arrays["rank"]), propensity=np.asarray(arrays["propensity"]),
-                              low=np.asarray(arrays["low"]), high=np.asarray(arrays["high"]), level=float("nan"),
-                              method="stored", info={})
+    return PropensityEstimate(
+        rank=np.asarray(arrays["rank"]),
+        propensity=np.asarray(arrays["propensity"]),
+        low=np.asarray(arrays["low"]),
+        high=np.asarray(arrays["high"]),
+        level=float("nan"),
+        method="stored",
+        info={},
+    )

@@ -31,12 +31,17 @@ from cltr.pipeline.workspace import Artifact, Workspace
 class EvaluateOptions(Options):
     """What ``cltr evaluate`` evaluates besides a trained model."""
 
-    production: bool = option(False, "Evaluate the production ranker (the last produced) instead of a trained "
-                                      "model.", negatable=False)
+    production: bool = option(
+        False, "Evaluate the production ranker (the last produced) instead of a trained model.", negatable=False
+    )
     run_file: str | None = option(
-        None, "Evaluate an outside model instead: a TREC run (qid Q0 docid rank score run, docids as "
-              "`cltr score --trec` writes them) or one score per line in the split's document order (as "
-              "`cltr score --out` writes), ranked by score with cltr's tie-breaks.", path="file", flag="--run")
+        None,
+        "Evaluate an outside model instead: a TREC run (qid Q0 docid rank score run, docids as "
+        "`cltr score --trec` writes them) or one score per line in the split's document order (as "
+        "`cltr score --out` writes), ranked by score with cltr's tie-breaks.",
+        path="file",
+        flag="--run",
+    )
     split: str | None = option(None, "The split --run scores [default: test].", choices=("test", "vali", "train"))
 
 
@@ -53,8 +58,9 @@ def _clip_text(text: str) -> str:
 
 
 def _correction_help(applicable) -> str:
-    return ("How the clicks are weighted, in training and in the SNIPS selection: "
-            + "; ".join(f"{c.name}: {c.summary}" for c in applicable))
+    return "How the clicks are weighted, in training and in the SNIPS selection: " + "; ".join(
+        f"{c.name}: {c.summary}" for c in applicable
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,33 +71,54 @@ class TrainOptions(Options):
     apply to one method."""
 
     propensities: str | None = option(
-        None, "Propensities to divide by (training and the SNIPS selection): the log's own, the current estimate "
-              "of this log (`cltr propensities estimate`), or a propensities artifact's key [default: the log's "
-              "own where it has them, else estimated].", metavar="logged|estimated|KEY")
+        None,
+        "Propensities to divide by (training and the SNIPS selection): the log's own, the current estimate "
+        "of this log (`cltr propensities estimate`), or a propensities artifact's key [default: the log's "
+        "own where it has them, else estimated].",
+        metavar="logged|estimated|KEY",
+    )
     clip: str = option(
-        "auto", "Raise the training propensities below TAU to TAU (Joachims et al. 2017); the SNIPS selection "
-                "reads the validation clicks unclipped, so every TAU is judged alike. auto: no clipping where the "
-                f"weights' effective sample size is at least {ESS_FRACTION:.0%} of the clicks, else TAU chosen on "
-                f"validation over none, {', '.join(f'{t:g}' for t in CLIP_GRID)}.",
-        parse=_clip_text, metavar="auto|none|TAU")
-    correction: str = option(corrections.DEFAULT_CORRECTION,
-                             lambda: _correction_help(corrections.corrections().values()),
-                             choices=corrections.corrections)
+        "auto",
+        "Raise the training propensities below TAU to TAU (Joachims et al. 2017); the SNIPS selection "
+        "reads the validation clicks unclipped, so every TAU is judged alike. auto: no clipping where the "
+        f"weights' effective sample size is at least {ESS_FRACTION:.0%} of the clicks, else TAU chosen on "
+        f"validation over none, {', '.join(f'{t:g}' for t in CLIP_GRID)}.",
+        parse=_clip_text,
+        metavar="auto|none|TAU",
+    )
+    correction: str = option(
+        corrections.DEFAULT_CORRECTION,
+        lambda: _correction_help(corrections.corrections().values()),
+        choices=corrections.corrections,
+    )
 
     @classmethod
     def for_method(cls, method: str) -> type[TrainOptions]:
         """The options of ``cltr train METHOD``: ``correction`` offers the corrections that
         apply to ``method``."""
         applicable = [c for c in corrections.corrections().values() if c.methods is None or method in c.methods]
-        return cls.narrowed(f"TrainOptions[{method}]", correction={
-            "choices": tuple(c.name for c in applicable), "help": _correction_help(applicable)})
+        return cls.narrowed(
+            f"TrainOptions[{method}]",
+            correction={"choices": tuple(c.name for c in applicable), "help": _correction_help(applicable)},
+        )
 
 
-def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artifact, method: str,
-                options: dict | Options | None, *, seed: int = 0, passes: int | None = None,
-                eta_model: float | None = None, propensity: Artifact | None = None,
-                clip: str | float | None = "auto", correction: str | None = None,
-                progress: Callable | None = None) -> tuple[Artifact, bool]:
+def model_stage(
+    workspace: Workspace,
+    name: str,
+    dataset: Dataset,
+    clicks: Artifact,
+    method: str,
+    options: dict | Options | None,
+    *,
+    seed: int = 0,
+    passes: int | None = None,
+    eta_model: float | None = None,
+    propensity: Artifact | None = None,
+    clip: str | float | None = "auto",
+    correction: str | None = None,
+    progress: Callable | None = None,
+) -> tuple[Artifact, bool]:
     """``method`` trained on the clicks as ``click_logs`` presents them (a prefix of
     passes, other propensities, a correction); ``progress`` receives the method's
     progress dicts.
@@ -110,9 +137,17 @@ def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artif
         raise ValueError(f"correction {fix.name!r} applies to {', '.join(fix.methods)}, not {method!r}")
     # only what differs from the whole log as logged enters the key
     correction = None if fix.name == corrections.DEFAULT_CORRECTION else fix.name
-    subset = {k: v for k, v in {"passes": passes, "eta_model": eta_model, "train_clip": clip, "correction": correction,
-                                "propensities": None if propensity is None else propensity.key}.items()
-              if v is not None}
+    subset = {
+        k: v
+        for k, v in {
+            "passes": passes,
+            "eta_model": eta_model,
+            "train_clip": clip,
+            "correction": correction,
+            "propensities": None if propensity is None else propensity.key,
+        }.items()
+        if v is not None
+    }
     # the clicks as told, before any correction or clipping: what TAU_v and the clip search read
     plain, plain_vali = click_logs(clicks, passes=passes, eta_model=eta_model, propensity=propensity)
     if isinstance(clip, float) and correction is None and len(plain) and clip <= float(np.min(plain.propensity)):
@@ -132,13 +167,13 @@ def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artif
     config = {"clicks": clicks.key, "method": method, "options": recorded, "seed": seed, **subset}
     only = [split for split in ("train", "vali") if clicked_only(clicks, split)]
     if only:
-        logging.getLogger(__name__).warning(f"the {' and '.join(only)} log{'s' if len(only) > 1 else ''} of click "
-                                            f"log {clicks.key}: {CLICKED_ONLY}")
+        logging.getLogger(__name__).warning(
+            f"the {' and '.join(only)} log{'s' if len(only) > 1 else ''} of click log {clicks.key}: {CLICKED_ONLY}"
+        )
 
     def compute():
         told = {"passes": passes, "eta_model": eta_model, "propensity": propensity}
-        train_log, vali_log = click_logs(clicks, **told, correction=correction, dataset=dataset,
-                                         validation_clip=tau_v)
+        train_log, vali_log = click_logs(clicks, **told, correction=correction, dataset=dataset, validation_clip=tau_v)
 
         def rows(split):
             return displayed_rows(clicks, split, dataset, **told)
@@ -146,8 +181,9 @@ def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artif
         def train_log_at(tau):  # a correction that clips its own way is applied again
             return click_logs(clicks, **told, clip=tau, correction=correction, dataset=dataset)[0]
 
-        data = TrainingData(dataset, train_log, vali_log, seed, rows=rows,
-                            train_log_at=train_log_at if "clip" in fix.context else None)
+        data = TrainingData(
+            dataset, train_log, vali_log, seed, rows=rows, train_log_at=train_log_at if "clip" in fix.context else None
+        )
         scorer, info = methods.train(method, data, options, progress=progress, clip=clip)
         if train_log.weight is None:
             info["train_clicks"] = len(train_log)
@@ -162,8 +198,9 @@ def model_stage(workspace: Workspace, name: str, dataset: Dataset, clicks: Artif
     return workspace.cached(name, "models", config, compute)
 
 
-def evaluation_stage(workspace: Workspace, name: str, dataset: Dataset, model: Artifact, clicks: Artifact, *,
-                     seed: int = 0) -> tuple[Artifact, bool]:
+def evaluation_stage(
+    workspace: Workspace, name: str, dataset: Dataset, model: Artifact, clicks: Artifact, *, seed: int = 0
+) -> tuple[Artifact, bool]:
     """Test Avg DCG, Avg Rank, nDCG@10 (both averages) of a model, and its SNIPS Avg DCG on
     validation clicks, in the dataset's convention."""
     # "ndcg": evaluations stored before it meant the relevant-queries average by "ndcg@10"
@@ -171,18 +208,29 @@ def evaluation_stage(workspace: Workspace, name: str, dataset: Dataset, model: A
 
     def compute():
         scorer = scorer_from_arrays(model.arrays)
-        info = evaluate(scorer, dataset.test, dataset.test.relevant(dataset.relevant_from),
-                        rng=stream(seed, "evaluate"), dcg_base=dataset.dcg_base)
+        info = evaluate(
+            scorer,
+            dataset.test,
+            dataset.test.relevant(dataset.relevant_from),
+            rng=stream(seed, "evaluate"),
+            dcg_base=dataset.dcg_base,
+        )
         propensity = None
         if model.config.get("propensities") is not None:
             propensity = workspace.load(name, "propensities", model.config["propensities"])
         # the validation log as the model's selection saw it, whatever the model was trained with
-        _, vali_log = click_logs(clicks, passes=model.config.get("passes"), eta_model=model.config.get("eta_model"),
-                                 propensity=propensity, correction=model.config.get("correction"), dataset=dataset,
-                                 validation_clip=model.info.get("validation_clip"))
-        info["validation_snips_avg_dcg"] = validation_estimate(scorer, dataset.vali, vali_log,
-                                                               rng=stream(seed, "selection"),
-                                                               dcg_base=dataset.dcg_base)
+        _, vali_log = click_logs(
+            clicks,
+            passes=model.config.get("passes"),
+            eta_model=model.config.get("eta_model"),
+            propensity=propensity,
+            correction=model.config.get("correction"),
+            dataset=dataset,
+            validation_clip=model.info.get("validation_clip"),
+        )
+        info["validation_snips_avg_dcg"] = validation_estimate(
+            scorer, dataset.vali, vali_log, rng=stream(seed, "selection"), dcg_base=dataset.dcg_base
+        )
         info["method"] = model.config["method"]
         return {}, info
 
@@ -198,5 +246,10 @@ def production_test_metrics(production: Artifact, dataset: Dataset) -> dict:
     test = production.info["test"]
     if "ndcg@10_relevant_queries" in test:
         return test
-    return evaluate(scorer_from_arrays(production.arrays), dataset.test, dataset.test.relevant(dataset.relevant_from),
-                    rng=stream(production.config["seed"], "evaluate"), dcg_base=dataset.dcg_base)
+    return evaluate(
+        scorer_from_arrays(production.arrays),
+        dataset.test,
+        dataset.test.relevant(dataset.relevant_from),
+        rng=stream(production.config["seed"], "evaluate"),
+        dcg_base=dataset.dcg_base,
+    )
