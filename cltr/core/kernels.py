@@ -59,7 +59,7 @@ _KERNELS: SimpleNamespace | bool | None = None  # None: not tried yet; False: nu
 
 
 def enabled() -> bool:
-    """Whether the compiled kernels serve ``objectives``: numba importable and ``CLTR_NO_NUMBA`` unset.
+    """Whether the compiled kernels serve ``objectives`` and the solver: numba importable, ``CLTR_NO_NUMBA`` unset.
 
     Returns
     -------
