@@ -1,7 +1,16 @@
 """Mutation testing: how many deliberate small bugs in a module do its fast tests catch?
 
     python bench/mutation.py cltr/core/statistics.py [MODULE ...] [--config bench/mutation.toml]
-                             [--sample N] [--seed S] [--lines L1,L2] [--list] [--json FILE]
+                             [--sample N] [--seed S] [--lines L1,L2] [--shard K/N] [--list] [--json FILE]
+    python bench/mutation.py MODULE [MODULE ...] --jobs 16 --out DIR [--per-shard 25]
+    python bench/mutation.py --report FILE.json [FILE.json ...]
+
+``--shard K/N`` runs every N-th mutant from the K-th (0-based), so that N processes on N cores
+share a module; ``--json`` is rewritten after every mutant, so an interrupted run keeps what it
+ran; ``--jobs J --out DIR`` cuts every module named into shards of about ``--per-shard``
+mutants and runs them J at a time, in the order the modules are named, each shard's outcomes in
+DIR/<module>-<k>-of-<n>.json and its output beside it in .log; ``--report`` merges such files (a mutant found in several counts once, the last file
+winning) into a kill rate per module and in all.
 
 A mutant is the module with one small change, the kind a slip of the keyboard makes:
 
@@ -270,7 +279,9 @@ def mutated_source(mutant: Mutant, source: str | None = None) -> str:
 # what every mutant's test run sees: one BLAS thread (and so no OpenBLAS thread pool to be forked),
 # no bytecode written, hypothesis without shrinking (tests/core/test_properties.py)
 _ENVIRONMENT = {"OPENBLAS_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1", "CLTR_NO_SHRINK": "1"}
-_PYTEST = ["-x", "-q", "-p", "no:cacheprovider"]
+# the suite's addopts replaced: its `-n auto` would run the tests in xdist workers, fresh
+# interpreters that import the checkout's module rather than the mutant
+_PYTEST = ["-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "-m", "not slow"]
 
 
 class SubprocessRunner:
@@ -491,7 +502,7 @@ RUNNERS = {"fork": ForkRunner, "subprocess": SubprocessRunner}
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("modules", nargs="+", help="modules to mutate, as paths from the repository root")
+    parser.add_argument("modules", nargs="*", help="modules to mutate, as paths from the repository root")
     parser.add_argument("--config", default=str(ROOT / "bench" / "mutation.toml"))
     parser.add_argument("--sample", type=int, default=None, help="run a seeded random sample of this many mutants")
     parser.add_argument("--seed", type=int, default=0)
@@ -506,8 +517,31 @@ def main(argv=None) -> int:
         help="fork: each mutant's tests in a child of a warm interpreter (the default, "
         "several times faster); subprocess: a fresh pytest per mutant on a copy of the tree",
     )
-    parser.add_argument("--json", default=None, help="write every mutant's outcome to this file")
+    parser.add_argument(
+        "--shard",
+        default=None,
+        type=_shard,
+        help="K/N: only every N-th mutant from the K-th (0-based), to share a module among N processes",
+    )
+    parser.add_argument(
+        "--json", default=None, help="write every mutant's outcome to this file (rewritten after each mutant)"
+    )
+    parser.add_argument(
+        "--report", nargs="+", default=None, metavar="FILE", help="merge the outcomes of --json files and print kill rates"
+    )
+    parser.add_argument("--jobs", type=int, default=None, help="run the modules' shards this many at a time")
+    parser.add_argument("--out", default=None, help="with --jobs: the folder of the shards' outcomes and logs")
+    parser.add_argument("--per-shard", type=int, default=25, help="with --jobs: about this many mutants a shard")
     args = parser.parse_args(argv)
+    if args.jobs is not None:
+        if args.out is None or not args.modules:
+            parser.error("--jobs needs modules and --out DIR")
+        return run_parallel(args.modules, args.jobs, Path(args.out), args.per_shard, args.config)
+    if args.report is not None:
+        print(report(args.report))
+        return 0
+    if not args.modules:
+        parser.error("name at least one module (or --report FILE ...)")
     config = tomllib.loads(Path(args.config).read_text())
     for module in args.modules:
         if module not in config["modules"]:
@@ -523,6 +557,9 @@ def main(argv=None) -> int:
             mutants = [m for m in mutants if m.line in lines]
         if args.sample is not None and args.sample < len(mutants):
             mutants = sorted(random.Random(args.seed).sample(mutants, args.sample), key=lambda m: (m.index, m.variant))
+        if args.shard is not None:
+            k, n = args.shard
+            mutants = mutants[k::n]
         if args.list:
             for m in mutants:
                 print(f"{module}:{m.line}: {m.description}")
@@ -557,6 +594,8 @@ def main(argv=None) -> int:
                         "equivalent": reason,
                     }
                 )
+                if args.json:
+                    _write_json(Path(args.json), results)
                 mark = {"failed": "killed", "timeout": "killed (timeout)", "passed": "SURVIVED"}[outcome]
                 if reason is not None:
                     mark = "survived, equivalent"
@@ -590,8 +629,92 @@ def main(argv=None) -> int:
             for r in survivors:
                 print(f"  {r['module']}:{r['line']}: {r['description']}    {r['code']}")
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
+        _write_json(Path(args.json), results)
     return 1 if failures else 0
+
+
+def run_parallel(modules: list[str], jobs: int, out: Path, per_shard: int, config: str) -> int:
+    """Every module's mutants in shards, ``jobs`` processes at a time; then the merged report."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    out.mkdir(parents=True, exist_ok=True)
+    work = []
+    for module in modules:
+        count = len(find_mutants(module, tomllib.loads(Path(config).read_text())["modules"][module].get("functions")))
+        shards = max(1, -(-count // per_shard))
+        stem = module.replace("/", "-").removesuffix(".py")
+        work += [(module, k, shards, out / f"{stem}-{k}-of-{shards}") for k in range(shards)]
+    print(f"{len(work)} shards of {len(modules)} modules, {jobs} at a time", flush=True)
+    started = time.perf_counter()
+
+    def one(module: str, k: int, shards: int, stem: Path) -> int:
+        command = [sys.executable, __file__, module, "--shard", f"{k}/{shards}", "--json", f"{stem}.json"]
+        with open(f"{stem}.log", "w") as log:
+            return subprocess.run([*command, "--config", config], stdout=log, stderr=subprocess.STDOUT).returncode
+
+    failed = 0
+    with ThreadPoolExecutor(jobs) as pool:
+        futures = {pool.submit(one, *item): item for item in work}
+        for done, future in enumerate(as_completed(futures), 1):
+            module, k, shards, _ = futures[future]
+            status = future.result()
+            failed += status != 0
+            print(
+                f"[{done}/{len(work)}] {module} shard {k}/{shards}: "
+                f"{'done' if status == 0 else f'exit {status}'} ({time.perf_counter() - started:.0f} s)",
+                flush=True,
+            )
+    print(report([str(path) for path in sorted(out.glob("*.json"))]))
+    return 1 if failed else 0
+
+
+def _shard(text: str) -> tuple[int, int]:
+    try:
+        k, n = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected K/N such as 0/4, got {text!r}") from None
+    if not 0 <= k < n:
+        raise argparse.ArgumentTypeError(f"expected 0 <= K < N, got {text!r}")
+    return k, n
+
+
+def _write_json(path: Path, results: list[dict]) -> None:
+    """Atomically, so that a run stopped mid-write leaves the previous mutant's file."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(results, indent=1))
+    partial.replace(path)
+
+
+def report(paths: list[str]) -> str:
+    """Kill rates per module and in all over --json files (one mutant: module, index, variant)."""
+    outcomes: dict[tuple[str, int, int], dict] = {}
+    for path in paths:
+        for r in json.loads(Path(path).read_text()):
+            outcomes[(r["module"], r["index"], r["variant"])] = r
+    rows = ["| module | mutants run | killed | equivalent | survivors | rate |", "|---|---|---|---|---|---|"]
+    totals = [0, 0, 0]
+    for module in sorted({key[0] for key in outcomes}):
+        results = [r for key, r in outcomes.items() if key[0] == module]
+        killed = sum(r["outcome"] != "passed" for r in results)
+        equivalent = sum(r["outcome"] == "passed" and r["equivalent"] is not None for r in results)
+        counted = len(results) - equivalent
+        totals = [totals[0] + len(results), totals[1] + killed, totals[2] + equivalent]
+        rows.append(
+            f"| `{module}` | {len(results)} | {killed} | {equivalent} | {counted - killed} | "
+            f"{killed}/{counted} ({100.0 * killed / max(1, counted):.1f}%) |"
+        )
+    run, killed, equivalent = totals
+    rows.append(
+        f"| all | {run} | {killed} | {equivalent} | {run - equivalent - killed} | "
+        f"{killed}/{run - equivalent} ({100.0 * killed / max(1, run - equivalent):.1f}%) |"
+    )
+    survivors = sorted(
+        (r for r in outcomes.values() if r["outcome"] == "passed" and r["equivalent"] is None),
+        key=lambda r: (r["module"], r["line"]),
+    )
+    lines = [*rows, "", f"survivors ({len(survivors)}):"]
+    lines += [f"  {r['module']}:{r['line']}: {r['description']}    {r['code']}" for r in survivors]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
