@@ -9,8 +9,9 @@
 share a module; ``--json`` is rewritten after every mutant, so an interrupted run keeps what it
 ran; ``--jobs J --out DIR`` cuts every module named into shards of about ``--per-shard``
 mutants and runs them J at a time, in the order the modules are named, each shard's outcomes in
-DIR/<module>-<k>-of-<n>.json and its output beside it in .log; ``--report`` merges such files (a mutant found in several counts once, the last file
-winning) into a kill rate per module and in all.
+DIR/<module>-<k>-of-<n>.json and its output beside it in .log; ``--report`` merges such files
+(a mutant found in several counts once, the last file winning) into a kill rate per module and
+in all.
 
 A mutant is the module with one small change, the kind a slip of the keyboard makes:
 
@@ -527,7 +528,7 @@ def main(argv=None) -> int:
         "--json", default=None, help="write every mutant's outcome to this file (rewritten after each mutant)"
     )
     parser.add_argument(
-        "--report", nargs="+", default=None, metavar="FILE", help="merge the outcomes of --json files and print kill rates"
+        "--report", nargs="+", default=None, metavar="FILE", help="merge --json files' outcomes into kill rates"
     )
     parser.add_argument("--jobs", type=int, default=None, help="run the modules' shards this many at a time")
     parser.add_argument("--out", default=None, help="with --jobs: the folder of the shards' outcomes and logs")
