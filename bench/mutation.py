@@ -7,9 +7,10 @@
 
 ``--shard K/N`` runs every N-th mutant from the K-th (0-based), so that N processes on N cores
 share a module; ``--json`` is rewritten after every mutant, so an interrupted run keeps what it
-ran; ``--jobs J --out DIR`` cuts every module named into shards of about ``--per-shard``
-mutants and runs them J at a time, in the order the modules are named, each shard's outcomes in
-DIR/<module>-<k>-of-<n>.json and its output beside it in .log; ``--report`` merges such files
+ran and ``--resume`` runs only the rest; ``--jobs J --out DIR`` cuts every module named into
+shards of about ``--per-shard`` mutants and runs them J at a time, in the order the modules are
+named, each shard's outcomes in DIR/<module>-<k>-of-<n>.json and its output beside it in .log
+(``--resume`` passed on to each shard); ``--report`` merges such files
 (a mutant found in several counts once, the last file winning) into a kill rate per module and
 in all.
 
@@ -530,6 +531,9 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--report", nargs="+", default=None, metavar="FILE", help="merge --json files' outcomes into kill rates"
     )
+    parser.add_argument(
+        "--resume", action="store_true", help="keep the outcomes already in --json (or --out's files), run the rest"
+    )
     parser.add_argument("--jobs", type=int, default=None, help="run the modules' shards this many at a time")
     parser.add_argument("--out", default=None, help="with --jobs: the folder of the shards' outcomes and logs")
     parser.add_argument("--per-shard", type=int, default=25, help="with --jobs: about this many mutants a shard")
@@ -537,7 +541,7 @@ def main(argv=None) -> int:
     if args.jobs is not None:
         if args.out is None or not args.modules:
             parser.error("--jobs needs modules and --out DIR")
-        return run_parallel(args.modules, args.jobs, Path(args.out), args.per_shard, args.config)
+        return run_parallel(args.modules, args.jobs, Path(args.out), args.per_shard, args.config, args.resume)
     if args.report is not None:
         print(report(args.report))
         return 0
@@ -548,6 +552,9 @@ def main(argv=None) -> int:
         if module not in config["modules"]:
             parser.error(f"{module} has no entry in {args.config}; known: {', '.join(config['modules'])}")
     results, failures = [], 0
+    previous = {}
+    if args.resume and args.json and Path(args.json).exists():
+        previous = {(r["module"], r["index"], r["variant"]): r for r in json.loads(Path(args.json).read_text())}
     started = time.perf_counter()
     for module in args.modules:
         entry = config["modules"][module]
@@ -561,6 +568,17 @@ def main(argv=None) -> int:
         if args.shard is not None:
             k, n = args.shard
             mutants = mutants[k::n]
+        if previous:
+            done = [previous[key] for m in mutants if (key := (module, m.index, m.variant)) in previous]
+            lines = source.splitlines()
+            for r in done:
+                if lines[r["line"] - 1].strip() != r["code"]:
+                    parser.error(f"{module} changed since {args.json} was written (line {r['line']}); drop --resume")
+            results += done
+            mutants = [m for m in mutants if (module, m.index, m.variant) not in previous]
+            print(f"{module}: {len(done)} mutants' outcomes kept from {args.json}", flush=True)
+            if not mutants:
+                continue
         if args.list:
             for m in mutants:
                 print(f"{module}:{m.line}: {m.description}")
@@ -634,7 +652,7 @@ def main(argv=None) -> int:
     return 1 if failures else 0
 
 
-def run_parallel(modules: list[str], jobs: int, out: Path, per_shard: int, config: str) -> int:
+def run_parallel(modules: list[str], jobs: int, out: Path, per_shard: int, config: str, resume: bool) -> int:
     """Every module's mutants in shards, ``jobs`` processes at a time; then the merged report."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
@@ -650,6 +668,7 @@ def run_parallel(modules: list[str], jobs: int, out: Path, per_shard: int, confi
 
     def one(module: str, k: int, shards: int, stem: Path) -> int:
         command = [sys.executable, __file__, module, "--shard", f"{k}/{shards}", "--json", f"{stem}.json"]
+        command += ["--resume"] if resume else []
         with open(f"{stem}.log", "w") as log:
             return subprocess.run([*command, "--config", config], stdout=log, stderr=subprocess.STDOUT).returncode
 
