@@ -9,12 +9,14 @@ import pytest
 
 from cltr.core.clicks import (
     ClickLog,
+    Clicks,
     Displayed,
     Impressions,
     aggregate_impressions,
     draw_sessions,
     effective_sample_size,
     presented_impressions,
+    simulate_clicks,
 )
 
 
@@ -195,3 +197,121 @@ def test_draw_sessions_draws_each_pass_once_in_chunks():
     assert chunks == [3, 3, 1]
     # a single pass is allowed (kills `passes < 1` -> `<= 1`)
     assert draw_sessions(draw, passes=1, draws_per_pass=3, chunk_impressions=6)[0].tolist() == [0]
+
+
+def test_clicks_hold_int64_indices_and_float_costs_and_are_frozen():
+    # kills the removed `object.__setattr__(self, "query"/"doc"/"cost", np.asarray(...))`
+    # (lists kept as lists), `cost is not None` -> `is None` (no cost stays None, not NaN) and
+    # `@dataclass(frozen=True)` -> False on Clicks
+    clicks = Clicks([0, 1], [2, 3], [1, 4])
+    assert clicks.query.dtype == np.int64 and clicks.doc.dtype == np.int64 and clicks.cost.dtype == np.float64
+    assert Clicks([0], [1]).cost is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        clicks.cost = None
+
+
+def test_clicks_from_propensity_cost_one_over_q_and_refuse_bad_propensities():
+    # kills `1.0 / propensity` -> `2.0 /` and `* propensity`
+    np.testing.assert_array_equal(Clicks.from_propensity([0, 1], [2, 3], [0.5, 0.25]).cost, [2.0, 4.0])
+    # kills `propensity.shape != query.shape` -> `==` and its removed raise
+    with pytest.raises(ValueError, match=r"one entry per example, shape \(2,\), got \(3,\)"):
+        Clicks.from_propensity([0, 1], [2, 3], [1.0, 1.0, 1.0])
+    # a propensity of 1 (kills `> 0` -> `> 1`) and one just above 0 are fine; 0, inf and NaN
+    # are not (kills `> 0` -> `>= 0`, `&` -> `|`, the removed raise); the first bad one is
+    # named (kills `[0]` -> `[1]`, which names the second, or fails to index with one)
+    assert len(Clicks.from_propensity([0, 0], [0, 1], [1.0, 1e-300])) == 2
+    for bad, shown in [(0.0, "0.0"), (np.inf, "inf"), (np.nan, "nan")]:
+        with pytest.raises(ValueError, match=f"example 1: propensity must be finite and > 0, got .*{shown}"):
+            Clicks.from_propensity([0, 0, 0], [0, 1, 2], [0.5, bad, 0.0])
+    # (`~` dropped refuses every good propensity)
+    with pytest.raises(ValueError, match="example 0"):
+        Clicks.from_propensity([0], [0], [-1.0])
+
+
+def test_take_keeps_or_leaves_out_the_cost():
+    # kills `None if self.cost is None` -> `is not None`
+    clicks = Clicks([0, 1, 2], [3, 4, 5], [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(clicks.take(np.array([2, 0])).cost, [3.0, 1.0])
+    assert Clicks([0, 1], [3, 4]).take(slice(1, None)).cost is None
+
+
+def test_click_log_sessions_and_refusals():
+    log = _log()
+    with pytest.raises(dataclasses.FrozenInstanceError):  # kills frozen=True -> False on ClickLog
+        log.n_passes = 1
+    # every query once a pass (kills `sessions_per_query is None` -> `is not None`)
+    np.testing.assert_array_equal(log.query_sessions, [2, 2])
+    # pass * n_queries + query, by hand (kills `+` -> `-` and `*` -> `/`)
+    np.testing.assert_array_equal(log.session, [0, 1, 2])
+    imported = dataclasses.replace(log, sessions_per_query=np.array([2, 1]))
+    np.testing.assert_array_equal(imported.query_sessions, [2, 1])
+    # the sessions per query survive the round trip (kills `is not None` -> `is` in arrays())
+    np.testing.assert_array_equal(ClickLog.from_arrays(imported.arrays()).sessions_per_query, [2, 1])
+    # a weighted log cannot be cut into passes or told other propensities (kills both removed raises)
+    weighted = _log(weight=np.ones(3))
+    with pytest.raises(ValueError, match="take the first passes before the correction"):
+        weighted.first_passes(1)
+    with pytest.raises(ValueError, match="change the propensities before the correction"):
+        weighted.with_propensity(np.ones(3))
+    # tau = 1 clips every propensity to 1 (kills `tau <= 1` -> `< 1`); tau above 1 is refused
+    # (kills `<= 1` -> `<= 2`)
+    np.testing.assert_array_equal(log.clipped(1.0).propensity, [1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match=r"must lie in \(0, 1\], found 1.5"):
+        log.clipped(1.5)
+
+
+def test_rankers_of_an_impression_table():
+    # rankers 0 and 2 used: three rankers; none for an empty table (kills `max() + 1` -> `- 1`
+    # / `+ 2` and `else 0` -> `else 1`)
+    def table(ranker):
+        ranker = np.asarray(ranker, dtype=np.int64)
+        return Impressions(ranker, ranker, ranker, ranker, ranker, ranker)
+
+    assert table([0, 2]).n_rankers == 3 and table([]).n_rankers == 0
+
+
+def test_no_rows_aggregate_to_an_empty_table():
+    # kills `np.zeros(0, ...)` -> `np.zeros(1, ...)` in aggregate_impressions' empty table
+    table = aggregate_impressions([], [], [], [], [])
+    assert _rows(table) == [] and len(table.impressions) == 0
+
+
+def test_a_click_of_probability_p_happens_exactly_below_p():
+    # a uniform u in [0, 1) is below p with probability p exactly; `u <= p` adds the chance
+    # that u equals p. Kills `rng.random(...) < threshold` -> `<=`: p is set to the first
+    # uniform the seeded generator draws, which then must not click
+    u = np.random.default_rng(0).random()
+    log = simulate_clicks(
+        np.array([1]), np.array([u]), np.ones(1), np.array([0, 1]), passes=1, rng=np.random.default_rng(0)
+    )
+    assert len(log) == 0
+    assert (
+        len(
+            simulate_clicks(
+                np.array([1]),
+                np.array([np.nextafter(u, 1)]),
+                np.ones(1),
+                np.array([0, 1]),
+                passes=1,
+                rng=np.random.default_rng(0),
+            )
+        )
+        == 1
+    )
+
+
+def test_progress_is_heard_every_two_to_the_22_impressions_by_default():
+    # the default chunk bound is 1 << 22 impressions (32 MiB of uniforms): with one clickable
+    # document, 2^22 + 1 passes take two chunks, and progress hears both (kills `1 << 22` ->
+    # `2 << 22` / `1 << 23`, which draw them at once and report once); ~0.1 s
+    heard = []
+    log = simulate_clicks(
+        np.array([1]),
+        np.array([1e-12]),
+        np.ones(1),
+        np.array([0, 1]),
+        passes=(1 << 22) + 1,
+        rng=np.random.default_rng(0),
+        progress=heard.append,
+    )
+    assert heard == [1 << 22, (1 << 22) + 1] and log.n_passes == (1 << 22) + 1
