@@ -1,11 +1,25 @@
 """Tests that kill the survivors of bench/mutation.py on cltr/core/objectives.py (each names
 the mutant it kills); expected values are hand-computed."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from cltr.core.clicks import Clicks
-from cltr.core.objectives import check_signed_weights, hinge_rank_bound, risk, risk_gradient
+from cltr.core.objectives import (
+    RankWeight,
+    average_rank,
+    check_example_rows,
+    check_signed_weights,
+    dcg,
+    hinge_rank_bound,
+    precision_at_k,
+    rank_weight,
+    rbp,
+    risk,
+    risk_gradient,
+)
 
 
 def hand_problem():
@@ -75,3 +89,85 @@ def test_a_last_query_without_candidates_bounds_its_examples_at_one(compiled, mo
     # R = (3 + 1 + 1) / 3; dR/df(doc 0) = 1/3 (one active pair), dR/df(doc 1) = -1/3
     assert value == pytest.approx(5 / 3)
     np.testing.assert_allclose(grad, [1 / 3, -1 / 3, 0.0, 0.0], atol=1e-15)
+
+
+def test_a_rank_weight_is_frozen_hashable_and_equal_by_name_only():
+    # kills `@dataclass(frozen=True)` -> `frozen=False` (a weight is a value: assignment
+    # raises and it hashes, as a dict key of a metric table needs) and `field(compare=False,
+    # repr=False)` -> `compare=True` / `repr=True` on `value` and `derivative` (the docstring:
+    # two weights are equal when their names are; the repr names the weight, not its functions)
+    weight = dcg()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        weight.name = "avgrank"
+    assert {weight: 1}[dcg()] == 1
+    assert RankWeight("dcg", np.negative, np.positive, concave=True) == weight
+    assert RankWeight("x", np.negative, np.positive, concave=True) == RankWeight("x", np.sin, np.cos, concave=True)
+    assert rbp(0.8) == rank_weight("rbp:0.8")  # each call makes new partials of the same functions
+    assert "function" not in repr(weight) and "partial" not in repr(rbp(0.8))
+
+
+def test_the_identity_weight_returns_a_new_float_array():
+    # average rank's lambda(r) = r as float64, never the caller's array (the mutant
+    # `* 1.0` -> `/ 1.0` is equivalent and listed in bench/mutation.toml; this pins the contract)
+    r = np.array([1, 2, 5])
+    value = average_rank().value(r)
+    assert value.dtype == np.float64
+    np.testing.assert_array_equal(value, [1.0, 2.0, 5.0])
+
+
+def test_precision_at_k_is_neither_concave_nor_differentiable():
+    # kills `concave=False` -> `concave=True` in precision_at_k (its docstring: concave=False;
+    # a step weight must not pass CCP's concavity check)
+    weight = precision_at_k(3)
+    assert weight.concave is False and weight.differentiable is False
+    np.testing.assert_array_equal(weight.value(np.array([1.0, 3.0, 3.5])), [-1 / 3, -1 / 3, 0.0])
+
+
+def test_a_bare_rbp_spec_gets_the_persistence_hint_and_no_other_spec_does():
+    # kills `key == "rbp"` -> `!=`: the hint on a missing persistence is for "rbp" alone
+    with pytest.raises(ValueError, match=r"RBP needs its persistence, e\.g\. 'rbp:0\.8'"):
+        rank_weight(" RBP ")
+    with pytest.raises(ValueError, match="unknown rank weight 'ndcg'; accepted") as error:
+        rank_weight("ndcg")
+    assert "persistence" not in str(error.value)
+
+
+def test_scores_that_are_not_one_dimensional_are_refused():
+    # kills the removed raise of the scores check: a column of scores (n, 1) passes the
+    # offsets check (len is n) and would reach the hinges with the wrong shape
+    scores, offsets, clicks = hand_problem()
+    for call in (hinge_rank_bound, lambda *a: risk(*a, "avgrank"), lambda *a: risk_gradient(*a, "avgrank")):
+        with pytest.raises(ValueError, match=r"scores must be 1-D \(one per document\), got shape \(3, 1\)"):
+            call(scores[:, None], offsets, clicks)
+
+
+def test_a_split_without_queries_is_valid_and_empty_offsets_are_refused():
+    # kills `len(offsets) < 1` -> `<= 1`: offsets [0] is a split of no query and no document,
+    # whose bound is empty and whose risk over n = 1 is 0 (no example); offsets [] is no split
+    no_clicks = Clicks(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
+    assert hinge_rank_bound(np.zeros(0), np.array([0]), no_clicks).shape == (0,)
+    assert risk(np.zeros(0), np.array([0]), no_clicks, "avgrank", n=1) == 0.0
+    with pytest.raises(ValueError, match="offsets must run from 0 to the number of documents"):
+        hinge_rank_bound(np.zeros(0), np.zeros(0, dtype=np.int64), no_clicks)
+
+
+def test_examples_of_unequal_query_and_doc_lengths_are_refused():
+    # kills the removed raise of the clicks shape check: without it two queries and one doc
+    # pass the row check (which reads them pairwise) and fail later in numpy's indexing
+    scores, offsets, _ = hand_problem()
+    clicks = Clicks(np.array([0, 0]), np.array([1]), np.ones(2))
+    with pytest.raises(ValueError, match=r"clicks.query and clicks.doc must be 1-D of one length, got shapes \(2,\)"):
+        hinge_rank_bound(scores, offsets, clicks)
+    clicks = Clicks(np.array([[0]]), np.array([[1]]), np.ones(1))
+    with pytest.raises(ValueError, match=r"must be 1-D of one length, got shapes \(1, 1\) and \(1, 1\)"):
+        hinge_rank_bound(scores, offsets, clicks)
+
+
+def test_check_example_rows_names_the_first_bad_example():
+    # kills the removed `_check_rows(...)` call of check_example_rows (it would accept anything)
+    offsets = np.array([0, 3, 5])
+    check_example_rows(offsets, Clicks(np.array([0, 1]), np.array([2, 3])))
+    with pytest.raises(ValueError, match="example 1: query 2 is outside the 2 queries of offsets"):
+        check_example_rows(offsets, Clicks(np.array([0, 2]), np.array([0, 0])))
+    with pytest.raises(ValueError, match="example 0: clicked document 3 is not a row"):
+        check_example_rows(offsets, Clicks(np.array([0, 1]), np.array([3, 3])))
