@@ -80,3 +80,44 @@ def test_the_band_by_hand_on_two_queries():
     np.testing.assert_allclose(est.propensity, [1.0, 5 / 12])
     np.testing.assert_allclose(est.low[1:], [0.25])
     np.testing.assert_allclose(est.high[1:], [0.5])
+
+
+_TWO_QUERIES = {
+    "query": [0, 0, 1, 1],
+    "doc": [0, 0, 1, 1],
+    "rank": [1, 2, 1, 2],
+    "impressions": [20] * 4,
+    "clicks": [8, 4, 4, 1],
+}
+
+
+def test_the_band_defaults_to_200_resamples_and_rank_one_is_one():
+    # kills `bootstrap: int = 200` -> `201` (the documented default) and the replicates'
+    # rank-1 column `1.0` -> `2.0` (p_1 / p_1 is 1 in every replicate: a band of [1, 1])
+    est = swap_propensities(**_TWO_QUERIES, rng=0)
+    assert est.info["bootstrap"] == 200
+    assert est.low[0] == 1.0 and est.high[0] == 1.0
+
+
+def test_one_resample_gives_a_band_and_none_needs_no_generator():
+    # kills `bootstrap > 0` -> `> 1`: one replicate is a band (its value and the estimate's);
+    # and `> 0` -> `>= 0`: without a bootstrap nothing is drawn, so rng may be None (the
+    # resampler's own refusal says the *bootstrap* needs rng), with nan bands
+    one = swap_propensities(**_TWO_QUERIES, bootstrap=1, rng=0)
+    assert np.all(np.isfinite(one.low)) and np.all(np.isfinite(one.high)) and one.low[0] == 1.0
+    none = swap_propensities(**_TWO_QUERIES, bootstrap=0, rng=None)
+    assert np.all(np.isnan(none.low)) and np.all(np.isnan(none.high))
+    np.testing.assert_allclose(none.propensity, [1.0, 5 / 12])
+
+
+def test_rows_without_impressions_are_left_out():
+    # kills `impressions > 0` -> `>= 0`: a third query with a row of no impressions is no query
+    # of the estimate; and the removed raise when no row has an impression
+    table = {
+        name: values + [extra] for (name, values), extra in zip(_TWO_QUERIES.items(), [2, 5, 1, 0, 0], strict=True)
+    }
+    est = swap_propensities(**table, bootstrap=0, rng=0)
+    assert est.info["queries"] == 2
+    np.testing.assert_allclose(est.propensity, [1.0, 5 / 12])
+    with pytest.raises(ValueError, match="no row has a rank <= max_rank = 2 and impressions > 0"):
+        swap_propensities(**{**_TWO_QUERIES, "impressions": [0] * 4, "clicks": [0] * 4}, bootstrap=0, rng=0)
