@@ -6,7 +6,14 @@ import dataclasses
 import numpy as np
 import pytest
 
-from cltr.core.click_models_fit import ClickModel, click_probabilities, fit_click_model, session_grid
+from cltr.core.click_models_fit import (
+    ClickModel,
+    click_probabilities,
+    fit_click_model,
+    independent_click_scores,
+    session_grid,
+    simulate_clicks_of,
+)
 
 # two sessions (labels 5 and 7): session 5 shows rank 1, 2 and 4 (a gap at 3), session 7 ranks 1, 2
 ROWS = {
@@ -136,3 +143,117 @@ def test_em_stopped_by_its_cap_is_not_converged():
     grid, pair_query, pair_doc = _grid()
     model = fit_click_model("pbm", grid, pair_query, pair_doc, iterations=1)
     assert model.info["converged"] is False
+
+
+HIGH = 1.0 - 1e-6  # the clip's ceiling: a parameter estimated as 1
+
+
+def test_pbm_and_ubm_estimate_a_cell_shown_once_and_keep_the_start_of_one_never_shown():
+    # rank 4 is shown once (session 5, clicked: examined), rank 3 never. Kills in the PBM
+    # update `bottom > 0` -> `>= 0` (rank 3 set to the floor), `> 1` and `np.maximum(bottom, 1)`
+    # -> `2` (rank 4 kept at 0.5 or halved); in the UBM update `np.maximum(bottom, 1)` -> `2`
+    # (the cell rank 4 after a click at 1, shown once)
+    grid, pair_query, pair_doc = _grid()
+    pbm = fit_click_model("pbm", grid, pair_query, pair_doc)
+    np.testing.assert_allclose(pbm.examination, [HIGH, HIGH, 0.5, HIGH], rtol=1e-12)
+    ubm = fit_click_model("ubm", grid, pair_query, pair_doc, iterations=3)
+    assert ubm.examination[3, 1] == pytest.approx(HIGH, rel=1e-12)
+    np.testing.assert_array_equal(ubm.examination[2], 0.5)
+
+
+def test_dcm_continuation_where_the_clicks_tell_and_where_they_do_not():
+    # lambda_r is the share of clicks at r after which the user went on. Rank 1's click
+    # (session 5) is followed by more clicks: 1/1, clipped. Rank 2's click (session 7) is the
+    # session's last with nothing shown below it, rank 4's the last rank: nothing is learnt
+    # about going on, and they keep the start 0.5, as rank 3 (never clicked) does. Kills the
+    # start `np.full(k, 0.5)` -> `1.5`, `last < k` -> `<=` (a click at the deepest rank counted
+    # as going on), and in the update `bottom > 0` -> `>= 0`, `> 1`, `np.maximum(bottom, 1)` -> `2`
+    grid, pair_query, pair_doc = _grid()
+    dcm = fit_click_model("dcm", grid, pair_query, pair_doc)
+    np.testing.assert_allclose(dcm.continuation, [HIGH, 0.5, 0.5, 0.5], rtol=1e-12)
+
+
+def test_one_dbn_em_step_by_hand():
+    # session 0 shows documents 0, 1, 2 at ranks 1, 2, 4 (a gap at 3), clicks 1 0 _ 1; session 1
+    # documents 3, 4 at ranks 1, 2, clicks 1 0. From the start alpha = sigma = 1/2, gamma = 0.9:
+    # session 1's last click is at rank 1: kappa_click = gamma (1 - sigma) = 0.45, B_2 =
+    # (1 - 1/2)(0.1 + 0.9 * 1) = 1/2 (ranks 3, 4 empty: passed over), tail = 1 - 0.45 + 0.45 / 2
+    # = 0.775; P(E_2) = 0.45 * 0.5 / 0.775 = 9/31, P(S_1) = 0.5 / 0.775 = 20/31. Session 0's
+    # last click is at the last rank: tail 1, P(S_4) = 1/2, ranks 1, 2 examined. gamma's
+    # chances: unsatisfied examinations with a shown cell below, session 0 rank 1 (1) and
+    # session 1 rank 1 (1 - 20/31); went on: 1 + 9/31 (rank 2 to the gap is no chance, the gap
+    # to rank 4 none either): gamma = (40/31) / (42/31) = 20/21; sigma of document 3 = 20/31.
+    # Kills the start's gamma 0.9 -> 1.9 and sigma 0.5 -> 1.5, alpha 0.0 -> 1.0 in the empty
+    # cells, `examined = posterior * shown` -> `/` (inf in the empty cells), and the removed
+    # `went *= shown * has_next` (which counts the gap to rank 4)
+    grid, pair_query, pair_doc = session_grid(
+        [0, 0, 0, 1, 1], [0, 0, 0, 1, 1], [0, 1, 2, 3, 4], [1, 2, 4, 1, 2], [1, 0, 1, 1, 0]
+    )
+    dbn = fit_click_model("dbn", grid, pair_query, pair_doc, iterations=1)
+    assert dbn.continuation[0] == pytest.approx(20 / 21, rel=1e-12)
+    np.testing.assert_allclose(dbn.satisfaction[:5], [1e-6, 0.5, 0.5, 20 / 31, 0.5], rtol=1e-12)
+
+
+def test_em_runs_to_its_cap_of_200_unless_it_converges():
+    # tolerance 0: the log-likelihood never rises by less than 0, so EM runs the default 200
+    # steps (kills `iterations: int = 200` -> `201`); with the default tolerance PBM converges
+    # here in a few steps and says so (kills `converged = True` -> `False`)
+    grid, pair_query, pair_doc = _grid()
+    capped = fit_click_model("dcm", grid, pair_query, pair_doc, tolerance=0.0)
+    assert capped.info["iterations"] == 200 and capped.info["converged"] is False
+    pbm = fit_click_model("pbm", grid, pair_query, pair_doc)
+    assert pbm.info["converged"] is True and pbm.info["iterations"] < 200
+
+
+@pytest.mark.parametrize("name", ["ubm", "dcm", "dbn"])
+def test_empty_cells_have_click_probability_zero(name):
+    # the documented 0 in empty cells (kills `conditional * shown` / `unconditional * shown` ->
+    # `/ shown` in the UBM and the cascade family's returns, which give NaN there)
+    grid, pair_query, pair_doc = _grid()
+    model = fit_click_model(name, grid, pair_query, pair_doc, iterations=2)
+    for probability in click_probabilities(model, grid):
+        assert np.all(np.isfinite(probability))
+        np.testing.assert_array_equal(probability[~grid.shown], 0.0)
+        assert np.all(probability[grid.shown] > 0)
+
+
+def test_click_probabilities_refuse_an_unknown_model_and_a_deeper_grid():
+    # kills the removed `_check_name(model.name)` and the removed raise for a grid deeper than
+    # the model's ranks
+    grid, pair_query, pair_doc = _grid()
+    alpha = np.full(6, 0.5)
+    with pytest.raises(ValueError, match="unknown click model 'cm'"):
+        click_probabilities(ClickModel("cm", pair_query, pair_doc, alpha, info={"max_rank": 4}), grid)
+    shallow = ClickModel("pbm", pair_query, pair_doc, alpha, examination=np.array([1.0, 0.5]))
+    with pytest.raises(ValueError, match=r"fitted on ranks 1..2; the sessions reach rank 4"):
+        click_probabilities(shallow, grid)
+
+
+def test_independent_click_scores_by_hand():
+    # sessions 3 (ranks 1, 2: a click of probability 0.8, a skip of 0.4) and 8 (rank 1: a skip
+    # of 0.5; a rank-3 row beyond max_rank is left out): log-likelihoods log(0.8 * 0.6) and
+    # log 0.5; perplexity at rank 1 2^-((log2 0.8 + log2 0.5) / 2), at rank 2 1 / 0.6. Kills
+    # `click > 0` -> `> 1` (a click scored as a skip)
+    scores = independent_click_scores(
+        np.array([0.8, 0.4, 0.5, 0.1]), [3, 3, 8, 8], [1, 2, 1, 3], [1, 0, 0, 1], max_rank=2
+    )
+    assert scores.sessions == 2
+    assert scores.log_likelihood == pytest.approx((np.log(0.8 * 0.6) + np.log(0.5)) / 2)
+    rank1, rank2 = 2 ** -((np.log2(0.8) + np.log2(0.5)) / 2), 1 / 0.6
+    np.testing.assert_allclose(scores.perplexity_by_rank, [rank1, rank2])
+    assert scores.perplexity == pytest.approx((rank1 + rank2) / 2)
+
+
+@pytest.mark.parametrize("name", ["pbm", "ubm", "cascade"])
+def test_a_simulated_click_of_probability_p_happens_exactly_below_p(name):
+    # a uniform u in [0, 1) is below p with probability p exactly; `u <= p` adds the chance
+    # that u equals p. The click probability of the one cell is set to the first uniform the
+    # seeded generator draws, which then must not click (kills `draw < examination * alpha` ->
+    # `<=` for PBM and UBM, `draw < alpha` -> `<=` for the cascade family)
+    u = np.random.default_rng(0).random()
+    grid, pair_query, pair_doc = session_grid([0], [0], [0], [1], [0])
+    extra = {"pbm": {"examination": np.ones(1)}, "ubm": {"examination": np.ones((1, 1))}}.get(name, {})
+    model = ClickModel(name, pair_query, pair_doc, np.array([u, u]), info={"max_rank": 1}, **extra)
+    assert simulate_clicks_of(model, grid, np.random.default_rng(0)).click.tolist() == [[0]]
+    above = dataclasses.replace(model, attractiveness=np.full(2, np.nextafter(u, 1.0)))
+    assert simulate_clicks_of(above, grid, np.random.default_rng(0)).click.tolist() == [[1]]
