@@ -315,3 +315,21 @@ def test_progress_is_heard_every_two_to_the_22_impressions_by_default():
         progress=heard.append,
     )
     assert heard == [1 << 22, (1 << 22) + 1] and log.n_passes == (1 << 22) + 1
+
+
+def test_documents_that_cannot_be_clicked_draw_nothing():
+    # only the one document of click probability > 0 draws a uniform per session, so a bound
+    # of 2 impressions holds 2 passes (kills `click_probability > 0` -> `>= 0`, under which the
+    # two unclickable documents draw too and each chunk holds one pass); they are never clicked
+    heard = []
+    log = simulate_clicks(
+        np.array([1, 2, 3]),
+        np.array([0.0, 0.5, 0.0]),
+        np.ones(3),
+        np.array([0, 3]),
+        passes=4,
+        rng=np.random.default_rng(0),
+        chunk_impressions=2,
+        progress=heard.append,
+    )
+    assert heard == [2, 4] and set(log.doc.tolist()) <= {1}
