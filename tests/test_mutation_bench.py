@@ -90,3 +90,18 @@ def test_a_mutant_is_killed_through_the_fork_runner_and_kept_on_resume(tmp_path)
     assert [r["outcome"] for r in json.loads(outcomes.read_text())] == ["failed"]
     again = subprocess.run([*command, "--resume"], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert "1 mutants' outcomes kept" in again.stdout and "killed 1 of 1 mutants" in again.stdout
+
+
+def test_the_config_names_existing_tests_and_lines_of_today(bench):
+    """An equivalent entry whose line is gone would silently never match again; a config
+    that does not parse stops every run."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "bench" / "mutation.toml").read_text())
+    for module, entry in config["modules"].items():
+        lines = {line.strip() for line in (ROOT / module).read_text().splitlines()}
+        for test in entry["tests"]:
+            assert (ROOT / test.split("::")[0]).exists(), f"{module}: no test file {test}"
+        for argued in entry.get("equivalent", []):
+            assert argued["code"].strip() in lines, f"{module}: no line {argued['code']!r}"
+            assert argued["reason"].strip(), f"{module}: {argued['code']!r} has no reason"
