@@ -4,6 +4,7 @@ against loops (a messy log of duplicate, empty and deep rows), the pair relevanc
 bounded 1-D maximiser, the EM data, resamples and options by hand, and the collapse rule at its
 boundaries. Each test says what it pins."""
 
+import inspect
 import warnings
 from collections import defaultdict
 
@@ -808,3 +809,414 @@ def test_the_em_start_clips_a_click_rate_above_one_half():
     theta, coef = P._em_start(_rank_counts([8, 7], [10, 10]))
     np.testing.assert_allclose(theta, [0.5, 0.5])
     assert coef[0] == pytest.approx(np.log((1.0 - 1e-6) / 1e-6), rel=1e-9)  # 1 - rate rounds at 1e-10
+
+
+# --------------------------------------------------------------------------- AllPairs' fit at its edges
+# (the survivors of the whole run of cltr/core/propensity/harvest.py; each test names the mutants it kills)
+
+_LO, _HI = H._LOG_P_BOUNDS
+
+
+def _two_ranks(c1, n1, c2, n2):
+    """AllPairs totals (K = 2) of one rank pair: rank 1 clicked c1 of n1 times, rank 2 c2 of n2."""
+    return np.array([[0.0, c1], [c2, 0.0]]), np.array([[0.0, n1], [n2, 0.0]])
+
+
+def test_harvest_refuses_a_log_without_interventions():
+    # two rankers that show every document at the same rank: no (query, document) at two ranks
+    # (raise removed: the statistics would be empty, and the error only the connectivity one)
+    table = {
+        "query": [0, 0, 0, 0],
+        "doc": [0, 1, 0, 1],
+        "rank": [1, 2, 1, 2],
+        "ranker": [0, 0, 1, 1],
+        "impressions": [10, 10, 10, 10],
+        "clicks": [4, 2, 3, 1],
+    }
+    with pytest.raises(ValueError, match=r"no \(query, document\) was shown at two different ranks <= 2"):
+        harvest_propensities(**table, bootstrap=0, rng=0)
+
+
+def test_a_pair_clicked_every_time_at_its_larger_p_has_probability_at_most_one():
+    # A pair shown only at its rank of larger p, clicked every time: c* = 1 / p, theta = p c* = 1
+    # up to rounding, and the profile log-likelihood is c log(theta) with theta clamped to 1, so
+    # <= 0 (and 0 up to rounding). Kills ``ta = np.minimum(p[i] * c, 1.0)`` and the same line of
+    # tb, 1.0 -> 2.0: a product rounded above 1 would give a log-likelihood above 0.
+    rng = np.random.default_rng(0)
+    for side in (0, 1):
+        for _ in range(100):
+            d = rng.uniform(0.01, 3.0)
+            clicks, shown = np.zeros((2, 2)), np.zeros((2, 2))
+            a, b = (0, 1) if side == 0 else (1, 0)
+            clicks[a, b] = shown[a, b] = 7.0
+            loglik = P._allpairs_profile(np.array([0.0, -d if side == 0 else d]), clicks, shown)[0]
+            assert -1e-12 < loglik <= 0.0
+
+
+def test_a_tie_of_two_ranks_clicked_every_time_is_a_kink_the_fit_lands_on():
+    # Both ranks clicked on every impression: the profile is c1 min(0, -x) + c2 min(0, x) in
+    # x = log p_2, a kink at 0 with no smooth part, so at x = 0 the gradient and Hessian are 0
+    # (tie: 0.0 -> 1.0 would give them 1).
+    clicks, shown = _two_ranks(20.0, 20.0, 20.0, 20.0)
+    loglik, grad, hess = P._allpairs_profile(np.zeros(2), clicks, shown)
+    assert loglik == 0.0
+    np.testing.assert_array_equal(grad, 0.0)
+    np.testing.assert_array_equal(hess, 0.0)
+    # From x = -1 the step of 2 lands on x = 1, where the likelihood is as low (-20) as at -1:
+    # Armijo refuses it and the halved step lands on the kink (+ -> - in the Armijo test would
+    # take x = 1, then x = -1, ... to the iteration cap; trial - log_p -> + in ``moved`` stops
+    # at once, unconverged).
+    fit = H._allpairs_fit(clicks, shown, start=np.array([0.0, -1.0]))
+    assert fit.converged and fit.log_p[1] == 0.0 and fit.iterations == 2
+
+
+def test_allpairs_fit_next_to_a_kink_is_not_converged():
+    # Rank 2 of (1, 2) clicked 30 of 30 times, rank 1 10 of 10: a kink at log p_2 = 0 with
+    # slopes 30 / 40 and -10 / 40 per impression. Started 1e-11 below it, every step the line
+    # search tries (t >= 2^-33, a move >= 2.3e-10) overshoots to a lower value: no ascent left,
+    # and a gradient of 0.75 is not "nearly stationary" (1e-08 -> 1.00000001 calls it converged).
+    clicks, shown = _two_ranks(10.0, 10.0, 30.0, 30.0)
+    fit = H._allpairs_fit(clicks, shown, start=np.array([0.0, -1e-11]))
+    assert not fit.converged and fit.iterations == 1 and fit.log_p[1] == -1e-11
+
+
+def test_allpairs_fit_backtracks_to_a_kink_from_near_it():
+    # Close to the kink of two ranks clicked every time the capped step of 2 overshoots it and
+    # only steps of t < 1e-2 are ascents; halving down to t = 1e-10 the fit ends far nearer the
+    # maximum (x = 0) than it started (Armijo's 1e-4 t slope -> 1e-4 / t slope refuses every
+    # such step and leaves it within 1e-2 of where it was).
+    for (c1, c2), start in (((20.0, 20.0), -0.1), ((10.0, 30.0), -0.3)):
+        fit = H._allpairs_fit(*_two_ranks(c1, c1, c2, c2), start=np.array([0.0, start]))
+        assert abs(fit.log_p[1]) < 1e-3, (c1, c2, fit.log_p)
+
+
+def test_allpairs_fit_takes_capped_newton_steps_along_a_linear_profile():
+    # Rank 2 vs rank 1 both clicked every time (the kink above, at p_2 = 1: a profile linear on
+    # either side, zero Hessian row), rank 3 vs rank 1 clicked 998 and 999 of 1000 times (a
+    # steep curvature, diag(-H) / scale far above 1): the MLE is log p_2 = 0, log p_3 =
+    # log(998 / 999). The ridge 1e-12 (1 + max diag) keeps the zero row solvable with a step
+    # that the cap of 2 bounds; removed (a singular solve, gradient steps), subtracted, or
+    # 1e-12 (1 - max diag) < 0 (a step downhill, gradient steps) the fit crawls to the cap,
+    # and 1e-12 (2 + max diag) lands off the maximum.
+    clicks = np.array([[0.0, 10.0, 999.0], [30.0, 0.0, 0.0], [998.0, 0.0, 0.0]])
+    shown = np.array([[0.0, 10.0, 1000.0], [30.0, 0.0, 0.0], [1000.0, 0.0, 0.0]])
+    for start in (None, [0.0, -5.0, 0.0], [0.0, -1.0, -1.0], [0.0, 1.0, 1.0]):
+        fit = H._allpairs_fit(clicks, shown, start=start)
+        assert fit.converged and fit.iterations < 50, start
+        np.testing.assert_allclose(fit.log_p, [0.0, 0.0, np.log(998.0 / 999.0)], atol=1e-9)
+
+
+def test_allpairs_fit_from_the_bounds():
+    # Started at the lower bound with an interior maximum: a rank at a bound is held only while
+    # its gradient pushes beyond it (g < 0 -> g < 1 would hold it at 1e-8 for good).
+    clicks = np.array([[0.0, 6.0, 5.0], [2.0, 0.0, 4.0], [3.0, 3.0, 0.0]])
+    shown = np.array([[0.0, 20.0, 20.0], [20.0, 0.0, 20.0], [20.0, 20.0, 0.0]])
+    free = H._allpairs_fit(clicks, shown)
+    assert free.converged and np.all((_LO + 1 < free.log_p[1:]) & (free.log_p[1:] < 0.0))
+    for start in ([0.0, _LO, _HI], [0.0, _LO, _LO], [0.0, _HI, _LO]):
+        fit = H._allpairs_fit(clicks, shown, start=np.array(start))
+        assert fit.converged
+        np.testing.assert_allclose(fit.log_p, free.log_p, atol=1e-9)
+    # Rank 2 never clicked (to its lower bound 1e-8) and rank 3 clicked once in 20000 times
+    # against rank 1, half the time against rank 2: p_3 about 1e-4, so rank 2's gradient at its
+    # bound is -U theta / (1 - theta) with theta = 1e-8 c*_23 ~ 5e-5, about 2.5e-8 a unit of
+    # scale. Held there (x <= lo), the fit converges; freed (x <= lo -> x < lo) its step is
+    # clipped away and no line search passes while that gradient stays above 1e-8.
+    clicks = np.array([[0.0, 5.0, 10.0], [0.0, 0.0, 0.0], [1.0, 10.0, 0.0]])
+    shown = np.array([[0.0, 20.0, 20.0], [20.0, 0.0, 20.0], [20000.0, 20.0, 0.0]])
+    fit = H._allpairs_fit(clicks, shown)
+    assert fit.converged and fit.log_p[1] == _LO
+    grad = P._allpairs_profile(fit.log_p, clicks, shown)[1] / shown.sum()
+    assert grad[1] < -1e-8 and abs(grad[2]) < 1e-8
+
+
+def test_allpairs_fit_is_the_same_on_counts_scaled_below_one():
+    # The profile is linear in the counts and the fit's tests divide by their total, so counts
+    # scaled by 1e-6 (a total below 1) give the same fit; with the total floored at 1 (1e-300 ->
+    # 1.0) the gradient test is 1e6 times looser and rank 2 stops far from its lower bound.
+    for clicks, shown in (
+        (np.array([[0.0, 6.0, 5.0], [0.0, 0.0, 0.0], [3.0, 0.0, 0.0]]), np.full((3, 3), 20.0) - 20.0 * np.eye(3)),
+        (np.array([[0.0, 6.0, 5.0], [2.0, 0.0, 4.0], [3.0, 3.0, 0.0]]), np.full((3, 3), 20.0) - 20.0 * np.eye(3)),
+    ):
+        fit, small = H._allpairs_fit(clicks, shown), H._allpairs_fit(clicks * 1e-6, shown * 1e-6)
+        assert fit.converged and small.converged
+        np.testing.assert_allclose(small.log_p, fit.log_p, atol=1e-10)
+
+
+def test_allpairs_fit_stops_at_200_iterations_by_default(monkeypatch):
+    # A profile that rises at every call while its gradient flips sign with log p_2: Newton
+    # steps of 1 back and forth, each accepted, never converging; the default cap (200) stops it.
+    calls = []
+
+    def endless(log_p, pair_clicks, pair_impressions):
+        calls.append(1)
+        return float(len(calls)), np.array([0.0, 1.0 if log_p[1] <= 0 else -1.0]), -np.eye(2)
+
+    monkeypatch.setattr(H, "_allpairs_profile", endless)
+    fit = H._allpairs_fit(*_two_ranks(1.0, 0.5, 0.0, 0.5))
+    assert fit.iterations == 200 and not fit.converged
+
+
+def test_harvest_bootstrap_defaults_to_200_and_its_edges():
+    # the documented default (200 -> 201); 200 replicates take half a second, so read off the signature
+    assert inspect.signature(harvest_propensities).parameters["bootstrap"].default == 200
+    table = {  # two queries swapping ranks 1 and 2
+        "query": [0, 0, 0, 0, 1, 1, 1, 1],
+        "doc": [0, 1, 0, 1, 2, 3, 2, 3],
+        "rank": [1, 2, 2, 1, 1, 2, 2, 1],
+        "ranker": [0, 0, 1, 1, 0, 0, 1, 1],
+        "impressions": [20, 20, 20, 20, 30, 30, 30, 30],
+        "clicks": [8, 3, 4, 6, 9, 5, 6, 7],
+    }
+    # bootstrap=0 runs no resample, so rng may be None (> -> >= would draw 0 replicates from it)
+    none = harvest_propensities(**table, bootstrap=0, rng=None)
+    assert np.all(np.isnan(none.low)) and np.all(np.isnan(none.high))
+    # one replicate makes a band (0 -> 1 would leave it NaN)
+    one = harvest_propensities(**table, bootstrap=1, rng=0)
+    np.testing.assert_array_equal(none.propensity, one.propensity)
+    assert np.all(np.isfinite(one.low)) and np.all(one.low <= one.propensity) and np.all(one.propensity <= one.high)
+
+
+# --------------------------------------------------------------------------- regression EM at its edges
+# (the survivors of the whole run of cltr/core/propensity/em.py; each test names the mutants it kills)
+
+
+def test_em_data_refusals_at_their_boundaries():
+    # every row unshown: the table's own message, not a later one about rank 1 (raise removed)
+    with pytest.raises(ValueError, match="no row has a rank <= max_rank = 2 and impressions > 0"):
+        em_propensities([0, 0], [0, 1], [1, 2], [0, 0], [0, 0], X=np.eye(2), bootstrap=0, rng=0)
+    # a rank shown once is shown (per_rank <= 0 -> <= 1 would refuse it)
+    t = P._check_table([0, 0], [0, 1], [1, 2], None, [4, 1], [1, 0])
+    data = P._em_data(t, np.eye(2), 2)
+    np.testing.assert_array_equal(np.bincount(data.cell_rank0, weights=data.cell_impressions), [4, 1])
+    # a feature spread 1.5e-12 around a mean below 1 varies (the floor is 1e-12 max(1, |mean|);
+    # 1.0 -> 2.0 drops it)
+    t = P._check_table([0, 0], [0, 1], [1, 2], None, [3, 3], [1, 1])
+    data = P._em_data(t, np.array([[0.0], [3e-12]]), 2)
+    np.testing.assert_allclose(data.features, [[1.0, -1.0], [1.0, 1.0]], rtol=1e-9)
+    # one click is a click (sum <= 0 -> <= 1 would refuse the table)
+    est = em_propensities(
+        [0, 0, 1, 1], [0, 1, 2, 3], [1, 2, 1, 2], [5, 5, 5, 5], [1, 0, 0, 0], X=np.eye(4), bootstrap=0, rng=0
+    )
+    assert est.info["clicks"] == 1.0 and np.all(np.isfinite(est.propensity))
+
+
+def test_cross_fitting_predicts_each_fold_from_the_others_and_skips_empty_folds():
+    # A fake learner that predicts, for every held-out row, the total weight it was fitted on.
+    calls = []
+
+    def fit(features, label, weight, predict=None):
+        calls.append(None if predict is None else len(predict))
+        return np.full(len(label) if predict is None else len(predict), float(weight.sum()))
+
+    features, label, weight = np.arange(5.0)[:, None], np.full(5, 0.5), np.arange(1.0, 6.0)
+    unit_query = np.array([0, 0, 1, 1, 3])
+    # two folds (queries 0 | 1, 3): each fold's units get the other fold's weight (folds <= 1 ->
+    # <= 2 would fit all units at once)
+    np.testing.assert_array_equal(EM._cross_fitted(fit, features, label, weight, unit_query, 2), [12, 12, 3, 3, 3])
+    assert calls == [2, 3]
+    # three folds, fold 2 empty: two fits only (and -> or would fit one more, predicting nothing)
+    calls.clear()
+    np.testing.assert_array_equal(EM._cross_fitted(fit, features, label, weight, unit_query, 3), [7, 7, 8, 8, 7])
+    assert calls == [3, 2]
+
+
+def _tree_step_at(delta):
+    """One unit at rank 1 (3 clicks in 10) with theta 1/2 and its relevance logit eta delta
+    below the M-step's maximiser logit(P(eta) / W) (P from eta's own E-step)."""
+    from scipy.optimize import brentq
+    from scipy.special import logit
+
+    data = _rank_counts([3], [10])
+    theta = np.array([0.5])
+
+    def gap(eta):
+        positives = EM._posteriors(data, theta, np.array([eta]))[1]
+        return logit(positives[0] / data.unit_weight[0]) - eta - delta
+
+    return data, theta, np.array([brentq(gap, -5.0, 5.0, xtol=1e-15)])
+
+
+def test_the_tree_step_halves_a_refit_twelve_times_at_most():
+    # The refit proposes eta + 1 from eta = e* - delta; the concave objective rises (to third
+    # order) only along steps d <= 2 delta. delta = 1.8e-4: the 12 tries 1, 1/2, ..., 2^-11 =
+    # 4.9e-4 all overshoot, so eta stays (12 -> 13 takes 2^-12; halving -> /3 takes 3^-8).
+    data, theta, eta = _tree_step_at(1.8e-4)
+    _, got = EM._em_tree_step(data, theta, eta, lambda f, label, w: eta + 1.0)
+    np.testing.assert_array_equal(got, eta)
+    # delta = 3e-4: 2^-11 <= 6e-4 is the first step taken
+    data, theta, eta = _tree_step_at(3e-4)
+    _, got = EM._em_tree_step(data, theta, eta, lambda f, label, w: eta + 1.0)
+    np.testing.assert_array_equal(got, eta + 2.0**-11)
+
+
+def test_the_reported_log_likelihood_is_the_penalised_marginal_one():
+    # sum c log(pi) + (n - c) log(1 - pi) - l2 / 2 |w|^2, the intercept unpenalised, written out
+    # (- -> + on the penalty would add it)
+    t, X, data = _em_problem()
+    est = em_propensities(**t, X=X, l2=3.0, bootstrap=0, rng=0)
+    theta, coef = np.array(est.info["examination"]), np.array(est.info["relevance_coefficients"])
+    pi = theta[data.cell_rank0] / (1.0 + np.exp(-(data.features @ coef)[data.cell_unit]))
+    n, c = data.cell_impressions, data.cell_clicks
+    expected = np.sum(c * np.log(pi) + (n - c) * np.log1p(-pi)) - 1.5 * np.sum(coef[1:] ** 2)
+    assert abs(coef[1:]).max() > 0.05
+    assert est.info["log_likelihood"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_theta_at_one_is_held_by_any_positive_gradient():
+    # grad 0.5 > 0 at theta = 1 holds it (grad > 0 -> grad > 1 would free it); the derivatives
+    # come without per-query scores unless asked (per_query False -> True)
+    grad = np.array([0.5, 1.0, -1.0])
+    np.testing.assert_array_equal(EM._em_free(np.array([0.0, -0.5]), grad), [False, True, True])
+    _, _, data = _em_problem()
+    pen = P._penalty(data.features.shape[1], 1.0)
+    assert P._em_derivatives(data, np.log(np.full(5, 0.5)), np.zeros(data.features.shape[1]), pen)[3] is None
+
+
+def _near_the_maximum():
+    """_em_problem's data, the penalty and a point 1e-3 (in log theta and w) off the maximum."""
+    _, _, data = _em_problem()
+    pen = P._penalty(data.features.shape[1], 1.0)
+    theta, coef, *_ = EM._em_fit(data, iterations=100, tol=1e-10, l2=1.0, newton_steps=1)
+    rng = np.random.default_rng(0)
+    theta = np.clip(theta * np.exp(rng.normal(0.0, 1e-3, size=5)), 1e-12, 1.0 - 1e-12)  # theta_1 = 1 held
+    return data, pen, theta, coef + rng.normal(0.0, 1e-3, size=len(coef))
+
+
+def test_the_newton_update_halves_its_step_ten_times_at_most(monkeypatch):
+    # Near the maximum the likelihood along the Newton direction N rises for u N, 0 < u < 2 (to
+    # third order). The direction scaled by 1.4 * 2^10: the ten tries u = 1.4 * 2^10, ..., 2.8
+    # all fall, so nothing is taken and the flag says so (10 -> 11 takes u = 1.4; False -> True
+    # in the last return claims a step); scaled by 1.4 * 2^9 the tenth try, u = 1.4, is taken.
+    data, pen, theta, coef = _near_the_maximum()
+    eta = data.features @ coef
+    direction = EM._em_newton_direction
+
+    for scale, taken in ((1.4 * 2**10, False), (1.4 * 2**9, True)):
+        monkeypatch.setattr(EM, "_em_newton_direction", lambda lt, g, h, s=scale: s * direction(lt, g, h))
+        new_theta, new_coef, _, flag = EM._em_newton_update(data, theta, coef, eta, pen)
+        assert flag is taken
+        if taken:
+            _, grad, hess, _ = P._em_derivatives(data, np.log(theta), coef, pen)
+            step = 1.4 * direction(np.log(theta), grad, hess)
+            np.testing.assert_allclose(new_coef, coef + step[5:], rtol=1e-12)
+            np.testing.assert_allclose(np.log(new_theta), np.log(theta) + step[:5], rtol=1e-12)
+        else:
+            assert new_theta is theta and new_coef is coef
+
+
+def test_em_counts_the_iterations_that_took_a_newton_step(monkeypatch):
+    data, _, theta, coef = _near_the_maximum()
+    update = EM._em_newton_update
+    flags = []
+
+    def recording(*args):
+        out = update(*args)
+        flags.append(out[3])
+        return out
+
+    # one iteration is an EM step and one Newton try, taken near the maximum: counted when taken
+    # (or -> and would not)
+    monkeypatch.setattr(EM, "_em_newton_update", recording)
+    *_, newton = EM._em_fit(data, iterations=1, tol=1e-6, l2=1.0, newton_steps=1, start=(theta, coef))
+    assert flags == [True] and newton == 1
+    # no Newton step ever (an indefinite Hessian): none counted, logistic or trees (0 -> 1)
+    monkeypatch.setattr(EM, "_em_newton_update", update)
+    monkeypatch.setattr(EM, "_em_newton_direction", lambda lt, g, h: None)
+    assert EM._em_fit(data, iterations=3, tol=1e-6, l2=1.0, newton_steps=1)[-1] == 0
+    intercept = lambda f, label, w: np.full(len(label), np.log(label @ w / (w.sum() - label @ w)))  # noqa: E731
+    assert EM._em_fit_trees(data, intercept, iterations=3, tol=1e-6)[-1] == 0
+
+
+def test_tree_em_counts_its_one_iteration_and_its_convergence():
+    # iterations=1: one refit, iteration 1, not converged (p moves from flat; converged False
+    # -> True at the start would report it converged, range(1, ...) -> range(2, ...) no refit)
+    _, _, data = _em_problem()
+    calls = []
+
+    def intercept(features, label, weight):
+        calls.append(1)
+        return np.full(len(label), np.log(label @ weight / (weight.sum() - label @ weight)))
+
+    _, _, iteration, converged, _ = EM._em_fit_trees(data, intercept, iterations=1, tol=1e-6)
+    assert iteration == 1 and not converged and calls == [1]
+    # Click rates equal at every rank: from theta flat at 1/2 the E-step and the refit keep it
+    # there (theta' = r + (1 - r) (1/2)(1 - 2r) / (1 - r) = 1/2), so p = theta / theta_1 = 1
+    # does not move and iteration 1 converges; theta_1 = 1/2 tells the normalised change apart
+    # from theta * theta_1 (either / -> *)
+    flat = _rank_counts([6, 6, 6], [20, 20, 20])
+    theta, _, iteration, converged, _ = EM._em_fit_trees(flat, intercept, iterations=20, tol=1e-6)
+    assert converged and iteration == 1
+    np.testing.assert_allclose(theta, 0.5, rtol=1e-12)
+
+
+def test_em_option_defaults_and_the_bands_at_zero_and_one_replicate():
+    t, X, data = _em_problem()
+    # the documented defaults: 200 replicates (one-step: one solve for all), 100 iterations
+    # (a learner that never settles: random logits)
+    assert em_propensities(**t, X=X, band="one-step", rng=0).info["bootstrap"] == 200
+    noise = np.random.default_rng(0)
+    est = em_propensities(
+        **t, X=X, relevance_model=lambda f, label, w: noise.normal(size=len(label)), bootstrap=0, rng=0
+    )
+    assert est.info["iterations"] == 100 and not est.info["converged"]
+    # bootstrap=0 draws nothing, so rng may be None (> -> >= would draw 0 replicates from it)
+    for band in ("refit", "one-step"):
+        none = em_propensities(**t, X=X, band=band, bootstrap=0, rng=None)
+        assert np.all(np.isnan(none.low)) and none.info["bootstrap"] == 0
+    # one replicate makes a band, refit (a refit replicate, unconverged in one iteration: the
+    # refit branch with bootstrap > 0 -> > 1 would take the one-step one) or one-step (0 -> 1)
+    refit = em_propensities(**t, X=X, iterations=1, bootstrap=1, rng=0)
+    assert refit.info["bootstrap_unconverged"] == 1 and np.all(np.isfinite(refit.low))
+    one_step = em_propensities(**t, X=X, band="one-step", bootstrap=1, rng=0)
+    assert np.all(np.isfinite(one_step.low)) and np.all(np.isfinite(one_step.high))
+
+
+def test_em_identification_of_an_estimate_defaults_to_no_cross_fitting():
+    # trees on a one-rank log, cross_fit left at its default 1: "not identified" (1 -> 2 would
+    # call them cross-fitted and word it as identified by their form across queries)
+    query, doc, rank = np.array([0, 0, 1, 1]), np.array([0, 1, 2, 3]), np.array([1, 2, 1, 2])
+    impressions, clicks = np.full(4, 50), np.array([20, 8, 25, 10])
+    diagnostics, warnings = P.em_identification_of(
+        query, doc, rank, impressions, clicks, np.eye(4), np.array([1.0, 0.7]), flexible=True
+    )
+    assert not diagnostics["identified"] and len(warnings) == 1 and warnings[0].startswith("not identified")
+
+
+def test_latent_classes_start_from_logistic_em_and_warn_below_half_repeated(monkeypatch):
+    # Half the impressions (6 of 12) in cells of >= 2m - 1 = 3: repeated_share exactly 0.5 is
+    # not below one half, so no warning (< -> <=). The start is logistic EM's own fit (100
+    # iterations, tol 1e-6: 100 -> 101), and no Newton step is counted (0 -> 1).
+    fits = []
+    em_fit = EM._em_fit
+
+    def spy(data, **kwargs):
+        fits.append(kwargs)
+        return em_fit(data, **kwargs)
+
+    monkeypatch.setattr(EM, "_em_fit", spy)
+    query, doc, rank = np.array([0, 0, 1, 1, 2, 2]), np.arange(6), np.array([1, 2, 1, 2, 1, 2])
+    impressions, clicks = np.array([3, 3, 2, 2, 1, 1]), np.array([2, 1, 1, 0, 1, 0])
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    est = em_propensities(
+        query, doc, rank, impressions, clicks, X, relevance_model="classes", iterations=5, bootstrap=0, rng=0
+    )
+    assert est.info["repeated_share"] == 0.5
+    assert not any("repeated impressions" in w for w in est.info["warnings"])
+    assert est.info["newton_steps"] == 0
+    assert fits == [{"iterations": 100, "tol": 1e-6, "l2": 1.0, "newton_steps": 1}]
+
+
+def test_refit_replicates_are_left_out_only_without_a_rank_or_any_click(monkeypatch):
+    # Query 0 shows rank 2 once (its only click at rank 1), query 1 has no clicks, query 2 one
+    # click. A resample of query 0 alone shows rank 2 once: fitted (shown > 0 -> > 1 would
+    # leave it out); of query 1 alone it has no clicks: left out (<= 0 -> < 0 would fit it); of
+    # query 2 alone one click: fitted (<= 0 -> <= 1 would leave it out). Left out, the one
+    # replicate leaves the band NaN.
+    query, doc, rank = np.array([0, 0, 1, 1, 2, 2]), np.arange(6), np.array([1, 2, 1, 2, 1, 2])
+    impressions, clicks = np.array([10, 1, 5, 5, 5, 5]), np.array([3, 0, 0, 0, 1, 0])
+    X = np.random.default_rng(1).normal(size=(6, 1))
+    for counts, fitted in (([1.0, 0.0, 0.0], True), ([0.0, 1.0, 0.0], False), ([0.0, 0.0, 1.0], True)):
+        monkeypatch.setattr(EM, "_query_resamples", lambda n, b, rng, c=counts: np.array([c]))
+        est = em_propensities(query, doc, rank, impressions, clicks, X, iterations=5, bootstrap=1, rng=0)
+        assert bool(np.all(np.isfinite(est.low))) is fitted, counts
