@@ -397,7 +397,10 @@ def edges_of_grid(table: Sequence[dict], chosen: dict, axes: Sequence[str] = tup
         if len(tried) < 3:
             continue
         value = float(chosen[axis])
-        side = "low" if np.isclose(value, tried[0]) else "high" if np.isclose(value, tried[-1]) else None
+        # relative closeness only: isclose's default atol (1e-8) would put every value of a grid
+        # of tiny learning rates or C (1e-10, 1e-9, 1e-8) on its low edge
+        low, high = (np.isclose(value, end, rtol=1e-9, atol=0.0) for end in (tried[0], tried[-1]))
+        side = "low" if low else "high" if high else None
         if side is not None:
             edges.append({"axis": axis, "value": value, "side": side, "grid": tried})
     return edges
