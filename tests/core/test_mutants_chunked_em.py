@@ -23,8 +23,9 @@ from cltr.core.chunked_propensity import (
 )
 from cltr.core.clicks import Impressions
 from cltr.core.propensity import em_propensities, harvest_propensities
-from cltr.core.propensity.em import _em_data, _em_derivatives, _em_loglik, _em_step, _penalty, _posteriors
+from cltr.core.propensity.em import _em_data, _em_derivatives, _em_free, _em_loglik, _em_step, _penalty, _posteriors
 from cltr.core.propensity.em_data import _logistic_objective
+from cltr.core.propensity.estimate import _percentile_band
 from cltr.core.propensity.harvest import _harvest_statistics
 
 # as tests/core/test_chunked_em.py: the chunked sums differ from the in-process ones by
@@ -428,7 +429,7 @@ def test_bands_of_one_replicate_and_of_none():
     # one replicate: a band of it; none: nan bands, and no rng needed ("unused when
     # bootstrap=0": no resamples drawn). Kills `if bootstrap > 0 and band == "refit"` and
     # `elif bootstrap > 0`, each 0 -> 1 and > -> >=
-    table, X = _pbm_table(seed=9, n_queries=6, depth=3)
+    table, X = _pbm_table(seed=16, n_queries=6, depth=3)
     for band in ("refit", "one-step"):
         got = _both(table, X, band=band, bootstrap=1)
         assert np.all(np.isfinite(got.low))
@@ -449,6 +450,44 @@ def test_a_one_step_band_with_rank_1_inside_the_bounds():
     assert got.info["examination"][0] < 0.9
 
 
+class _FlatDirection(LocalMapper):
+    """The local engine with the one-step band's Hessian replaced by -diag(``flat``): every
+    other map, and the per-query scores, are the log's."""
+
+    def __init__(self, flat):
+        self.flat, self.scores = flat, []
+
+    def map(self, function, *per_chunk, **same):
+        out = super().map(function, *per_chunk, **same)
+        if function.__name__ == "em_chunk_scores":
+            out = [(value, grad, -np.diag(self.flat), scores) for value, grad, _, scores in out]
+            self.scores.extend(out)
+        return out
+
+
+def test_the_one_step_band_gives_a_direction_flatter_than_1e_12_no_step():
+    # -H = diag(1, 1e-13, 1, ...) (l2 = 0): log theta_2's direction is flatter than 1e-12 times
+    # the steepest, so lstsq gives it no step (p_2's replicates move with theta_1 only), and
+    # every other coordinate free at the estimate moves by its score over 1. Kills
+    # `rcond=1e-12` -> 1.000000000001 (LAPACK then cuts at machine precision: a step of
+    # score / 1e-13 in log theta_2)
+    table, X = _pbm_table(seed=15, n_queries=8, depth=3)
+    flat = np.array([1.0, 1e-13, 1.0, 1.0, 1.0, 1.0])
+    mapper = _FlatDirection(flat)
+    got = chunked_em_propensities(**table, X=X, chunks=1, mapper=mapper, l2=0.0, band="one-step", bootstrap=10, rng=0)
+    (_, full_grad, _, scores) = mapper.scores[0]
+    log_theta = np.log(got.info["examination"])
+    free = _em_free(log_theta, full_grad)
+    steps = np.zeros_like(scores)
+    kept = free & (flat >= 1e-12 * flat[free].max())
+    steps[:, kept] = scores[:, kept] / flat[kept]
+    rep = log_theta + steps[:, :3]
+    low, high = _percentile_band(np.exp(rep - rep[:, :1]), got.propensity, 0.95)
+    assert free[1] and not kept[1]
+    np.testing.assert_allclose(got.low, low, rtol=1e-12)
+    np.testing.assert_allclose(got.high, high, rtol=1e-12)
+
+
 def test_unconverged_replicates_are_counted():
     # two iterations: no replicate converges. Kills `unconverged += int(not rep[3])` removed,
     # += -> -= and 3 -> 4
@@ -464,31 +503,35 @@ def _draws(n_queries, bootstrap):
 
 
 def test_refit_replicates_without_a_rank_or_a_click_are_left_out():
-    # Query 0 (the first in sorted order, id 275) alone shows rank 3, once, and holds the
-    # only clicks but one: replicates that draw it never lack rank 3 (left out), that draw it
-    # once show rank 3 once; in the second log the replicates without query 0 have one click
-    # or none. The in-process band is the oracle. Kills, in
+    # Query 0 (the first in sorted order, id 275) alone shows rank 3, in one row of one
+    # impression: replicates that do not draw it lack rank 3 (left out), those that draw it
+    # once show rank 3 once (kept). In the second log query 0 holds every click but one, of
+    # query 5 (id 300): replicates drawing neither have no click (left out), those drawing
+    # query 5 once and not query 0 have one (kept). The in-process band is the oracle, at
+    # level 0.5, whose quartiles move with every replicate kept or left out (a band of 0.95
+    # from 12 replicates is their range, which an inner replicate does not move). Kills, in
     # `if not np.all(rep_per_rank > 0) or sum(f[1] for f in found) <= 0`, `or` -> `and`,
     # > -> >=, <= -> <, both 0 -> 1, and `rep_per_rank = _sum([f[0] ...])` 0 -> 1
     table, X = _pbm_table(seed=12, n_queries=6, depth=3)
     first = table["query"] == table["query"].min()
-    keep = (table["rank"] < 3) | first
-    one = _cut(table, keep)
+    at_3 = np.flatnonzero(first & (table["rank"] == 3))
+    one = _cut(table, (table["rank"] < 3) | (np.arange(len(first)) == at_3[0]))
     one["impressions"][one["rank"] == 3] = 1
     one["clicks"] = np.minimum(one["clicks"], one["impressions"])
     counts = _draws(6, 12)
     assert np.any(counts[:, 0] == 0) and np.any(counts[:, 0] == 1)  # both cases drawn
-    _both(one, X, bootstrap=12)
+    _both(one, X, bootstrap=12, level=0.5, iterations=15)
     sparse = {**table, "clicks": np.where(first, table["clicks"], 0)}
     sparse["clicks"][np.flatnonzero(table["query"] == 300)[0]] = 1
     assert table["query"].max() == 300 and sparse["clicks"].sum() > 1
-    _both(sparse, X, bootstrap=12)
+    assert np.any((counts[:, 0] == 0) & (counts[:, 5] == 0)) and np.any((counts[:, 0] == 0) & (counts[:, 5] == 1))
+    _both(sparse, X, bootstrap=12, level=0.5, iterations=15)
 
 
 def test_results_a_mapper_hands_back_read_only_are_summed_into_copies():
     # Kills `total = np.array(values[0], dtype=np.float64, copy=True)` True -> False in both
     # modules (the first chunk's result would be the running sum)
-    table, X = _pbm_table(seed=13, n_queries=6, depth=3)
+    table, X = _pbm_table(seed=17, n_queries=6, depth=3)
     want = em_propensities(**table, X=X, bootstrap=2, rng=0)
     got = chunked_em_propensities(**table, X=X, chunks=3, mapper=_ReadOnly(), bootstrap=2, rng=0)
     _same(got, want)
