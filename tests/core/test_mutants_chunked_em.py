@@ -89,8 +89,9 @@ class _Script:
 
 
 class _ReadOnly(LocalMapper):
-    """The local engine handing back its results read-only, as a result deserialised from an
-    immutable buffer (a remote worker's) can be: a sum must not write into a chunk's result."""
+    """The local engine handing back its results read-only (as numpy arrays unpickled from an
+    immutable buffer are): a chunk's result is not the sums' scratch space, so a sum over
+    chunks must not write into the first chunk's."""
 
     def gather(self, handles):
         def frozen(value):
