@@ -39,3 +39,30 @@ def test_spread_compensates_the_running_sum():
     # the small weight first: its rounding error arises in the other branch (|total| < |term|)
     out = kernels.spread(np.array([1.0, 1e16, -1e16]), order, start, first, own, zeros, zeros, 3)
     assert out[0] == 1.0 and out[2] == 1.0
+
+
+def hand_pairs():
+    """One run of weight 2: positive row 0 (score 0, change 0) against rows 1..5, whose
+    (slack, slope) = (score_y + 1, -change_y) are (0.5, 1), (1, 1), (0.5, 0.25), (0, 1), (0, -1):
+    breakpoints k = 0.5, 1 and 2, and two pairs on the kink (k = 0, no breakpoint)."""
+    scores = np.array([0.0, -0.5, 0.0, -0.5, -1.0, -1.0])
+    change = np.array([0.0, -1.0, -1.0, -0.25, -1.0, 1.0])
+    negative = np.array([1, 2, 3, 4, 5])
+    return scores, change, negative, np.array([0]), np.array([5]), np.array([2.0])
+
+
+def test_breakpoints_on_the_bracket_ends_fall_on_their_sides():
+    # (low, high] = (0.5, 1]: the breakpoint at low belongs below it (in base, jump 2 × 1, and
+    # in moment, jump × k = 1), the one at high inside; the kinked pairs (slack 0) nowhere.
+    # Kills `size <= low * reach` -> `<` (0.5 moves inside), `size <= high * reach` -> `<`
+    # (1 drops out) and `(slack > 0.0) & ...` -> `slack >= 0.0`, `(slack < 0.0) & ...` ->
+    # `slack <= 0.0` (a kinked pair counted as a jump at 0 <= low)
+    pytest.importorskip("numba")
+    breaks, jumps = np.full(5, np.nan), np.full(5, np.nan)
+    base, moment, found = kernels.pairs_breaks(*hand_pairs(), 0.5, 1.0, breaks, jumps)
+    assert (base, moment, found) == (2.0, 1.0, 1)
+    assert (breaks[0], jumps[0]) == (1.0, 2.0)
+    base, moment, found = kernels.pairs_breaks(*hand_pairs(), 0.0, 2.0, breaks, jumps)
+    assert (base, moment, found) == (0.0, 0.0, 3)
+    np.testing.assert_array_equal(np.sort(breaks[:3]), [0.5, 1.0, 2.0])
+    np.testing.assert_array_equal(jumps[:3][np.argsort(breaks[:3])], [2.0, 2.0, 0.5])
