@@ -2,6 +2,7 @@
 names the mutant it kills); the session grid is hand-built."""
 
 import dataclasses
+import warnings
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from cltr.core.click_models_fit import (
     ClickModel,
     click_probabilities,
+    evaluate_click_model,
     fit_click_model,
     independent_click_scores,
     session_grid,
@@ -205,10 +207,10 @@ def test_em_runs_to_its_cap_of_200_unless_it_converges():
     assert pbm.info["converged"] is True and pbm.info["iterations"] < 200
 
 
-@pytest.mark.parametrize("name", ["ubm", "dcm", "dbn"])
+@pytest.mark.parametrize("name", ["pbm", "ubm", "dcm", "dbn"])
 def test_empty_cells_have_click_probability_zero(name):
     # the documented 0 in empty cells (kills `conditional * shown` / `unconditional * shown` ->
-    # `/ shown` in the UBM and the cascade family's returns, which give NaN there)
+    # `/ shown` in the PBM, UBM and cascade family's returns, which give NaN there)
     grid, pair_query, pair_doc = _grid()
     model = fit_click_model(name, grid, pair_query, pair_doc, iterations=2)
     for probability in click_probabilities(model, grid):
@@ -257,3 +259,72 @@ def test_a_simulated_click_of_probability_p_happens_exactly_below_p(name):
     assert simulate_clicks_of(model, grid, np.random.default_rng(0)).click.tolist() == [[0]]
     above = dataclasses.replace(model, attractiveness=np.full(2, np.nextafter(u, 1.0)))
     assert simulate_clicks_of(above, grid, np.random.default_rng(0)).click.tolist() == [[1]]
+
+
+def test_one_pbm_em_step_by_hand():
+    # sessions A (ranks 1, 2; clicks 1 0) and B (rank 1 only; no click). From gamma = alpha =
+    # 1/2 a skipped cell was examined with P = gamma (1 - alpha) / (1 - gamma alpha) = 1/3, a
+    # clicked one surely: gamma_1 = (1 + 1/3) / 2, gamma_2 = 1/3 (B's empty rank 2 counts
+    # nothing). Kills `np.sum(examined * shown)` -> `/ shown` (inf from the empty cell)
+    grid, pair_query, pair_doc = session_grid([0, 0, 1], [0, 0, 1], [0, 1, 2], [1, 2, 1], [1, 0, 0])
+    pbm = fit_click_model("pbm", grid, pair_query, pair_doc, iterations=1)
+    np.testing.assert_allclose(pbm.examination, [2 / 3, 1 / 3], rtol=1e-12)
+
+
+def test_em_stops_at_its_second_step_when_the_first_reached_the_fixed_point():
+    # on these sessions DCM's first step lands on its fixed point (clicked pairs at the
+    # ceiling, skipped ones at the floor, the continuations of the test above), so the second
+    # step's log-likelihood is the first's and EM stops there (kills `step > 0` -> `step > 1`)
+    grid, pair_query, pair_doc = _grid()
+    dcm = fit_click_model("dcm", grid, pair_query, pair_doc)
+    assert dcm.info["iterations"] == 2 and dcm.info["converged"] is True
+    assert dcm.info["log_likelihood"][1] == dcm.info["log_likelihood"][0]
+
+
+def test_evaluate_pbm_by_hand():
+    # PBM with gamma = (1, 1/2, 1/2, 1/2) on the two sessions: session 5 shows pairs 0, 1, -, 2
+    # (alpha 0.8, 0.6, 0.4; clicks 1 0 _ 1), session 7 pairs 3, 4 (alpha 0.5, 0.2; clicks 0 1).
+    # P(C_r = c_r): 0.8, 0.7, 0.2 and 0.5, 0.1. Rank 3 is shown by no session (nan; kills
+    # `count > 0` -> `>= 0`), rank 4 by one (kills `> 1` and `np.maximum(count, 1)` -> `2`), and
+    # session 7's empty ranks count nothing (kills `log2(p) * shown` -> `/ shown`). Scores are
+    # frozen (kills `@dataclass(frozen=True)` -> False on ClickModelScores)
+    grid, pair_query, pair_doc = _grid()
+    model = ClickModel(
+        "pbm",
+        pair_query,
+        pair_doc,
+        np.array([0.8, 0.6, 0.4, 0.5, 0.2, 0.5]),
+        examination=np.array([1.0, 0.5, 0.5, 0.5]),
+    )
+    scores = evaluate_click_model(model, grid)
+    by_rank = [2 ** -((np.log2(0.8) + np.log2(0.5)) / 2), 2 ** -((np.log2(0.7) + np.log2(0.1)) / 2), np.nan, 5.0]
+    np.testing.assert_allclose(scores.perplexity_by_rank, by_rank)
+    assert scores.perplexity == pytest.approx((by_rank[0] + by_rank[1] + 5.0) / 3)
+    assert scores.log_likelihood == pytest.approx((np.log(0.8 * 0.7 * 0.2) + np.log(0.5 * 0.1)) / 2)
+    assert scores.sessions == 2
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        scores.sessions = 3
+
+
+def test_independent_click_scores_of_a_rank_not_shown_and_of_no_rows():
+    # rank 2 of max_rank 3 is shown by no row: nan (kills `count > 0` -> `>= 0`, which gives 1);
+    # rows all beyond max_rank are no session (kills `else 0` -> `else 1`)
+    scores = independent_click_scores(np.array([0.8, 0.5]), [0, 0], [1, 3], [1, 0], max_rank=3)
+    np.testing.assert_allclose(scores.perplexity_by_rank, [1 / 0.8, np.nan, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the means of no session and no rank
+        none = independent_click_scores(np.array([0.5]), [0], [3], [1], max_rank=2)
+    assert none.sessions == 0
+
+
+def test_a_simulated_examination_of_probability_p_happens_exactly_below_p():
+    # as above for going on to rank 2 after a click at rank 1 (DCM's lambda_1): the second
+    # uniform of the seeded generator (cell (1, 1)'s draw[.., 1]) is set as lambda_1; rank 1
+    # is always clicked (alpha 1) and rank 2 would be (alpha 1) if examined. Kills the
+    # examination's `draw[:, r, 1] < ...` -> `<=`
+    u = np.random.default_rng(0).random(2)[1]
+    grid, pair_query, pair_doc = session_grid([0, 0], [0, 0], [0, 1], [1, 2], [0, 0])
+    model = ClickModel("dcm", pair_query, pair_doc, np.ones(3), continuation=np.array([u, 0.5]))
+    assert simulate_clicks_of(model, grid, np.random.default_rng(0)).click.tolist() == [[1, 0]]
+    above = dataclasses.replace(model, continuation=np.array([np.nextafter(u, 1.0), 0.5]))
+    assert simulate_clicks_of(above, grid, np.random.default_rng(0)).click.tolist() == [[1, 1]]
