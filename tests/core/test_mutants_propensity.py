@@ -1220,3 +1220,30 @@ def test_refit_replicates_are_left_out_only_without_a_rank_or_any_click(monkeypa
         monkeypatch.setattr(EM, "_query_resamples", lambda n, b, rng, c=counts: np.array([c]))
         est = em_propensities(query, doc, rank, impressions, clicks, X, iterations=5, bootstrap=1, rng=0)
         assert bool(np.all(np.isfinite(est.low))) is fitted, counts
+
+
+def test_the_one_step_band_drops_the_hessians_directions_below_1e_12():
+    # Two features equal up to 1e-6 noise and l2 = 0: the free Hessian's smallest singular value
+    # is ~1e-13 of its largest. The one-step replicates are the least-squares Newton steps with
+    # the singular values below 1e-12 of the largest dropped, here written out with an SVD
+    # (rcond 1e-12 -> 1.000000000001, which numpy reads as machine precision, keeps that
+    # direction and moves the band by about 0.01).
+    rng = np.random.default_rng(0)
+    table, X, _ = simulate_table(30, 3, eta=1.0, sessions=10, rng=rng, n_rankers=1, n_features=2)
+    t = one_ranker(table)
+    X = np.c_[X[:, :1], X[:, :1] + 1e-6 * rng.normal(size=(X.shape[0], 1))]
+    est = em_propensities(**t, X=X, l2=0.0, bootstrap=30, rng=3, band="one-step")
+    data = P._em_data(P._check_table(t["query"], t["doc"], t["rank"], None, t["impressions"], t["clicks"]), X, 3)
+    theta, coef = np.array(est.info["examination"]), np.array(est.info["relevance_coefficients"])
+    _, grad, hess, scores = P._em_derivatives(data, np.log(theta), coef, np.zeros(3), per_query=True)
+    g = P._query_resamples(data.n_queries, 30, 3) @ scores
+    free = EM._em_free(np.log(theta), grad)
+    u, s, vt = np.linalg.svd(-hess[np.ix_(free, free)])
+    assert 1e12 < s[0] / s[-1] < 1e15  # one direction below the cut, far above machine precision
+    keep = s > 1e-12 * s[0]
+    steps = np.zeros_like(g)
+    steps[:, free] = (vt[keep].T @ ((u[:, keep].T @ g[:, free].T) / s[keep][:, None])).T
+    log_theta = np.log(theta) + steps[:, :3]
+    low, high = P._percentile_band(np.exp(log_theta - log_theta[:, :1]), est.propensity, 0.95)
+    np.testing.assert_allclose(est.low, low, rtol=1e-9)
+    np.testing.assert_allclose(est.high, high, rtol=1e-9)
