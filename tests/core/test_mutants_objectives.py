@@ -9,6 +9,7 @@ import pytest
 from cltr.core.clicks import Clicks
 from cltr.core.objectives import (
     RankWeight,
+    _hinges,
     average_rank,
     check_example_rows,
     check_signed_weights,
@@ -171,3 +172,72 @@ def test_check_example_rows_names_the_first_bad_example():
         check_example_rows(offsets, Clicks(np.array([0, 2]), np.array([0, 0])))
     with pytest.raises(ValueError, match="example 0: clicked document 3 is not a row"):
         check_example_rows(offsets, Clicks(np.array([0, 1]), np.array([3, 3])))
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["numpy", "numba"])
+def test_more_queries_than_a_16_bit_key_holds_are_sorted_by_query(compiled, monkeypatch):
+    # the numpy sort groups documents by query with 16-bit keys below 2**15 queries: with 40,000
+    # queries (of 2 documents, clicked on the first) ids past 32,767 need 64 bits, or they wrap
+    # negative and those queries' documents sort first. Each bound by hand: scores (0, s) give
+    # 1 + max(0, 1 + s). Kills `2**15` -> `3**15` and -> `2**16` (int16 keys for 40,000 queries)
+    if compiled:
+        pytest.importorskip("numba")
+        monkeypatch.delenv("CLTR_NO_NUMBA", raising=False)
+    else:
+        monkeypatch.setenv("CLTR_NO_NUMBA", "1")
+    n = 40_000
+    other = np.random.default_rng(3).normal(0.0, 1.0, n)
+    scores = np.column_stack([np.zeros(n), other]).ravel()
+    offsets = np.arange(0, 2 * n + 1, 2)
+    clicks = Clicks(np.arange(n), offsets[:-1])
+    np.testing.assert_allclose(
+        hinge_rank_bound(scores, offsets, clicks), 1.0 + np.maximum(0.0, 1.0 + other), rtol=1e-12
+    )
+
+
+def test_the_hinges_of_a_call_are_frozen():
+    # kills `@dataclass(frozen=True)` -> False on _Hinges: the bound, counts and spread of one
+    # call are a value that the risk and its gradient read, never rebind
+    scores, offsets, clicks = hand_problem()
+    hinges = _hinges(scores, offsets, clicks.query, clicks.doc, None, None)
+    np.testing.assert_array_equal(hinges.bound, [3.0])  # 1 + max(0, 1 - (1 - 2)) + max(0, 1 - (1 - 0))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        hinges.bound = np.zeros(1)
+
+
+@pytest.mark.parametrize("signed", [False, True], ids=["costs >= 0", "signed costs"])
+def test_the_gradient_and_curvature_are_the_docstrings_sums_over_active_pairs(signed):
+    # the docstring's formulas by a double loop: with c_i = λ'(bound_i) c'_i / n and A_i the
+    # documents y != y_i of margin 1 - (f(y_i) - f(y)) > 0, dR/df(y) = Σ_{i: y in A_i} c_i,
+    # dR/df(y_i) -= c_i |A_i|, and the curvature h(y) = Σ_{i: y in A_i} |c_i| + Σ_{i: y = y_i} |c_i| |A_i|.
+    # Kills `grad - clicked, grad + clicked` -> `+` / `-` (costs >= 0), and on the signed path
+    # `spread(size) + bincount` -> `-`, `size * n_active` -> `/` and `grad - clicked` -> `+`
+    rng = np.random.default_rng(8)
+    offsets = np.array([0, 4, 9])
+    scores = rng.normal(0.0, 0.7, 9)
+    query = np.array([0, 0, 1, 1, 1, 0])
+    doc = np.array([1, 3, 4, 6, 4, 1])
+    cost = rng.uniform(0.5, 2.0, 6) * (np.array([1, -1, 1, 1, -1, 1]) if signed else 1.0)
+    clicks = Clicks(query, doc, cost)
+    weight = dcg()
+    c = np.zeros(6)
+    grad, curvature = np.zeros(9), np.zeros(9)
+    value = 0.0
+    for i in range(6):
+        others = [y for y in range(offsets[query[i]], offsets[query[i] + 1]) if y != doc[i]]
+        margins = {y: 1.0 - (scores[doc[i]] - scores[y]) for y in others}
+        bound = 1.0 + sum(max(0.0, m) for m in margins.values())
+        value += float(weight.value(np.array([bound]))[0]) * cost[i] / 6
+        c[i] = float(weight.derivative(np.array([bound]))[0]) * cost[i] / 6
+        active = [y for y, m in margins.items() if m > 0.0]
+        for y in active:
+            grad[y] += c[i]
+            curvature[y] += abs(c[i])
+        grad[doc[i]] -= c[i] * len(active)
+        curvature[doc[i]] += abs(c[i]) * len(active)
+    assert (c < 0).any() == signed and np.count_nonzero(curvature) > 4
+    got_value, got_grad, got_curvature = risk_gradient(scores, offsets, clicks, weight, with_curvature=True)
+    assert got_value == pytest.approx(value, rel=1e-12)
+    np.testing.assert_allclose(got_grad, grad, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(got_curvature, curvature, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(risk_gradient(scores, offsets, clicks, weight)[1], grad, rtol=1e-12, atol=1e-15)
