@@ -728,21 +728,25 @@ def report(paths: list[str], config: dict | None = None) -> str:
             else r
             for key, r in outcomes.items()
         }
-    rows = ["| module | mutants run | killed | equivalent | survivors | rate |", "|---|---|---|---|---|---|"]
-    totals = [0, 0, 0]
+    rows = [
+        "| module | mutants run | killed | of them by the timeout | equivalent | survivors | rate |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    totals = [0, 0, 0, 0]
     for module in sorted({key[0] for key in outcomes}):
         results = [r for key, r in outcomes.items() if key[0] == module]
         killed = sum(r["outcome"] != "passed" for r in results)
+        timeouts = sum(r["outcome"] == "timeout" for r in results)
         equivalent = sum(r["outcome"] == "passed" and r["equivalent"] is not None for r in results)
         counted = len(results) - equivalent
-        totals = [totals[0] + len(results), totals[1] + killed, totals[2] + equivalent]
+        totals = [totals[0] + len(results), totals[1] + killed, totals[2] + timeouts, totals[3] + equivalent]
         rows.append(
-            f"| `{module}` | {len(results)} | {killed} | {equivalent} | {counted - killed} | "
+            f"| `{module}` | {len(results)} | {killed} | {timeouts} | {equivalent} | {counted - killed} | "
             f"{killed}/{counted} ({100.0 * killed / max(1, counted):.1f}%) |"
         )
-    run, killed, equivalent = totals
+    run, killed, timeouts, equivalent = totals
     rows.append(
-        f"| all | {run} | {killed} | {equivalent} | {run - equivalent - killed} | "
+        f"| all | {run} | {killed} | {timeouts} | {equivalent} | {run - equivalent - killed} | "
         f"{killed}/{run - equivalent} ({100.0 * killed / max(1, run - equivalent):.1f}%) |"
     )
     survivors = sorted(

@@ -70,9 +70,14 @@ def test_report_merges_files_the_last_outcome_winning(bench, tmp_path):
     first.write_text(json.dumps([record(0, "passed"), record(1, "failed"), record(2, "passed", "same values")]))
     second.write_text(json.dumps([record(0, "failed")]))  # a re-run after a new test
     text = bench.report([str(first), str(second)])
-    assert "| `m.py` | 3 | 2 | 1 | 0 | 2/2 (100.0%) |" in text
+    assert "| `m.py` | 3 | 2 | 0 | 1 | 0 | 2/2 (100.0%) |" in text
     assert "survivors (0)" in text
-    assert "| `m.py` | 3 | 1 | 1 | 1 | 1/2 (50.0%) |" in bench.report([str(second), str(first)])
+    assert "| `m.py` | 3 | 1 | 0 | 1 | 1 | 1/2 (50.0%) |" in bench.report([str(second), str(first)])
+    # an entry argued after the run counts; one no longer listed stops counting
+    config = {"modules": {"m.py": {"tests": [], "equivalent": [{"code": "x", "mutation": "+ -> -", "reason": "r"}]}}}
+    first.write_text(json.dumps([record(0, "passed"), record(1, "timeout")]))
+    assert "| `m.py` | 2 | 1 | 1 | 1 | 0 | 1/1 (100.0%) |" in bench.report([str(first)], config)
+    assert "| `m.py` | 2 | 1 | 1 | 0 | 1 | 1/2 (50.0%) |" in bench.report([str(first)], {"modules": {}})
 
 
 def test_a_mutant_is_killed_through_the_fork_runner_and_kept_on_resume(tmp_path):
