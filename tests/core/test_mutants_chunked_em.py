@@ -631,3 +631,16 @@ def test_harvest_names_what_is_wrong_as_the_in_process_estimator_does():
         assert got == want
     assert "no row has a rank" in _harvest_error(harvest_propensities, unseen)
     assert "no row has a rank" not in _harvest_error(harvest_propensities, only_2)
+
+
+def test_harvest_on_chunks_without_a_ranker_says_so():
+    # Kills `raise ValueError(... needs logs from at least 2 rankers ...)` removed in
+    # harvest_on_chunks (its public entry, which the Parquet harvest calls without the row
+    # check of chunked_harvest_propensities): chunks whose rows are all below max_rank have no
+    # ranker, which only this check names (one ranker is refused per chunk as well)
+    log = _harvest_log(seed=3, n_queries=4)
+    deep = {**log, "rank": log["rank"] + 5}
+    mapper = LocalMapper()
+    handles = mapper.scatter(harvest_chunks(Impressions(**deep), 2))
+    with pytest.raises(ValueError, match="at least 2 rankers; found no ranker"):
+        harvest_on_chunks(handles, mapper=mapper, max_rank=2, bootstrap=0, level=0.95, rng=0)
