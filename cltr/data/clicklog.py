@@ -484,8 +484,12 @@ class _Rows:
             # parsed as integers already (pyarrow, Parquet): every value is whole
             numbers = column.to_numpy(dtype=np.int64)
             self.beyond[name] = np.zeros(len(numbers), dtype=bool)
+        elif (values := pd.to_numeric(column, errors="coerce")).dtype.kind == "i":
+            # text of whole numbers within int64 (the pandas reader's usual case): exact, as the
+            # pyarrow reader reads it; through float64 a qid past 2**53 would match its neighbour
+            numbers = values.to_numpy(dtype=np.int64)
+            self.beyond[name] = np.zeros(len(numbers), dtype=bool)
         else:
-            values = pd.to_numeric(column, errors="coerce")
             numbers = values.to_numpy(dtype=np.float64, na_value=np.nan)
             whole = np.isfinite(numbers) & (np.floor(numbers) == numbers)
             self.fail(~whole, lambda row: f"{name} must be an integer, found {self.cell(row, name)}")

@@ -59,13 +59,27 @@ def test_an_invalid_qid_of_a_parquet_log_is_named_by_its_row(tmp_path, toy_queri
 
 def test_a_qid_of_exactly_2_to_the_62_is_a_qid_not_beyond_the_limit(tmp_path, toy_queries):
     # kills `np.abs(numbers) > _LIMIT` -> `>=`: 2**62 itself is the largest value kept as it
-    # is (beyond it a value is clipped and refused); the pandas reader reads text, so its qid
-    # goes through the float check. A split may hold qid 2**62 (an SVMlight qid fits 64 bits)
+    # is (beyond it a value is clipped and refused); written as a float (2**62 exactly), the
+    # pandas reader's qid goes through the float check. A split may hold qid 2**62 (an
+    # SVMlight qid fits 64 bits)
     toy = toy_queries([3, 3], qid_start=10)
     queries = type(toy)(X=toy.X, labels=toy.labels, qid=np.array([10, 2**62]), offsets=toy.offsets)
     path = tmp_path / "log.tsv"
-    path.write_text(f"session\tqid\tdoc\trank\tclick\na\t{2**62}\t0\t1\t1\na\t{2**62}\t1\t2\t0\n")
+    path.write_text(f"session\tqid\tdoc\trank\tclick\na\t{2**62}.0\t0\t1\t1\na\t{2**62}\t1\t2\t0\n")
     assert read_click_log(path, queries, reader="pandas").query.tolist() == [1, 1]
+
+
+@pytest.mark.parametrize("reader", ["pandas", "pyarrow"])
+def test_a_qid_past_2_to_the_53_is_matched_exactly_by_both_readers(tmp_path, toy_queries, reader):
+    # through float64, 2**53 + 1 rounds to 2**53: the pandas reader matched it to that query
+    toy = toy_queries([3, 3], qid_start=10)
+    queries = type(toy)(X=toy.X, labels=toy.labels, qid=np.array([10, 2**53]), offsets=toy.offsets)
+    path = tmp_path / "log.tsv"
+    path.write_text(f"session\tqid\tdoc\trank\tclick\na\t{2**53 + 1}\t0\t1\t1\n")
+    with pytest.raises(ValueError, match=f"qid {2**53 + 1} is not a query of this split"):
+        read_click_log(path, queries, reader=reader)
+    path.write_text(f"session\tqid\tdoc\trank\tclick\na\t{2**53}\t0\t1\t1\n")
+    assert read_click_log(path, queries, reader=reader).query.tolist() == [1]
 
 
 def test_sessions_of_a_numeric_parquet_column_are_told_apart_by_value(tmp_path, toy_queries):
