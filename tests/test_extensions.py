@@ -109,8 +109,11 @@ def test_a_new_estimator_file_is_a_method_of_propensities_estimate(plug_in, invo
     ).output
     assert "floor" not in Workspace(tmp_path).load("synthetic", "propensities", key_of(first, "propensities")).config
     assert key_of(first, "propensities") == key_of(again, "propensities") and "(reused)" in again
-    # another estimator's option is ignored by the shipped ones, as before
-    invoke("propensities", "estimate", "--method", "em", "--floor", "0.5", "--bootstrap", "0", workdir=tmp_path)
+    # another estimator's option would change nothing: refused, naming whose it is
+    refused = invoke(
+        "propensities", "estimate", "--method", "em", "--floor", "0.5", "--bootstrap", "0", workdir=tmp_path, expect=2
+    ).output
+    assert "--floor is an option of --method ctr; --method em does not take it" in " ".join(refused.split())
     result = invoke("propensities", "estimate", "--method", "ctr", "--floor", "0", workdir=tmp_path, expect=2)
     assert "Invalid value for '--floor': 0 is not > 0 and <= 1" in result.output
 

@@ -38,7 +38,7 @@ def test_log_goes_with_harvest_and_says_so(tmp_path, invoke):
     log = tmp_path / "train.parquet"
     log.write_bytes(b"PAR1")
     out = invoke("propensities", "estimate", "--method", "em", "--log", str(log), workdir=tmp_path, expect=2).output
-    # left out silently (as another estimator's options are), em would read the workspace's log
+    # left out, em would read the workspace's log: said before any other option's refusal
     assert "--log goes with --method harvest" in " ".join(out.split())
     help_text = " ".join(invoke("propensities", "estimate", "--help").output.split())
     assert "--log PARQUET" in help_text and "never holds the log" in help_text

@@ -10,6 +10,7 @@ from cltr.cli.params import (
     clicks_option,
     dataset_option,
     given,
+    option_params,
     parse_or_usage,
     registry_params,
     seed_option,
@@ -23,6 +24,27 @@ from cltr.pipeline.stages import EstimateOptions
 @click.group("propensities")
 def propensities_group() -> None:
     """Estimate the observation propensity of each rank from a click log."""
+
+
+def _refuse_foreign_options(values: dict, estimator) -> None:
+    """An option given for another estimator would change nothing: say so rather than run an
+    estimate that silently differs from what was asked."""
+    own = {field.name for field in estimator.options.option_fields()}
+    for name, value in values.items():
+        if value is None or name in own:
+            continue
+        takers = [
+            (other.name, param.opts[0])
+            for other in estimators.estimators().values()
+            for param in option_params(other.options)
+            if param.name == name
+        ]
+        if takers:
+            flag = takers[0][1]
+            raise click.UsageError(
+                f"{flag} is an option of --method {', '.join(taker for taker, _ in takers)}; "
+                f"--method {estimator.name} does not take it"
+            )
 
 
 def propensities_estimate(session: Session, dataset, clicks_key, seed, **values) -> None:
@@ -40,7 +62,7 @@ def propensities_estimate(session: Session, dataset, clicks_key, seed, **values)
             f"--log goes with --method harvest (estimators that read a Parquet log chunk by "
             f"chunk); --method {method} estimates from the dataset's click log"
         )
-    # another estimator's options are not this one's: left out, as its help says whose they are
+    _refuse_foreign_options(values, estimator)
     options = parse_or_usage(
         estimator.parse_options, given(values, estimator.options), what=f"estimator {estimator.name!r}"
     )
