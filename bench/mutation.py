@@ -538,19 +538,19 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=None, help="with --jobs: the folder of the shards' outcomes and logs")
     parser.add_argument("--per-shard", type=int, default=25, help="with --jobs: about this many mutants a shard")
     args = parser.parse_args(argv)
-    if args.jobs is not None:
-        if args.out is None or not args.modules:
-            parser.error("--jobs needs modules and --out DIR")
-        return run_parallel(args.modules, args.jobs, Path(args.out), args.per_shard, args.config, args.resume)
+    config = tomllib.loads(Path(args.config).read_text())
     if args.report is not None:
-        print(report(args.report, tomllib.loads(Path(args.config).read_text())))
+        print(report(args.report, config))
         return 0
     if not args.modules:
         parser.error("name at least one module (or --report FILE ...)")
-    config = tomllib.loads(Path(args.config).read_text())
     for module in args.modules:
         if module not in config["modules"]:
             parser.error(f"{module} has no entry in {args.config}; known: {', '.join(config['modules'])}")
+    if args.jobs is not None:
+        if args.out is None:
+            parser.error("--jobs needs --out DIR")
+        return run_parallel(args.modules, args.jobs, Path(args.out), args.per_shard, args.config, args.resume)
     results, failures = [], 0
     previous = {}
     if args.resume and args.json and Path(args.json).exists():
