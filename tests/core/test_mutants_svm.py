@@ -192,13 +192,18 @@ def tiny_problem(seed, sizes=(3, 5, 4, 6), n_features=3, n_examples=8):
     return X, offsets, click_query, click_doc, cost
 
 
-def brute_objective(w, X, offsets, click_query, click_doc, cost, C):
+def hinge_loss(w, X, offsets, click_query, click_doc, cost, C):
+    """(C/n) Σ_i c_i Σ_{y != y_i} max(0, 1 - w.(x_{y_i} - x_y)), by a double loop."""
     total = 0.0
     for i, (q, positive) in enumerate(zip(click_query, click_doc, strict=True)):
         for y in range(offsets[q], offsets[q + 1]):
             if y != positive:
                 total += cost[i] * max(0.0, 1.0 - float(w @ (X[positive] - X[y])))
-    return 0.5 * float(w @ w) + C / len(click_doc) * total
+    return C / len(click_doc) * total
+
+
+def brute_objective(w, X, offsets, click_query, click_doc, cost, C):
+    return 0.5 * float(w @ w) + hinge_loss(w, X, offsets, click_query, click_doc, cost, C)
 
 
 @pytest.mark.parametrize(

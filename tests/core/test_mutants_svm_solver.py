@@ -13,27 +13,8 @@ import pytest
 import cltr.core.svm.problem as svm_problem
 from cltr.core.svm import PairwiseProblem, _Pairs, _PlaneQP, solve_pairwise_svm
 from cltr.core.svm.qp import _IDLE, _RIDGE
-
-
-def problem_of(seed, sizes, n_features, n_examples):
-    """Random queries of these sizes, clicks on random documents, random costs."""
-    rng = np.random.default_rng(seed)
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    X = rng.normal(size=(offsets[-1], n_features))
-    click_query = np.sort(rng.integers(0, len(sizes), n_examples))
-    click_doc = offsets[click_query] + rng.integers(0, np.asarray(sizes)[click_query])
-    cost = rng.uniform(0.2, 3.0, n_examples)
-    return X, offsets, click_query, click_doc, cost
-
-
-def hinge_loss(w, X, offsets, click_query, click_doc, cost, C):
-    """(C/n) Σ_i c_i Σ_{y != y_i} max(0, 1 - w.(x_{y_i} - x_y)), by a double loop."""
-    total = 0.0
-    for i, (q, positive) in enumerate(zip(click_query, click_doc, strict=True)):
-        for y in range(offsets[q], offsets[q + 1]):
-            if y != positive:
-                total += cost[i] * max(0.0, 1.0 - float(w @ (X[positive] - X[y])))
-    return C / len(click_doc) * total
+from tests.core.test_mutants_svm import hinge_loss
+from tests.core.test_mutants_svm import tiny_problem as problem_of
 
 
 def slack_loop(w, X, offsets, click_query, click_doc):
