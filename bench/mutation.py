@@ -659,9 +659,10 @@ def run_parallel(modules: list[str], jobs: int, out: Path, per_shard: int, confi
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
     out.mkdir(parents=True, exist_ok=True)
+    entries = tomllib.loads(Path(config).read_text())["modules"]
     work = []
     for module in modules:
-        count = len(find_mutants(module, tomllib.loads(Path(config).read_text())["modules"][module].get("functions")))
+        count = len(find_mutants(module, entries[module].get("functions")))
         shards = max(1, -(-count // per_shard))
         stem = module.replace("/", "-").removesuffix(".py")
         work += [(module, k, shards, out / f"{stem}-{k}-of-{shards}") for k in range(shards)]
