@@ -331,6 +331,11 @@ class Spec:
             raw["select"] = select
         if tune is not None and raw.get("kind") in figure_kinds.taking("tune"):
             raw["tune"] = tune
+        inherited = raw.get("tune_at") == self.raw.get("tune_at") and raw.get("tune") != self.raw.get("tune")
+        if inherited and raw.get("tune") != "once":
+            # the spec's tune_at belongs to its tune = "once": a dataset table or --tune that
+            # tunes otherwise leaves it behind instead of being refused for it
+            raw.pop("tune_at", None)
         spec = _spec_from_dict(raw, where=f"spec {self.name!r}")
         return replace(spec, quick=True) if quick else spec
 
