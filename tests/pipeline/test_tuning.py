@@ -133,6 +133,22 @@ def test_bad_tuning_keys_are_refused(tmp_path, tuning, message):
         load_spec("tuned", tmp_path)
 
 
+def test_a_tune_at_stays_behind_where_a_dataset_or_the_command_tunes_otherwise(tmp_path):
+    # the spec tunes once at eta 1.0; LETOR per repetition (robustness's shape): its tune_at is
+    # dropped there, not refused, and kept wherever tune = "once" still holds
+    text = SPEC.replace('tune = "once"', 'tune = "once"\ntune_at = 1.0') + '\n[datasets.letor]\ntune = "repetition"\n'
+    (tmp_path / "tuned.toml").write_text(text)
+    spec = load_spec("tuned", tmp_path)
+    assert (spec.resolved().tune, spec.resolved().tuned_at) == ("once", 1.0)
+    assert spec.resolved(dataset="letor").tune == "repetition"
+    assert spec.resolved(tune="point").tune == "point"
+    assert (spec.resolved(dataset="letor", tune="once").tuned_at) == 1.0
+    # a table that sets tune_at itself beside another tuning is still refused
+    (tmp_path / "tuned.toml").write_text(text.replace('tune = "repetition"\n', 'tune = "point"\ntune_at = 2.0\n'))
+    with pytest.raises(ValueError, match='tune_at applies to tune = "once"'):
+        load_spec("tuned", tmp_path).resolved(dataset="letor")
+
+
 def test_select_and_tune_reach_only_the_kinds_that_select():
     # `cltr figures all --tune once --select pooled` runs ccp and propensity too
     for name in ("ccp", "propensity"):
