@@ -20,6 +20,7 @@ ALL_METHODS = [
     "tree-propdcg",
     "unbiased-lambdamart",
     "two-tower",
+    "tree-two-tower",
     "lightgbm-position",
     "xgboost-unbiased",
     "skyline",

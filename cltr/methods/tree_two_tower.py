@@ -1,0 +1,198 @@
+"""The two-tower click model with a tree relevance tower: gradient-boosted trees on the
+document's features plus one logit per displayed rank, fitted jointly to every impression's
+clicks; the trees alone rank.
+
+It is ``two-tower``'s model (``cltr.methods.two_tower``: Hager et al., SIGIR 2024, on
+Baidu-ULTR) with LightGBM in place of the linear or MLP relevance tower, for data whose
+relevance is far from linear in the features (on the embedded default the linear tower stays
+at the linear skyline's level). LightGBM's own position debiasing (``lightgbm-position``)
+also adds a learned bias per position to the trees' score, but inside LambdaRank's pairwise
+loss on each session; here the loss is the two-tower's, the binomial likelihood of the
+clicks of each (document, rank).
+
+Legend:
+    f(x)        -> the trees (LightGBM, custom objective; every score starts at 0)
+    b_k         -> the bias tower: one logit per displayed rank k (``bias``)
+    z           -> f(x) + b_k, the click logit of a document shown at rank k
+    n, c        -> impressions and clicks of one (document, rank) over the whole log
+                   (``TrainingData.displayed("train").impressions()``, one training row each)
+    loss        -> Σ n · softplus(z) - c · z, the negative log-likelihood of the clicks
+
+**One boosting round** (``TowerObjective``): with the current trees f and biases b,
+
+    gradient of row r   g_r = n_r σ(z_r) - c_r,   curvature h_r = n_r σ(z_r) (1 - σ(z_r));
+
+the tree of this round is fitted to (g, h), and then every b_k takes one Newton step on the
+same z, b_k -= Σ_{r at k} g_r / Σ_{r at k} h_r: block coordinate descent on the loss, the
+biases re-fitted to the trees after each tree (LightGBM's position debiasing takes the same
+kind of step, scaled by the learning rate; a full step makes the bias tower catch up with
+the trees at once). The biases start at each rank's click logit, as ``two-tower``'s do.
+With one deterministic production ranker a rank holds different documents in different
+queries, and that alone tells the towers apart (``two-tower``'s docs discuss the confounding).
+
+Selection: learning rate and leaves over the grids of ``cltr.methods.trees``, trees early
+stopped, all by ``TrainingData.estimate`` (SNIPS Avg DCG on validation clicks), as every tree
+method here; the bias tower of the chosen candidate at its chosen tree count goes into
+``info`` (``position_bias``). The log's propensities are not used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cltr.core.clicks import Impressions
+from cltr.methods import Method, TrainingData
+from cltr.methods.trees import TreeOptions, select_trees
+from cltr.methods.two_tower import BIAS_TABLE_RANKS, _initial_bias_rows
+
+__all__ = ["METHOD", "TowerObjective", "TreeTwoTowerOptions"]
+
+ORDER = 76
+_CURVATURE_FLOOR = 1e-12  # a row with σ(z) -> 0 or 1 has no curvature; LightGBM divides by the sums
+
+
+def _expit(z: np.ndarray) -> np.ndarray:
+    # σ(z) = (1 + tanh(z / 2)) / 2: no overflow for large |z| and no scipy import
+    return 0.5 * np.tanh(0.5 * z) + 0.5
+
+
+class TowerObjective:
+    """LightGBM custom objective of the tree two-tower, with its bias tower (module docs).
+
+    Called once per boosting round with the trees' current scores of the training rows:
+    returns the click likelihood's gradient and curvature per row at z = f + b, then takes
+    the biases' Newton step. ``start`` (called by ``select_trees`` before each grid
+    candidate) puts the biases back at their initial logits; the biases behind each tree of
+    each candidate are kept in ``runs``.
+
+    Parameters
+    ----------
+    impressions : Impressions
+        The training rows: ``rank``, ``impressions`` (n) and ``clicks`` (c).
+    """
+
+    def __init__(self, impressions: Impressions):
+        if not len(impressions.doc) or int(np.sum(impressions.clicks)) == 0:
+            raise ValueError(
+                "the training log has no click on a displayed document; the two-tower model has nothing to learn from"
+            )
+        self.row_bias = np.asarray(impressions.rank, dtype=np.int64) - 1
+        self.n = np.asarray(impressions.impressions, dtype=np.float64)
+        self.c = np.asarray(impressions.clicks, dtype=np.float64)
+        self.size = int(self.row_bias.max()) + 1
+        self.initial = _initial_bias_rows(self.row_bias, self.n, self.c, self.size, "additive")
+        self.runs: dict = {}
+        self.start(None)
+
+    def start(self, params: dict | None) -> None:
+        """The biases back at their initial logits for a new candidate (``params``: its
+        learning rate and leaves)."""
+        self.bias = self.initial.copy()
+        self.history: list[np.ndarray] = []
+        if params is not None:
+            self.runs[(float(params["learning_rate"]), int(params["num_leaves"]))] = self.history
+
+    def terms(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Gradient n σ(z) - c and curvature n σ(z)(1 - σ(z)) of each row at z = f + b."""
+        p = _expit(np.asarray(scores, dtype=np.float64) + self.bias[self.row_bias])
+        return self.n * p - self.c, self.n * p * (1.0 - p)
+
+    def loss(self, scores: np.ndarray) -> float:
+        """Σ n softplus(z) - c z at z = f + b (the negative log-likelihood of the clicks)."""
+        z = np.asarray(scores, dtype=np.float64) + self.bias[self.row_bias]
+        return float(np.sum(self.n * np.logaddexp(0.0, z) - self.c * z))
+
+    def __call__(self, preds, _dataset) -> tuple[np.ndarray, np.ndarray]:
+        grad, hess = self.terms(preds)
+        self.history.append(self.bias)
+        g = np.bincount(self.row_bias, weights=grad, minlength=self.size)
+        h = np.bincount(self.row_bias, weights=hess, minlength=self.size)
+        # a rank whose rows have no curvature left (no impression, or σ saturated) keeps its logit
+        step = np.divide(g, h, out=np.zeros(self.size), where=h > _CURVATURE_FLOOR)
+        self.bias = self.bias - step
+        return grad, hess + _CURVATURE_FLOOR * max(float(hess.mean()), 1e-300)
+
+
+@dataclass(frozen=True)
+class TreeTwoTowerOptions(TreeOptions):
+    pass
+
+
+def train(data: TrainingData, options: TreeTwoTowerOptions, *, progress=None):
+    impressions = data.displayed("train").impressions()
+    objective = TowerObjective(impressions)
+    scorer, info = select_trees(
+        data,
+        options,
+        name="tree-two-tower",
+        X=data.dataset.train.X[impressions.doc],
+        label=np.zeros(len(impressions.doc)),
+        group=None,
+        objective=objective,
+        progress=progress,
+    )
+    chosen = info["chosen"]
+    history = objective.runs[(float(chosen["learning_rate"]), int(chosen["num_leaves"]))]
+    bias = history[int(chosen["n_estimators"]) - 1] if history else objective.initial
+    shown = np.bincount(objective.row_bias, weights=objective.n, minlength=objective.size)
+    clicked = np.bincount(objective.row_bias, weights=objective.c, minlength=objective.size)
+    info.update(
+        {
+            "position_bias": {
+                "rank": list(range(1, objective.size + 1)),
+                "relative": np.exp(bias - bias[0]).tolist(),
+                "logit": bias.tolist(),
+                "impressions": shown.tolist(),
+                "clicks": clicked.tolist(),
+            },
+            "training_rows": len(impressions.doc),
+            "training_impressions": int(impressions.impressions.sum()),
+        }
+    )
+    return scorer, info
+
+
+def tables(info: dict) -> list:
+    bias = info["position_bias"]
+    rows = [
+        {
+            "rank": r,
+            "bias": bias["relative"][i],
+            "logit": bias["logit"][i],
+            "impressions": int(bias["impressions"][i]),
+            "clicks": int(bias["clicks"][i]),
+        }
+        for i, r in enumerate(bias["rank"][:BIAS_TABLE_RANKS])
+    ]
+    return [
+        (
+            "candidates (learning rate x leaves, trees early-stopped):",
+            info["selection"],
+            ["learning_rate", "num_leaves", "validation_snips_avg_dcg", "n_estimators", "rounds", "seconds"],
+        ),
+        (
+            f"bias tower per rank (exp(b_k - b_1), a click-odds ratio; first {BIAS_TABLE_RANKS} ranks):",
+            rows,
+            ["rank", "bias", "logit", "impressions", "clicks"],
+        ),
+    ]
+
+
+METHOD = Method(
+    name="tree-two-tower",
+    label="Tree two-tower",
+    options=TreeTwoTowerOptions,
+    train=train,
+    tables=tables,
+    tuned_once=("learning_rate", "num_leaves"),
+    weighted=False,  # the bias tower is learned; no 1/q is read
+    summary="Two-tower click model with a LightGBM relevance tower and a bias tower (a logit per rank).",
+    description="The two-tower click model (Hager et al. SIGIR 2024) with gradient-boosted trees as the "
+    "relevance tower: the trees' score plus one logit per displayed rank make each impression's click "
+    "probability, fitted to the clicks of every displayed (document, rank) by LightGBM with a custom "
+    "objective, the rank logits re-fitted by a Newton step after every tree. The trees alone rank. "
+    "Learning rate and leaves are chosen, and trees early-stopped, by SNIPS Avg DCG on validation clicks.",
+    scorer="lightgbm",
+)
