@@ -51,8 +51,18 @@ def method_options(entry: str) -> tuple[str, dict]:
     options = {}
     for setting in settings:
         key, _, value = setting.partition("=")
-        options[key] = registry.get(method).parse_options({key: value}).to_dict()[key] if value else value
+        options[key] = registry.get(method).parse_options({key: _literal(value)}).to_dict()[key] if value else value
     return method, options
+
+
+def _literal(text: str):
+    """A setting's value as a spec would hold it: a TOML number or boolean, else the string."""
+    import tomllib
+
+    try:
+        return tomllib.loads(f"value = {text}")["value"]
+    except tomllib.TOMLDecodeError:
+        return text
 
 
 def run(workspace: Workspace, name: str, dataset, fingerprint: str, logs, seeds, method_names, out: Path):
