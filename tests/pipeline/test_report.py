@@ -129,6 +129,39 @@ def test_intervals_hold_their_mean_when_every_run_is_equal(tmp_path):
     plot(frame, spec)
 
 
+def test_every_line_of_a_crowded_curve_has_its_own_colour_and_marker():
+    # the robustness figure draws 13 methods: with five markers against ten colours the
+    # 11th looked exactly like the 1st (LightGBM's baseline like SVM Rank)
+    from cltr.methods import get, methods
+
+    names = tuple(name for name in methods() if name != "skyline")
+    spec = Spec(name="crowded", kind="curve", dataset="d", methods=names, x="eta", values=(1.0, 2.0), seed=5)
+    frame = pd.DataFrame(
+        [
+            {
+                "dataset": "d",
+                "repetition": r,
+                "method": m,
+                "point_eta": eta,
+                "avg_dcg": 0.5 + 0.01 * k + 0.001 * r,
+                "avg_rank": 5.0,
+                "ndcg@10": 0.5,
+                "train_clicks": 100,
+                "irrelevant_click_share": 0.2,
+            }
+            for k, m in enumerate(names)
+            for eta in (1.0, 2.0)
+            for r in range(3)
+        ]
+    )
+    figure, _ = plot(frame, spec)
+    labels = {get(name).label for name in names}
+    lines = [line for axes in figure.axes for line in axes.get_lines() if line.get_label() in labels]
+    assert len(lines) == len(names) > 10
+    looks = {(line.get_color(), line.get_marker()) for line in lines}
+    assert len(looks) == len(names)
+
+
 def _toy_spec(**fields) -> Spec:
     base = {"name": "toy", "kind": "table", "dataset": "letor", "methods": ("a-rank", "b-rank", "c-rank"), "seed": 5}
     return Spec(**{**base, **fields})

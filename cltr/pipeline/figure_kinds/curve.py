@@ -77,7 +77,9 @@ def plot(frame: pd.DataFrame, spec: Spec, plt, records):
     axes_of = [grid[0, s if panels else 0] for s in range(len(groups))]
     styles = ["-", "--", ":", "-."]
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    markers = ["o", "s", "^", "D", "v"]
+    # seven markers against the ten colours: no two of the first 70 series look alike (with
+    # five, the 11th series repeated the 1st's colour and marker)
+    markers = ["o", "s", "^", "D", "v", "P", "X"]
     for s, (series_key, group) in enumerate(groups):
         series_key = series_key if isinstance(series_key, tuple) else (series_key,)
         suffix = "".join(f", {c[len('point_') :]} = {v}" for c, v in zip(series_columns, series_key, strict=True))
