@@ -54,7 +54,7 @@ import numpy as np
 from cltr.core.clicks import Impressions
 from cltr.methods import Method, TrainingData
 from cltr.methods.trees import TreeOptions, select_trees
-from cltr.methods.two_tower import BIAS_TABLE_RANKS, _initial_bias_rows
+from cltr.methods.two_tower import _initial_bias_rows, bias_tower_info, bias_tower_table
 from cltr.options import option
 
 __all__ = ["METHOD", "TowerObjective", "TreeTwoTowerOptions"]
@@ -152,17 +152,9 @@ def train(data: TrainingData, options: TreeTwoTowerOptions, *, progress=None):
     chosen = info["chosen"]
     history = objective.runs[(float(chosen["learning_rate"]), int(chosen["num_leaves"]))]
     bias = history[int(chosen["n_estimators"]) - 1] if history else objective.initial
-    shown = np.bincount(objective.row_bias, weights=objective.n, minlength=objective.size)
-    clicked = np.bincount(objective.row_bias, weights=objective.c, minlength=objective.size)
     info.update(
         {
-            "position_bias": {
-                "rank": list(range(1, objective.size + 1)),
-                "relative": np.exp(bias - bias[0]).tolist(),
-                "logit": bias.tolist(),
-                "impressions": shown.tolist(),
-                "clicks": clicked.tolist(),
-            },
+            "position_bias": bias_tower_info(bias, np.exp(bias - bias[0]), objective.row_bias, impressions),
             "training_rows": len(impressions.doc),
             "training_impressions": int(impressions.impressions.sum()),
         }
@@ -171,28 +163,13 @@ def train(data: TrainingData, options: TreeTwoTowerOptions, *, progress=None):
 
 
 def tables(info: dict) -> list:
-    bias = info["position_bias"]
-    rows = [
-        {
-            "rank": r,
-            "bias": bias["relative"][i],
-            "logit": bias["logit"][i],
-            "impressions": int(bias["impressions"][i]),
-            "clicks": int(bias["clicks"][i]),
-        }
-        for i, r in enumerate(bias["rank"][:BIAS_TABLE_RANKS])
-    ]
     return [
         (
             "candidates (learning rate x leaves, trees early-stopped):",
             info["selection"],
             ["learning_rate", "num_leaves", "validation_snips_avg_dcg", "n_estimators", "rounds", "seconds"],
         ),
-        (
-            f"bias tower per rank (exp(b_k - b_1), a click-odds ratio; first {BIAS_TABLE_RANKS} ranks):",
-            rows,
-            ["rank", "bias", "logit", "impressions", "clicks"],
-        ),
+        bias_tower_table(info, "exp(b_k - b_1), a click-odds ratio"),
     ]
 
 

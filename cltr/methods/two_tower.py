@@ -494,9 +494,6 @@ def train(data: TrainingData, options: TwoTowerOptions, *, progress=None):
                 "seconds": sum(r["seconds"] for r in rows),
             }
         )
-    size = len(result.bias)
-    shown = np.bincount(impressions.rank - 1, weights=impressions.impressions, minlength=size)
-    clicked = np.bincount(impressions.rank - 1, weights=impressions.clicks, minlength=size)
     if linear:
         table = [
             {key: r[key] for key in ("l2", "validation_snips_avg_dcg", "train_loss", "seconds")} for r in result.trace
@@ -508,13 +505,9 @@ def train(data: TrainingData, options: TwoTowerOptions, *, progress=None):
         "validation_snips_avg_dcg": result.validation_snips_avg_dcg,
         "selection": table,
         "combination": options.combination,
-        "position_bias": {
-            "rank": list(range(1, size + 1)),
-            "relative": relative_bias(result.bias, options.combination).tolist(),
-            "logit": result.bias.tolist(),
-            "impressions": shown.tolist(),
-            "clicks": clicked.tolist(),
-        },
+        "position_bias": bias_tower_info(
+            result.bias, relative_bias(result.bias, options.combination), impressions.rank - 1, impressions
+        ),
         "training_rows": len(impressions.doc),
         "training_impressions": int(impressions.impressions.sum()),
         "trace": result.trace,
@@ -522,13 +515,22 @@ def train(data: TrainingData, options: TwoTowerOptions, *, progress=None):
     return result.scorer, info
 
 
-def tables(info: dict) -> list:
+def bias_tower_info(bias: np.ndarray, relative: np.ndarray, row_bias: np.ndarray, impressions: Impressions) -> dict:
+    """``info["position_bias"]`` of a two-tower model: per rank its logit, its bias relative to
+    rank 1, and the impressions and clicks the rank had in the training log."""
+    size = len(bias)
+    return {
+        "rank": list(range(1, size + 1)),
+        "relative": np.asarray(relative).tolist(),
+        "logit": np.asarray(bias).tolist(),
+        "impressions": np.bincount(row_bias, weights=impressions.impressions, minlength=size).tolist(),
+        "clicks": np.bincount(row_bias, weights=impressions.clicks, minlength=size).tolist(),
+    }
+
+
+def bias_tower_table(info: dict, meaning: str) -> tuple:
+    """The bias tower's table ``cltr train`` prints: its first ``BIAS_TABLE_RANKS`` ranks."""
     bias = info["position_bias"]
-    meaning = (
-        "exp(b_k - b_1), a click-odds ratio"
-        if info["combination"] == "additive"
-        else "σ(b_k) / σ(b_1), an examination ratio"
-    )
     rows = [
         {
             "rank": r,
@@ -539,19 +541,25 @@ def tables(info: dict) -> list:
         }
         for i, r in enumerate(bias["rank"][:BIAS_TABLE_RANKS])
     ]
+    return (
+        f"bias tower per rank ({meaning}; first {BIAS_TABLE_RANKS} ranks):",
+        rows,
+        ["rank", "bias", "logit", "impressions", "clicks"],
+    )
+
+
+def tables(info: dict) -> list:
+    meaning = (
+        "exp(b_k - b_1), a click-odds ratio"
+        if info["combination"] == "additive"
+        else "σ(b_k) / σ(b_1), an examination ratio"
+    )
     selection = (
         ("penalties:", ["l2", "validation_snips_avg_dcg", "train_loss", "seconds"])
         if info.get("tower") == "linear"
         else ("learning rates:", ["lr", "epoch", "epochs_run", "validation_snips_avg_dcg", "train_loss", "seconds"])
     )
-    return [
-        (selection[0], info["selection"], selection[1]),
-        (
-            f"bias tower per rank ({meaning}; first {BIAS_TABLE_RANKS} ranks):",
-            rows,
-            ["rank", "bias", "logit", "impressions", "clicks"],
-        ),
-    ]
+    return [(selection[0], info["selection"], selection[1]), bias_tower_table(info, meaning)]
 
 
 METHOD = Method(
