@@ -626,9 +626,21 @@ class Task:
             "methods": list(self.methods),
             "references": list(self.references),
             "options": self.options,
+            "resolved": self.resolved_options(),
             "seed": self.seed,
             "ndcg": "all-and-relevant-queries",
             **({"select": self.select} if self.select != "repetition" else {}),
+        }
+
+    def resolved_options(self) -> dict:
+        """Each method's options as it will train with them, defaults filled in, as a key: a
+        changed default of a method changes the tasks that train it (the spec's ``options``
+        name only what it sets, so a task keyed by them alone kept its rows of the old default)."""
+        known = methods.methods()
+        return {
+            name: config_key(known[name].parse_options(self.options.get(name, {})).to_dict())
+            for name in (*self.methods, *self.references)
+            if name in known
         }
 
 

@@ -175,3 +175,27 @@ def test_the_report_says_how_settings_were_tuned():
     assert "each point's first repetition" in _selection_text(pd.DataFrame(), point)
     plain = _spec_from_dict({**tomllib.loads(SPEC), "tune": "repetition"}, where="test")
     assert "learning rate" not in _selection_text(pd.DataFrame(), plain)
+
+
+def test_a_changed_method_default_changes_the_tasks_that_train_it(monkeypatch):
+    # a task's key held the spec's options only: after a method's default changed, a figure
+    # re-used the rows its old default gave (the tree two-tower's patience, 50 -> 100)
+    import cltr.pipeline.experiments as experiments
+
+    spec = _spec_from_dict(tomllib.loads(SPEC), where="test")
+    task = plan(spec, default_passes=100)[0]
+    before = task.config("fingerprint")
+    assert set(before["resolved"]) == {"lambdarank", "svm-rank"}  # "production" is no method
+    real = experiments.methods.methods()
+
+    class Changed:
+        @staticmethod
+        def parse_options(options):
+            parsed = real["lambdarank"].parse_options(options)
+            return type("Parsed", (), {"to_dict": lambda self: {**parsed.to_dict(), "patience": 100}})()
+
+    monkeypatch.setattr(experiments.methods, "methods", lambda: {**real, "lambdarank": Changed})
+    after = task.config("fingerprint")
+    assert after["resolved"]["lambdarank"] != before["resolved"]["lambdarank"]
+    assert after["resolved"]["svm-rank"] == before["resolved"]["svm-rank"]
+    assert experiments.config_key(after) != experiments.config_key(before)
