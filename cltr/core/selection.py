@@ -272,8 +272,12 @@ def ess_fraction(weights: np.ndarray) -> float:
     """Kish's effective sample size (sum |w|)^2 / sum w^2 over the number of weights, in (0, 1]
     (|w|: for signed weights it measures how few examples carry the weight)."""
     weights = np.abs(np.asarray(weights, dtype=np.float64))
-    square = float(np.sum(weights * weights))
-    return float(np.sum(weights) ** 2 / square / len(weights)) if square > 0 else 0.0
+    # the ratio does not depend on the weights' scale: dividing by the largest keeps w^2 from
+    # overflowing (1/q past 1e154, propensities below 1e-154) or underflowing
+    largest = float(np.max(weights, initial=0.0))
+    scaled = weights / largest if largest > 0 else weights
+    square = float(np.sum(scaled * scaled))
+    return float(np.sum(scaled) ** 2 / square / len(weights)) if square > 0 else 0.0
 
 
 def versus_logging(

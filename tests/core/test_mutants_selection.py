@@ -31,6 +31,13 @@ def test_ess_fraction_by_hand():
     assert ess_fraction(np.array([1.0, -1.0])) == 1.0  # |w| for signed weights
 
 
+def test_ess_fraction_of_weights_whose_squares_overflow_or_underflow():
+    # 1/q of propensities below 1e-154: w^2 overflowed to inf and the fraction read NaN or 0
+    for scale in (1e200, 1e-200, 1.0):
+        assert ess_fraction(scale * np.array([1.0, 1.0, 2.0])) == pytest.approx(16 / 6 / 3)
+        assert ess_fraction(scale * np.ones(5)) == pytest.approx(1.0)
+
+
 def test_a_single_document_query_does_not_vary_the_query_before_it():
     # kills `filled = np.flatnonzero(sizes > 0)` -> `sizes > 1`: the per-query spreads are
     # segment reductions from each query's start, so leaving the one-document query 1 out
