@@ -97,7 +97,7 @@ class Clicks:
         bad = ~(np.isfinite(propensity) & (propensity > 0))
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"example {i}: propensity must be finite and > 0, got {propensity[i]!r}")
+            raise ValueError(f"example {i}: propensity must be finite and > 0, got {float(propensity[i])}")
         return cls(query, doc, 1.0 / propensity)
 
     def take(self, index) -> Clicks:
