@@ -343,7 +343,6 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol: float, max_iter, callba
                 planes.restart(offset, product)
                 at_w = at_exact
                 objective = 0.5 * float(np.dot(w, w)) + pairs.reset(at_w)
-                gaps = [(objective - estimate) / max(objective, _TINY)]
         if callback is not None:
             callback(iteration, objective, estimate)
         if converged or iteration >= max_iter:
