@@ -484,9 +484,10 @@ class _Rows:
             # parsed as integers already (pyarrow, Parquet): every value is whole
             numbers = column.to_numpy(dtype=np.int64)
             self.beyond[name] = np.zeros(len(numbers), dtype=bool)
-        elif (values := pd.to_numeric(column, errors="coerce")).dtype.kind == "i":
+        elif (values := pd.to_numeric(column, errors="coerce")).dtype.kind == "i" and not values.hasnans:
             # text of whole numbers within int64 (the pandas reader's usual case): exact, as the
             # pyarrow reader reads it; through float64 a qid past 2**53 would match its neighbour
+            # (a nullable Int64 column with a missing cell goes on below, to be named)
             numbers = values.to_numpy(dtype=np.int64)
             self.beyond[name] = np.zeros(len(numbers), dtype=bool)
         else:

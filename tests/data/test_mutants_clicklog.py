@@ -90,3 +90,18 @@ def test_sessions_of_a_numeric_parquet_column_are_told_apart_by_value(tmp_path, 
     frame = {"session": [0.0, -0.0], "qid": [10, 10], "doc": [0, 1], "rank": [1, 2], "click": [1, 0]}
     pd.DataFrame(frame).to_parquet(path, index=False)
     assert read_click_log(path, toy_queries([3], qid_start=10)).session.tolist() == [0, 0]
+
+
+def test_a_missing_cell_of_a_nullable_integer_column_is_named(tmp_path):
+    # pandas' nullable Int64 has dtype kind "i" whatever its cells: a missing one reached the
+    # exact int64 path and failed in numpy's words instead of the file's row and column
+    from pathlib import Path
+
+    from cltr.data.clicklog import _Rows
+
+    frame = pd.DataFrame({"rank": pd.array([1, None, 3], dtype="Int64")})
+    rows = _Rows(Path(tmp_path / "log.parquet"), frame)
+    with pytest.raises(ValueError, match=r"row 2 of .*log\.parquet: rank must be an integer, found"):
+        rows.integers("rank")
+    whole = _Rows(Path(tmp_path / "log.parquet"), pd.DataFrame({"rank": pd.array([1, 2, 3], dtype="Int64")}))
+    assert whole.integers("rank").tolist() == [1, 2, 3]
