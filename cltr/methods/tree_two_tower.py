@@ -65,8 +65,8 @@ import numpy as np
 
 from cltr.core.clicks import Impressions
 from cltr.methods import Method, TrainingData
-from cltr.methods.trees import TreeOptions, select_trees
-from cltr.methods.two_tower import _initial_bias_rows, bias_tower_info, bias_tower_table
+from cltr.methods.trees import TreeOptions, candidate_key, select_trees, state_of_choice
+from cltr.methods.two_tower import _initial_bias_rows, bias_tower_info, bias_tower_table, click_loss
 from cltr.options import option
 
 __all__ = ["METHOD", "TowerObjective", "TreeTwoTowerOptions"]
@@ -114,7 +114,7 @@ class TowerObjective:
         self.bias = self.initial.copy()
         self.history: list[np.ndarray] = []
         if params is not None:
-            self.runs[(float(params["learning_rate"]), int(params["num_leaves"]))] = self.history
+            self.runs[candidate_key(params)] = self.history
 
     def terms(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Gradient n σ(z) - c and curvature n σ(z)(1 - σ(z)) of each row at z = f + b."""
@@ -123,8 +123,8 @@ class TowerObjective:
 
     def loss(self, scores: np.ndarray) -> float:
         """Σ n softplus(z) - c z at z = f + b (the negative log-likelihood of the clicks)."""
-        z = np.asarray(scores, dtype=np.float64) + self.bias[self.row_bias]
-        return float(np.sum(self.n * np.logaddexp(0.0, z) - self.c * z))
+        scores = np.asarray(scores, dtype=np.float64)
+        return click_loss(scores, self.bias[self.row_bias], self.n, self.c, combination="additive")[0]
 
     def __call__(self, preds, _dataset) -> tuple[np.ndarray, np.ndarray]:
         grad, hess = self.terms(preds)
@@ -167,9 +167,7 @@ def train(data: TrainingData, options: TreeTwoTowerOptions, *, progress=None):
         progress=progress,
         extra_params={"lambda_l2": float(options.leaf_l2)},
     )
-    chosen = info["chosen"]
-    history = objective.runs[(float(chosen["learning_rate"]), int(chosen["num_leaves"]))]
-    bias = history[int(chosen["n_estimators"]) - 1] if history else objective.initial
+    bias = state_of_choice(objective.runs, info["chosen"])
     info.update(
         {
             "position_bias": bias_tower_info(bias, np.exp(bias - bias[0]), objective.row_bias, impressions),

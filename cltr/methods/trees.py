@@ -38,6 +38,8 @@ __all__ = [
     "lightgbm_params",
     "usable_leaves",
     "select_trees",
+    "candidate_key",
+    "state_of_choice",
     "LEARNING_RATE_GRID",
     "NUM_LEAVES_GRID",
     "MIN_DATA_IN_LEAF",
@@ -338,6 +340,18 @@ def _grow(
         "best_criterion": float(best_value),
         "trace": trace,
     }
+
+
+def candidate_key(params: dict) -> tuple[float, int]:
+    """A grid candidate of ``select_trees`` as a key: its (learning rate, leaves)."""
+    return float(params["learning_rate"]), int(params["num_leaves"])
+
+
+def state_of_choice(runs: dict, chosen: dict):
+    """What a custom objective learned beside the trees (position biases) as it stood behind
+    the chosen candidate's last tree: ``runs`` maps each ``candidate_key`` to one state per
+    tree grown, ``chosen`` is ``select_trees``' choice (with its ``n_estimators``)."""
+    return runs[candidate_key(chosen)][int(chosen["n_estimators"]) - 1]
 
 
 def select_trees(

@@ -63,7 +63,7 @@ import numpy as np
 
 from cltr.core.clicks import Displayed
 from cltr.methods import Method, TrainingData
-from cltr.methods.trees import TreeOptions, select_trees
+from cltr.methods.trees import TreeOptions, candidate_key, select_trees, state_of_choice
 from cltr.options import option
 
 __all__ = ["METHOD", "PairwiseDebiasingObjective", "SessionPairs", "UnbiasedLambdaMARTOptions", "session_pairs"]
@@ -244,7 +244,7 @@ class PairwiseDebiasingObjective:
         self.nonclick_bias = np.ones(self.pairs.positions)
         self.history: list[tuple[np.ndarray, np.ndarray]] = []
         if params is not None:
-            self.runs[(float(params["learning_rate"]), int(params["num_leaves"]))] = self.history
+            self.runs[candidate_key(params)] = self.history
 
     def discounts(self, scores: np.ndarray) -> np.ndarray:
         """1/ln(1 + r) of every training row at its rank r under ``scores`` within its
@@ -325,9 +325,7 @@ def train(data: TrainingData, options: UnbiasedLambdaMARTOptions, *, progress=No
         objective=objective,
         progress=progress,
     )
-    chosen = info["chosen"]
-    history = objective.runs[(float(chosen["learning_rate"]), int(chosen["num_leaves"]))]
-    click_bias, nonclick_bias = history[int(chosen["n_estimators"]) - 1]
+    click_bias, nonclick_bias = state_of_choice(objective.runs, info["chosen"])
     info.update(
         {
             "position_bias": {
