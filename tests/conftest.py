@@ -227,6 +227,31 @@ def avg_dcg_of():
     return dcg
 
 
+@pytest.fixture(params=[False, True], ids=["numpy", "numba"])
+def compiled(request, monkeypatch):
+    """Runs a test twice: with the numpy computations (``CLTR_NO_NUMBA=1``), then with the
+    compiled kernels of ``cltr.core.kernels`` (skipped without numba); the value says which."""
+    if request.param:
+        pytest.importorskip("numba")
+        monkeypatch.delenv("CLTR_NO_NUMBA", raising=False)
+    else:
+        monkeypatch.setenv("CLTR_NO_NUMBA", "1")
+    return request.param
+
+
+@pytest.fixture
+def printed_avg_dcg():
+    """``printed_avg_dcg(output)``: the test Avg DCG that ``cltr evaluate`` printed (the first
+    number under its "test Avg DCG" header)."""
+
+    def read(output: str) -> float:
+        lines = output.splitlines()
+        header = next(i for i, line in enumerate(lines) if line.lstrip().startswith("test Avg DCG"))
+        return float(lines[header + 1].split()[0])
+
+    return read
+
+
 # -- hand-made problems and containers -----------------------------------------------------
 
 

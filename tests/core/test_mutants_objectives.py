@@ -68,18 +68,12 @@ def test_only_negative_weights_are_refused_under_average_rank():
         check_signed_weights(np.array([0.5, -0.5]), "avgrank")
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["numpy", "numba"])
-def test_a_last_query_without_candidates_bounds_its_examples_at_one(compiled, monkeypatch):
+def test_a_last_query_without_candidates_bounds_its_examples_at_one(compiled):
     # kills `np.minimum(mid, len(order) - 1)` -> `len(order) + 1` in the numpy binary search:
     # an example whose query has no candidate document (a full-information SVM's query where
     # every document is relevant) sits at the very end of the sorted order, where its probe
     # must be clamped. Query 0: docs 0, 1 (scores 1, 0), both candidates; query 1: docs 2, 3,
     # neither. Examples 1 and 2 click docs 2 and 3: no pairs, bound 1.
-    if compiled:
-        pytest.importorskip("numba")
-        monkeypatch.delenv("CLTR_NO_NUMBA", raising=False)
-    else:
-        monkeypatch.setenv("CLTR_NO_NUMBA", "1")
     scores = np.array([1.0, 0.0, 5.0, -5.0])
     offsets = np.array([0, 2, 4])
     candidate = np.array([True, True, False, False])
@@ -174,17 +168,11 @@ def test_check_example_rows_names_the_first_bad_example():
         check_example_rows(offsets, Clicks(np.array([0, 1]), np.array([3, 3])))
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["numpy", "numba"])
-def test_more_queries_than_a_16_bit_key_holds_are_sorted_by_query(compiled, monkeypatch):
+def test_more_queries_than_a_16_bit_key_holds_are_sorted_by_query(compiled):
     # the numpy sort groups documents by query with 16-bit keys below 2**15 queries: with 40,000
     # queries (of 2 documents, clicked on the first) ids past 32,767 need 64 bits, or they wrap
     # negative and those queries' documents sort first. Each bound by hand: scores (0, s) give
     # 1 + max(0, 1 + s). Kills `2**15` -> `3**15` and -> `2**16` (int16 keys for 40,000 queries)
-    if compiled:
-        pytest.importorskip("numba")
-        monkeypatch.delenv("CLTR_NO_NUMBA", raising=False)
-    else:
-        monkeypatch.setenv("CLTR_NO_NUMBA", "1")
     n = 40_000
     other = np.random.default_rng(3).normal(0.0, 1.0, n)
     scores = np.column_stack([np.zeros(n), other]).ravel()

@@ -78,13 +78,7 @@ def test_an_empty_log_is_refused():
         TowerObjective(_impressions([1, 2], [10, 10], [0, 0]))
 
 
-def _test_avg_dcg(output):
-    lines = output.splitlines()
-    at = next(i for i, line in enumerate(lines) if line.split()[:3] == ["test", "Avg", "DCG"])
-    return float(lines[at + 1].split()[0])
-
-
-def test_cli_tree_two_tower_beats_production_on_a_hard_log(tmp_path, invoke):
+def test_cli_tree_two_tower_beats_production_on_a_hard_log(tmp_path, invoke, printed_avg_dcg):
     # 300 queries, 30 passes, eta 2, eps- 0.3, learning rate 0.1, 4 leaves, data and click
     # seed 0 (the unbiased LambdaMART's test log): held to +0.02 above production.
     invoke("prepare", "synthetic", "--queries", 300, "--seed", 0, workdir=tmp_path)
@@ -93,5 +87,5 @@ def test_cli_tree_two_tower_beats_production_on_a_hard_log(tmp_path, invoke):
         "train", "tree-two-tower", "--learning-rate", 0.1, "--num-leaves", 4, "--max-rounds", 60, workdir=tmp_path
     ).output
     assert "bias tower per rank" in out
-    production = _test_avg_dcg(invoke("evaluate", "--production", workdir=tmp_path).output)
-    assert _test_avg_dcg(invoke("evaluate", workdir=tmp_path).output) > production + 0.02
+    production = printed_avg_dcg(invoke("evaluate", "--production", workdir=tmp_path).output)
+    assert printed_avg_dcg(invoke("evaluate", workdir=tmp_path).output) > production + 0.02
