@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import csv
 import time
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -57,8 +58,6 @@ def method_options(entry: str) -> tuple[str, dict]:
 
 def _literal(text: str):
     """A setting's value as a spec would hold it: a TOML number or boolean, else the string."""
-    import tomllib
-
     try:
         return tomllib.loads(f"value = {text}")["value"]
     except tomllib.TOMLDecodeError:
