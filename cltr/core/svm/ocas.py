@@ -27,6 +27,13 @@ from cltr.core.svm.qp import _PlaneQP
 _TINY = 1e-12  # floor of |objective| in the relative gap
 _CUT_STEP = 0.1  # OCAS's mu: the new plane is taken a tenth of the way from w_b to w_cp
 _STALL = 10  # iterations without a 1% smaller gap after which float32 products give way
+# float64 X_used is steered by a float32 copy up to this size (the copy is half of it): a
+# float32 product moves half the bytes and, for the embedded default's 59,074 x 46 rows, is
+# about 5x faster (docs/results/benchmarks.md); beyond it, every product is exact
+_STEER_COPY_BYTES = 1 << 30
+# float32 products steer only while every plane's normal and every score stays far inside
+# float32's range (3.4e38): total pair weight times the largest row norm bounds both
+_STEER_LIMIT = 1e30
 
 
 def pairwise_objective(w, X, offsets, click_query, click_doc, cost, C, *, candidate=None) -> float:
@@ -134,6 +141,17 @@ class PairwiseProblem:
     def _objective(self, w: np.ndarray, doc_weight: np.ndarray, scores: np.ndarray) -> float:
         """P(w) from exact scores of X_used at w: the one formula behind every returned objective."""
         return float(0.5 * np.dot(w, w) + _weighted_sum(doc_weight, self._hinge_sums(scores)))
+
+    def steering(self) -> np.ndarray | None:
+        """The rows the solver reads, in float32, for the products that only steer it (made
+        once per problem, on first use): X_used itself when it is float32, a float32 copy of
+        float64 X_used of at most 1 GiB, otherwise None (every product exact). Whatever
+        steers, what the solver returns is certified with exact products of X_used."""
+        if not hasattr(self, "_steering"):
+            X = self.X_used
+            small = X.nbytes <= _STEER_COPY_BYTES
+            self._steering = X if X.dtype == np.float32 else X.astype(np.float32) if small else None
+        return self._steering
 
     def largest_norm(self) -> float:
         """An upper bound on max_y ‖x_y‖ over the rows the solver reads: max |x| sqrt(d)
@@ -287,14 +305,21 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol: float, max_iter, callba
     if pairs.n_pairs == 0:
         return SVMResult(np.zeros(n_features), 0.0, 0.0, 0.0, 0, time.perf_counter() - start, True)
     X = pairs.X
-    exact = X.dtype == np.float64  # float32 X: float32 products until they no longer serve
+    # float32 products steer until they no longer serve; not at all where they could
+    # overflow (NaN or inf in X fails the comparison too, and the exact products say so)
+    in_range = pairs.total_weight * problem.largest_norm() <= _STEER_LIMIT
+    steering = problem.steering() if in_range else None
+    exact = steering is None
 
     # Stop a hair inside tol: the returned objective is recomputed by pairwise_objective's
     # formula, whose rounding may differ in the last digits.
     target = float(tol) * (1.0 - 1e-3)
 
     def scores(v):
-        return _products(X, v, exact=exact)[0]
+        return _products(X, v)[0] if exact else _products(steering, v, exact=False)[0]
+
+    def normal_of(coef):
+        return _products(X, coef=coef)[1] if exact else _products(steering, coef=coef, exact=False)[1]
 
     if np.any(w):
         at_w = np.asarray(scores(w), dtype=np.float64)
@@ -304,7 +329,7 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol: float, max_iter, callba
         loss = pairs.total_weight
     objective = 0.5 * float(np.dot(w, w)) + loss
     b, coef = pairs.advance(0.0, 0.0)
-    normal = _products(X, coef=coef, exact=exact)[1]
+    normal = normal_of(coef)
     if not (np.isfinite(objective) and np.isfinite(normal).all()):
         bad = np.flatnonzero(~np.isfinite(X).all(axis=1))
         row = int(bad[0] if problem.rows is None else problem.rows[bad[0]]) if len(bad) else None
@@ -364,7 +389,7 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol: float, max_iter, callba
             w = w + k * direction
             change *= k
             at_w += change
-        planes.add(b, _products(X, coef=coef, exact=exact)[1], None if exact else coef)
+        planes.add(b, normal_of(coef), None if exact else coef)
         iteration += 1
 
     if final is None or final[0] is not w:
