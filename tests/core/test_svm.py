@@ -288,6 +288,23 @@ def test_float64_features_are_steered_by_a_float32_copy_and_certified_with_exact
     assert result.objective == pytest.approx(optimum.objective, rel=1e-3)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_tiny_steps_near_the_optimum_keep_an_exact_objective(dtype):
+    # tol 1e-9: float32 estimates give way to exact products, and the line search's steps
+    # toward w_cp become tiny (k up to 1e8 along a direction of norm ~1e-9). The scores'
+    # change taken as X @ w_cp - at_w, with at_w kept by adding steps, was swamped by at_w's
+    # rounding: the objective the solver tracked fell below the lower bound, and it returned
+    # a point of gap 0.39 (float32 X), 0.045 (float64 X), converged False
+    offsets = np.array([0, 3])
+    click_query, click_doc = np.zeros(4, dtype=np.int64), np.array([1, 0, 1, 0])
+    cost = 0.3359375 / np.array([0.05, 0.336841509915299, 0.5, 0.7756798102249477])
+    X = np.random.default_rng(0).normal(size=(3, 3)).astype(dtype)
+    C = 3.3499925338897585
+    result = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, C, tol=1e-9)
+    assert result.converged and result.gap <= 1e-9
+    assert result.objective == pairwise_objective(result.w, X, offsets, click_query, click_doc, cost, C)
+
+
 @pytest.mark.parametrize("C", [0.3, 30.0])
 def test_float32_certificate_is_exact(C):
     # float32 products steer and estimate; the returned bound must still be a dual value of

@@ -372,9 +372,11 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol: float, max_iter, callba
             callback(iteration, objective, estimate)
         if converged or iteration >= max_iter:
             break
-        # exact line search from the best point w towards w_cp, all in margin space
-        np.subtract(scores(w_cp), at_w, out=change)
+        # exact line search from the best point w towards w_cp, all in margin space; the
+        # scores' change is X @ (w_cp - w), not X @ w_cp - at_w: near the optimum the step is
+        # tiny, and at_w's rounding (it is kept by adding steps) would swamp the difference
         direction = w_cp - w
+        np.copyto(change, scores(direction))
         along = float(np.dot(w, direction))
         curvature = float(np.dot(direction, direction))
         derivative = along - pairs.scan(change)
