@@ -1,5 +1,6 @@
-"""Compiled (numba) kernels of the two hot loops: the sorted hinge computation behind
-``objectives.risk_gradient``, and the pair passes of the SVM solver (``cltr.core.svm``).
+"""Compiled (numba) kernels of the hot loops: the sorted hinge computation behind
+``objectives.risk_gradient``, the pair passes of the SVM solver (``cltr.core.svm``) and the
+ranking of a split's documents.
 
 The sorted hinges. ``objectives._sorted_hinges`` finds every example's active documents by sorting
 each query's scores once; in numpy that costs a global argsort, a stable sort on the query, a
@@ -38,6 +39,13 @@ version's up to rounding (its are updated by k·slope in place, these recomputed
 scores), so sums and a breakpoint lying exactly on a bracket's end may differ in the last digits;
 ``tests/core/test_kernels.py`` compares the two.
 
+The ranking. ``ranking.rank_documents`` orders every document by (query, descending score,
+a seeded tie-break permutation) with one ``np.lexsort`` over the whole split; ``ranks`` sorts
+one query at a time and puts only runs of equal scores in tie-break order: the same ranks,
+about 4-5x faster on a 20,000-document validation split (1.5-2 ms against 7-8 ms), which
+early stopping ranks after every tree or epoch. ``rank_documents`` takes it only where the
+kernels are ``loaded`` already, so a one-shot ranking never pays numba's import.
+
 When they run. numba is imported, and the kernels compiled (``cache=True``: numba keeps the
 machine code beside this file, so only the first start on a machine pays the compilation of a
 few seconds), the first time a kernel is asked for, never when ``cltr`` is imported. They are
@@ -53,7 +61,17 @@ from types import SimpleNamespace
 
 import numpy as np
 
-__all__ = ["enabled", "hinges", "spread", "pairs_scan", "pairs_breaks", "pairs_advance", "hinge_sums"]
+__all__ = [
+    "enabled",
+    "loaded",
+    "hinges",
+    "spread",
+    "pairs_scan",
+    "pairs_breaks",
+    "pairs_advance",
+    "hinge_sums",
+    "ranks",
+]
 
 _KERNELS: SimpleNamespace | bool | None = None  # None: not tried yet; False: numba is missing
 
@@ -87,8 +105,15 @@ def _compiled():
                 pairs_breaks=jit(_pairs_breaks_kernel),
                 pairs_advance=jit(_pairs_advance_kernel),
                 hinge_sums=jit(_hinge_sums_kernel),
+                ranks=jit(_ranks_kernel),
             )
     return _KERNELS
+
+
+def loaded() -> bool:
+    """Whether the kernels serve (``enabled``) and numba is already imported in this process:
+    for work that is faster compiled but too small to pay numba's import (about 0.4 s) alone."""
+    return _KERNELS not in (None, False) and enabled()
 
 
 def hinges(scores, offsets, click_query, click_doc, candidate):
@@ -195,6 +220,24 @@ def pairs_advance(scores, change, k: float, cut: float, negative, run_row, count
 def hinge_sums(scores, negative, run_row, count):
     """Σ_y max(0, 1 - (s_d - s_y)) over each run's pairs, shape (n_runs,) (0 for an empty run)."""
     return _compiled().hinge_sums(scores, negative, run_row, count)
+
+
+def ranks(scores, offsets, tie_break):
+    """1-based ranks within each query by descending score, ties by ascending ``tie_break``
+    (a permutation of the documents): ``ranking.rank_documents``'s order, one query at a time.
+
+    Parameters
+    ----------
+    scores : ndarray of float64, shape (n_docs,), finite
+    offsets : ndarray of int64, shape (n_queries + 1,)
+    tie_break : ndarray of int64, shape (n_docs,)
+        Distinct values.
+    """
+    return _compiled().ranks(
+        np.ascontiguousarray(scores, dtype=np.float64),
+        np.ascontiguousarray(offsets, dtype=np.int64),
+        np.ascontiguousarray(tie_break, dtype=np.int64),
+    )
 
 
 # --------------------------------------------------------------------------- the kernels (numba nopython code)
@@ -367,3 +410,34 @@ def _hinge_sums_kernel(scores, negative, run_row, count):
             p += 1
         sums[r] = total
     return sums
+
+
+def _ranks_kernel(scores, offsets, tie_break):
+    ranks = np.empty(len(scores), dtype=np.int64)
+    largest = 0
+    for q in range(len(offsets) - 1):
+        largest = max(largest, offsets[q + 1] - offsets[q])
+    keys = np.empty(largest, dtype=np.float64)
+    for q in range(len(offsets) - 1):
+        lo, m = offsets[q], offsets[q + 1] - offsets[q]
+        if m == 0:
+            continue
+        # descending score (-0.0 and 0.0 tie, as in np.lexsort), then each run of equal
+        # scores put in tie-break order: ties are rare unless the scorer is constant
+        for j in range(m):
+            keys[j] = -scores[lo + j]
+        order = np.argsort(keys[:m])
+        start = 0
+        while start < m:
+            end = start + 1
+            while end < m and keys[order[end]] == keys[order[start]]:
+                end += 1
+            if end - start > 1:
+                run = order[start:end].copy()
+                by_tie = np.argsort(tie_break[lo + run])
+                for j in range(end - start):
+                    order[start + j] = run[by_tie[j]]
+            start = end
+        for r in range(m):
+            ranks[lo + order[r]] = r + 1
+    return ranks

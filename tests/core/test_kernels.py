@@ -10,6 +10,7 @@ from cltr.core import kernels
 from cltr.core.clicks import Clicks
 from cltr.core.objectives import hinge_rank_bound, risk, risk_gradient
 from cltr.core.queries import Dataset
+from cltr.core.ranking import rank_documents
 from cltr.methods import TrainingData, train
 
 numba = pytest.importorskip("numba")
@@ -253,3 +254,38 @@ def test_a_whole_solve_and_ccp_agree_either_way(monkeypatch, C):
         tol=1e-8,
     )
     assert abs(compiled.objective - oracle.objective) <= 1e-5 * abs(oracle.objective)
+
+
+def ranked_afresh(scores, offsets, seed):
+    """``rank_documents`` with a tie-breaking generator of its own (``both`` calls it twice)."""
+    return rank_documents(scores, offsets, np.random.default_rng(seed))
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: "-".join(case) or "normal")
+def test_compiled_ranks_equal_the_lexsort(monkeypatch, case):
+    # a total order (query, descending score, tie-break permutation): the same ranks, with
+    # ties, -0.0 beside 0.0, empty and one-document queries, and a constant scorer
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        scores, offsets, _, _ = problem(rng, **case)
+        scores[rng.random(len(scores)) < 0.2] = 0.0
+        scores[rng.random(len(scores)) < 0.2] = -0.0
+        if seed % 10 == 0:
+            scores[:] = 1.5
+        kernels.enabled()  # numba imported: rank_documents may take the kernel
+        oracle, compiled = both(monkeypatch, ranked_afresh, scores, offsets, seed)
+        np.testing.assert_array_equal(compiled, oracle)
+        assert kernels.loaded()
+
+
+def test_ranking_imports_numba_only_where_it_is_loaded_already():
+    # a one-shot `cltr evaluate` does not pay numba's import for its ranking
+    code = (
+        "import sys, numpy as np; from cltr.core.ranking import rank_documents; "
+        "rank_documents(np.arange(5.0), np.array([0, 2, 5]), np.random.default_rng(0)); "
+        "print('numba' in sys.modules)"
+    )
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+        == "False"
+    )
