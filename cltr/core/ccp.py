@@ -162,7 +162,7 @@ def propdcg_ccp(
     *,
     w0: np.ndarray | None = None,
     max_iter: int = 20,
-    tol: float = 1e-4,
+    tol: float = 1e-3,
     inner_tol: float = 1e-3,
     monitor: Callable[[np.ndarray], float] | None = None,
     callback: Callable[[CCPStep], None] | None = None,

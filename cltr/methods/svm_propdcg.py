@@ -42,7 +42,11 @@ class PropDCGOptions(LinearSVMOptions):
     metric: str = option("dcg", "Rank weight of the bound: dcg, rbp:P (e.g. rbp:0.8) or avgrank.", parse=_metric)
     max_ccp_iter: int = option(20, "Most CCP steps.", low=1)
     ccp_tol: float = option(
-        1e-4, "Stop when the true objective improves by less than this, relatively.", low=0, low_open=True
+        1e-3,
+        "Stop when the true objective improves by less than this, relatively (the default is the "
+        "convex steps' own --tol: a smaller improvement is within what each step certifies).",
+        low=0,
+        low_open=True,
     )
     init: str = option(
         "auto",
