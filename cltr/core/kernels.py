@@ -282,12 +282,24 @@ def _hinges_kernel(scores, offsets, click_query, click_doc, mask, use_candidate)
     own = np.empty(n_examples, dtype=np.bool_)
     bound = np.empty(n_examples, dtype=np.float64)
     n_active = np.empty(n_examples, dtype=np.int64)
+    # an example's values depend on its clicked document only (its query follows from the
+    # row), and a log repeats documents: each is computed at its first example, then copied
+    seen = np.full(len(scores), -1, dtype=np.int64)  # the first example of each clicked document
     for i in range(n_examples):
+        d = click_doc[i]
+        j = seen[d]
+        if j >= 0:
+            first[i] = first[j]
+            own[i] = own[j]
+            bound[i] = bound[j]
+            n_active[i] = n_active[j]
+            continue
+        seen[d] = i
         q = click_query[i]
         lo = start[q]
         hi = start[q + 1]
         end = hi
-        clicked = scores[click_doc[i]]
+        clicked = scores[d]
         # the first position with margin > 0, by objectives._margins' own expression
         while lo < hi:
             mid = (lo + hi) // 2
@@ -296,7 +308,7 @@ def _hinges_kernel(scores, offsets, click_query, click_doc, mask, use_candidate)
             else:
                 lo = mid + 1
         first[i] = lo
-        own[i] = not use_candidate or mask[click_doc[i]]
+        own[i] = not use_candidate or mask[d]
         count = end - lo
         if count > 0:
             bound[i] = above[lo] + count * (1.0 - clicked + ordered[lo]) + (0.0 if own[i] else 1.0)
