@@ -61,6 +61,8 @@ def rank_documents(scores: np.ndarray, offsets: np.ndarray, rng: np.random.Gener
     """
     scores = np.asarray(scores, dtype=np.float64)
     offsets = np.asarray(offsets, dtype=np.int64)
+    if offsets.ndim != 1 or len(offsets) < 1 or offsets[0] != 0 or np.any(np.diff(offsets) < 0):
+        raise ValueError(f"offsets must rise from 0, found {offsets[:1].tolist()}...{offsets[-1:].tolist()}")
     if scores.ndim != 1 or len(scores) != offsets[-1]:
         raise ValueError(f"scores must have shape ({offsets[-1]},), found {scores.shape}")
     if not np.all(np.isfinite(scores)):

@@ -43,8 +43,8 @@ class PropDCGOptions(LinearSVMOptions):
     max_ccp_iter: int = option(20, "Most CCP steps.", low=1)
     ccp_tol: float = option(
         1e-3,
-        "Stop when the true objective improves by less than this, relatively (the default is the "
-        "convex steps' own --tol: a smaller improvement is within what each step certifies).",
+        "Stop when the true objective improves by less than this, relatively (the default equals "
+        "--tol's default, the gap each convex step certifies: a smaller improvement is within it).",
         low=0,
         low_open=True,
     )

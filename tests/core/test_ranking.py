@@ -279,3 +279,14 @@ def test_ndcg_cuts_at_10_by_default():
     assert ndcg_per_query(ranks, relevant, offsets)[0] == 0.0
     assert ndcg_at_k(ranks, relevant, offsets, queries="all") == 0.0
     assert ndcg_per_query(ranks, relevant, offsets, k=11)[0] == pytest.approx(1 / np.log2(12))
+
+
+@pytest.mark.parametrize("offsets", [[1, 3], [0, 3, 2, 3]], ids=["not-from-0", "decreasing"])
+def test_rank_documents_refuses_offsets_that_do_not_rise_from_0(compiled, offsets):
+    # the compiled ranking would read and write past a query's rows (numba checks no
+    # bounds), and its ranks of a row before offsets[0] would be left unset
+    from cltr.core import kernels
+
+    kernels.enabled()
+    with pytest.raises(ValueError, match="offsets must rise from 0"):
+        rank_documents(np.arange(3.0), np.array(offsets), np.random.default_rng(0))

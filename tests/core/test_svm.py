@@ -1,5 +1,7 @@
 """The exact pairwise SVM solver: brute-force objectives, a generic QP, the certificate, warm starts."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.optimize import minimize
@@ -294,7 +296,8 @@ def test_tiny_steps_near_the_optimum_keep_an_exact_objective(dtype):
     # toward w_cp become tiny (k up to 1e8 along a direction of norm ~1e-9). The scores'
     # change taken as X @ w_cp - at_w, with at_w kept by adding steps, was swamped by at_w's
     # rounding: the objective the solver tracked fell below the lower bound, and it returned
-    # a point of gap 0.39 (float32 X), 0.045 (float64 X), converged False
+    # a point of gap 0.39 with float32 X, converged False (float64 X, steered by float32
+    # products too, failed the same way before the change took X @ (w_cp - w))
     offsets = np.array([0, 3])
     click_query, click_doc = np.zeros(4, dtype=np.int64), np.array([1, 0, 1, 0])
     cost = 0.3359375 / np.array([0.05, 0.336841509915299, 0.5, 0.7756798102249477])
@@ -303,6 +306,41 @@ def test_tiny_steps_near_the_optimum_keep_an_exact_objective(dtype):
     result = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, C, tol=1e-9)
     assert result.converged and result.gap <= 1e-9
     assert result.objective == pairwise_objective(result.w, X, offsets, click_query, click_doc, cost, C)
+
+
+@pytest.mark.parametrize(
+    "scale, C, w0",
+    [(1e20, 1.0, 1e19), (1.0, 1e-40, None), (1e-14, 1e39, None)],
+    ids=["warm-start-scores", "a-row-beyond-float32", "weights-beyond-float32"],
+)
+def test_float32_steering_gives_way_where_float32_cannot_hold_the_problem(scale, C, w0):
+    # a float32 score, row or plane weight overflows where float64 does not: exact products
+    # throughout, and a result, where the first steered plane used to be taken for NaN in X
+    rng = np.random.default_rng(0)
+    offsets = np.array([0, 5, 10])
+    click_query, click_doc, cost = np.array([0, 0, 1]), np.array([1, 3, 7]), np.ones(3)
+    X = rng.normal(size=(10, 3)) * scale
+    if w0 is None and C < 1:
+        X[1, 0] = 1e39
+    start = None if w0 is None else np.full(3, w0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning escapes the attempt
+        result = solve_pairwise_svm(X, offsets, click_query, click_doc, cost, C, w0=start)
+    assert result.objective == pairwise_objective(result.w, X, offsets, click_query, click_doc, cost, C)
+    assert result.lower_bound <= result.objective
+
+
+def test_features_far_from_unit_scale_are_not_steered():
+    # float32 rounding of features of 1e6 and more loses the margins' differences (more
+    # iterations, measured): exact products there; unit-scale float64 features get a copy
+    rng = np.random.default_rng(3)
+    offsets = np.arange(0, 4 * 5 + 1, 5)
+    click_query, click_doc = np.arange(4), np.arange(4) * 5
+    unit = PairwiseProblem(rng.normal(size=(20, 3)), offsets, click_query, click_doc)
+    large = PairwiseProblem(rng.normal(size=(20, 3)) * 1e6, offsets, click_query, click_doc)
+    assert unit.steering().dtype == np.float32 and large.steering() is None
+    float32 = PairwiseProblem((rng.normal(size=(20, 3)) * 1e6).astype(np.float32), offsets, click_query, click_doc)
+    assert float32.steering() is float32.X_used  # float32 X steers itself, as it always has
 
 
 @pytest.mark.parametrize("C", [0.3, 30.0])

@@ -24,7 +24,8 @@ makes it touch R at w_t. Each iteration
    whose Cholesky factor is updated as planes enter and leave (``_PlaneQP``); its solution
    is w_cp = Σ β_t g_t;
 2. moves the best point w_b to the exact minimiser of P on the ray w_b + k (w_cp - w_b),
-   k >= 0: P is piecewise quadratic along it, so with the margins at w_cp (one X @ w_cp)
+   k >= 0: P is piecewise quadratic along it, so with the margins' change along it (one
+   X @ (w_cp - w_b))
    the minimiser follows from the breakpoints near it, which a fixed sample of the pairs
    locates before one pass collects them;
 3. adds the plane at w_c = 0.9 w_b + 0.1 w_cp (one X.T @ coef, where coef aggregates the
@@ -42,9 +43,10 @@ costs, which leaves P unchanged; with many passes of clicks this shrinks the pai
 Inside the loop every product is a float32 product (X.T @ coef summed in float64 over
 blocks of rows): with float32 X on X itself, never copied whole; with float64 X on a float32
 copy of the rows the solver reads, made once per problem (half the bytes per product: about
-5x faster on the embedded default; none beyond 1 GiB of X, or where weights times row norms
-could leave float32's range). The scores only steer the search, and the planes they give are
-slightly off, so their QP values are estimates. What is returned is exact: once the
+5x faster on the embedded default; none beyond 1 GiB of X_used, for features beyond ±1e4, or
+where weights times row norms could leave float32's range; where a first steered plane
+overflows all the same, exact products from the start). The scores only steer the search,
+and the planes they give are slightly off, so their QP values are estimates. What is returned is exact: once the
 estimates say done, one pass computes P(w_b) and D(α) for the final β with exact products
 (float64 X as it is; float32 X widened to float64 a block of rows at a time, its values
 exact there), from the planes' stored per-document coefficients (Σ_t β_t g_t = X.T @ Σ_t

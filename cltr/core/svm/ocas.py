@@ -31,6 +31,7 @@ _STALL = 10  # iterations without a 1% smaller gap after which float32 products 
 # float32 product moves half the bytes and, for the embedded default's 59,074 x 46 rows, is
 # about 5x faster (docs/results/benchmarks.md); beyond it, every product is exact
 _STEER_COPY_BYTES = 1 << 30
+_STEER_FEATURE = 1e4  # nor where a feature's magnitude exceeds this (float64 X only)
 # float32 products steer only while every plane's normal and every score stays far inside
 # float32's range (3.4e38): total pair weight times the largest row norm bounds both
 _STEER_LIMIT = 1e30
@@ -144,13 +145,17 @@ class PairwiseProblem:
 
     def steering(self) -> np.ndarray | None:
         """The rows the solver reads, in float32, for the products that only steer it (made
-        once per problem, on first use): X_used itself when it is float32, a float32 copy of
-        float64 X_used of at most 1 GiB, otherwise None (every product exact). Whatever
-        steers, what the solver returns is certified with exact products of X_used."""
+        once per problem, on first use, and kept with it): X_used itself when it is float32,
+        a float32 copy of float64 X_used of at most 1 GiB whose features are within ±1e4,
+        otherwise None (every product exact). Whatever steers, what the solver returns is
+        certified with exact products of X_used."""
         if not hasattr(self, "_steering"):
             X = self.X_used
+            # features far from unit scale lose the margins' differences to float32 rounding
+            # (measured: features of 1e6 took 8 -> 14 iterations steered, 1e10 8 -> 21)
+            scaled = self.largest_norm() <= _STEER_FEATURE * np.sqrt(X.shape[1])
             small = X.nbytes <= _STEER_COPY_BYTES
-            self._steering = X if X.dtype == np.float32 else X.astype(np.float32) if small else None
+            self._steering = X if X.dtype == np.float32 else X.astype(np.float32) if small and scaled else None
         return self._steering
 
     def largest_norm(self) -> float:
@@ -226,8 +231,9 @@ def solve_pairwise_svm(
     max_iter : int
         Largest number of cutting planes.
     callback : callable (iteration, objective, lower_bound) -> None, optional
-        Called once per iteration with the best P so far and the best lower bound (with
-        float32 X, until exact products take over, both from float32 products: estimates).
+        Called once per iteration with the best P so far and the best lower bound (while
+        float32 products steer, float32 X's or float64 X's float32 copy, both estimates;
+        exact once exact products take over).
 
     Returns
     -------
@@ -256,11 +262,7 @@ def _check_scale(problem: PairwiseProblem, pairs: _Pairs, normal: np.ndarray, ob
     """
     eps = np.finfo(np.float64).eps
     total = pairs.total_weight  # P(0): every slack is 1
-    with np.errstate(over="ignore", invalid="ignore"):
-        square = float(np.dot(normal, normal))
-        reach = 2.0 * total * problem.largest_norm()
-        fits = np.isfinite(total) and np.isfinite(square) and np.isfinite(reach * reach * 4.0)
-        resolvable = fits and eps * square <= max(objective, _TINY)
+    fits, resolvable, square = _scale_fits(problem, pairs, normal, objective)
     if resolvable:
         return
     cost = np.asarray(cost, dtype=np.float64)
@@ -287,6 +289,20 @@ def _check_scale(problem: PairwiseProblem, pairs: _Pairs, normal: np.ndarray, ob
         f"C = {C:g} with example weights up to {cost[i]:.3g}{weight} is too extreme for the SVM "
         f"solver in float64: {why}; {remedy}"
     )
+
+
+def _scale_fits(
+    problem: PairwiseProblem, pairs: _Pairs, normal: np.ndarray, objective: float
+) -> tuple[bool, bool, float]:
+    """(the QP's values fit float64, its rounding stays below the objective, ‖normal‖²): the
+    tests behind ``_check_scale``."""
+    total = pairs.total_weight
+    with np.errstate(over="ignore", invalid="ignore"):
+        square = float(np.dot(normal, normal))
+        reach = 2.0 * total * problem.largest_norm()
+        fits = bool(np.isfinite(total) and np.isfinite(square) and np.isfinite(reach * reach * 4.0))
+        resolvable = fits and np.finfo(np.float64).eps * square <= max(objective, _TINY)
+    return fits, bool(resolvable), square
 
 
 def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol: float, max_iter, callback, start=None) -> SVMResult:
@@ -321,15 +337,26 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol: float, max_iter, callba
     def normal_of(coef):
         return _products(X, coef=coef)[1] if exact else _products(steering, coef=coef, exact=False)[1]
 
-    if np.any(w):
-        at_w = np.asarray(scores(w), dtype=np.float64)
-        loss = pairs.reset(at_w)
-    else:
-        at_w = np.zeros(X.shape[0])
-        loss = pairs.total_weight
-    objective = 0.5 * float(np.dot(w, w)) + loss
-    b, coef = pairs.advance(0.0, 0.0)
-    normal = normal_of(coef)
+    def first_plane():
+        """The scores at w, P(w) and the plane at w, by the products in use."""
+        if np.any(w):
+            at_w = np.asarray(scores(w), dtype=np.float64)
+            loss = pairs.reset(at_w)
+        else:
+            at_w = np.zeros(X.shape[0])
+            loss = pairs.total_weight
+        b, coef = pairs.advance(0.0, 0.0)
+        return at_w, 0.5 * float(np.dot(w, w)) + loss, b, coef, normal_of(coef)
+
+    with np.errstate(over="ignore", invalid="ignore"):  # a float32 overflow is handled below
+        at_w, objective, b, coef, normal = first_plane()
+    usable = np.isfinite(objective) and np.isfinite(normal).all()
+    if not exact and not (usable and _scale_fits(problem, pairs, normal, objective)[1]):
+        # float32 products cannot carry this problem (a product beyond float32's range, or a
+        # rounding the scale check would take for the problem's own): exact ones throughout,
+        # and the checks below judge the exact values
+        exact = True
+        at_w, objective, b, coef, normal = first_plane()
     if not (np.isfinite(objective) and np.isfinite(normal).all()):
         bad = np.flatnonzero(~np.isfinite(X).all(axis=1))
         row = int(bad[0] if problem.rows is None else problem.rows[bad[0]]) if len(bad) else None
@@ -373,8 +400,8 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol: float, max_iter, callba
         if converged or iteration >= max_iter:
             break
         # exact line search from the best point w towards w_cp, all in margin space; the
-        # scores' change is X @ (w_cp - w), not X @ w_cp - at_w: near the optimum the step is
-        # tiny, and at_w's rounding (it is kept by adding steps) would swamp the difference
+        # scores' change is X @ (w_cp - w), not X @ w_cp minus the scores at w: near the
+        # optimum the step is tiny, and the rounding of scores kept by adding steps swamped it
         direction = w_cp - w
         np.copyto(change, scores(direction))
         along = float(np.dot(w, direction))
@@ -389,8 +416,6 @@ def _ocas(problem: PairwiseProblem, cost, C, *, w0, tol: float, max_iter, callba
         if k > 0.0:
             objective += phi_change
             w = w + k * direction
-            change *= k
-            at_w += change
         planes.add(b, normal_of(coef), None if exact else coef)
         iteration += 1
 
