@@ -534,9 +534,23 @@ def _sorted_hinges(scores, offsets, click_query, click_doc, candidate) -> _Hinge
     return _Hinges(bound.astype(np.float64), count - own, spread)
 
 
-def _compiled_hinges(scores, offsets, click_query, click_doc, candidate) -> _Hinges:
+class SortHint:
+    """The per-query order of one problem's last evaluation, for a caller that evaluates the
+    same examples again and again at slowly moving scores (Tree PropDCG: once per tree). The
+    compiled hinges start each query's sort from it (``kernels.hinges``); the results are the
+    same with or without it, only faster. Unused by the numpy version."""
+
+    def __init__(self) -> None:
+        self.order: np.ndarray | None = None
+
+
+def _compiled_hinges(scores, offsets, click_query, click_doc, candidate, hint: SortHint | None = None) -> _Hinges:
     """``_sorted_hinges`` by the compiled kernels of ``cltr.core.kernels`` (same active pairs)."""
-    order, start, first, own, bound, n_active = kernels.hinges(scores, offsets, click_query, click_doc, candidate)
+    order, start, first, own, bound, n_active = kernels.hinges(
+        scores, offsets, click_query, click_doc, candidate, hint=None if hint is None else hint.order
+    )
+    if hint is not None:
+        hint.order = order
 
     def spread(w):
         return kernels.spread(w, order, start, first, own, click_query, click_doc, len(scores))
@@ -544,10 +558,10 @@ def _compiled_hinges(scores, offsets, click_query, click_doc, candidate) -> _Hin
     return _Hinges(bound, n_active, spread)
 
 
-def _hinges(scores, offsets, click_query, click_doc, candidate, pairs) -> _Hinges:
+def _hinges(scores, offsets, click_query, click_doc, candidate, pairs, hint: SortHint | None = None) -> _Hinges:
     if pairs is None:
         if kernels.enabled():
-            return _compiled_hinges(scores, offsets, click_query, click_doc, candidate)
+            return _compiled_hinges(scores, offsets, click_query, click_doc, candidate, hint)
         return _sorted_hinges(scores, offsets, click_query, click_doc, candidate)
     pair_example, pair_doc = _pairs(offsets, click_query, click_doc, candidate, pairs)
     return _pair_hinges(scores, click_doc, pair_example, pair_doc)
@@ -655,6 +669,7 @@ def risk_gradient(
     candidate: np.ndarray | None = None,
     pairs: tuple[np.ndarray, np.ndarray] | None = None,
     with_curvature: Literal[False] = False,
+    hint: SortHint | None = None,
 ) -> tuple[float, np.ndarray]: ...
 
 
@@ -669,6 +684,7 @@ def risk_gradient(
     candidate: np.ndarray | None = None,
     pairs: tuple[np.ndarray, np.ndarray] | None = None,
     with_curvature: Literal[True],
+    hint: SortHint | None = None,
 ) -> tuple[float, np.ndarray, np.ndarray]: ...
 
 
@@ -683,6 +699,7 @@ def risk_gradient(
     candidate: np.ndarray | None = None,
     pairs: tuple[np.ndarray, np.ndarray] | None = None,
     with_curvature: bool = False,
+    hint: SortHint | None = None,
 ) -> tuple[float, np.ndarray] | tuple[float, np.ndarray, np.ndarray]: ...
 
 
@@ -696,6 +713,7 @@ def risk_gradient(
     candidate: np.ndarray | None = None,
     pairs: tuple[np.ndarray, np.ndarray] | None = None,
     with_curvature: bool = False,
+    hint: SortHint | None = None,
 ) -> tuple[float, np.ndarray] | tuple[float, np.ndarray, np.ndarray]:
     """R(f) and its (sub)gradient with respect to the scores, for any scorer.
 
@@ -715,6 +733,10 @@ def risk_gradient(
     with_curvature : bool
         Also return the pair curvature h(y) = Σ_{i : y in A_i} |c_i| + Σ_{i : y = y_i} |c_i| |A_i|,
         the sum of the absolute pair terms at y (Tree PropDCG's Gauss-Newton curvature).
+    hint : SortHint, optional
+        Kept up to date by the call: a caller that evaluates the same examples at slowly
+        moving scores passes one ``SortHint`` to every call, and each query's sort starts
+        from the last order (the compiled kernels only; the same results).
 
     Returns
     -------
@@ -736,7 +758,7 @@ def risk_gradient(
     cost = _example_costs(clicks, n_examples)
     scale = _normaliser(n, n_examples)
 
-    hinges = _hinges(scores, offsets, click_query, click_doc, candidate, pairs)
+    hinges = _hinges(scores, offsets, click_query, click_doc, candidate, pairs, hint)
     value = float(np.sum(weight.value(hinges.bound) * cost) / scale)
     coef = weight.derivative(hinges.bound) * cost / scale
     grad = hinges.spread(coef)

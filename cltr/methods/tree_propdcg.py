@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cltr.core.clicks import ClickLog, Clicks
-from cltr.core.objectives import check_signed_weights, rank_weight, risk_gradient
+from cltr.core.objectives import SortHint, check_signed_weights, rank_weight, risk_gradient
 from cltr.core.queries import Queries
 from cltr.methods import Method, TrainingData
 from cltr.methods.lambdarank import click_labels
@@ -107,6 +107,7 @@ class PropensityObjective:
             raise ValueError("no clicks: Tree PropDCG has nothing to learn from")
         self.hessian = hessian
         self.n_docs = int(self.offsets[-1])
+        self.hint = SortHint()  # boosting moves the scores a little per tree: each sort starts from the last
         start = self.pair_curvature(np.zeros(self.n_docs))
         self.scale = float(start.mean())
         if not self.scale > 0:
@@ -118,7 +119,9 @@ class PropensityObjective:
     def gradient(self, scores: np.ndarray, *, with_curvature: bool = False):
         """``(n · R(f), n · dR/df)`` at ``scores``, shape (n_docs,), by ``risk_gradient``
         (and the pair curvature, with ``with_curvature``)."""
-        return risk_gradient(scores, self.offsets, self.clicks, self.weight, n=1, with_curvature=with_curvature)
+        return risk_gradient(
+            scores, self.offsets, self.clicks, self.weight, n=1, with_curvature=with_curvature, hint=self.hint
+        )
 
     def pair_curvature(self, scores: np.ndarray) -> np.ndarray:
         """h(y) = Σ over y's active pairs of lambda'(bound_i) |c_i|, shape (n_docs,)."""

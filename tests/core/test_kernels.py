@@ -8,7 +8,7 @@ import pytest
 
 from cltr.core import kernels
 from cltr.core.clicks import Clicks
-from cltr.core.objectives import hinge_rank_bound, risk, risk_gradient
+from cltr.core.objectives import SortHint, hinge_rank_bound, risk, risk_gradient
 from cltr.core.queries import Dataset
 from cltr.core.ranking import rank_documents
 from cltr.methods import TrainingData, train
@@ -106,7 +106,7 @@ def test_kernels_without_examples_or_with_only_empty_candidate_sets(monkeypatch)
 
 
 def test_no_numba_switch_keeps_the_kernels_out(monkeypatch):
-    def refuse(*_):
+    def refuse(*_, **__):
         raise AssertionError("the compiled kernels ran although CLTR_NO_NUMBA=1")
 
     monkeypatch.setattr(kernels, "hinges", refuse)
@@ -289,3 +289,92 @@ def test_ranking_imports_numba_only_where_it_is_loaded_already():
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
         == "False"
     )
+
+
+# --------------------------------------------------------------------------- the sort hint
+
+
+def hint_problem(rng):
+    """Queries of up to 60 documents, ties, -0.0 and NaN among the scores, candidates or not."""
+    sizes = rng.integers(0, 60, int(rng.integers(1, 12)))
+    sizes[0] = max(sizes[0], 1)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n_docs = int(offsets[-1])
+    scores = rng.normal(size=n_docs)
+    if rng.random() < 0.5:
+        scores = np.round(scores * 2) / 2  # many ties
+    scores[rng.random(n_docs) < 0.1] = -0.0
+    if rng.random() < 0.3:
+        scores[rng.random(n_docs) < rng.choice([0.05, 0.3])] = np.nan
+    candidate = rng.random(n_docs) < 0.7 if rng.random() < 0.4 else None
+    allowed = np.ones(n_docs, dtype=bool) if candidate is None else candidate
+    docs = np.flatnonzero(allowed)
+    if not len(docs):
+        docs = np.arange(1)
+        candidate = None
+    click_doc = rng.choice(docs, size=int(rng.integers(1, 40)))
+    click_query = (np.searchsorted(offsets, click_doc, side="right") - 1).astype(np.int64)
+    return scores, offsets, click_query, click_doc.astype(np.int64), candidate
+
+
+def assert_same(a, b):
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_array_equal(x, y)  # NaN equal to NaN, bit for bit otherwise
+
+
+def test_a_sort_hint_changes_nothing_whatever_it_holds():
+    """Sorting from a hint (the last order, a scrambled one, one of another problem, one of the
+    wrong length) gives exactly the order and the hinges of sorting afresh: the stable sort's
+    order, ties and NaNs (last) by document."""
+    for seed in range(300):
+        rng = np.random.default_rng(seed)
+        scores, offsets, click_query, click_doc, candidate = hint_problem(rng)
+        before = kernels.hinges(scores, offsets, click_query, click_doc, candidate)
+        moved = scores + rng.normal(0.0, [0.01, 0.3, 5.0][seed % 3], len(scores))  # a tree's step, or a jump
+        if seed % 2:
+            moved = np.round(moved * 2) / 2  # ties again
+            moved[rng.random(len(moved)) < 0.1] = -0.0
+        afresh = kernels.hinges(moved, offsets, click_query, click_doc, candidate)
+        order = before[0]
+        other = hint_problem(np.random.default_rng(seed + 1000))[2]
+        for hint in (
+            order,
+            rng.permutation(order),
+            order[::-1].copy(),
+            order[:-1].copy(),
+            np.concatenate([order, order]),
+            np.full_like(order, len(scores) + 5),
+            order * 0,
+            other,
+        ):
+            assert_same(kernels.hinges(moved, offsets, click_query, click_doc, candidate, hint=hint), afresh)
+        if candidate is None:
+            # each query ordered by (score, document), NaN last
+            for q in range(len(offsets) - 1):
+                part = list(afresh[0][offsets[q] : offsets[q + 1]])
+                nan = np.isnan(moved)
+                assert part == sorted(part, key=lambda d: (nan[d], 0.0 if nan[d] else moved[d], d))
+
+
+def test_a_sort_hint_passed_to_every_call_follows_the_scores_and_changes_no_result(monkeypatch):
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(5, 80, 40)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n_docs = int(offsets[-1])
+    click_doc = rng.integers(0, n_docs, 300)
+    click_query = np.searchsorted(offsets, click_doc, side="right") - 1
+    clicks = Clicks(click_query, click_doc, rng.uniform(1.0, 10.0, 300))
+    hint = SortHint()
+    scores = np.zeros(n_docs)
+    for _ in range(30):
+        with_hint = risk_gradient(scores, offsets, clicks, "dcg", with_curvature=True, hint=hint)
+        without = risk_gradient(scores, offsets, clicks, "dcg", with_curvature=True)
+        assert with_hint[0] == without[0]
+        np.testing.assert_array_equal(with_hint[1], without[1])
+        np.testing.assert_array_equal(with_hint[2], without[2])
+        assert hint.order is not None and sorted(hint.order) == list(range(n_docs))
+        scores = scores - 0.1 * with_hint[1] / (with_hint[2] + 1e-9) + rng.normal(0, 0.01, n_docs)
+    monkeypatch.setenv("CLTR_NO_NUMBA", "1")  # the numpy version takes the hint and leaves it be
+    kept = hint.order.copy()
+    risk_gradient(scores, offsets, clicks, "dcg", hint=hint)
+    np.testing.assert_array_equal(hint.order, kept)
