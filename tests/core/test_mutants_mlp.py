@@ -123,6 +123,12 @@ def test_click_batches_cut_at_batch_docs_in_query_order_without_rng():
     assert [b.clicks.query.tolist() for b in batches] == [[0, 1], [0, 1]]
     assert [b.clicks.doc.tolist() for b in batches] == [[1, 2], [0, 4]]
     assert [b.clicks.cost.tolist() for b in batches] == [[1.0, 4.0], [0.5, -2.0]]
+    # the same clicks listed in query order (a log's order, which skips the sort) give the same batches
+    by_query = np.argsort(clicks.query)
+    listed = Clicks(clicks.query[by_query], clicks.doc[by_query], clicks.cost[by_query])
+    again = click_batches(offsets, listed, batch_docs=4, rng=None)
+    for a, b in zip(batches, again, strict=True):
+        assert a.clicks.doc.tolist() == b.clicks.doc.tolist() and a.clicks.cost.tolist() == b.clicks.cost.tolist()
     # clicks without costs give batches without them
     assert all(
         b.clicks.cost is None for b in click_batches(offsets, Clicks(clicks.query, clicks.doc), batch_docs=4, rng=None)
