@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import math
 import os
 import types
@@ -192,6 +193,21 @@ def _describe_type(field: Field) -> str:
     return what + (" (or none)" if field.optional and not field.spec.required else "")
 
 
+@functools.cache
+def _option_fields(cls: type) -> tuple[Field, ...]:
+    # a class's fields never change, and resolving its type hints is the costly part of
+    # parsing options (a figures report parses a method's options for every task it reads)
+    hints = typing.get_type_hints(cls)
+    found = []
+    for f in dataclasses.fields(cls):
+        spec = f.metadata.get("cltr")
+        if spec is None:
+            raise TypeError(f"{cls.__name__}.{f.name} must be declared with cltr.options.option(...)")
+        base, sequence, optional = _unpack(hints[f.name], f"{cls.__name__}.{f.name}")
+        found.append(Field(f.name, base, sequence, optional, f.default, spec))
+    return tuple(found)
+
+
 class Options:
     """Base of every options dataclass (see the module docstring)."""
 
@@ -201,15 +217,7 @@ class Options:
 
     @classmethod
     def option_fields(cls) -> list[Field]:
-        hints = typing.get_type_hints(cls)
-        found = []
-        for f in dataclasses.fields(cls):
-            spec = f.metadata.get("cltr")
-            if spec is None:
-                raise TypeError(f"{cls.__name__}.{f.name} must be declared with cltr.options.option(...)")
-            base, sequence, optional = _unpack(hints[f.name], f"{cls.__name__}.{f.name}")
-            found.append(Field(f.name, base, sequence, optional, f.default, spec))
-        return found
+        return list(_option_fields(typing.cast(type, cls)))
 
     @classmethod
     def parse(cls, values, *, where: str = "options"):

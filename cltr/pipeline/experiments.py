@@ -735,11 +735,11 @@ def run_task(root: str | Path, task: Task, step: Callable[[], None] | None = Non
     fingerprint = dataset_record(workspace, task.dataset)["fingerprint"]
 
     def compute():
-        dataset, _ = workspace.load_dataset(task.dataset)
-        return {}, {"rows": _task_rows(workspace, dataset, fingerprint, task, step or (lambda: None))}
+        with threadpool_limits(1):  # only where computed: a reused task's limits cost 2 ms for nothing
+            dataset, _ = workspace.load_dataset(task.dataset)
+            return {}, {"rows": _task_rows(workspace, dataset, fingerprint, task, step or (lambda: None))}
 
-    with threadpool_limits(1):
-        artifact, reused = workspace.cached(task.dataset, "tasks", task.config(fingerprint), compute)
+    artifact, reused = workspace.cached(task.dataset, "tasks", task.config(fingerprint), compute)
     base = {
         "experiment": task.experiment,
         "dataset": task.dataset,

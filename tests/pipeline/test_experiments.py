@@ -378,6 +378,16 @@ def test_figures_all_runs_every_spec_but_those_kept_out(tiny_specs, tmp_path, in
     tuned = pd.read_csv(together / "results" / "tuned.csv")
     chosen = [json.loads(c) for c in tuned.loc[tuned["method"] == "lambdarank", "chosen"]]
     assert len(tuned) == 2 * 3 and len(chosen) == 2 and chosen[0]["learning_rate"] == chosen[1]["learning_rate"]
+    # with two processes each figure is drawn in a worker while the next spec's tables are
+    # written: the same files, byte for byte
+    again = invoke(
+        "figures", "all", "--specs", tiny_specs, "--out", together / "again", "--n-jobs", "2", workdir=together
+    ).output
+    assert re.search(r"drew 2 figures: .*tiny\.png, .*tuned\.png", again)
+    for name in ("tiny", "tuned"):
+        for suffix in ("csv", "md", "tex", "png", "pdf"):
+            first = (together / "results" / f"{name}.{suffix}").read_bytes()
+            assert (together / "again" / f"{name}.{suffix}").read_bytes() == first, f"{name}.{suffix}"
     assert load_spec("robustness").in_all is False and load_spec("table2").in_all is True
     (tiny_specs / "bad.toml").write_text('name = "bad"\nkind = "table"\nin_all = "no"\n')
     with pytest.raises(ValueError, match="in_all must be true or false"):

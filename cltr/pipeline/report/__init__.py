@@ -81,6 +81,8 @@ __all__ = [
     "table_rows",
     "plot",
     "write_outputs",
+    "write_figure",
+    "output_paths",
     "check_out_directory",
     "output_name",
     "training_data",
@@ -127,14 +129,22 @@ def check_out_directory(out: Path) -> Path:
 _FIXED_METADATA = {"png": None, "pdf": {"CreationDate": None}}
 
 
-def write_outputs(frame: pd.DataFrame, spec: Spec, out: Path, *, records: dict | None = None) -> dict[str, Path]:
+def output_paths(spec: Spec, out: Path) -> dict[str, Path]:
+    """The files a spec's report writes in ``out``, by suffix: csv, md, tex, png, pdf."""
+    return {suffix: Path(out) / f"{output_name(spec)}.{suffix}" for suffix in ("csv", "md", "tex", "png", "pdf")}
+
+
+def write_outputs(
+    frame: pd.DataFrame, spec: Spec, out: Path, *, records: dict | None = None, figure: bool = True
+) -> dict[str, Path]:
     """NAME.csv, NAME.md, NAME.tex, NAME.png and NAME.pdf in ``out``, each written atomically.
 
     ``records``: the prepared datasets' JSON records by name (the metric convention, the
-    default passes and folds in the header note and titles).
+    default passes and folds in the header note and titles). ``figure=False``: the tables
+    only; ``write_figure`` draws the PNG and PDF (``cltr figures all`` draws them in another
+    process while the next spec's tables are written).
     """
-    out = Path(out)
-    paths = {suffix: out / f"{output_name(spec)}.{suffix}" for suffix in ("csv", "md", "tex", "png", "pdf")}
+    paths = output_paths(spec, out)
     with atomic_write(paths["csv"], "w") as stream:
         frame.to_csv(stream, index=False, float_format="%.10g", lineterminator="\n")
     rows = table_rows(frame, spec)
@@ -178,13 +188,20 @@ def write_outputs(frame: pd.DataFrame, spec: Spec, out: Path, *, records: dict |
         stream.write(text)
     with atomic_write(paths["tex"], "w") as stream:
         stream.write(tex)
-    figure, _ = plot(frame, spec, records=records)
+    if figure:
+        write_figure(frame, spec, out, records=records)
+    return paths
+
+
+def write_figure(frame: pd.DataFrame, spec: Spec, out: Path, *, records: dict | None = None) -> None:
+    """NAME.png and NAME.pdf in ``out`` (``write_outputs``' figure), each written atomically."""
+    paths = output_paths(spec, out)
+    drawn, _ = plot(frame, spec, records=records)
     for suffix in ("png", "pdf"):
         buffer = io.BytesIO()
-        figure.savefig(buffer, format=suffix, dpi=150, metadata=_FIXED_METADATA[suffix])
+        drawn.savefig(buffer, format=suffix, dpi=150, metadata=_FIXED_METADATA[suffix])
         with atomic_write(paths[suffix]) as stream:
             stream.write(buffer.getvalue())
     import matplotlib.pyplot as plt
 
-    plt.close(figure)
-    return paths
+    plt.close(drawn)
