@@ -118,51 +118,56 @@ def figures_command(session: Session, name, out, **values) -> None:
         )
     # several specs: each one's PNG and PDF are drawn in a worker process while the main one
     # writes the next spec's tables (matplotlib is most of a report's time)
-    drawing = _Drawing(n_jobs) if len(names) > 1 and n_jobs > 1 else None
-    for spec_name in names:
-        loaded = load_spec(spec_name, directory)
-        report_spec = resolved(loaded)
-        frames, records = [], {}
-        for fold_name in fold_list(loaded):
-            spec = resolved(loaded, fold_name)
-            session.ensure_dataset(spec)
-            records[fold_name] = dataset_record(session.workspace, fold_name)
-            train = training_data([fold_name], records)
-            click.echo(
-                f"{spec.name} ({spec.artifact}) on {spec.dataset!r}{f' ({train})' if train else ''}: "
-                f"{spec.reps} repetition(s){'; QUICK RUN (--quick): the reduced spec' if spec.quick else ''}"
-            )
-            check_out_directory(out)  # now, not after the computing
-            start = time.perf_counter()
-            with Progress(spec.name, unit="step") as bar:
-                frame, counts = run_experiment(
-                    spec,
-                    session.workspace.root,
-                    n_jobs=n_jobs,
-                    backend=backend,
-                    scheduler=scheduler,
-                    progress=_experiment_progress(bar),
+    drawing = _Drawing(min(n_jobs, len(names))) if len(names) > 1 and n_jobs > 1 else None
+    try:
+        for spec_name in names:
+            loaded = load_spec(spec_name, directory)
+            report_spec = resolved(loaded)
+            frames, records = [], {}
+            for fold_name in fold_list(loaded):
+                spec = resolved(loaded, fold_name)
+                session.ensure_dataset(spec)
+                records[fold_name] = dataset_record(session.workspace, fold_name)
+                train = training_data([fold_name], records)
+                click.echo(
+                    f"{spec.name} ({spec.artifact}) on {spec.dataset!r}{f' ({train})' if train else ''}: "
+                    f"{spec.reps} repetition(s){'; QUICK RUN (--quick): the reduced spec' if spec.quick else ''}"
                 )
-            frames.append(frame)
-            click.echo(
-                f"{counts['tasks']} tasks ({counts['computed']} computed, {counts['reused']} reused) in "
-                f"{time.perf_counter() - start:.1f} s"
-            )
-        frame = pd.concat(frames, ignore_index=True)
-        paths = write_outputs(frame, report_spec, out, records=records, figure=drawing is None)
-        if drawing is None:
-            click.echo(f"wrote {', '.join(str(p) for p in paths.values())}")
-        else:
-            drawing.submit(write_figure, frame, report_spec, out, records=records)
-            tables = ", ".join(str(paths[suffix]) for suffix in ("csv", "md", "tex"))
-            click.echo(f"wrote {tables}; drawing {paths['png']}, {paths['pdf']}")
-        echo_table(table_rows(frame, report_spec))
-        stated = stated_rows(frame, report_spec)
-        if stated:
-            click.echo("numbers the paper states in its text, beside ours:")
-            echo_table(stated)
-        if options.check_paper:
-            failures += _check_against_paper(frame, report_spec, tolerance)
+                check_out_directory(out)  # now, not after the computing
+                start = time.perf_counter()
+                with Progress(spec.name, unit="step") as bar:
+                    frame, counts = run_experiment(
+                        spec,
+                        session.workspace.root,
+                        n_jobs=n_jobs,
+                        backend=backend,
+                        scheduler=scheduler,
+                        progress=_experiment_progress(bar),
+                    )
+                frames.append(frame)
+                click.echo(
+                    f"{counts['tasks']} tasks ({counts['computed']} computed, {counts['reused']} reused) in "
+                    f"{time.perf_counter() - start:.1f} s"
+                )
+            frame = pd.concat(frames, ignore_index=True)
+            paths = write_outputs(frame, report_spec, out, records=records, figure=drawing is None)
+            if drawing is None:
+                click.echo(f"wrote {', '.join(str(p) for p in paths.values())}")
+            else:
+                drawing.submit(write_figure, frame, report_spec, Path(out).resolve(), records=records)
+                tables = ", ".join(str(paths[suffix]) for suffix in ("csv", "md", "tex"))
+                click.echo(f"wrote {tables}; drawing {paths['png']}, {paths['pdf']}")
+            echo_table(table_rows(frame, report_spec))
+            stated = stated_rows(frame, report_spec)
+            if stated:
+                click.echo("numbers the paper states in its text, beside ours:")
+                echo_table(stated)
+            if options.check_paper:
+                failures += _check_against_paper(frame, report_spec, tolerance)
+    except BaseException:  # an error or Ctrl-C: the figures not yet drawn are not drawn
+        if drawing is not None:
+            drawing.cancel()
+        raise
     if drawing is not None:
         drawn = drawing.finish()
         click.echo(f"drew {len(drawn)} figures: {', '.join(str(output_paths(spec, out)['png']) for spec in drawn)}")
@@ -185,6 +190,10 @@ class _Drawing:
 
     def submit(self, write, frame, spec, out, *, records) -> None:
         self._pending.append((spec, self._executor.submit(write, frame, spec, out, records=records)))
+
+    def cancel(self) -> None:
+        for _spec, future in self._pending:
+            future.cancel()
 
     def finish(self) -> list:
         """Wait for every figure; the specs drawn, in order. A figure that failed raises here."""

@@ -17,8 +17,9 @@ minibatch, so it dominates both. The two kernels here do the same work in one pa
 Boosting moves the scores a little per tree, so the order of one call is nearly the order of the
 next: given it (``hint``, ``objectives.SortHint``), ``hinges`` sorts each query by insertion from
 it, with (score, document) as the key so that the result is the stable sort's exactly. The
-per-query sort was about half of the kernel; hinted, the whole call is 1.8x faster on Tree
-PropDCG's problem (``python bench/objective.py``).
+per-query sort was about half of the kernel; hinted, the whole call on Tree PropDCG's problem
+is 1.7x faster at scores moved by N(0, 0.01) (``python bench/objective.py``), and the
+figures' Tree PropDCG CPU fell by 7% (docs/results/benchmarks.md).
 
 Numerics. The numpy version sums in extended precision (``np.longdouble``) because it subtracts
 running sums over the whole split. The kernels subtract nothing large: a query's sorted scores

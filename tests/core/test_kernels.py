@@ -378,3 +378,35 @@ def test_a_sort_hint_passed_to_every_call_follows_the_scores_and_changes_no_resu
     kept = hint.order.copy()
     risk_gradient(scores, offsets, clicks, "dcg", hint=hint)
     np.testing.assert_array_equal(hint.order, kept)
+
+
+def test_a_good_hint_replaces_the_sort_and_a_bad_one_falls_back(monkeypatch):
+    """The kernel's own Python (numba compiles the same source) with numpy's argsort counted:
+    from the last order at slightly moved scores no query is sorted afresh; from a reversed
+    order, past the move budget, every query of more than a few documents is."""
+    rng = np.random.default_rng(11)
+    sizes = rng.integers(30, 60, 8)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n_docs = int(offsets[-1])
+    click_doc = rng.integers(0, n_docs, 40).astype(np.int64)
+    click_query = (np.searchsorted(offsets, click_doc, side="right") - 1).astype(np.int64)
+    scores = rng.normal(size=n_docs)
+    no_mask, none = np.ones(0, dtype=np.bool_), np.zeros(0, dtype=np.int64)
+    order = kernels._hinges_kernel(scores, offsets, click_query, click_doc, no_mask, False, none, False)[0]
+    moved = scores + rng.normal(0.0, 1e-3, n_docs)
+    sorts = []
+    real = np.argsort
+    monkeypatch.setattr(np, "argsort", lambda a, **kw: sorts.append(len(a)) or real(a, **kw))
+    afresh = kernels._hinges_kernel(moved, offsets, click_query, click_doc, no_mask, False, none, False)
+    assert len(sorts) == len(sizes)
+    sorts.clear()
+    hinted = kernels._hinges_kernel(moved, offsets, click_query, click_doc, no_mask, False, order, True)
+    assert sorts == []  # every query from the hint
+    reversed_ = kernels._hinges_kernel(moved, offsets, click_query, click_doc, no_mask, False, order[::-1].copy(), True)
+    assert len(sorts) == len(sizes)  # the reversed hint is no permutation of each query's documents
+    sorts.clear()
+    backwards = np.concatenate([order[offsets[q] : offsets[q + 1]][::-1] for q in range(len(sizes))])
+    kernels._hinges_kernel(moved, offsets, click_query, click_doc, no_mask, False, backwards, True)
+    assert len(sorts) == len(sizes)  # each query's own documents, but past the budget of moves
+    for got in (hinted, reversed_):
+        assert_same(got, afresh)

@@ -123,12 +123,18 @@ def test_click_batches_cut_at_batch_docs_in_query_order_without_rng():
     assert [b.clicks.query.tolist() for b in batches] == [[0, 1], [0, 1]]
     assert [b.clicks.doc.tolist() for b in batches] == [[1, 2], [0, 4]]
     assert [b.clicks.cost.tolist() for b in batches] == [[1.0, 4.0], [0.5, -2.0]]
-    # the same clicks listed in query order (a log's order, which skips the sort) give the same batches
-    by_query = np.argsort(clicks.query)
-    listed = Clicks(clicks.query[by_query], clicks.doc[by_query], clicks.cost[by_query])
-    again = click_batches(offsets, listed, batch_docs=4, rng=None)
-    for a, b in zip(batches, again, strict=True):
+    # clicks listed in query order (a log's order, which skips the sort) give the batches of
+    # the same clicks listed otherwise, each query's clicks in their listed order (stable)
+    mixed = Clicks(np.array([2, 0, 3, 0, 1, 3]), np.array([5, 1, 9, 0, 2, 6]), np.arange(6.0))
+    by_query = np.argsort(mixed.query, kind="stable")
+    listed = Clicks(mixed.query[by_query], mixed.doc[by_query], mixed.cost[by_query])
+    for a, b in zip(
+        click_batches(offsets, mixed, batch_docs=4, rng=None),
+        click_batches(offsets, listed, batch_docs=4, rng=None),
+        strict=True,
+    ):
         assert a.clicks.doc.tolist() == b.clicks.doc.tolist() and a.clicks.cost.tolist() == b.clicks.cost.tolist()
+        assert a.clicks.query.tolist() == b.clicks.query.tolist()
     # clicks without costs give batches without them
     assert all(
         b.clicks.cost is None for b in click_batches(offsets, Clicks(clicks.query, clicks.doc), batch_docs=4, rng=None)
