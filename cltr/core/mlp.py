@@ -190,8 +190,9 @@ class MLPScorer:
         grad_w[layers] = activations[layers].T @ delta
         # one output: delta (n, 1) times the output weights (h, 1) is an outer product; the
         # broadcast multiply computes the same single products (up to the sign of an exact
-        # zero: the trained models' files are byte-identical) about 6x faster than a matmul
-        # with an inner dimension of 1 (7% of a default Deep PropDCG training)
+        # zero: the trained models' files are byte-identical) about 4x faster than a matmul
+        # with an inner dimension of 1 (0.06 against 0.22 ms for a 1,000 x 200 float32 batch,
+        # one thread; 7% of a default Deep PropDCG training)
         out_weights = self.weights[layers]
         delta = delta * out_weights.T if out_weights.shape[1] == 1 else delta @ out_weights.T
         for layer in range(layers - 1, -1, -1):
