@@ -112,10 +112,7 @@ def figures_command(session: Session, name, out, **values) -> None:
                 scheduler=scheduler,
                 progress=_experiment_progress(bar),
             )
-        click.echo(
-            f"{counts['tasks']} tasks ({counts['computed']} computed, {counts['reused']} reused) in "
-            f"{time.perf_counter() - start:.1f} s"
-        )
+        _echo_counts(counts, start)
     # several specs: each one's PNG and PDF are drawn in a worker process while the main one
     # writes the next spec's tables (matplotlib is most of a report's time)
     drawing = _Drawing(min(n_jobs, len(names))) if len(names) > 1 and n_jobs > 1 else None
@@ -145,10 +142,7 @@ def figures_command(session: Session, name, out, **values) -> None:
                         progress=_experiment_progress(bar),
                     )
                 frames.append(frame)
-                click.echo(
-                    f"{counts['tasks']} tasks ({counts['computed']} computed, {counts['reused']} reused) in "
-                    f"{time.perf_counter() - start:.1f} s"
-                )
+                _echo_counts(counts, start)
             frame = pd.concat(frames, ignore_index=True)
             paths = write_outputs(frame, report_spec, out, records=records, figure=drawing is None)
             if drawing is None:
@@ -176,6 +170,14 @@ def figures_command(session: Session, name, out, **values) -> None:
             f"{len(failures)} value(s) more than {tolerance:g} of the paper's standard "
             f"deviations from the paper: {'; '.join(failures)}"
         )
+
+
+def _echo_counts(counts: dict, start: float) -> None:
+    """A run's tasks, computed and reused, and the seconds since ``start``."""
+    click.echo(
+        f"{counts['tasks']} tasks ({counts['computed']} computed, {counts['reused']} reused) in "
+        f"{time.perf_counter() - start:.1f} s"
+    )
 
 
 class _Drawing:

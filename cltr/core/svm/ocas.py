@@ -260,11 +260,11 @@ def _check_scale(problem: PairwiseProblem, pairs: _Pairs, normal: np.ndarray, ob
     overflows, a plane could turn the QP into inf and NaN (the IndexError this guards
     against). Rescaling cannot help: the cancellation in Σ β_t g_t is relative.
     """
-    eps = np.finfo(np.float64).eps
-    total = pairs.total_weight  # P(0): every slack is 1
     fits, resolvable, square = _scale_fits(problem, pairs, normal, objective)
     if resolvable:
         return
+    eps = np.finfo(np.float64).eps
+    total = pairs.total_weight  # P(0): every slack is 1
     cost = np.asarray(cost, dtype=np.float64)
     i = int(np.argmax(cost))
     why = (
