@@ -21,6 +21,7 @@ ALL_METHODS = [
     "unbiased-lambdamart",
     "two-tower",
     "tree-two-tower",
+    "tree-pbm",
     "lightgbm-position",
     "xgboost-unbiased",
     "skyline",
