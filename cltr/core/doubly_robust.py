@@ -115,18 +115,20 @@ class PropensityImpressions:
         return len(self.doc)
 
 
-def impressions_by_propensity(displayed: Displayed) -> PropensityImpressions:
+def impressions_by_propensity(
+    displayed: Displayed, *, needed_by: str = "the doubly robust estimate"
+) -> PropensityImpressions:
     """Aggregate every displayed row by (document, propensity).
 
     Raises ValueError where a propensity is unknown (NaN: an imported log without them)
-    or outside (0, 1].
+    or outside (0, 1]; the message says that ``needed_by`` needs them.
     """
     propensity = np.asarray(displayed.propensity, dtype=np.float64)
     bad = ~((propensity > 0) & (propensity <= 1))
     if bad.any():
         where = int(np.flatnonzero(bad)[0])
         raise ValueError(
-            f"the doubly robust estimate needs the examination propensity of every displayed row in "
+            f"{needed_by} needs the examination propensity of every displayed row in "
             f"(0, 1]; {int(bad.sum())} rows have none or another (session {int(displayed.session[where])}"
             f", rank {int(displayed.rank[where])}: {float(propensity[where])}): estimate them (`cltr "
             f"propensities estimate`) and train with --propensities estimated"

@@ -120,6 +120,10 @@ class Method:
     scorer : str
         The kind of the models it trains (``cltr.scorers``: how a model is stored and read
         back); ``train`` checks that every model it returns is of that kind.
+    corrections : tuple of str, optional
+        The corrections (``--correction``) it accepts, if not every one: a method that reads
+        each displayed document's propensity inside a likelihood (``tree-pbm``) weighs no
+        click, so a correction of the clicks' weights would change only its selection.
     """
 
     name: str
@@ -133,6 +137,7 @@ class Method:
     weighted: bool = True
     tuned_once: tuple[str, ...] = ()
     scorer: str = "linear"
+    corrections: tuple[str, ...] | None = None
 
     def parse_options(self, values: dict | Options | None, *, where: str | None = None) -> Options:
         """Validated options from a dict (a spec, a caller) or an instance."""

@@ -19,13 +19,15 @@ carry most of the weight and the effective sample size falls to 1% of the clicks
 clipping buys variance with bias. The likelihood reads q where it belongs, in the click
 probability: a deep impression that was not clicked says little (P is small whatever the
 relevance) and a deep click says much, each by exactly the information it holds, and no
-weight explodes. Where ``tree-two-tower`` and LightGBM's position debiasing learn the bias
-from the clicks too, and with one deterministic production ranker can confuse a rank's
-documents with its examination, this model takes the examination as known, as the
-propensity methods do. It is the maximum-likelihood estimate of Wang et al.'s regression EM
-(WSDM 2018; there the propensities are unknown and alternate with the relevance) at known
-propensities, with trees; ``cltr.core.doubly_robust`` fits the same likelihood with a linear
-model as its regression term.
+weight explodes. ``tree-two-tower`` and LightGBM's position debiasing also model the
+examination, but learn it from the clicks, and with one deterministic production ranker can
+confuse a rank's documents with its examination; this model takes the examination as known,
+as the propensity methods do. It maximises the likelihood that Wang et al.'s regression EM
+(WSDM 2018) maximises jointly with unknown propensities, here with q fixed and with trees;
+``cltr.core.doubly_robust`` fits the same likelihood with a linear model as its regression
+term. Unlike an IPS estimate, the likelihood depends on the absolute scale of q: a q below
+the true examination (e.g. ``--eta-model`` steeper than the log's) leaves rows with more
+clicks than n q can explain, whose σ(f) is pushed towards 1.
 
 **One boosting round** (``PBMObjective``). With P = q σ(f) and dP/df = P σ(-f):
 
@@ -44,14 +46,14 @@ of trees, all by ``TrainingData.estimate`` (SNIPS Avg DCG on validation clicks),
 method here. **Patience** 1000 trees (``--max-rounds``): every candidate grows its whole
 shrinkage budget (200 trees at rate 0.1, 1000 at 0.01) and keeps the tree count of its best
 validation estimate. A hard log's estimate is noisy and a rate of 0.01 moves the scores
-slowly, so a patience counted in trees stops such a run on an early fluke: on six embedded
-default logs (one production ranker, eta 2, eps- 0.3, click seeds 0-5; ``python
-bench/hard_logs.py --synthetic --seeds 6 --logs 2:0.3 --methods
-tree-pbm@learning_rate=0.01@num_leaves=8,tree-pbm@learning_rate=0.01@num_leaves=8@patience=1000``)
+slowly, so a patience counted in trees stops such a run on an early fluke: on six hard logs
+of the embedded default's data (one production ranker, eta 2, eps- 0.3, click seeds 0-5;
+``python bench/hard_logs.py --synthetic --seeds 6 --logs 2:0.3 --methods
+tree-pbm@learning_rate=0.01@num_leaves=8@patience=100,tree-pbm@learning_rate=0.01@num_leaves=8@patience=1000``)
 a patience of 100 stopped after 105 trees on seed 0 and gave test Avg DCG 0.6551 ± 0.0134, a
 patience of 1000 0.6722 ± 0.0018 (better on five seeds, equal on one); at rate 0.1 and 4
 leaves the two are the same models (0.6756). Clipping (``--clip``) does not apply: no click
-is weighted.
+is weighted, and for the same reason no ``--correction`` but the default applies.
 """
 
 from __future__ import annotations
@@ -62,18 +64,12 @@ import numpy as np
 
 from cltr.core.doubly_robust import PropensityImpressions, impressions_by_propensity
 from cltr.methods import Method, TrainingData
-from cltr.methods.trees import TreeOptions, select_trees
+from cltr.methods.trees import LeafPenaltyOptions, expit, floored_curvature, select_trees, selection_table
 from cltr.options import option
 
 __all__ = ["METHOD", "PBMObjective", "TreePBMOptions"]
 
 ORDER = 77
-_CURVATURE_FLOOR = 1e-12  # relative to the mean curvature: LightGBM divides by the sums
-
-
-def _expit(z: np.ndarray) -> np.ndarray:
-    # σ(z) = (1 + tanh(z / 2)) / 2: no overflow for large |z| and no scipy import
-    return 0.5 * np.tanh(0.5 * z) + 0.5
 
 
 class PBMObjective:
@@ -101,10 +97,10 @@ class PBMObjective:
     def terms(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Gradient and Fisher curvature of each row's loss in its score f."""
         f = np.asarray(scores, dtype=np.float64)
-        p = self.q * _expit(f)
+        p = self.q * expit(f)
         # σ(-f) / (1 - P) = 1 / (1 + (1 - q) e^f) = σ(-(f + log(1 - q))): finite where P -> 1
-        ratio = _expit(-(f + self.log_unexamined))
-        return (self.n * p - self.c) * ratio, self.n * p * ratio * _expit(-f)
+        ratio = expit(-(f + self.log_unexamined))
+        return (self.n * p - self.c) * ratio, self.n * p * ratio * expit(-f)
 
     def loss(self, scores: np.ndarray) -> float:
         """Σ -c log P - (n - c) log(1 - P) at the scores f."""
@@ -116,27 +112,21 @@ class PBMObjective:
 
     def __call__(self, preds, _dataset) -> tuple[np.ndarray, np.ndarray]:
         grad, hess = self.terms(preds)
-        return grad, hess + _CURVATURE_FLOOR * max(float(hess.mean()), 1e-300)
+        return grad, floored_curvature(hess)
 
 
 @dataclass(frozen=True)
-class TreePBMOptions(TreeOptions):
+class TreePBMOptions(LeafPenaltyOptions):
     patience: int = option(
         1000,
         "Early stopping: stop after this many trees without a better validation estimate (1000, --max-rounds: "
         "every candidate grows its whole shrinkage budget and keeps its best tree count; module docs).",
         low=1,
     )
-    leaf_l2: float = option(
-        1.0,
-        "L2 penalty on the trees' leaf values (LightGBM's lambda_l2): a leaf's value is "
-        "-Σg / (Σh + this); rows shown deep have tiny curvature, so one click there can set a large value.",
-        low=0,
-    )
 
 
 def train(data: TrainingData, options: TreePBMOptions, *, progress=None):
-    rows = impressions_by_propensity(data.displayed("train"))
+    rows = impressions_by_propensity(data.displayed("train"), needed_by="tree-pbm")
     scorer, info = select_trees(
         data,
         options,
@@ -153,13 +143,7 @@ def train(data: TrainingData, options: TreePBMOptions, *, progress=None):
 
 
 def tables(info: dict) -> list:
-    return [
-        (
-            "candidates (learning rate x leaves, trees early-stopped):",
-            info["selection"],
-            ["learning_rate", "num_leaves", "validation_snips_avg_dcg", "n_estimators", "rounds", "seconds"],
-        )
-    ]
+    return [selection_table(info)]
 
 
 METHOD = Method(
@@ -170,11 +154,12 @@ METHOD = Method(
     tables=tables,
     tuned_once=("learning_rate", "num_leaves"),
     weighted=False,  # the propensities enter the likelihood, not as 1/q weights: nothing to clip
+    corrections=("ips",),  # nor a weight for a correction to change
     summary="Trees fitted by the position-based model's click likelihood at the log's propensities.",
     description="Gradient-boosted trees (LightGBM, custom objective) whose score gives the probability of a "
     "click once examined, σ(f(x)), fitted to the clicks of every displayed document by the likelihood of the "
     "position-based model P(click) = q σ(f(x)) with the log's propensities q as the examination: no 1/q "
-    "weights, so no variance to clip at a steep bias. Learning rate and leaves are chosen, and trees "
-    "early-stopped, by SNIPS Avg DCG on validation clicks.",
+    "weights, so no variance to clip at a steep bias. Learning rate, leaves and the number of trees "
+    "(each candidate grown to its whole shrinkage budget) are chosen by SNIPS Avg DCG on validation clicks.",
     scorer="lightgbm",
 )

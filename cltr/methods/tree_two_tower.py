@@ -65,19 +65,22 @@ import numpy as np
 
 from cltr.core.clicks import Impressions
 from cltr.methods import Method, TrainingData
-from cltr.methods.trees import TreeOptions, candidate_key, select_trees, state_of_choice
+from cltr.methods.trees import (
+    LeafPenaltyOptions,
+    candidate_key,
+    expit,
+    floored_curvature,
+    select_trees,
+    selection_table,
+    state_of_choice,
+)
 from cltr.methods.two_tower import _initial_bias_rows, bias_tower_info, bias_tower_table, click_loss
 from cltr.options import option
 
 __all__ = ["METHOD", "TowerObjective", "TreeTwoTowerOptions"]
 
 ORDER = 76
-_CURVATURE_FLOOR = 1e-12  # a row with σ(z) -> 0 or 1 has no curvature; LightGBM divides by the sums
-
-
-def _expit(z: np.ndarray) -> np.ndarray:
-    # σ(z) = (1 + tanh(z / 2)) / 2: no overflow for large |z| and no scipy import
-    return 0.5 * np.tanh(0.5 * z) + 0.5
+_CURVATURE_FLOOR = 1e-12  # a rank whose rows have no curvature left keeps its logit
 
 
 class TowerObjective:
@@ -118,7 +121,7 @@ class TowerObjective:
 
     def terms(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Gradient n σ(z) - c and curvature n σ(z)(1 - σ(z)) of each row at z = f + b."""
-        p = _expit(np.asarray(scores, dtype=np.float64) + self.bias[self.row_bias])
+        p = expit(np.asarray(scores, dtype=np.float64) + self.bias[self.row_bias])
         return self.n * p - self.c, self.n * p * (1.0 - p)
 
     def loss(self, scores: np.ndarray) -> float:
@@ -134,22 +137,16 @@ class TowerObjective:
         # a rank whose rows have no curvature left (no impression, or σ saturated) keeps its logit
         step = np.divide(g, h, out=np.zeros(self.size), where=h > _CURVATURE_FLOOR)
         self.bias = self.bias - step
-        return grad, hess + _CURVATURE_FLOOR * max(float(hess.mean()), 1e-300)
+        return grad, floored_curvature(hess)
 
 
 @dataclass(frozen=True)
-class TreeTwoTowerOptions(TreeOptions):
+class TreeTwoTowerOptions(LeafPenaltyOptions):
     patience: int = option(
         100,
         "Early stopping: stop after this many trees without a better validation estimate (100 here, "
         "half the 200 trees the shrinkage budget allows at rate 0.1; module docs).",
         low=1,
-    )
-    leaf_l2: float = option(
-        1.0,
-        "L2 penalty on the trees' leaf values (LightGBM's lambda_l2): a leaf's value is "
-        "-Σg / (Σh + this); rows shown deep have tiny curvature, so one click there can set a large value.",
-        low=0,
     )
 
 
@@ -179,14 +176,7 @@ def train(data: TrainingData, options: TreeTwoTowerOptions, *, progress=None):
 
 
 def tables(info: dict) -> list:
-    return [
-        (
-            "candidates (learning rate x leaves, trees early-stopped):",
-            info["selection"],
-            ["learning_rate", "num_leaves", "validation_snips_avg_dcg", "n_estimators", "rounds", "seconds"],
-        ),
-        bias_tower_table(info, "exp(b_k - b_1), a click-odds ratio"),
-    ]
+    return [selection_table(info), bias_tower_table(info, "exp(b_k - b_1), a click-odds ratio")]
 
 
 METHOD = Method(

@@ -63,7 +63,7 @@ import numpy as np
 
 from cltr.core.clicks import Displayed
 from cltr.methods import Method, TrainingData
-from cltr.methods.trees import TreeOptions, candidate_key, select_trees, state_of_choice
+from cltr.methods.trees import TreeOptions, candidate_key, floored_curvature, select_trees, state_of_choice
 from cltr.options import option
 
 __all__ = ["METHOD", "PairwiseDebiasingObjective", "SessionPairs", "UnbiasedLambdaMARTOptions", "session_pairs"]
@@ -291,7 +291,7 @@ class PairwiseDebiasingObjective:
         self.history.append((self.click_bias, self.nonclick_bias))
         self.update_biases(cost)
         # well separated pairs have ρ(1 - ρ) -> 0: a tiny floor keeps every sum positive
-        return grad, hess + 1e-12 * max(float(hess.mean()), 1e-300)
+        return grad, floored_curvature(hess)
 
 
 @dataclass(frozen=True)

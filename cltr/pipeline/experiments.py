@@ -833,7 +833,7 @@ def method_rows(context: TaskContext, *, expand: Callable[[dict, Artifact], list
     methods_ = list(task.methods) + (["skyline"] if "skyline" in task.references else [])
     fix = corrections.get(correction or corrections.DEFAULT_CORRECTION)
     for method in methods_:
-        if method != "skyline" and fix.methods is not None and method not in fix.methods:
+        if method != "skyline" and corrections.refusal(fix, method) is not None:
             step()  # a series over corrections leaves out the methods a correction does not apply to
             continue
         options = dict(task.options.get(method, {}))

@@ -1,11 +1,14 @@
 """Tree PBM: trees fitted by the position-based model's likelihood at the log's propensities (issue 22)."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from cltr.core.doubly_robust import PropensityImpressions
 from cltr.methods import train
 from cltr.methods.tree_pbm import PBMObjective
+from cltr.pipeline import corrections
 
 
 def _rows(q, n, c):
@@ -72,6 +75,40 @@ def test_an_empty_log_is_refused():
         PBMObjective(_rows([0.5, 0.25], [10, 10], [0, 0]))
 
 
+def test_the_trees_recover_the_attraction_at_known_examination(shuffled_sessions):
+    # P(click) = p_k * attraction (0.8 relevant, 0.1 not) on shuffled sessions: the maximum-
+    # likelihood σ(f) is the attraction itself. Measured with 200 trees: mean σ(f) 0.776 on
+    # relevant and 0.110 on irrelevant documents; told q = 1 instead, 0.260 and 0.041 (about
+    # the attraction times the mean examination, 0.34), so 0.05 is allowed.
+    data, examination = shuffled_sessions(eps_pos=0.8, eps_neg=0.1, passes=500)
+    scorer, info = train("tree-pbm", data, {"learning_rate": 0.1, "num_leaves": 4, "n_estimators": 200})
+    attraction = 1.0 / (1.0 + np.exp(-scorer.scores(data.dataset.train.X)))
+    relevant = data.dataset.train.labels > 0
+    assert np.mean(attraction[relevant]) == pytest.approx(0.8, abs=0.05)
+    assert np.mean(attraction[~relevant]) == pytest.approx(0.1, abs=0.05)
+    assert info["training_impressions"] == 500 * 40 * 8
+
+
+def test_a_displayed_row_without_a_propensity_is_named(shuffled_sessions):
+    data, _ = shuffled_sessions(passes=5)
+    rows = data.displayed("train")
+    unknown = dataclasses.replace(rows, propensity=np.where(rows.rank == 3, np.nan, rows.propensity))
+    with pytest.raises(ValueError, match="tree-pbm needs the examination propensity of every displayed row"):
+        train("tree-pbm", dataclasses.replace(data, rows=lambda split: unknown, _displayed={}), {"n_estimators": 5})
+
+
+def test_corrections_of_click_weights_are_refused():
+    for name, correction in corrections.corrections().items():
+        refused = corrections.refusal(correction, "tree-pbm")
+        assert (refused is None) == (name == corrections.DEFAULT_CORRECTION), name
+    assert "accepts the correction ips only, not 'cascade'" in corrections.refusal(
+        corrections.get("cascade"), "tree-pbm"
+    )
+    # a method that accepts every correction is refused only where the correction names its methods
+    assert corrections.refusal(corrections.get("cascade"), "tree-propdcg") is None
+    assert "applies to" in corrections.refusal(corrections.get("affine"), "svm-rank")
+
+
 def test_clipping_does_not_apply(shuffled_sessions):
     data, _ = shuffled_sessions(noise=1.0, eps_pos=1.0, eps_neg=0.1, passes=50)
     options = {"learning_rate": 0.1, "num_leaves": 4, "n_estimators": 20}
@@ -82,7 +119,7 @@ def test_clipping_does_not_apply(shuffled_sessions):
     np.testing.assert_array_equal(plain.scores(X), clipped.scores(X))
 
 
-def test_cli_tree_pbm_beats_production_and_the_learned_bias_on_a_hard_log(tmp_path, invoke, printed_avg_dcg):
+def test_cli_tree_pbm_beats_production_on_a_hard_log(tmp_path, invoke, printed_avg_dcg):
     # the tree two-tower's test log (300 queries, 30 passes, eta 2, eps- 0.3, data and click
     # seed 0) at the same settings: held to +0.02 above production
     invoke("prepare", "synthetic", "--queries", 300, "--seed", 0, workdir=tmp_path)
@@ -91,5 +128,7 @@ def test_cli_tree_pbm_beats_production_and_the_learned_bias_on_a_hard_log(tmp_pa
         "train", "tree-pbm", "--learning-rate", 0.1, "--num-leaves", 4, "--max-rounds", 60, workdir=tmp_path
     ).output
     assert "candidates" in out
+    refused = invoke("train", "tree-pbm", "--correction", "cascade", workdir=tmp_path, expect=2)
+    assert "cascade" in refused.output
     production = printed_avg_dcg(invoke("evaluate", "--production", workdir=tmp_path).output)
     assert printed_avg_dcg(invoke("evaluate", workdir=tmp_path).output) > production + 0.02

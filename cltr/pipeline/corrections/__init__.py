@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from cltr.core.clicks import ClickLog
 from cltr.registry import lookup, registered
 
-__all__ = ["Correction", "CORRECTIONS", "DEFAULT_CORRECTION", "corrections", "get"]
+__all__ = ["Correction", "CORRECTIONS", "DEFAULT_CORRECTION", "corrections", "get", "refusal"]
 
 DEFAULT_CORRECTION = "ips"
 
@@ -83,3 +83,19 @@ def __getattr__(name: str):
 
 def get(name: str) -> Correction:
     return lookup(corrections(), name, "correction")
+
+
+def refusal(correction: Correction, method: str) -> str | None:
+    """Why ``correction`` does not apply to ``method`` (the correction names the methods it
+    applies to, or the method the corrections it accepts: ``Method.corrections``), or None."""
+    from cltr import methods
+
+    if correction.methods is not None and method not in correction.methods:
+        return f"correction {correction.name!r} applies to {', '.join(correction.methods)}, not {method!r}"
+    accepted = methods.get(method).corrections
+    if accepted is not None and correction.name not in accepted:
+        return (
+            f"method {method!r} accepts the correction{'s' if len(accepted) > 1 else ''} {', '.join(accepted)} "
+            f"only, not {correction.name!r}: it weighs no click, so a correction would change only its selection"
+        )
+    return None

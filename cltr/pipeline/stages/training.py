@@ -96,7 +96,7 @@ class TrainOptions(Options):
     def for_method(cls, method: str) -> type[TrainOptions]:
         """The options of ``cltr train METHOD``: ``correction`` offers the corrections that
         apply to ``method``."""
-        applicable = [c for c in corrections.corrections().values() if c.methods is None or method in c.methods]
+        applicable = [c for c in corrections.corrections().values() if corrections.refusal(c, method) is None]
         return cls.narrowed(
             f"TrainOptions[{method}]",
             correction={"choices": tuple(c.name for c in applicable), "help": _correction_help(applicable)},
@@ -133,8 +133,9 @@ def model_stage(
         check_estimate(propensity, workspace=workspace, name=name, dataset=dataset)
     clip = parse_clip(clip) if methods.get(method).weighted else None  # clipping changes nothing it reads
     fix = corrections.get(correction or corrections.DEFAULT_CORRECTION)
-    if fix.methods is not None and method not in fix.methods:
-        raise ValueError(f"correction {fix.name!r} applies to {', '.join(fix.methods)}, not {method!r}")
+    refused = corrections.refusal(fix, method)
+    if refused is not None:
+        raise ValueError(refused)
     # only what differs from the whole log as logged enters the key
     correction = None if fix.name == corrections.DEFAULT_CORRECTION else fix.name
     subset = {
