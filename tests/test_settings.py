@@ -111,7 +111,12 @@ def test_each_setting_is_a_flag_with_its_help_and_default(path, invoke):
 def test_train_takes_its_propensities_clip_and_the_corrections_that_apply_from_train_options(method, invoke):
     params = {p.name: p for p in main.commands["train"].commands[method].params}
     text = _squeeze(invoke("train", method, "--help").output)
-    applicable = [c.name for c in corrections.corrections().values() if c.methods is None or method in c.methods]
+    accepted = methods.get(method).corrections
+    applicable = [
+        c.name
+        for c in corrections.corrections().values()
+        if (c.methods is None or method in c.methods) and (accepted is None or c.name in accepted)
+    ]
     assert "ips" in applicable
     for field in TrainOptions.for_method(method).option_fields():
         assert field.cli_name in params[field.name].opts and params[field.name].default == field.default
