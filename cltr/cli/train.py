@@ -100,7 +100,9 @@ def train_method(session: Session, method, options, dataset: str, clicks_key, se
             else ""
         )
     )
-    if "effective_sample_size" in info:
+    if "effective_sample_size" in info and not method.weighted:  # its 1/q's ESS would describe no weight it uses
+        click.echo(f"{info['train_clicks']} training clicks ({method.name} weighs no click by 1/q)")
+    elif "effective_sample_size" in info:
         where = f", propensities {artifact.config['propensities']}" if "propensities" in artifact.config else ""
         clipped = f", clipped at {info['clip']:g}" if info.get("clip") is not None else ""
         examples = (
