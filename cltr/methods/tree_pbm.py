@@ -50,7 +50,7 @@ slowly, so a patience counted in trees stops such a run on an early fluke: on si
 of the embedded default's data (one production ranker, eta 2, eps- 0.3, click seeds 0-5;
 ``python bench/hard_logs.py --synthetic --seeds 6 --logs 2:0.3 --methods
 tree-pbm@learning_rate=0.01@num_leaves=8@patience=100,tree-pbm@learning_rate=0.01@num_leaves=8@patience=1000``)
-a patience of 100 stopped after 105 trees on seed 0 and gave test Avg DCG 0.6551 ± 0.0134, a
+a patience of 100 kept 105 trees on seed 0 and gave test Avg DCG 0.6551 ± 0.0134, a
 patience of 1000 0.6722 ± 0.0018 (better on five seeds, equal on one); at rate 0.1 and 4
 leaves the two are the same models (0.6756). Clipping (``--clip``) does not apply: no click
 is weighted, and for the same reason no ``--correction`` but the default applies.
