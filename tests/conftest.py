@@ -252,6 +252,26 @@ def printed_avg_dcg():
     return read
 
 
+@pytest.fixture
+def hard_log(invoke, printed_avg_dcg):
+    """``hard_log(workdir, seed=0) -> (production, model)``: the learned-bias and likelihood
+    methods' CLI hard log in ``workdir`` (the default's data on 300 queries, 30 passes of eta 2,
+    eps- 0.3 clicks, data and click seed ``seed``) and a function that returns the production
+    ranker's and the last trained model's test Avg DCG as ``cltr evaluate`` prints them."""
+
+    def make(workdir, seed: int = 0):
+        invoke("prepare", "synthetic", "--queries", 300, "--seed", seed, workdir=workdir)
+        invoke("simulate", "--eta", 2, "--eps-neg", 0.3, "--passes", 30, "--seed", seed, workdir=workdir)
+
+        def scores() -> tuple[float, float]:
+            production = printed_avg_dcg(invoke("evaluate", "--production", workdir=workdir).output)
+            return production, printed_avg_dcg(invoke("evaluate", workdir=workdir).output)
+
+        return scores
+
+    return make
+
+
 # -- hand-made problems and containers -----------------------------------------------------
 
 
