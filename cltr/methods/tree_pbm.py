@@ -67,7 +67,7 @@ from cltr.methods import Method, TrainingData
 from cltr.methods.trees import LeafPenaltyOptions, expit, floored_curvature, select_trees, selection_table
 from cltr.options import option
 
-__all__ = ["METHOD", "PBMObjective", "TreePBMOptions"]
+__all__ = ["METHOD", "PBMObjective", "TreePBMOptions", "held_out_likelihood"]
 
 ORDER = 77
 
@@ -83,11 +83,6 @@ class PBMObjective:
     """
 
     def __init__(self, rows: PropensityImpressions):
-        if not len(rows.doc) or int(np.sum(rows.clicks)) == 0:
-            raise ValueError(
-                "the training log has no click on a displayed document; "
-                "the position-based model has nothing to learn from"
-            )
         self.q = np.asarray(rows.propensity, dtype=np.float64)
         self.n = np.asarray(rows.impressions, dtype=np.float64)
         self.c = np.asarray(rows.clicks, dtype=np.float64)
@@ -115,18 +110,43 @@ class PBMObjective:
         return grad, floored_curvature(hess)
 
 
+def held_out_likelihood(rows: PropensityImpressions):
+    """The early-stopping criterion: the mean log-likelihood per impression of held-out
+    rows (the validation split's, by (document, propensity)) under P = q σ(f), from the
+    split's scores f; higher is better."""
+    model = PBMObjective(rows)
+    impressions = max(float(np.sum(rows.impressions)), 1.0)
+
+    def criterion(scores: np.ndarray) -> float:
+        return -model.loss(np.asarray(scores, dtype=np.float64)[rows.doc]) / impressions
+
+    return criterion
+
+
+STOPPINGS = ("likelihood", "criterion")
+
+
 @dataclass(frozen=True)
 class TreePBMOptions(LeafPenaltyOptions):
-    patience: int = option(
-        1000,
-        "Early stopping: stop after this many trees without a better validation estimate (1000, --max-rounds: "
-        "every candidate grows its whole shrinkage budget and keeps its best tree count; module docs).",
-        low=1,
+    stopping: str = option(
+        "likelihood",
+        "What each candidate's number of trees is chosen by on the validation split: likelihood (the "
+        "position-based model's log-likelihood of every displayed validation document, the model's own "
+        "fit) or criterion (the selection criterion, --criterion, as the other tree methods). The "
+        "candidates are compared by --criterion either way (module docs).",
+        choices=STOPPINGS,
     )
 
 
 def train(data: TrainingData, options: TreePBMOptions, *, progress=None):
     rows = impressions_by_propensity(data.displayed("train"), needed_by="tree-pbm")
+    if not len(rows.doc) or int(np.sum(rows.clicks)) == 0:
+        raise ValueError(
+            "the training log has no click on a displayed document; the position-based model has nothing to learn from"
+        )
+    stopping = None
+    if options.stopping == "likelihood" and options.n_estimators is None:
+        stopping = held_out_likelihood(impressions_by_propensity(data.displayed("vali"), needed_by="tree-pbm"))
     scorer, info = select_trees(
         data,
         options,
@@ -137,13 +157,21 @@ def train(data: TrainingData, options: TreePBMOptions, *, progress=None):
         objective=PBMObjective(rows),
         progress=progress,
         extra_params={"lambda_l2": float(options.leaf_l2)},
+        stopping=stopping,
     )
     info.update({"training_rows": len(rows.doc), "training_impressions": int(rows.impressions.sum())})
+    if stopping is not None:
+        info["stopping"] = "validation_log_likelihood"
+        for row in info["selection"]:
+            row["validation_log_likelihood"] = row["best_criterion"]
     return scorer, info
 
 
 def tables(info: dict) -> list:
-    return [selection_table(info)]
+    title, rows, columns = selection_table(info)
+    if info.get("stopping") == "validation_log_likelihood":
+        columns = [*columns[:3], "validation_log_likelihood", *columns[3:]]
+    return [(title, rows, columns)]
 
 
 METHOD = Method(

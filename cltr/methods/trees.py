@@ -410,6 +410,7 @@ def select_trees(
     weight: np.ndarray | None = None,
     position: np.ndarray | None = None,
     extra_params: dict | None = None,
+    stopping: Callable[[np.ndarray], float] | None = None,
 ):
     """Grid over learning rate x leaves, trees by early stopping, chosen on validation clicks.
 
@@ -437,6 +438,10 @@ def select_trees(
         learns an additive bias per position alongside the trees; LightGBM >= 4.1).
     extra_params : dict, optional
         More LightGBM parameters (e.g. ``lambdarank_position_bias_regularization``).
+    stopping : callable, optional
+        The early-stopping criterion of every candidate, from the validation split's scores
+        (higher is better; each row's ``best_criterion``) [default: the selection criterion].
+        The candidates are still compared by ``estimate``, each at its stopped tree count.
 
     Returns
     -------
@@ -478,7 +483,7 @@ def select_trees(
             sets,
             objective=objective,
             n_estimators=n_estimators,
-            criterion=criterion,
+            criterion=stopping or criterion,
             max_rounds=rounds,
             eval_every=options.eval_every,
             patience=options.patience,

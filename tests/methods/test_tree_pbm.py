@@ -5,9 +5,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from cltr.core.doubly_robust import PropensityImpressions
+from cltr.core.doubly_robust import PropensityImpressions, impressions_by_propensity
 from cltr.methods import train
-from cltr.methods.tree_pbm import PBMObjective
+from cltr.methods.tree_pbm import PBMObjective, held_out_likelihood
 from cltr.pipeline import corrections
 
 
@@ -70,9 +70,42 @@ def test_terms_stay_finite_where_the_click_probability_saturates():
     assert np.isfinite(objective.loss(np.array([60.0, -60.0, 60.0, 0.0])))
 
 
-def test_an_empty_log_is_refused():
+def test_a_log_without_a_click_is_refused(shuffled_sessions):
+    data, _ = shuffled_sessions(passes=5)
+    rows = data.displayed("train")
+    silent = dataclasses.replace(rows, click=np.zeros_like(rows.click))
     with pytest.raises(ValueError, match="no click on a displayed document"):
-        PBMObjective(_rows([0.5, 0.25], [10, 10], [0, 0]))
+        train("tree-pbm", dataclasses.replace(data, rows=lambda split: silent, _displayed={}), {"n_estimators": 5})
+
+
+def test_held_out_likelihood_is_the_mean_log_likelihood_per_impression():
+    rng = np.random.default_rng(1)
+    q = rng.uniform(0.01, 1.0, size=12)
+    n = rng.integers(1, 30, size=12)
+    c = rng.binomial(n, q * 0.4)
+    rows = dataclasses.replace(_rows(q, n, c), doc=np.arange(12)[::-1].copy())  # rows index the split's documents
+    scores = rng.normal(size=12)
+    expected = -_brute_loss(q, n, c, scores[rows.doc]) / n.sum()
+    assert held_out_likelihood(rows)(scores) == pytest.approx(expected, rel=1e-12)
+    # no click at all is still a likelihood (of the impressions), not an error
+    assert np.isfinite(held_out_likelihood(_rows(q, n, np.zeros(12)))(scores))
+
+
+def test_each_candidate_stops_at_its_best_held_out_likelihood(shuffled_sessions):
+    data, _ = shuffled_sessions(eps_pos=0.8, eps_neg=0.1, passes=30)
+    options = {"learning_rate": 0.1, "num_leaves": 4, "eval_every": 5}
+    _, info = train("tree-pbm", data, options)
+    (row,) = info["selection"]
+    criterion = held_out_likelihood(impressions_by_propensity(data.displayed("vali")))
+    assert info["stopping"] == "validation_log_likelihood"
+    assert row["validation_log_likelihood"] == row["best_criterion"] == max(v for _, v in row["trace"])
+    assert row["n_estimators"] == max(row["trace"], key=lambda kv: kv[1])[0]
+    # the trace is that criterion of the trees' validation scores, not the SNIPS estimate
+    fixed, _ = train("tree-pbm", data, {**options, "n_estimators": row["n_estimators"]})
+    assert criterion(fixed.scores(data.dataset.vali.X)) == pytest.approx(row["best_criterion"], rel=1e-9)
+    _, by_criterion = train("tree-pbm", data, {**options, "stopping": "criterion"})
+    (other,) = by_criterion["selection"]
+    assert "stopping" not in by_criterion and other["best_criterion"] == other["validation_snips_avg_dcg"]
 
 
 def test_the_trees_recover_the_attraction_at_known_examination(shuffled_sessions):
