@@ -148,8 +148,9 @@ class TreePBMOptions(LeafPenaltyOptions):
         "likelihood",
         "What each candidate's number of trees is chosen by on the validation split: likelihood (the "
         "position-based model's log-likelihood of every displayed validation document, the model's own "
-        "fit) or criterion (the selection criterion, --criterion, as the other tree methods). The "
-        "candidates are compared by --criterion either way (module docs).",
+        "fit) or criterion (the selection criterion, --criterion, as the other tree methods; on a hard log "
+        "with --patience 1000, so that a noisy estimate's early fluke stops no run). The candidates are "
+        "compared by --criterion either way (module docs).",
         choices=STOPPINGS,
     )
 
