@@ -180,7 +180,8 @@ def _echo_guard(info: dict) -> None:
     versus = info.get("versus_logging")
     if versus and math.isfinite(versus["difference"]):
         click.echo(
-            f"validation SNIPS Avg DCG: model {versus['model']:.4f}, logging ranker {versus['logging']:.4f} "
+            f"validation SNIPS Avg DCG{', unclipped' if versus.get('unclipped') else ''}: model "
+            f"{versus['model']:.4f}, logging ranker {versus['logging']:.4f} "
             f"(difference {versus['difference']:+.4f} +- {versus['standard_error']:.4f}, same clicks)"
         )
     for message in info.get("warnings", []):

@@ -455,7 +455,8 @@ def guard_warnings(
         )
         said.append(
             f"the model is {how} the logging (production) ranker on the validation clicks: SNIPS Avg "
-            f"DCG {versus['model']:.4f} against {versus['logging']:.4f} on the same clicks (difference "
+            f"DCG{' (unclipped)' if versus.get('unclipped') else ''} {versus['model']:.4f} against "
+            f"{versus['logging']:.4f} on the same clicks (difference "
             f"{versus['difference']:+.4f} +- {versus['standard_error']:.4f}); it may be no better than "
             f"production. Collect more clicks (more passes), control the variance (--clip auto or a "
             f"TAU), or try another method (svm-rank, tree-propdcg)"

@@ -164,6 +164,12 @@ class TrainingData:
     ``ClickLog.clipped``. The validation log is clipped only at its own TAU_v
     (``cltr.core.selection.validation_clip``, from the validation clicks alone), never at the
     training TAU.
+
+    ``guard_log``, where given, is the validation log unclipped, for ``versus_logging``: the
+    clipped estimate counts a click below the rank where q = TAU_v at q / TAU_v of its weight,
+    so it favours the logging ranker's own order there, and the model-against-production
+    comparison must not lean to one side (selection among candidates keeps the clipped
+    estimate, whose smaller variance it needs).
     """
 
     dataset: Dataset
@@ -175,6 +181,7 @@ class TrainingData:
     train_log_at: Callable[[float], ClickLog] | None = field(default=None, compare=False, repr=False)
     _varied: list = field(default_factory=list, compare=False, repr=False)
     dr: DRValidation | None = field(default=None, compare=False, repr=False)
+    guard_log: ClickLog | None = field(default=None, compare=False, repr=False)
 
     def displayed(self, split: str) -> Displayed:
         """Every displayed document of every session of ``split`` ("train" or "vali"), for
@@ -279,19 +286,21 @@ class TrainingData:
         return guard.versus_logging(ranks[0], ranks[1], log.cost, log.query, base=self.dataset.dcg_base)
 
     def versus_logging(self, scorer) -> dict:
-        """``scorer`` against the logging ranker on the validation clicks: both SNIPS Avg DCG
-        estimates (the model's with ``estimate``'s tie-breaks, the logging ranker's from
-        the logged ranks), their difference and its standard error
-        (``cltr.core.selection.versus_logging``); with ``dr``, both doubly robust estimates
-        on the same document weights (the logging ranker's from each document's mean gain
-        at its logged ranks, ``DRValidation.logged_gain``)."""
+        """``scorer`` against the logging ranker on the validation clicks (``guard_log``, with
+        ``unclipped``: True, where given): both SNIPS Avg DCG estimates (the model's with
+        ``estimate``'s tie-breaks, the logging ranker's from the logged ranks), their
+        difference and its standard error (``cltr.core.selection.versus_logging``); with
+        ``dr``, both doubly robust estimates on the same document weights (the logging
+        ranker's from each document's mean gain at its logged ranks,
+        ``DRValidation.logged_gain``)."""
         if self.dr is not None:
             dr = self.dr
             gain = dcg_gain(self._ranks(scorer)[dr.documents], self.dataset.dcg_base)
             return guard.paired_estimate(gain, dr.logged_gain, dr.weight, dr.query)
-        vali, log = self.dataset.vali, self.vali_log
+        vali, log = self.dataset.vali, self.vali_log if self.guard_log is None else self.guard_log
         ranks = rank_documents(scorer.scores(vali.X), vali.offsets, stream(self.seed, "selection"))
-        return guard.versus_logging(ranks[log.doc], log.rank, log.cost, log.query, base=self.dataset.dcg_base)
+        versus = guard.versus_logging(ranks[log.doc], log.rank, log.cost, log.query, base=self.dataset.dcg_base)
+        return versus if self.guard_log is None else {**versus, "unclipped": True}
 
 
 _REGISTRY: dict[str, Method] | None = None

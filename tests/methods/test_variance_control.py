@@ -122,6 +122,34 @@ def test_a_model_worse_than_the_logging_ranker_is_said(monkeypatch, shuffled_ses
     assert not any("logging (production) ranker" in w for w in right["warnings"])
 
 
+def test_the_guard_compares_with_production_on_the_unclipped_validation_clicks(monkeypatch, shuffled_sessions):
+    # clipping the validation clicks at TAU_v counts a deep click at q / TAU_v of its weight:
+    # the comparison with production then leans to production's order; given the unclipped
+    # log, the guard reads it (and says so), while selection keeps the clipped estimate
+    data, _ = shuffled_sessions(eta=2.0, passes=20, noise=0.3)
+    tau = float(np.quantile(data.vali_log.propensity, 0.5))
+    clipped = TrainingData(data.dataset, data.train_log, data.vali_log.clipped(tau), data.seed)
+    guarded = TrainingData(data.dataset, data.train_log, clipped.vali_log, data.seed, guard_log=data.vali_log)
+    scorer = LinearScorer(np.array([1.0, 0.5, 0.0]))
+    plain = TrainingData(data.dataset, data.train_log, data.vali_log, data.seed).versus_logging(scorer)
+    assert guarded.versus_logging(scorer) == {**plain, "unclipped": True}
+    assert "unclipped" not in clipped.versus_logging(scorer)
+    assert clipped.versus_logging(scorer)["logging"] != plain["logging"]  # the clipping moved the estimate
+    assert guarded.estimate(scorer) == clipped.estimate(scorer)
+    _fake_method(
+        monkeypatch, "reversed", lambda d, o, progress=None: (LinearScorer(np.array([-1.0, -0.5, 0.0])), {"chosen": {}})
+    )
+    _, worse = methods.train("reversed", guarded)
+    assert worse["versus_logging"]["unclipped"] is True
+    assert any("SNIPS Avg DCG (unclipped)" in w for w in worse["warnings"])
+
+
+def test_the_pipeline_hands_the_guard_the_unclipped_log_on_a_hard_log(tmp_path, invoke, hard_log):
+    hard_log(tmp_path)
+    out = invoke("train", "svm-rank", "-C", 0.1, workdir=tmp_path).output
+    assert "validation SNIPS Avg DCG, unclipped: model" in out
+
+
 def test_a_choice_on_the_edge_of_its_grid_is_said(monkeypatch, clean):
     def train(data, options, progress=None):
         table = [{"C": c, "validation_snips_avg_dcg": c / 100} for c in (0.1, 1.0, 10.0)]

@@ -182,8 +182,17 @@ def model_stage(
         def train_log_at(tau):  # a correction that clips its own way is applied again
             return click_logs(clicks, **told, clip=tau, correction=correction, dataset=dataset)[0]
 
+        # the guard compares the model with production on the validation clicks unclipped
+        # (TrainingData: the clipped estimate leans to the logging ranker's order)
+        guard_log = None if tau_v is None else click_logs(clicks, **told, correction=correction, dataset=dataset)[1]
         data = TrainingData(
-            dataset, train_log, vali_log, seed, rows=rows, train_log_at=train_log_at if "clip" in fix.context else None
+            dataset,
+            train_log,
+            vali_log,
+            seed,
+            rows=rows,
+            train_log_at=train_log_at if "clip" in fix.context else None,
+            guard_log=guard_log,
         )
         scorer, info = methods.train(method, data, options, progress=progress, clip=clip)
         if train_log.weight is None:
