@@ -33,20 +33,12 @@ from cltr.core.doubly_robust import impressions_by_propensity
 from cltr.core.ranking import evaluate
 from cltr.core.seeds import stream
 from cltr.methods import TrainingData
-from cltr.methods.tree_pbm import PBMObjective, held_out_likelihood
-from cltr.methods.trees import _tree_sets, lightgbm_params
+from cltr.methods.tree_pbm import PBMObjective, TreePBMOptions, held_out_likelihood
+from cltr.methods.trees import _Precomputed, _tree_sets, lightgbm_params
 from cltr.pipeline.stages import clicks_stage, production_stage
 from cltr.pipeline.stages.clicks import click_logs, displayed_rows
 from cltr.pipeline.stages.propensities import validation_tau
 from cltr.pipeline.workspace import Workspace
-
-
-class _Scores:
-    def __init__(self, scores: np.ndarray):
-        self._scores = scores
-
-    def scores(self, X: np.ndarray) -> np.ndarray:
-        return self._scores
 
 
 def main() -> None:
@@ -85,7 +77,7 @@ def main() -> None:
         **lightgbm_params(
             learning_rate=args.learning_rate, num_leaves=args.num_leaves, seed=seed, threads=1, objective="none"
         ),
-        "lambda_l2": 1.0,
+        "lambda_l2": TreePBMOptions().leaf_l2,
     }
     sets = _tree_sets(
         dataset.train.X[train_rows.doc],
@@ -103,12 +95,13 @@ def main() -> None:
         booster.update(fobj=objective)
         if tree % args.every:
             continue
-        vali = _Scores(booster.predict(dataset.vali.X, raw_score=True))
-        test = _Scores(booster.predict(dataset.test.X, raw_score=True))
+        vali_scores = booster.predict(dataset.vali.X, raw_score=True)
+        vali = _Precomputed(vali_scores)
+        test = _Precomputed(booster.predict(dataset.test.X, raw_score=True))
         avg_dcg = evaluate(test, dataset.test, relevant, rng=stream(args.seed, "evaluate"), dcg_base=dataset.dcg_base)
         print(
             f"{tree:5d}  {clipped.estimate(vali):11.4f} {unclipped.estimate(vali):6.4f} "
-            f"{likelihood(vali.scores(None)):8.6f} {avg_dcg['avg_dcg']:.4f}",
+            f"{likelihood(vali_scores):8.6f} {avg_dcg['avg_dcg']:.4f}",
             flush=True,
         )
 

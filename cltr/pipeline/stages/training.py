@@ -183,8 +183,15 @@ def model_stage(
             return click_logs(clicks, **told, clip=tau, correction=correction, dataset=dataset)[0]
 
         # the guard compares the model with production on the validation clicks unclipped
-        # (TrainingData: the clipped estimate leans to the logging ranker's order)
-        guard_log = None if tau_v is None else click_logs(clicks, **told, correction=correction, dataset=dataset)[1]
+        # (TrainingData: the clipped estimate leans to the logging ranker's order); without a
+        # correction that is plain_vali, and a correction's training split is not redone for it
+        guard_log = None
+        if tau_v is not None:
+            guard_log = (
+                plain_vali
+                if correction is None
+                else click_logs(clicks, **told, correction=correction, dataset=dataset)[1]
+            )
         data = TrainingData(
             dataset,
             train_log,
