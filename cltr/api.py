@@ -51,6 +51,7 @@ from cltr.methods import TrainingData
 from cltr.pipeline.session import RunOptions, Session
 from cltr.pipeline.stages import EstimateOptions, ProductionOptions, SimulationOptions, as_told
 from cltr.pipeline.stages import estimate_propensities as _estimate
+from cltr.pipeline.stages.propensities import validation_tau
 from cltr.pipeline.workspace import Workspace
 
 __all__ = [
@@ -251,8 +252,12 @@ class Estimator(BaseEstimator):
         clip : "auto", "none", None or float
             Raise the training propensities below TAU = ``clip`` to it; "auto" (the default):
             no clipping where the training weights' effective sample size is large, else
-            TAU chosen on the validation clicks, which are never clipped
-            (``cltr.methods.train``); None or "none": no clipping.
+            TAU chosen on the validation clicks (``cltr.methods.train``); None or "none": no
+            clipping. The training clip never touches the validation clicks; on a hard log
+            (their own effective sample size small) they are clipped at their own TAU_v, as
+            ``cltr train`` clips them (``cltr.core.selection.validation_clip``; ``info_
+            ["validation_clip"]``), and the comparison with the logging ranker reads them
+            unclipped.
         relevant_from : int, optional
             The skyline (which learns from ``X.labels``) only, and only when ``X`` is not a
             ``Dataset`` (whose threshold it takes).
@@ -294,6 +299,12 @@ class Estimator(BaseEstimator):
         else:
             raise ValueError("vali: give (validation Queries, their clicks), or fit on a Dataset")
         logs = [as_told(log, propensities) for log in (train_log, vali_log)]
+        # a hard log's validation clicks are clipped at TAU_v and the guard reads them
+        # unclipped, as in `cltr train` (model_stage), so that both choose the same model
+        tau_v = validation_tau(logs[1])
+        guard_log = None
+        if tau_v is not None:
+            guard_log, logs[1] = logs[1], logs[1].clipped(tau_v)
         # relevant_from serves the skyline only (refused above when missing); the DCG base only
         # scales the reported validation estimate, never the chosen model
         training = (
@@ -308,8 +319,13 @@ class Estimator(BaseEstimator):
             else dataclasses.replace(dataset, train=train, vali=vali_split, test=vali_split)
         )
         self.scorer_, self.info_ = methods.train(
-            self.method, TrainingData(training, logs[0], logs[1], seed), options, progress=progress, clip=clip
+            self.method,
+            TrainingData(training, logs[0], logs[1], seed, guard_log=guard_log),
+            options,
+            progress=progress,
+            clip=clip,
         )
+        self.info_["validation_clip"] = tau_v
         return self
 
     def predict(self, X) -> np.ndarray:

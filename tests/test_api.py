@@ -270,3 +270,38 @@ def test_api_clips_the_training_log_only_as_the_cli_does(logged):
     # judged on the validation clicks as told, unclipped
     unclipped = methods.TrainingData(data, logged.train_log, logged.vali_log, 0).estimate(model.scorer_)
     assert model.info_["validation_snips_avg_dcg"] == pytest.approx(unclipped)
+
+
+@pytest.fixture(scope="module")
+def hard(tmp_path_factory, invoke):
+    """A hard log (eta 2, eps- 0.3): its validation clicks' weights have a small effective
+    sample size, so `cltr train` clips them at TAU_v."""
+    work = tmp_path_factory.mktemp("api-hard")
+    invoke("prepare", "synthetic", "--queries", 200, workdir=work)
+    invoke("simulate", "--passes", 20, "--eta", 2, "--eps-neg", 0.3, workdir=work)
+    clicks = current(work, "clicks")
+    train_log, vali_log = click_logs(clicks)
+    return SimpleNamespace(
+        work=work,
+        clicks=clicks,
+        dataset=load_dataset(Workspace(work).dataset_path(DATASET)),
+        train_log=train_log,
+        vali_log=vali_log,
+        invoke=invoke,
+    )
+
+
+def test_api_clips_a_hard_logs_validation_clicks_as_the_cli_does(hard):
+    w, info = cli_model(hard, "svm-proprank")
+    assert info["validation_clip"] is not None  # the log is hard enough for TAU_v to clip
+    data = hard.dataset
+    model = api.PropRank().fit(data.train, hard.train_log, vali=(data.vali, hard.vali_log), seed=0)
+    assert model.info_["validation_clip"] == info["validation_clip"]
+    assert model.info_["chosen"] == info["chosen"]
+    assert model.info_["validation_snips_avg_dcg"] == info["validation_snips_avg_dcg"]
+    assert np.array_equal(model.scorer_.w, w)
+    # the comparison with the logging ranker reads the validation clicks unclipped, as the CLI's
+    assert model.info_["versus_logging"] == info["versus_logging"]
+    assert model.info_["versus_logging"]["unclipped"] is True
+    unclipped = methods.TrainingData(data, hard.train_log, hard.vali_log, 0).estimate(model.scorer_)
+    assert model.info_["versus_logging"]["model"] == pytest.approx(unclipped)
