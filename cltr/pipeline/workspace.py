@@ -26,10 +26,17 @@ written when nothing changes, so a finished workspace can be used read-only.
 
 Work done once. A process about to compute an artifact takes an advisory lock on it; another
 process that needs the same artifact meanwhile waits and reuses it (``_computing``).
+
+Which code made it. A key says what an artifact was computed from, not by which code: a
+fix to a solver changes no config. Each manifest records ``cltr_code``, a hash of the
+package's source files (``code_fingerprint``), and reusing an artifact that another code
+made warns, once per stage and process, so that results are never silently an older
+version's (a fresh ``--workdir``, or removing the stage's folder, recomputes them).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -128,9 +135,42 @@ class Artifact:
         return self.manifest.get("info", {})
 
 
+@functools.cache
+def code_fingerprint() -> str:
+    """The first 16 hex digits of the sha256 of every source file of the installed ``cltr``
+    package (relative path and content, in path order): equal for equal code, whatever the
+    version string says. Once per process (about 10 ms)."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+_WARNED_OTHER_CODE: set[str] = set()
+
+
+def _note_other_code(stage: str, manifest: dict, path: Path) -> None:
+    """Warn, once per stage in this process, that a reused artifact was made by other code."""
+    made_by = manifest.get("cltr_code")
+    if made_by == code_fingerprint() or stage in _WARNED_OTHER_CODE:
+        return
+    _WARNED_OTHER_CODE.add(stage)
+    log.warning(
+        "reusing stored %s made by other cltr code (%s; this code is %s), e.g. %s: they are that "
+        "code's results; a fresh --workdir computes everything with this code",
+        stage,
+        f"code {made_by}, {manifest.get('created', 'date unknown')}" if made_by else "before code was recorded",
+        code_fingerprint(),
+        path,
+    )
+
+
 def _provenance() -> dict:
     return {
         "cltr_version": __version__,
+        "cltr_code": code_fingerprint(),
         "numpy_version": np.__version__,
         "python": platform.python_version(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -375,6 +415,7 @@ class Workspace:
                 return None
             if found is not None:
                 log.info("reused %s", arrays_path)
+                _note_other_code(stage, found.manifest, arrays_path)
             return found
 
         found = reuse(warn=True)

@@ -12,7 +12,16 @@ import numpy as np
 import pytest
 
 from cltr import __version__
-from cltr.pipeline.workspace import DamagedArtifact, Workspace, atomic_write, config_key, file_sha256, jsonable
+from cltr.pipeline import workspace as workspace_module
+from cltr.pipeline.workspace import (
+    DamagedArtifact,
+    Workspace,
+    atomic_write,
+    code_fingerprint,
+    config_key,
+    file_sha256,
+    jsonable,
+)
 
 
 def test_config_key_is_stable_and_order_free():
@@ -67,6 +76,60 @@ def test_cached_computes_once(tmp_path):
         and len(calls) == 2
         and space.keys("d", "stage") == sorted([config_key({"k": 1}), config_key({"k": 2})])
     )
+
+
+def test_code_fingerprint_follows_the_source_files(tmp_path, monkeypatch):
+    # the hash of the package's files: stable within a process, another for another tree
+    assert code_fingerprint() == code_fingerprint() and len(code_fingerprint()) == 16
+    package = tmp_path / "pkg" / "cltr" / "pipeline"
+    package.mkdir(parents=True)
+    (package / "workspace.py").write_text("x = 1\n")
+    (package.parent / "a.py").write_text("")
+    monkeypatch.setattr(workspace_module, "__file__", str(package / "workspace.py"))
+    code_fingerprint.cache_clear()
+    try:
+        first = code_fingerprint()
+        code_fingerprint.cache_clear()
+        (package.parent / "a.py").write_text("y = 2\n")  # one byte of one file
+        assert code_fingerprint() != first
+    finally:
+        code_fingerprint.cache_clear()
+
+
+def test_reusing_what_other_code_made_warns_once_per_stage(tmp_path, caplog, monkeypatch):
+    monkeypatch.setattr(workspace_module, "_WARNED_OTHER_CODE", set())
+    space = Workspace(tmp_path)
+
+    def compute():
+        return {"v": np.arange(3)}, {}
+
+    made, _ = space.cached("d", "models", {"k": 1}, compute)
+    assert made.manifest["cltr_code"] == code_fingerprint()
+    space.cached("d", "models", {"k": 1}, compute)  # this code's own: silent
+    assert "other cltr code" not in caplog.text
+    for k in (1, 2):  # a key stored by another code, and one stored before code was recorded
+        space.cached("d", "models", {"k": k}, compute)
+        path = tmp_path / "d" / "models" / f"{config_key({'k': k})}.json"
+        manifest = json.loads(path.read_text())
+        if k == 1:
+            manifest["cltr_code"] = "0123456789abcdef"
+        else:
+            del manifest["cltr_code"]
+        path.write_text(json.dumps(manifest))
+    again, reused = space.cached("d", "models", {"k": 1}, compute)
+    assert reused and np.array_equal(again.arrays["v"], np.arange(3))  # reused, not recomputed
+    assert caplog.text.count("other cltr code") == 1
+    assert "reusing stored models made by other cltr code (code 0123456789abcdef" in caplog.text
+    assert f"this code is {code_fingerprint()}" in caplog.text and "a fresh --workdir" in caplog.text
+    space.cached("d", "models", {"k": 2}, compute)  # the same stage: said once
+    assert caplog.text.count("other cltr code") == 1
+    space.cached("d", "tasks", {"k": 1}, compute)
+    path = tmp_path / "d" / "tasks" / f"{config_key({'k': 1})}.json"
+    manifest = json.loads(path.read_text())
+    del manifest["cltr_code"]
+    path.write_text(json.dumps(manifest))
+    space.cached("d", "tasks", {"k": 1}, compute)  # another stage: said again
+    assert caplog.text.count("other cltr code") == 2 and "before code was recorded" in caplog.text
 
 
 @pytest.mark.parametrize("lost", ["json", "npz"])
