@@ -31,7 +31,7 @@ Which code made it. A key says what an artifact was computed from, not by which 
 fix to a solver changes no config. Each manifest records ``cltr_code``, a hash of the
 package's source files (``code_fingerprint``), and reusing an artifact that another code
 made warns, once per stage and process, so that results are never silently an older
-version's (a fresh ``--workdir``, or removing the stage's folder, recomputes them).
+version's (a fresh ``--workdir`` recomputes them).
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ class Artifact:
 def code_fingerprint() -> str:
     """The first 16 hex digits of the sha256 of every source file of the installed ``cltr``
     package (relative path and content, in path order): equal for equal code, whatever the
-    version string says. Once per process (about 10 ms)."""
+    version string says. Once per process (a few milliseconds)."""
     root = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
