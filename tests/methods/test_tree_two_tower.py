@@ -5,7 +5,7 @@ import pytest
 
 from cltr.core.clicks import Impressions
 from cltr.methods import train
-from cltr.methods.tree_two_tower import TowerObjective
+from cltr.methods.tree_two_tower import TowerObjective, held_out_likelihood
 
 
 def _impressions(rank, n, c):
@@ -88,3 +88,36 @@ def test_cli_tree_two_tower_beats_production_on_a_hard_log(tmp_path, invoke, har
     assert "bias tower per rank" in out
     production, model = scores()
     assert model > production + 0.02
+
+
+def test_held_out_likelihood_is_the_mean_log_likelihood_at_the_last_trees_biases():
+    rank, n, c = [1, 2, 3, 9], [10, 8, 6, 4], [5, 2, 1, 0]
+    objective = TowerObjective(_impressions([1, 2, 3], [10, 10, 10], [6, 3, 1]))
+    objective.history.append(np.array([0.4, -0.3, -1.1]))
+    objective.bias = np.array([9.0, 9.0, 9.0])  # the next tree's biases: not the model's yet
+    f = np.array([0.2, -0.5, 0.1, 0.7])
+    z = f + np.array([0.4, -0.3, -1.1, -1.1])  # rank 9, beyond the training ranks: the last one's
+    p = 1.0 / (1.0 + np.exp(-z))
+    expected = float(np.sum(np.array(c) * np.log(p) + (np.array(n) - np.array(c)) * np.log(1 - p))) / 28
+    assert held_out_likelihood(objective, _impressions(rank, n, c))(f) == pytest.approx(expected, rel=1e-12)
+
+
+def test_stopping_by_likelihood_stops_each_candidate_at_its_best_held_out_likelihood(shuffled_sessions):
+    data, _ = shuffled_sessions(eps_pos=0.8, eps_neg=0.1, passes=30)
+    options = {"learning_rate": 0.1, "num_leaves": 4, "eval_every": 5}
+    _, by_criterion = train("tree-two-tower", data, options)  # the default: the SNIPS estimate
+    (other,) = by_criterion["selection"]
+    assert "stopping" not in by_criterion and other["best_criterion"] == other["validation_snips_avg_dcg"]
+    _, info = train("tree-two-tower", data, {**options, "stopping": "likelihood"})
+    (row,) = info["selection"]
+    assert info["stopping"] == "validation_log_likelihood"
+    assert row["best_criterion"] == max(v for _, v in row["trace"]) < 0  # a log-likelihood
+    assert row["n_estimators"] == max(row["trace"], key=lambda kv: kv[1])[0]
+    # the trace is the held-out likelihood of the trees and biases a fixed-size model reports
+    fixed, fixed_info = train("tree-two-tower", data, {**options, "n_estimators": row["n_estimators"]})
+    vali = data.displayed("vali").impressions()
+    objective = TowerObjective(data.displayed("train").impressions())
+    objective.history.append(np.asarray(fixed_info["position_bias"]["logit"]))
+    assert held_out_likelihood(objective, vali)(fixed.scores(data.dataset.vali.X)) == pytest.approx(
+        row["best_criterion"], rel=1e-9
+    )
