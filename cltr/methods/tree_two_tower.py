@@ -80,6 +80,7 @@ import numpy as np
 from cltr.core.clicks import Impressions
 from cltr.methods import Method, TrainingData
 from cltr.methods.trees import (
+    STOPPINGS,
     LeafPenaltyOptions,
     candidate_key,
     expit,
@@ -165,15 +166,11 @@ def held_out_likelihood(objective: TowerObjective, impressions: Impressions):
     c = np.asarray(impressions.clicks, dtype=np.float64)
     total = max(float(n.sum()), 1.0)
 
-    def criterion(scores: np.ndarray) -> float:
-        bias = objective.history[-1] if objective.history else objective.bias
+    def criterion(scores: np.ndarray) -> float:  # evaluated after a tree: history holds its biases
         f = np.asarray(scores, dtype=np.float64)[impressions.doc]
-        return -click_loss(f, bias[rank], n, c, combination="additive")[0] / total
+        return -click_loss(f, objective.history[-1][rank], n, c, combination="additive")[0] / total
 
     return criterion
-
-
-STOPPINGS = ("criterion", "likelihood")
 
 
 @dataclass(frozen=True)

@@ -47,9 +47,13 @@ __all__ = [
     "expit",
     "floored_curvature",
     "selection_table",
+    "STOPPINGS",
 ]
 
 LEARNING_RATE_GRID = (0.001, 0.01, 0.1)
+# what a likelihood-fitted tree method (tree-pbm, tree-two-tower) stops each candidate's trees
+# by: its own held-out log-likelihood, or the selection criterion as the other tree methods
+STOPPINGS = ("likelihood", "criterion")
 NUM_LEAVES_GRID = tuple(2**k for k in range(1, 9))  # 2, 4, ..., 256
 
 
