@@ -78,9 +78,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from cltr.core.clicks import Impressions
+from cltr.core.seeds import stream
 from cltr.methods import Method, TrainingData
 from cltr.methods.trees import (
-    STOPPINGS,
     LeafPenaltyOptions,
     candidate_key,
     expit,
@@ -89,12 +89,21 @@ from cltr.methods.trees import (
     selection_table,
     state_of_choice,
 )
-from cltr.methods.two_tower import _initial_bias_rows, bias_tower_info, bias_tower_table, click_loss
+from cltr.methods.two_tower import (
+    TwoTowerOptions,
+    _initial_bias_rows,
+    bias_tower_info,
+    bias_tower_table,
+    click_loss,
+    train_two_tower,
+)
 from cltr.options import option
 
 __all__ = ["METHOD", "TowerObjective", "TreeTwoTowerOptions"]
 
 ORDER = 76
+BASES = ("linear", "none")
+SELECTIONS = ("likelihood", "criterion")
 _CURVATURE_FLOOR = 1e-12  # a rank whose rows have no curvature left keeps its logit
 
 
@@ -155,20 +164,29 @@ class TowerObjective:
         return grad, floored_curvature(hess)
 
 
-def held_out_likelihood(objective: TowerObjective, impressions: Impressions):
-    """An early-stopping criterion: the mean log-likelihood per impression of held-out rows
-    (the validation split's displayed documents, by rank) at z = f + b, from the split's scores
-    f and the biases ``objective`` used for its last tree (those ``state_of_choice`` reports
-    with the model); a rank beyond the training ranks takes the last one's bias. Higher is
-    better."""
-    rank = np.minimum(np.asarray(impressions.rank, dtype=np.int64) - 1, objective.size - 1)
+def profile_likelihood(impressions: Impressions, *, iterations: int = 25):
+    """A criterion of the relevance scores alone: the mean log-likelihood per impression of
+    held-out rows at z = f + b, with each rank's b fitted to those rows (Newton steps on the
+    concave one-dimensional likelihood of each rank). Higher is better."""
+    rank = np.asarray(impressions.rank, dtype=np.int64) - 1
     n = np.asarray(impressions.impressions, dtype=np.float64)
     c = np.asarray(impressions.clicks, dtype=np.float64)
     total = max(float(n.sum()), 1.0)
+    size = int(rank.max()) + 1
+    start = _initial_bias_rows(rank, n, c, size, "additive")
 
-    def criterion(scores: np.ndarray) -> float:  # evaluated after a tree: history holds its biases
+    def criterion(scores: np.ndarray) -> float:
         f = np.asarray(scores, dtype=np.float64)[impressions.doc]
-        return -click_loss(f, objective.history[-1][rank], n, c, combination="additive")[0] / total
+        shown = np.bincount(rank, weights=n, minlength=size)
+        bias = start - np.divide(
+            np.bincount(rank, weights=n * f, minlength=size), shown, out=np.zeros(size), where=shown > 0
+        )
+        for _ in range(iterations):
+            p = expit(f + bias[rank])
+            g = np.bincount(rank, weights=n * p - c, minlength=size)
+            h = np.bincount(rank, weights=n * p * (1.0 - p), minlength=size)
+            bias = bias - np.divide(g, h, out=np.zeros(size), where=h > _CURVATURE_FLOOR)
+        return -click_loss(f, bias[rank], n, c, combination="additive")[0] / total
 
     return criterion
 
@@ -181,22 +199,61 @@ class TreeTwoTowerOptions(LeafPenaltyOptions):
         "half the 200 trees the shrinkage budget allows at rate 0.1; module docs).",
         low=1,
     )
-    stopping: str = option(
-        "criterion",
-        "What each candidate's number of trees is chosen by on the validation split: criterion (the "
-        "selection criterion, --criterion, as the other tree methods) or likelihood (the two-tower "
-        "model's log-likelihood of every displayed validation document at its learned rank biases, as "
-        "tree-pbm stops). The candidates are compared by --criterion either way.",
-        choices=STOPPINGS,
+    base: str = option(
+        "linear",
+        "What the trees are boosted from: linear (the linear two-tower model, fitted over two-tower's "
+        "default L2 grid and chosen on validation clicks, gives every row its starting score and the "
+        "rank logits their start; the trees add to it) or none (every score starts at 0). Module docs.",
+        choices=BASES,
     )
+    selection: str = option(
+        "likelihood",
+        "What stops each candidate's trees and compares the candidates: likelihood (the validation "
+        "impressions' log-likelihood at the candidate's scores, each rank's logit fitted to them) or "
+        "criterion (--criterion, as the other tree methods). Module docs.",
+        choices=SELECTIONS,
+    )
+
+
+def linear_base(
+    data: TrainingData, impressions: Impressions
+) -> tuple[tuple[tuple[float, ...], float], np.ndarray, dict]:
+    """The linear two-tower model at two-tower's defaults (its L2 grid, chosen on validation
+    clicks) as a base for the trees: (its relevance tower as (linear, offset) on the raw
+    features, its bias tower's logits, what its selection chose)."""
+    from threadpoolctl import threadpool_limits  # here, not at the top: `cltr --help` imports every method
+
+    options = TwoTowerOptions()
+    with threadpool_limits(limits=options.blas_threads, user_api="blas"):
+        result = train_two_tower(
+            data.dataset.train.X, impressions, options, rng=stream(data.seed, "two-tower"), validate=data.estimate
+        )
+    net = result.scorer
+    # r(x) = ((x - shift) · scale) · w, written as linear · x + offset in float64
+    w = np.asarray(net.weights[-1], dtype=np.float64).ravel()
+    scale = np.ones_like(w) if net.scale is None else np.asarray(net.scale, dtype=np.float64)
+    shift = np.zeros_like(w) if net.shift is None else np.asarray(net.shift, dtype=np.float64)
+    linear = scale * w
+    chosen = {"l2": result.l2, "validation_snips_avg_dcg": result.validation_snips_avg_dcg}
+    return (tuple(float(v) for v in linear), float(-shift @ linear)), np.asarray(result.bias, dtype=np.float64), chosen
 
 
 def train(data: TrainingData, options: TreeTwoTowerOptions, *, progress=None):
     impressions = data.displayed("train").impressions()
     objective = TowerObjective(impressions)
-    stopping = None
-    if options.stopping == "likelihood" and options.n_estimators is None:
-        stopping = held_out_likelihood(objective, data.displayed("vali").impressions())
+    base, base_info = None, None
+    if options.base == "linear":
+        base, bias, base_info = linear_base(data, impressions)
+        objective.initial = bias  # both towers index ranks 1..max displayed rank
+    likelihood, estimate, criterion_name = None, None, "validation_snips_avg_dcg"
+    if options.selection == "likelihood":
+        likelihood = profile_likelihood(data.displayed("vali").impressions())
+        vali_X = data.dataset.vali.X
+
+        def estimate(scorer):
+            return likelihood(scorer.scores(vali_X))
+
+        criterion_name = "validation_log_likelihood"
     scorer, info = select_trees(
         data,
         options,
@@ -207,10 +264,16 @@ def train(data: TrainingData, options: TreeTwoTowerOptions, *, progress=None):
         objective=objective,
         progress=progress,
         extra_params={"lambda_l2": float(options.leaf_l2)},
-        stopping=stopping,
+        stopping=likelihood,
+        base=base,
+        estimate=estimate,
+        criterion_name=criterion_name,
     )
-    if stopping is not None:
-        info["stopping"] = "validation_log_likelihood"
+    info["selection_criterion"] = criterion_name
+    if estimate is not None:  # what every method reports (the guard and the report read the SNIPS estimate)
+        info["validation_snips_avg_dcg"] = float(data.estimate(scorer))
+    if base_info is not None:
+        info["base"] = {"model": "two-tower (linear)", **base_info}
     bias = state_of_choice(objective.runs, info["chosen"])
     info.update(
         {
@@ -223,7 +286,10 @@ def train(data: TrainingData, options: TreeTwoTowerOptions, *, progress=None):
 
 
 def tables(info: dict) -> list:
-    return [selection_table(info), bias_tower_table(info, "exp(b_k - b_1), a click-odds ratio")]
+    title, rows, columns = selection_table(info)
+    compared = info.get("selection_criterion", "validation_snips_avg_dcg")
+    columns = [compared if c == "validation_snips_avg_dcg" else c for c in columns]
+    return [(title, rows, columns), bias_tower_table(info, "exp(b_k - b_1), a click-odds ratio")]
 
 
 METHOD = Method(

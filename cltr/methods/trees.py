@@ -48,6 +48,7 @@ __all__ = [
     "floored_curvature",
     "selection_table",
     "STOPPINGS",
+    "linear_scores",
 ]
 
 LEARNING_RATE_GRID = (0.001, 0.01, 0.1)
@@ -139,12 +140,18 @@ class TreeScorer:
     stopping leaves the validation split's scores at the best iteration, and selection,
     its guard and the report each ask for them (a prediction over the validation split
     costs about as much as a few trees). Not part of the model: not stored, not compared.
+
+    ``linear`` and ``offset``: a linear model the trees were boosted from (LightGBM's
+    ``init_score``), added to their raw score: f(x) = trees(x) + linear · x + offset. None for
+    trees boosted from 0, whose stored arrays are the model string alone.
     """
 
     model_string: str
     threads: int = 1
     kind: str = "lightgbm"
     known: tuple[np.ndarray, np.ndarray] | None = field(default=None, compare=False, repr=False)
+    linear: tuple[float, ...] | None = None
+    offset: float = 0.0
 
     @cached_property
     def booster(self):
@@ -156,15 +163,32 @@ class TreeScorer:
         """Raw scores of the rows of ``X``, shape (n_docs,)."""
         if self.known is not None and X is self.known[0]:
             return self.known[1].copy()
-        return np.asarray(self.booster.predict(X, raw_score=True, num_threads=self.threads), dtype=np.float64)
+        scores = np.asarray(self.booster.predict(X, raw_score=True, num_threads=self.threads), dtype=np.float64)
+        if self.linear is not None:
+            scores += linear_scores(X, self.linear, self.offset)
+        return scores
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        return {"model_string": np.array(self.model_string.encode("utf-8"))}
+        arrays = {"model_string": np.array(self.model_string.encode("utf-8"))}
+        if self.linear is not None:
+            arrays["linear"] = np.asarray(self.linear, dtype=np.float64)
+            arrays["offset"] = np.array(float(self.offset))
+        return arrays
 
     @classmethod
     def from_arrays(cls, arrays) -> TreeScorer:
         value = np.asarray(arrays["model_string"]).item()
-        return cls(model_string=value.decode("utf-8") if isinstance(value, bytes) else str(value))
+        linear = tuple(float(v) for v in np.asarray(arrays["linear"])) if "linear" in arrays else None
+        offset = float(np.asarray(arrays["offset"])) if "offset" in arrays else 0.0
+        return cls(
+            model_string=value.decode("utf-8") if isinstance(value, bytes) else str(value), linear=linear, offset=offset
+        )
+
+
+def linear_scores(X: np.ndarray, linear, offset: float) -> np.ndarray:
+    """linear · x + offset of every row of ``X``, in float64: the base a ``TreeScorer``'s trees
+    were boosted from, computed the same way for LightGBM's ``init_score`` and for prediction."""
+    return np.asarray(X, dtype=np.float64) @ np.asarray(linear, dtype=np.float64) + float(offset)
 
 
 class _Precomputed:
@@ -279,12 +303,23 @@ def _tree_sets(
     threads: int,
     weight: np.ndarray | None = None,
     position: np.ndarray | None = None,
+    init_score: tuple[np.ndarray, np.ndarray | None] | None = None,
 ) -> _TreeSets:
-    key = _digest(X, label, group, weight, position, valid_X, int(threads))
+    train_init, valid_init = init_score if init_score is not None else (None, None)
+    key = _digest(X, label, group, weight, position, valid_X, int(threads), train_init, valid_init)
     if key in _SETS:
         _SETS.move_to_end(key)
         return replace(_SETS[key], valid_X=valid_X)
-    sets = _built_sets(X, label=label, group=group, valid_X=valid_X, threads=threads, weight=weight, position=position)
+    sets = _built_sets(
+        X,
+        label=label,
+        group=group,
+        valid_X=valid_X,
+        threads=threads,
+        weight=weight,
+        position=position,
+        init_score=(train_init, valid_init),
+    )
     _SETS[key] = replace(sets, valid_X=None)  # the binned Datasets only: the cache holds no caller's array
     while len(_SETS) > _SETS_KEPT:
         _SETS.popitem(last=False)
@@ -300,6 +335,7 @@ def _built_sets(
     threads: int,
     weight: np.ndarray | None,
     position: np.ndarray | None,
+    init_score: tuple[np.ndarray | None, np.ndarray | None],
 ) -> _TreeSets:
     import lightgbm
 
@@ -308,12 +344,21 @@ def _built_sets(
     # bins depend on min_data_in_leaf, so that is fixed here as in lightgbm_params.
     params = {"verbosity": -1, "num_threads": int(threads), "min_data_in_leaf": MIN_DATA_IN_LEAF}
     train = lightgbm.Dataset(
-        X, label=label, group=group, weight=weight, position=position, params=params, free_raw_data=True
+        X,
+        label=label,
+        group=group,
+        weight=weight,
+        position=position,
+        init_score=init_score[0],
+        params=params,
+        free_raw_data=True,
     )
     train.construct()
     valid = None
     if valid_X is not None:
-        valid = lightgbm.Dataset(valid_X, label=np.zeros(len(valid_X)), reference=train, params=params)
+        valid = lightgbm.Dataset(
+            valid_X, label=np.zeros(len(valid_X)), reference=train, init_score=init_score[1], params=params
+        )
         valid.construct()
     return _TreeSets(train, valid, valid_X)
 
@@ -415,6 +460,7 @@ def select_trees(
     position: np.ndarray | None = None,
     extra_params: dict | None = None,
     stopping: Callable[[np.ndarray], float] | None = None,
+    base: tuple[tuple[float, ...], float] | None = None,
 ):
     """Grid over learning rate x leaves, trees by early stopping, chosen on validation clicks.
 
@@ -446,6 +492,9 @@ def select_trees(
         The early-stopping criterion of every candidate, from the validation split's scores
         (higher is better; each row's ``best_criterion``) [default: the selection criterion].
         The candidates are still compared by ``estimate``, each at its stopped tree count.
+    base : (linear, offset), optional
+        Boost from a linear model instead of 0: every training and validation row starts at
+        linear · x + offset (LightGBM's ``init_score``), and the scorer adds it to the trees.
 
     Returns
     -------
@@ -459,14 +508,22 @@ def select_trees(
     leaf_grid = [options.num_leaves] if options.num_leaves is not None else usable_leaves(leaves, len(X))
     candidates = [{"learning_rate": float(r), "num_leaves": int(n)} for r in rates for n in leaf_grid]
     seed = int(stream(data.seed, name).integers(2**31 - 1))
+    valid_X = data.dataset.vali.X if n_estimators is None else None
+    init_score = None
+    if base is not None:
+        init_score = (
+            linear_scores(X, *base),
+            None if valid_X is None else linear_scores(valid_X, *base),
+        )
     sets = _tree_sets(
         X,
         label=label,
         group=group,
         weight=weight,
         position=position,
-        valid_X=data.dataset.vali.X if n_estimators is None else None,
+        valid_X=valid_X,
         threads=threads,
+        init_score=init_score,
     )
 
     estimate = estimate or data.estimate
@@ -475,14 +532,17 @@ def select_trees(
         return estimate(_Precomputed(scores))
 
     def fit(params, _previous):
-        base = "none" if objective is not None else "lambdarank"
-        lgb_params = {**lightgbm_params(**params, seed=seed, threads=threads, objective=base), **(extra_params or {})}
+        lgb_objective = "none" if objective is not None else "lambdarank"
+        lgb_params = {
+            **lightgbm_params(**params, seed=seed, threads=threads, objective=lgb_objective),
+            **(extra_params or {}),
+        }
         rounds = min(
             options.max_rounds, max(1, int(np.ceil(options.shrinkage_budget / params["learning_rate"] - 1e-9)))
         )
         if hasattr(objective, "start"):  # an objective with state (jointly learned biases) restarts per candidate
             objective.start(params)
-        return _grow(
+        scorer, row = _grow(
             lgb_params,
             sets,
             objective=objective,
@@ -493,6 +553,8 @@ def select_trees(
             patience=options.patience,
             threads=threads,
         )
+        # LightGBM's validation scores include the init score, so ``known`` is the whole model's
+        return (scorer, row) if base is None else (replace(scorer, linear=base[0], offset=base[1]), row)
 
     selection = select_on_validation(
         candidates, fit, estimate, progress=progress, criterion=criterion_name, alike=data.alike_share
