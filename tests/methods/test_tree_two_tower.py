@@ -5,7 +5,7 @@ import pytest
 
 from cltr.core.clicks import Impressions
 from cltr.methods import train
-from cltr.methods.tree_two_tower import TowerObjective, held_out_likelihood
+from cltr.methods.tree_two_tower import TowerObjective, profile_likelihood
 
 
 def _impressions(rank, n, c):
@@ -90,34 +90,76 @@ def test_cli_tree_two_tower_beats_production_on_a_hard_log(tmp_path, invoke, har
     assert model > production + 0.02
 
 
-def test_held_out_likelihood_is_the_mean_log_likelihood_at_the_last_trees_biases():
-    rank, n, c = [1, 2, 3, 9], [10, 8, 6, 4], [5, 2, 1, 0]
-    objective = TowerObjective(_impressions([1, 2, 3], [10, 10, 10], [6, 3, 1]))
-    objective.history.append(np.array([0.4, -0.3, -1.1]))
-    objective.bias = np.array([9.0, 9.0, 9.0])  # the next tree's biases: not the model's yet
-    f = np.array([0.2, -0.5, 0.1, 0.7])
-    z = f + np.array([0.4, -0.3, -1.1, -1.1])  # rank 9, beyond the training ranks: the last one's
-    p = 1.0 / (1.0 + np.exp(-z))
-    expected = float(np.sum(np.array(c) * np.log(p) + (np.array(n) - np.array(c)) * np.log(1 - p))) / 28
-    assert held_out_likelihood(objective, _impressions(rank, n, c))(f) == pytest.approx(expected, rel=1e-12)
+def test_profile_likelihood_is_the_held_out_likelihood_at_each_ranks_best_logit():
+    # oracle: each rank's logit maximised by a generic bounded scalar solver
+    from scipy.optimize import minimize_scalar
 
+    rng = np.random.default_rng(3)
+    rank = rng.integers(1, 5, size=40)
+    n = rng.integers(1, 30, size=40)
+    c = rng.binomial(n, 0.3)
+    f = rng.normal(size=40)
 
-def test_stopping_by_likelihood_stops_each_candidate_at_its_best_held_out_likelihood(shuffled_sessions):
-    data, _ = shuffled_sessions(eps_pos=0.8, eps_neg=0.1, passes=30)
-    options = {"learning_rate": 0.1, "num_leaves": 4, "eval_every": 5}
-    _, by_criterion = train("tree-two-tower", data, options)  # the default: the SNIPS estimate
-    (other,) = by_criterion["selection"]
-    assert "stopping" not in by_criterion and other["best_criterion"] == other["validation_snips_avg_dcg"]
-    _, info = train("tree-two-tower", data, {**options, "stopping": "likelihood"})
-    (row,) = info["selection"]
-    assert info["stopping"] == "validation_log_likelihood"
-    assert row["best_criterion"] == max(v for _, v in row["trace"]) < 0  # a log-likelihood
-    assert row["n_estimators"] == max(row["trace"], key=lambda kv: kv[1])[0]
-    # the trace is the held-out likelihood of the trees and biases a fixed-size model reports
-    fixed, fixed_info = train("tree-two-tower", data, {**options, "n_estimators": row["n_estimators"]})
-    vali = data.displayed("vali").impressions()
-    objective = TowerObjective(data.displayed("train").impressions())
-    objective.history.append(np.asarray(fixed_info["position_bias"]["logit"]))
-    assert held_out_likelihood(objective, vali)(fixed.scores(data.dataset.vali.X)) == pytest.approx(
-        row["best_criterion"], rel=1e-9
+    def nll(b, k):
+        z = f[rank == k] + b
+        return float(np.sum(n[rank == k] * np.logaddexp(0, z) - c[rank == k] * z))
+
+    best = sum(
+        minimize_scalar(nll, args=(k,), bounds=(-20, 20), method="bounded", options={"xatol": 1e-10}).fun
+        for k in range(1, 5)
     )
+    value = profile_likelihood(_impressions(rank, n, c))(f)
+    assert value == pytest.approx(-best / n.sum(), rel=1e-7)
+    # a score that is constant within every rank explains nothing beyond the logits
+    assert profile_likelihood(_impressions(rank, n, c))(np.full(40, 3.0)) == pytest.approx(
+        profile_likelihood(_impressions(rank, n, c))(np.zeros(40)), rel=1e-9
+    )
+
+
+def test_likelihood_selection_stops_and_compares_by_the_validation_likelihood(shuffled_sessions):
+    data, _ = shuffled_sessions(eps_pos=0.8, eps_neg=0.1, passes=30)
+    options = {"learning_rate": 0.1, "eval_every": 5, "max_rounds": 60}
+    _, info = train("tree-two-tower", data, {**options, "selection": "criterion", "num_leaves": 4})
+    (row,) = info["selection"]
+    assert info["selection_criterion"] == "validation_snips_avg_dcg"
+    assert row["best_criterion"] == row["validation_snips_avg_dcg"]
+    scorer, info = train("tree-two-tower", data, options)  # the default: the likelihood, leaves 2..
+    rows = info["selection"]
+    assert info["selection_criterion"] == "validation_log_likelihood" and len(rows) > 1
+    likelihood = profile_likelihood(data.displayed("vali").impressions())
+    for row in rows:  # each candidate stopped at its best held-out likelihood
+        assert row["best_criterion"] == max(v for _, v in row["trace"]) == row["validation_log_likelihood"] < 0
+        assert row["n_estimators"] == max(row["trace"], key=lambda kv: kv[1])[0]
+    chosen = max(rows, key=lambda r: r["validation_log_likelihood"])
+    assert info["chosen"]["num_leaves"] == chosen["num_leaves"]
+    assert info["chosen"]["n_estimators"] == chosen["n_estimators"]
+    # the criterion is the model's: its predictions on the validation split give the same value
+    vali_X = np.array(data.dataset.vali.X)  # another array: predicted, not the known scores
+    assert likelihood(scorer.scores(vali_X)) == pytest.approx(chosen["validation_log_likelihood"], rel=1e-9)
+    assert info["validation_snips_avg_dcg"] == pytest.approx(data.estimate(scorer), rel=1e-12)
+
+
+def test_the_trees_are_boosted_from_the_linear_two_tower(shuffled_sessions):
+    from cltr.methods.trees import TreeScorer, linear_scores
+
+    data, _ = shuffled_sessions(eps_pos=0.8, eps_neg=0.1, passes=30)
+    linear, linear_info = train("two-tower", data, {})
+    fixed = {"learning_rate": 0.1, "num_leaves": 4, "n_estimators": 3}
+    scorer, info = train("tree-two-tower", data, fixed)
+    assert info["base"]["l2"] == linear_info["chosen"]["l2"]
+    X = np.array(data.dataset.test.X)
+    base = linear_scores(X, scorer.linear, scorer.offset)
+    # the base is two-tower's relevance tower (up to its float32 precision and a constant)
+    np.testing.assert_allclose(base - base.mean(), linear.scores(X) - linear.scores(X).mean(), atol=2e-4)
+    trees = np.asarray(scorer.booster.predict(X, raw_score=True))
+    np.testing.assert_allclose(scorer.scores(X), trees + base, rtol=1e-12)
+    assert np.ptp(trees) > 0  # the trees add to it
+    # the base travels with the stored model; trees from 0 store their model string alone
+    again = TreeScorer.from_arrays(scorer.to_arrays())
+    assert again == scorer
+    np.testing.assert_array_equal(again.scores(X), scorer.scores(X))
+    plain, _ = train("tree-two-tower", data, {**fixed, "base": "none"})
+    assert plain.linear is None and set(plain.to_arrays()) == {"model_string"}
+    # the rank logits start where two-tower's bias tower ended (those behind the first tree)
+    _, one = train("tree-two-tower", data, {**fixed, "n_estimators": 1})
+    np.testing.assert_array_equal(one["position_bias"]["logit"], linear_info["position_bias"]["logit"])
