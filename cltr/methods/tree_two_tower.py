@@ -316,7 +316,23 @@ def tables(info: dict) -> list:
     title, rows, columns = selection_table(info)
     compared = info.get("selection_criterion", "validation_snips_avg_dcg")
     columns = [compared if c == "validation_snips_avg_dcg" else c for c in columns]
-    return [(title, rows, columns), bias_tower_table(info, "exp(b_k - b_1), a click-odds ratio")]
+    shown = []
+    if "base" in info:
+        base = info["base"]
+        shown.append(
+            (
+                "boosted from (--base linear; its validation SNIPS Avg DCG):",
+                [
+                    {
+                        "model": base["model"],
+                        "l2": base["l2"],
+                        "validation_snips_avg_dcg": base["validation_snips_avg_dcg"],
+                    }
+                ],
+                ["model", "l2", "validation_snips_avg_dcg"],
+            )
+        )
+    return [*shown, (title, rows, columns), bias_tower_table(info, "exp(b_k - b_1), a click-odds ratio")]
 
 
 METHOD = Method(

@@ -86,6 +86,9 @@ def test_cli_tree_two_tower_beats_production_on_a_hard_log(tmp_path, invoke, har
         "train", "tree-two-tower", "--learning-rate", 0.1, "--num-leaves", 4, "--max-rounds", 60, workdir=tmp_path
     ).output
     assert "bias tower per rank" in out
+    # the linear model it was boosted from, and the candidates by their validation likelihood
+    assert "boosted from (--base linear" in out and "two-tower (linear)" in out
+    assert "validation_log_likelihood" in out
     production, model = scores()
     assert model > production + 0.02
 
