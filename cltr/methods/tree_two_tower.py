@@ -105,7 +105,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from cltr.core.clicks import Impressions
-from cltr.core.seeds import stream
 from cltr.methods import Method, TrainingData
 from cltr.methods.trees import (
     LeafPenaltyOptions,
@@ -122,7 +121,7 @@ from cltr.methods.two_tower import (
     bias_tower_info,
     bias_tower_table,
     click_loss,
-    train_two_tower,
+    fit_towers,
 )
 from cltr.options import option
 
@@ -248,13 +247,7 @@ def linear_base(
     """The linear two-tower model at two-tower's defaults (its L2 grid, chosen on validation
     clicks) as a base for the trees: (its relevance tower as (linear, offset) on the raw
     features, its bias tower's logits, what its selection chose)."""
-    from threadpoolctl import threadpool_limits  # here, not at the top: `cltr --help` imports every method
-
-    options = TwoTowerOptions()
-    with threadpool_limits(limits=options.blas_threads, user_api="blas"):
-        result = train_two_tower(
-            data.dataset.train.X, impressions, options, rng=stream(data.seed, "two-tower"), validate=data.estimate
-        )
+    result = fit_towers(data, impressions, TwoTowerOptions())
     net = result.scorer
     # r(x) = ((x - shift) · scale) · w, written as linear · x + offset in float64
     w = np.asarray(net.weights[-1], dtype=np.float64).ravel()

@@ -71,7 +71,7 @@ from cltr.core.seeds import stream
 from cltr.methods import Method, SelectionOptions, TrainingData
 from cltr.options import option
 
-__all__ = ["METHOD", "TwoTowerOptions", "click_loss", "train_two_tower"]
+__all__ = ["METHOD", "TwoTowerOptions", "click_loss", "fit_towers", "train_two_tower"]
 
 ORDER = 75
 COMBINATIONS = ("additive", "multiplicative")
@@ -445,6 +445,23 @@ class TwoTowerOptions(SelectionOptions):
                 raise ValueError(f"{name} must list at least one {what}, found {getattr(self, name)!r}")
 
 
+def fit_towers(data: TrainingData, impressions: Impressions, options: TwoTowerOptions, *, progress=None):
+    """``train_two_tower`` on the training split as the method runs it: its seed stream, selection
+    on ``data.estimate`` and ``options.blas_threads`` BLAS threads (``tree-two-tower``'s linear
+    base is this fit too)."""
+    from threadpoolctl import threadpool_limits  # here, not at the top: `cltr --help` imports every method
+
+    with threadpool_limits(limits=options.blas_threads, user_api="blas"):
+        return train_two_tower(
+            data.dataset.train.X,
+            impressions,
+            options,
+            rng=stream(data.seed, "two-tower"),
+            validate=data.estimate,
+            progress=progress,
+        )
+
+
 def train(data: TrainingData, options: TwoTowerOptions, *, progress=None):
     impressions = data.displayed("train").impressions()
     linear = options.tower == "linear"
@@ -467,17 +484,7 @@ def train(data: TrainingData, options: TwoTowerOptions, *, progress=None):
                 }
             )
 
-    from threadpoolctl import threadpool_limits  # here, not at the top: `cltr --help` imports every method
-
-    with threadpool_limits(limits=options.blas_threads, user_api="blas"):
-        result = train_two_tower(
-            data.dataset.train.X,
-            impressions,
-            options,
-            rng=stream(data.seed, "two-tower"),
-            validate=data.estimate,
-            progress=report,
-        )
+    result = fit_towers(data, impressions, options, progress=report)
     table = []
     for lr in () if linear else sorted(options.learning_rates):
         rows = [r for r in result.trace if r["lr"] == lr]
