@@ -80,7 +80,7 @@ import numpy as np
 
 from cltr.core.doubly_robust import PropensityImpressions, impressions_by_propensity
 from cltr.methods import Method, TrainingData
-from cltr.methods.trees import STOPPINGS, LeafPenaltyOptions, expit, floored_curvature, select_trees, selection_table
+from cltr.methods.trees import LeafPenaltyOptions, expit, floored_curvature, select_trees, selection_table
 from cltr.options import option
 
 __all__ = ["METHOD", "PBMObjective", "TreePBMOptions", "held_out_likelihood"]
@@ -137,6 +137,9 @@ def held_out_likelihood(rows: PropensityImpressions):
         return -model.loss(np.asarray(scores, dtype=np.float64)[rows.doc]) / impressions
 
     return criterion
+
+
+STOPPINGS = ("likelihood", "criterion")
 
 
 @dataclass(frozen=True)

@@ -200,10 +200,10 @@ def profile_likelihood(impressions: Impressions, *, iterations: int = 25):
     total = max(float(n.sum()), 1.0)
     size = int(rank.max()) + 1
     start = _initial_bias_rows(rank, n, c, size, "additive")
+    shown = np.bincount(rank, weights=n, minlength=size)
 
     def criterion(scores: np.ndarray) -> float:
         f = np.asarray(scores, dtype=np.float64)[impressions.doc]
-        shown = np.bincount(rank, weights=n, minlength=size)
         bias = start - np.divide(
             np.bincount(rank, weights=n * f, minlength=size), shown, out=np.zeros(size), where=shown > 0
         )

@@ -47,14 +47,10 @@ __all__ = [
     "expit",
     "floored_curvature",
     "selection_table",
-    "STOPPINGS",
     "linear_scores",
 ]
 
 LEARNING_RATE_GRID = (0.001, 0.01, 0.1)
-# what a likelihood-fitted tree method (tree-pbm, tree-two-tower) stops each candidate's trees
-# by: its own held-out log-likelihood, or the selection criterion as the other tree methods
-STOPPINGS = ("likelihood", "criterion")
 NUM_LEAVES_GRID = tuple(2**k for k in range(1, 9))  # 2, 4, ..., 256
 
 
@@ -303,10 +299,9 @@ def _tree_sets(
     threads: int,
     weight: np.ndarray | None = None,
     position: np.ndarray | None = None,
-    init_score: tuple[np.ndarray, np.ndarray | None] | None = None,
+    init_score: tuple[np.ndarray | None, np.ndarray | None] = (None, None),
 ) -> _TreeSets:
-    train_init, valid_init = init_score if init_score is not None else (None, None)
-    key = _digest(X, label, group, weight, position, valid_X, int(threads), train_init, valid_init)
+    key = _digest(X, label, group, weight, position, valid_X, int(threads), *init_score)
     if key in _SETS:
         _SETS.move_to_end(key)
         return replace(_SETS[key], valid_X=valid_X)
@@ -318,7 +313,7 @@ def _tree_sets(
         threads=threads,
         weight=weight,
         position=position,
-        init_score=(train_init, valid_init),
+        init_score=init_score,
     )
     _SETS[key] = replace(sets, valid_X=None)  # the binned Datasets only: the cache holds no caller's array
     while len(_SETS) > _SETS_KEPT:
@@ -509,12 +504,9 @@ def select_trees(
     candidates = [{"learning_rate": float(r), "num_leaves": int(n)} for r in rates for n in leaf_grid]
     seed = int(stream(data.seed, name).integers(2**31 - 1))
     valid_X = data.dataset.vali.X if n_estimators is None else None
-    init_score = None
+    init_score: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
     if base is not None:
-        init_score = (
-            linear_scores(X, *base),
-            None if valid_X is None else linear_scores(valid_X, *base),
-        )
+        init_score = (linear_scores(X, *base), None if valid_X is None else linear_scores(valid_X, *base))
     sets = _tree_sets(
         X,
         label=label,
