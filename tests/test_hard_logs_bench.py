@@ -1,22 +1,14 @@
 """bench/hard_logs.py's method entries: ``METHOD@name=value`` settings reach the method as
 its options would hold them from a spec."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.benches import load_bench
 
 
 @pytest.fixture(scope="module")
 def hard_logs():
-    spec = importlib.util.spec_from_file_location("hard_logs_bench", ROOT / "bench" / "hard_logs.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("hard_logs")
 
 
 def test_a_setting_is_read_as_a_number_a_boolean_or_a_string(hard_logs):

@@ -1,22 +1,14 @@
 """bench/merge_figure_rows.py: one method's rows of a stored figure replaced by a fresh run's."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.benches import load_bench
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("merge_figure_rows_bench", ROOT / "bench" / "merge_figure_rows.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("merge_figure_rows")
 
 
 def _rows(values: dict, clicks=100) -> pd.DataFrame:

@@ -6,7 +6,6 @@ child (xdist's ``-n auto`` in the suite's addopts did) lets every mutant survive
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -14,17 +13,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.benches import load_bench
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("mutation_bench", ROOT / "bench" / "mutation.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
+    module = load_bench("mutation")
     yield module
-    sys.modules.pop(spec.name, None)
+    sys.modules.pop(module.__name__, None)
 
 
 SOURCE = "def f(a, b):\n    return a + b if a < b else a\n"
